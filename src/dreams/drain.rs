@@ -1,0 +1,228 @@
+//! Draining: promote due quiet-hours deferrals, move the head of the ready
+//! list in flight, and apply the quiet-hours rule, repeating as successive
+//! seed drains would until an item should run. Ready items that are not
+//! fire messages of this organization become dead letters instead of
+//! stranding in flight. Recovery hands every in-flight item back.
+
+use super::message::FireMessage;
+use super::quiet::QuietHours;
+use super::store::QueueStore;
+
+/// How a drain decides about quiet hours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainPolicy {
+    /// The window and its offset.
+    pub quiet: QuietHours,
+    /// At or above this backlog, quiet hours stop reordering.
+    pub backlog_min: u64,
+    /// The queue ceiling, which also bounds promotion.
+    pub queue_max: u64,
+}
+
+/// What one drain did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// The payload that should run now, moved in flight.
+    pub ready: Option<Vec<u8>>,
+    /// Deferred items promoted back to ready.
+    pub promoted: u64,
+    /// Items marked and moved behind other work.
+    pub quiet_deferred: u64,
+    /// Items moved to the dead-letter list.
+    pub dead_lettered: u64,
+}
+
+/// Move deferred items due at `now` to the tail of ready, at most until
+/// ready holds `queue_max` items (the seed's PROMOTE_DEFERRED script).
+pub fn promote_due(queue: &mut impl QueueStore, now: i64, queue_max: u64) -> u64 {
+    let room = queue_max.saturating_sub(queue.ready_len());
+    if room == 0 {
+        return 0;
+    }
+    let mut due = queue.due_deferred(now, queue_max);
+    due.truncate(usize::try_from(room).unwrap_or(usize::MAX));
+    if due.is_empty() {
+        return 0;
+    }
+    queue.promote(&due);
+    due.len() as u64
+}
+
+/// Drain once for `org` at `now`.
+pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPolicy) -> Drained {
+    let mut drained = Drained::default();
+    let local_hour = policy.quiet.local_hour(now);
+    loop {
+        drained.promoted += promote_due(queue, now, policy.queue_max);
+        let Some(payload) = queue.pop_ready() else {
+            return drained;
+        };
+        let mut message = match FireMessage::parse(&payload) {
+            Some(message) if message.region.org == org => message,
+            _ => {
+                queue.push_dead(&payload);
+                drained.dead_lettered += 1;
+                continue;
+            }
+        };
+        let other_work = queue.ready_len().saturating_add(queue.deferred_len());
+        if !message.quiet_deferred
+            && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min)
+        {
+            message.quiet_deferred = true;
+            queue.add_deferred(now, message.to_payload().as_bytes());
+            drained.quiet_deferred += 1;
+            continue;
+        }
+        queue.push_processing(&payload);
+        drained.ready = Some(payload);
+        return drained;
+    }
+}
+
+/// Hand every in-flight item back to the tail of ready (the seed's
+/// RECOVER_INFLIGHT script). How many moved.
+pub fn recover(queue: &mut impl QueueStore) -> u64 {
+    let payloads = queue.take_processing();
+    for payload in &payloads {
+        queue.push_ready(payload);
+    }
+    payloads.len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dreams::memory::MemoryQueue;
+    use crate::dreams::region::RegionKey;
+
+    /// 03:00 UTC on day 20000: inside the default window.
+    const QUIET_NOW: i64 = 20_000 * 86_400 + 3 * 3_600;
+    /// 12:00 UTC: outside it.
+    const DAY_NOW: i64 = 20_000 * 86_400 + 12 * 3_600;
+
+    fn policy() -> DrainPolicy {
+        DrainPolicy {
+            quiet: QuietHours::default(),
+            backlog_min: 32,
+            queue_max: 1000,
+        }
+    }
+
+    fn item(project: &str) -> Vec<u8> {
+        FireMessage {
+            region: RegionKey::new("o", project, 1),
+            fired_by: "n".into(),
+            fired_at: None,
+            fire_id: Some(project.into()),
+            queued_payload: None,
+            quiet_deferred: false,
+        }
+        .to_payload()
+        .into_bytes()
+    }
+
+    fn project_of(payload: &[u8]) -> String {
+        FireMessage::parse(payload).unwrap().region.project
+    }
+
+    #[test]
+    fn outside_quiet_hours_the_head_runs() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = vec![item("a"), item("b")];
+        let drained = drain(&mut queue, "o", DAY_NOW, &policy());
+        assert_eq!(project_of(&drained.ready.unwrap()), "a");
+        assert_eq!(queue.processing, vec![item("a")]);
+        assert_eq!(queue.ready, vec![item("b")]);
+    }
+
+    #[test]
+    fn a_lone_item_runs_even_in_quiet_hours() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = vec![item("a")];
+        let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
+        assert_eq!(drained.ready, Some(item("a")));
+        assert_eq!(drained.quiet_deferred, 0);
+    }
+
+    #[test]
+    fn two_unmarked_items_are_both_marked_and_the_first_comes_back() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = vec![item("a"), item("b")];
+        let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
+        let ready = drained.ready.unwrap();
+        let message = FireMessage::parse(&ready).unwrap();
+        assert_eq!(message.region.project, "a");
+        assert!(message.quiet_deferred);
+        assert_eq!(drained.quiet_deferred, 2);
+        assert_eq!(queue.ready.len(), 1);
+        assert!(FireMessage::parse(&queue.ready[0]).unwrap().quiet_deferred);
+        assert_eq!(queue.deferred_len(), 0);
+    }
+
+    #[test]
+    fn a_large_backlog_runs_in_quiet_hours() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = (0..32).map(|i| item(&format!("p{i}"))).collect();
+        let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
+        assert_eq!(project_of(&drained.ready.unwrap()), "p0");
+        assert_eq!(drained.quiet_deferred, 0);
+    }
+
+    #[test]
+    fn foreign_and_corrupt_items_become_dead_letters() {
+        let mut queue = MemoryQueue::default();
+        let foreign = FireMessage::parse(&item("x"))
+            .map(|mut m| {
+                m.region.org = "other".into();
+                m.to_payload().into_bytes()
+            })
+            .unwrap();
+        queue.ready = vec![b"garbage".to_vec(), foreign.clone(), item("a")];
+        let drained = drain(&mut queue, "o", DAY_NOW, &policy());
+        assert_eq!(drained.ready, Some(item("a")));
+        assert_eq!(drained.dead_lettered, 2);
+        assert_eq!(queue.dead, vec![b"garbage".to_vec(), foreign]);
+        assert_eq!(queue.processing, vec![item("a")]);
+    }
+
+    #[test]
+    fn empty_queue_drains_nothing() {
+        let mut queue = MemoryQueue::default();
+        assert_eq!(drain(&mut queue, "o", DAY_NOW, &policy()), Drained::default());
+    }
+
+    #[test]
+    fn due_deferrals_are_promoted_first_and_future_ones_wait() {
+        let mut queue = MemoryQueue::default();
+        queue.add_deferred(DAY_NOW - 10, &item("old"));
+        queue.add_deferred(DAY_NOW + 10, &item("future"));
+        queue.ready = vec![item("a")];
+        let drained = drain(&mut queue, "o", DAY_NOW, &policy());
+        assert_eq!(drained.promoted, 1);
+        assert_eq!(project_of(&drained.ready.unwrap()), "a");
+        assert_eq!(queue.ready, vec![item("old")]);
+        assert_eq!(queue.deferred_len(), 1);
+    }
+
+    #[test]
+    fn promotion_stops_at_the_ceiling() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = vec![item("a")];
+        queue.add_deferred(0, &item("d1"));
+        queue.add_deferred(0, &item("d2"));
+        assert_eq!(promote_due(&mut queue, DAY_NOW, 2), 1);
+        assert_eq!(queue.ready.len(), 2);
+        assert_eq!(promote_due(&mut queue, DAY_NOW, 2), 0);
+    }
+
+    #[test]
+    fn recover_moves_everything_in_flight_back_in_order() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = vec![item("r")];
+        queue.processing = vec![item("a"), item("b")];
+        assert_eq!(recover(&mut queue), 2);
+        assert_eq!(queue.ready, vec![item("r"), item("a"), item("b")]);
+        assert!(queue.processing.is_empty());
+    }
+}

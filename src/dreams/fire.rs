@@ -1,0 +1,113 @@
+//! Enqueueing under the hard ceiling (R-Dr15): ready + deferred + in-flight
+//! never exceed the queue maximum; at the ceiling the newest fire is dropped
+//! and existing work is untouched.
+
+use super::message::{FireMessage, RegionWriteCounters};
+use super::region::RegionKey;
+use super::store::{QueueStore, RegionStore};
+
+/// The default ceiling over ready + deferred + in-flight items.
+pub const DREAMS_QUEUE_MAX: u64 = 1000;
+
+/// Outcome of an enqueue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FireOutcome {
+    /// Appended below the ceiling.
+    Queued,
+    /// The queue was full; the newest fire was dropped.
+    Dropped,
+}
+
+impl FireOutcome {
+    /// The reply word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Dropped => "dropped",
+        }
+    }
+}
+
+/// An explicit fire: a region payload without a counter snapshot.
+pub fn fire(
+    queue: &mut impl QueueStore,
+    region: &RegionKey,
+    fired_by: &str,
+    fire_id: String,
+    queue_max: u64,
+) -> FireOutcome {
+    if queue.total_len() >= queue_max {
+        return FireOutcome::Dropped;
+    }
+    let message = FireMessage {
+        region: region.clone(),
+        fired_by: fired_by.to_owned(),
+        fired_at: None,
+        fire_id: Some(fire_id),
+        queued_payload: None,
+        quiet_deferred: false,
+    };
+    queue.push_ready(message.to_payload().as_bytes());
+    FireOutcome::Queued
+}
+
+/// Make `fire_id` the region's one pending fire and queue its snapshot,
+/// unless the ceiling is reached. Whether it was queued.
+pub(crate) fn enqueue_counted(
+    queue: &mut impl QueueStore,
+    counters: &mut impl RegionStore,
+    region: &RegionKey,
+    fired_by: &str,
+    snapshot: RegionWriteCounters,
+    fire_id: String,
+    queue_max: u64,
+) -> bool {
+    if queue.total_len() >= queue_max {
+        return false;
+    }
+    counters.set_pending(&fire_id);
+    let message = FireMessage {
+        region: region.clone(),
+        fired_by: fired_by.to_owned(),
+        fired_at: Some(snapshot),
+        fire_id: Some(fire_id),
+        queued_payload: None,
+        quiet_deferred: false,
+    };
+    queue.push_ready(message.to_payload().as_bytes());
+    true
+}
+
+/// A counter value as the snapshot's `u32`.
+pub(crate) fn snapshot_count(value: i64) -> u32 {
+    u32::try_from(value.max(0)).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dreams::memory::MemoryQueue;
+
+    #[test]
+    fn fires_below_the_ceiling_and_drops_at_it() {
+        let mut queue = MemoryQueue::default();
+        let region = RegionKey::new("o", "p", 1);
+        assert_eq!(fire(&mut queue, &region, "n", "a".into(), 2), FireOutcome::Queued);
+        queue.processing.push(b"in-flight".to_vec());
+        assert_eq!(fire(&mut queue, &region, "n", "b".into(), 2), FireOutcome::Dropped);
+        assert_eq!(queue.ready.len(), 1);
+        let payload = String::from_utf8(queue.ready[0].clone()).unwrap();
+        assert_eq!(
+            payload,
+            r#"{"region":{"org":"o","project":"p","memory_type":1},"fired_by":"n","fire_id":"a"}"#
+        );
+    }
+
+    #[test]
+    fn deferred_items_count_against_the_ceiling() {
+        let mut queue = MemoryQueue::default();
+        queue.add_deferred(0, b"later");
+        let region = RegionKey::new("o", "p", 1);
+        assert_eq!(fire(&mut queue, &region, "n", "a".into(), 1), FireOutcome::Dropped);
+    }
+}

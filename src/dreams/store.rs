@@ -1,0 +1,147 @@
+//! The storage the Dreams state machine runs against, as two traits: an
+//! organization's queue (ready list, deferred set, in-flight list, dead
+//! letters) and one region's counters (hash fields and counted events).
+//!
+//! The module implements them with the Redis key API; unit tests use an
+//! in-memory store. An implementation validates key types and counter
+//! fields when it is opened, so every method here is infallible.
+
+/// An organization's queue.
+pub trait QueueStore {
+    /// Items in the ready list.
+    fn ready_len(&self) -> u64;
+    /// Items in the deferred set.
+    fn deferred_len(&self) -> u64;
+    /// Items in the in-flight list.
+    fn processing_len(&self) -> u64;
+    /// Append to the ready list.
+    fn push_ready(&mut self, payload: &[u8]);
+    /// Remove and return the head of the ready list.
+    fn pop_ready(&mut self) -> Option<Vec<u8>>;
+    /// Append to the in-flight list.
+    fn push_processing(&mut self, payload: &[u8]);
+    /// Remove the first in-flight item equal to `payload`; whether one was.
+    fn remove_processing(&mut self, payload: &[u8]) -> bool;
+    /// Remove every in-flight item, oldest first.
+    fn take_processing(&mut self) -> Vec<Vec<u8>>;
+    /// Add (or rescore) a deferred item.
+    fn add_deferred(&mut self, score: i64, payload: &[u8]);
+    /// Up to `limit` deferred items due at `now`, lowest score first.
+    fn due_deferred(&self, now: i64, limit: u64) -> Vec<Vec<u8>>;
+    /// Move these deferred items to the tail of the ready list, in order.
+    fn promote(&mut self, payloads: &[Vec<u8>]);
+    /// Append to the dead-letter list.
+    fn push_dead(&mut self, payload: &[u8]);
+
+    /// Ready + deferred + in-flight: what the ceiling counts.
+    fn total_len(&self) -> u64 {
+        self.ready_len()
+            .saturating_add(self.deferred_len())
+            .saturating_add(self.processing_len())
+    }
+}
+
+/// The counter fields of one region, as read when the store was opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionCounters {
+    /// `memories`, if present.
+    pub memories: Option<i64>,
+    /// `edges`, if present.
+    pub edges: Option<i64>,
+    /// `last_success` (unix seconds), if present.
+    pub last_success: Option<i64>,
+    /// `settled_generation`, if present.
+    pub settled_generation: Option<i64>,
+    /// `pending`: the fire id of the one pending fire, if any.
+    pub pending: Option<Vec<u8>>,
+}
+
+/// Why a region's stored counters cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotNumeric(pub &'static str);
+
+impl RegionCounters {
+    /// Parse the fields of a counters hash; `field` gives a field's bytes.
+    pub fn parse<F>(field: F) -> Result<Self, NotNumeric>
+    where
+        F: Fn(&str) -> Option<Vec<u8>>,
+    {
+        let number = |name: &'static str| -> Result<Option<i64>, NotNumeric> {
+            match field(name) {
+                None => Ok(None),
+                Some(bytes) => parse_integer(&bytes).map(Some).ok_or(NotNumeric(name)),
+            }
+        };
+        Ok(Self {
+            memories: number("memories")?,
+            edges: number("edges")?,
+            last_success: number("last_success")?,
+            settled_generation: number("settled_generation")?,
+            pending: field("pending"),
+        })
+    }
+}
+
+/// A decimal integer as Redis writes one: optional `-`, digits, in `i64`.
+pub fn parse_integer(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// One region's counters.
+pub trait RegionStore {
+    /// The fields as read when the store was opened, updated by writes.
+    fn counters(&self) -> &RegionCounters;
+    /// Set `memories` and `edges`, and `last_success` when given.
+    fn set_counts(&mut self, memories: i64, edges: i64, last_success: Option<i64>);
+    /// Set `pending` to a fire id.
+    fn set_pending(&mut self, fire_id: &str);
+    /// Remove `pending`.
+    fn clear_pending(&mut self);
+    /// Set `settled_generation`.
+    fn set_settled_generation(&mut self, generation: i64);
+    /// Has this event identity been counted?
+    fn event_seen(&self, event_id: &[u8]) -> bool;
+    /// Remember an event identity as counted.
+    fn remember_event(&mut self, event_id: &[u8]);
+    /// Forget an event identity.
+    fn forget_event(&mut self, event_id: &[u8]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_parse_strictly() {
+        assert_eq!(parse_integer(b"0"), Some(0));
+        assert_eq!(parse_integer(b"4294967295"), Some(4_294_967_295));
+        assert_eq!(parse_integer(b"-7"), Some(-7));
+        for bad in [&b""[..], b"-", b"+1", b" 1", b"1 ", b"1.5", b"x", b"99999999999999999999"] {
+            assert_eq!(parse_integer(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn counters_reject_non_numeric_fields() {
+        let fields = |name: &str| match name {
+            "memories" => Some(b"3".to_vec()),
+            "edges" => Some(b"oops".to_vec()),
+            _ => None,
+        };
+        assert_eq!(RegionCounters::parse(fields), Err(NotNumeric("edges")));
+        let fine = |name: &str| match name {
+            "memories" => Some(b"3".to_vec()),
+            "pending" => Some(b"not-a-number-is-fine".to_vec()),
+            _ => None,
+        };
+        let counters = RegionCounters::parse(fine).unwrap();
+        assert_eq!(counters.memories, Some(3));
+        assert_eq!(counters.edges, None);
+        assert_eq!(counters.pending.as_deref(), Some(&b"not-a-number-is-fine"[..]));
+    }
+}

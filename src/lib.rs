@@ -1,0 +1,13 @@
+//! dreamtown: a Redis module with native, atomic commands for two
+//! Redis-backed coordination layers.
+//!
+//! * [`dreams`]: the consolidation fire queue of exocortex-dreams
+//!   (`DREAMS.*` commands).
+//! * [`town`]: the agent channel of tinytown (`TOWN.*` commands).
+//!
+//! Those two modules are plain Rust state machines over plain structs. The
+//! Redis glue (command registration, key API, replication, blocking) is
+//! behind the default `module` feature; without it this crate is the shared
+//! core that the client crate reuses.
+
+pub mod dreams;
