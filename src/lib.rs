@@ -11,3 +11,8 @@
 //! core that the client crate reuses.
 
 pub mod dreams;
+
+#[cfg(feature = "module")]
+mod commands;
+#[cfg(feature = "module")]
+mod module;

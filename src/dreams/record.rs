@@ -48,6 +48,8 @@ pub struct Recorded {
     pub memories: i64,
     /// `edges` after the write.
     pub edges: i64,
+    /// The write was already counted (replayed event or settled generation).
+    pub deduplicated: bool,
 }
 
 /// One write to record.
@@ -84,6 +86,7 @@ pub fn record(
                 outcome: RecordOutcome::Accumulated,
                 memories: memories_before,
                 edges: edges_before,
+                deduplicated: true,
             };
         }
     }
@@ -100,6 +103,7 @@ pub fn record(
         outcome: RecordOutcome::Accumulated,
         memories,
         edges,
+        deduplicated: false,
     };
     if !trigger.interval_passed(elapsed)
         || !trigger.threshold_met(memories, edges, elapsed)
@@ -250,6 +254,7 @@ mod tests {
         assert_eq!(run(&mut queue, &mut counters, once(1), &t, NOW).memories, 2);
         let replay = run(&mut queue, &mut counters, once(1), &t, NOW);
         assert_eq!((replay.outcome, replay.memories, replay.edges), (RecordOutcome::Accumulated, 2, 1));
+        assert!(replay.deduplicated);
         settle(&mut counters, b"e1", 5, false);
         assert!(!counters.events.contains(&b"e1".to_vec()));
         assert_eq!(run(&mut queue, &mut counters, once(5), &t, NOW).memories, 2, "generation <= settled");

@@ -1,0 +1,90 @@
+//! `DREAMS.ACK <org> <payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]`:
+//! acknowledge a drained fire by its exact payload. Reply
+//! `[stale|acknowledged|requeued|dropped, memories, edges]`.
+
+use super::store::{RedisQueue, RedisRegion};
+use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
+use crate::dreams::ack::{acknowledge, AckOutcome};
+use crate::dreams::message::FireMessage;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::config;
+use crate::module::reply::{CommandError, CommandResult};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.ACK",
+    entry: entry_point!(run),
+    flags: "write deny-oom",
+    tenant: TenantUse::Write,
+    arity: -4,
+    summary: "Acknowledge a drained fire by its exact payload, retrying or requeueing in the same step",
+    complexity: "O(N) where N is the number of in-flight items",
+    args: &[
+        Arg::tenant("org"),
+        Arg::new("payload", ArgKind::String),
+        Arg::new(
+            "result",
+            ArgKind::OneOf(&[Arg::keyword("SUCCESS"), Arg::keyword("FAILURE")]),
+        ),
+        NODE_ARG,
+        TRIGGER_ARG,
+    ],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    let payload = args.required("payload")?;
+    let success = match args.option().as_deref() {
+        Some("SUCCESS") => true,
+        Some("FAILURE") => false,
+        _ => return Err(CommandError::err("the result must be SUCCESS or FAILURE")),
+    };
+    let (mut fired_by, mut thresholds) = (None, None);
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "NODE" => once(&mut fired_by, node(&mut args)?, "NODE")?,
+            "TRIGGER" => once(&mut thresholds, trigger(&mut args)?, "TRIGGER")?,
+            other => return Err(unknown_option(other)),
+        }
+    }
+    let message = FireMessage::parse(payload)
+        .ok_or_else(|| CommandError::err("payload is not a Dreams fire message"))?;
+    if message.region.org != org {
+        return Err(CommandError::err(format_args!(
+            "Dreams queue for organization {org:?} rejects region organization {:?}",
+            message.region.org
+        )));
+    }
+    let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
+    let mut counters = RedisRegion::open(session, &message.region, Access::Write)?;
+    let fired_by = fired_by.unwrap_or_else(|| message.fired_by.clone());
+    let acked = acknowledge(
+        &mut queue,
+        &mut counters,
+        &message,
+        payload,
+        success,
+        &fired_by,
+        &thresholds.unwrap_or_else(config::trigger),
+        session.now_secs(),
+        config::queue_max(),
+        super::new_fire_id,
+    );
+    match acked.outcome {
+        AckOutcome::Stale => stats::ACKS_STALE.bump(),
+        AckOutcome::Acknowledged => stats::ACKS_ACKNOWLEDGED.bump(),
+        AckOutcome::Requeued => {
+            stats::ACKS_ACKNOWLEDGED.bump();
+            stats::FIRED_ACK_REQUEUE.bump();
+        }
+        AckOutcome::Dropped => {
+            stats::ACKS_ACKNOWLEDGED.bump();
+            stats::DROPPED_ACK.bump();
+        }
+    }
+    Ok(counted_reply(acked.outcome.as_str(), acked.memories, acked.edges))
+}

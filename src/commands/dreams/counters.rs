@@ -1,0 +1,39 @@
+//! `DREAMS.COUNTERS <org> <project> <memory-type>`: the region's counter
+//! fields as field/value pairs (empty if the region was never written).
+
+use super::region;
+use super::store::RedisRegion;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.COUNTERS",
+    entry: entry_point!(run),
+    flags: "readonly",
+    tenant: TenantUse::Read,
+    arity: 4,
+    summary: "A region's shared counters: memories, edges, last_success, pending, settled_generation",
+    complexity: "O(1)",
+    args: &super::REGION_ARGS,
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let region = region(&mut args)?;
+    if !args.is_empty() {
+        return Err(CommandError::syntax());
+    }
+    let counters = RedisRegion::open(session, &region, Access::Read)?;
+    let pairs = counters.counters_key().hgetall();
+    let mut sorted = pairs;
+    sorted.sort();
+    Ok(Reply::Array(
+        sorted
+            .into_iter()
+            .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
+            .collect(),
+    ))
+}

@@ -1,0 +1,138 @@
+//! `DREAMS.DRAIN <org> <timeout-secs> [QUIET <HH-HH> [OFFSET <minutes>] | NOQUIET]`:
+//! promote due deferrals, move the head of ready in flight under the
+//! quiet-hours rule, and return the first item that should run; block up to
+//! the timeout (decimal seconds, 0 = forever) until work is ready; nil on
+//! timeout. Inside MULTI or a script it never blocks.
+
+use super::store::RedisQueue;
+use super::{organization, unknown_option};
+use crate::dreams::drain::{drain, DrainPolicy};
+use crate::dreams::quiet::{check_utc_offset, QuietHours};
+use crate::dreams::region::QueueKeys;
+use crate::module::args::Args;
+use crate::module::command::{block_on_keys, entry_point, wake_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::config;
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.DRAIN",
+    entry: entry_point!(run),
+    flags: "write deny-oom blocking",
+    tenant: TenantUse::Write,
+    arity: -3,
+    summary: "Move the next fire that should run in flight and return it, blocking until one is ready",
+    complexity: "O(N) where N is the number of items deferred or dead-lettered on the way",
+    args: &[
+        Arg::tenant("org"),
+        Arg::new("timeout", ArgKind::Double),
+        Arg::new(
+            "quiet-hours",
+            ArgKind::OneOf(&[
+                Arg::new(
+                    "window",
+                    ArgKind::Block(&[
+                        Arg::new("hours", ArgKind::String).token("QUIET"),
+                        Arg::new("minutes", ArgKind::Integer).token("OFFSET").optional(),
+                    ]),
+                ),
+                Arg::keyword("NOQUIET"),
+            ]),
+        )
+        .optional(),
+    ],
+};
+
+struct DrainRequest {
+    org: String,
+    timeout_ms: i64,
+    policy: DrainPolicy,
+}
+
+fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    let timeout_ms = args.timeout_ms()?;
+    let mut window: Option<QuietHours> = None;
+    let mut offset: Option<i16> = None;
+    let mut no_quiet = false;
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "QUIET" if window.is_none() => {
+                let text = args.text("quiet window")?;
+                let parsed: QuietHours = text.parse().map_err(|e| {
+                    CommandError::err(format_args!("invalid quiet window '{text}': {e}"))
+                })?;
+                window = Some(parsed);
+            }
+            "OFFSET" if offset.is_none() => {
+                let minutes = args.signed("UTC offset (minutes)", i64::MIN, i64::MAX)?;
+                offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
+            }
+            "NOQUIET" => no_quiet = true,
+            "QUIET" | "OFFSET" => return Err(CommandError::err(format_args!("{option} given more than once"))),
+            other => return Err(unknown_option(other)),
+        }
+    }
+    if no_quiet && (window.is_some() || offset.is_some()) {
+        return Err(CommandError::err("NOQUIET cannot be combined with QUIET or OFFSET"));
+    }
+    let configured = config::quiet_hours();
+    let quiet = if no_quiet {
+        QuietHours::none()
+    } else {
+        let mut quiet = window.unwrap_or(configured);
+        quiet.utc_offset_minutes = offset.unwrap_or(configured.utc_offset_minutes);
+        quiet
+    };
+    Ok(DrainRequest {
+        org,
+        timeout_ms,
+        policy: DrainPolicy {
+            quiet,
+            backlog_min: config::quiet_backlog_min(),
+            queue_max: config::queue_max(),
+        },
+    })
+}
+
+/// Drain once now; the payload that should run, if any.
+fn drain_now(session: &Session, request: &DrainRequest) -> Result<Option<Vec<u8>>, CommandError> {
+    let mut queue = RedisQueue::open(session, &request.org, Access::Write, true)?;
+    let drained = drain(&mut queue, &request.org, session.now_secs(), &request.policy);
+    stats::PROMOTED.add(drained.promoted);
+    stats::QUIET_DEFERRED.add(drained.quiet_deferred);
+    stats::DEAD_LETTERED.add(drained.dead_lettered);
+    if drained.ready.is_some() {
+        stats::DRAINED.bump();
+    }
+    Ok(drained.ready)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let request = parse(argv)?;
+    if let Some(payload) = drain_now(session, &request)? {
+        return Ok(Reply::Bulk(payload));
+    }
+    if !session.may_block() {
+        return Ok(Reply::Nil);
+    }
+    let ready = QueueKeys::new(&request.org).ready;
+    block_on_keys(session, &[ready.as_bytes()], request.timeout_ms, wake_point!(wake))
+}
+
+/// Work arrived while blocked: serve it, or keep waiting if another
+/// drainer took it first.
+fn wake(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
+    let request = match parse(argv) {
+        Ok(request) => request,
+        Err(error) => return Some(Err(error)),
+    };
+    match drain_now(session, &request) {
+        Ok(Some(payload)) => Some(Ok(Reply::Bulk(payload))),
+        Ok(None) => None,
+        Err(error) => Some(Err(error)),
+    }
+}

@@ -1,0 +1,44 @@
+//! `DREAMS.FIRE <org> <project> <memory-type> [NODE <id>]`: queue an
+//! explicit fire of a region under the ceiling. Reply `queued` or `dropped`.
+
+use super::store::RedisQueue;
+use super::{node, once, region, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use crate::dreams::fire::{fire, FireOutcome};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, CommandSpec, TenantUse};
+use crate::module::config;
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.FIRE",
+    entry: entry_point!(run),
+    flags: "write deny-oom fast",
+    tenant: TenantUse::Write,
+    arity: -4,
+    summary: "Queue an explicit consolidation fire for a region, unless the queue is at its ceiling",
+    complexity: "O(1)",
+    args: &[REGION_ARGS[0], REGION_ARGS[1], REGION_ARGS[2], NODE_ARG],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let region = region(&mut args)?;
+    let mut fired_by = None;
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "NODE" => once(&mut fired_by, node(&mut args)?, "NODE")?,
+            other => return Err(unknown_option(other)),
+        }
+    }
+    let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
+    let fired_by = fired_by.unwrap_or_else(|| DEFAULT_NODE.to_owned());
+    let outcome = fire(&mut queue, &region, &fired_by, super::new_fire_id(), config::queue_max());
+    match outcome {
+        FireOutcome::Queued => stats::FIRED_FIRE.bump(),
+        FireOutcome::Dropped => stats::DROPPED_FIRE.bump(),
+    }
+    Ok(Reply::Status(outcome.as_str()))
+}

@@ -1,0 +1,35 @@
+//! `DREAMS.LEN <org>`: `[ready, deferred, processing]` lengths.
+
+use super::organization;
+use super::store::RedisQueue;
+use crate::dreams::store::QueueStore;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.LEN",
+    entry: entry_point!(run),
+    flags: "readonly fast",
+    tenant: TenantUse::Read,
+    arity: 2,
+    summary: "Lengths of an organization's ready list, deferred set and in-flight list",
+    complexity: "O(1)",
+    args: &[Arg::tenant("org")],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    if !args.is_empty() {
+        return Err(CommandError::syntax());
+    }
+    let queue = RedisQueue::open(session, &org, Access::Read, false)?;
+    Ok(Reply::Array(vec![
+        Reply::count(queue.ready_len()),
+        Reply::count(queue.deferred_len()),
+        Reply::count(queue.processing_len()),
+    ]))
+}

@@ -1,0 +1,100 @@
+//! The `DREAMS.*` commands: parse arguments, open the organization's keys
+//! through [`store`], run the state machine of [`crate::dreams`], count the
+//! outcome for INFO, reply.
+
+pub mod ack;
+pub mod counters;
+pub mod drain;
+pub mod fire;
+pub mod len;
+pub mod record;
+pub mod recover;
+pub mod settle;
+pub mod store;
+
+use crate::dreams::region::RegionKey;
+use crate::dreams::trigger::Trigger;
+use crate::module::args::Args;
+use crate::module::command::{Arg, ArgKind};
+use crate::module::reply::{CommandError, Reply};
+use crate::module::session::tenant;
+
+/// `fired_by` when a command names no `NODE`.
+pub const DEFAULT_NODE: &str = "dreamtown";
+
+/// Read `<org>`.
+pub fn organization(args: &mut Args<'_>) -> Result<String, CommandError> {
+    tenant(args.required("organization")?, "organization")
+}
+
+/// Read `<org> <project> <memory-type>`.
+pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
+    let org = organization(args)?;
+    let project = args.text("project")?.to_owned();
+    let memory_type = args.unsigned("memory type", u64::from(u32::MAX))? as u32;
+    Ok(RegionKey { org, project, memory_type })
+}
+
+/// Read the four values after `TRIGGER`.
+pub fn trigger(args: &mut Args<'_>) -> Result<Trigger, CommandError> {
+    const SECONDS_MAX: u64 = 3_153_600_000;
+    Ok(Trigger {
+        memory_threshold: args.unsigned("memory threshold", u64::from(u32::MAX))?,
+        edge_threshold: args.unsigned("edge threshold", u64::from(u32::MAX))?,
+        min_interval_secs: args.unsigned("min interval (seconds)", SECONDS_MAX)?,
+        age_floor_secs: args.unsigned("age floor (seconds)", SECONDS_MAX)?,
+    })
+}
+
+/// Read the node id after `NODE`.
+pub fn node(args: &mut Args<'_>) -> Result<String, CommandError> {
+    Ok(args.text("node id")?.to_owned())
+}
+
+/// Refuse an option given twice.
+pub fn once<T>(slot: &mut Option<T>, value: T, option: &str) -> Result<(), CommandError> {
+    if slot.is_some() {
+        return Err(CommandError::err(format_args!("{option} given more than once")));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+/// `[outcome, memories, edges]`.
+pub fn counted_reply(outcome: &'static str, memories: i64, edges: i64) -> Reply {
+    Reply::Array(vec![
+        Reply::Status(outcome),
+        Reply::Integer(memories),
+        Reply::Integer(edges),
+    ])
+}
+
+/// A fresh fire id (UUID v4).
+pub fn new_fire_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The region arguments, for docs.
+pub const REGION_ARGS: [Arg; 3] = [
+    Arg::tenant("org"),
+    Arg::new("project", ArgKind::String),
+    Arg::new("memory-type", ArgKind::Integer),
+];
+
+/// `[NODE id]`, for docs.
+pub const NODE_ARG: Arg = Arg::new("node", ArgKind::String).token("NODE").optional();
+
+/// `[TRIGGER m e min age]`, for docs.
+pub const TRIGGER_ARG: Arg = Arg::new("trigger", ArgKind::Block(&[
+    Arg::new("memory-threshold", ArgKind::Integer),
+    Arg::new("edge-threshold", ArgKind::Integer),
+    Arg::new("min-interval-secs", ArgKind::Integer),
+    Arg::new("age-floor-secs", ArgKind::Integer),
+]))
+.token("TRIGGER")
+.optional();
+
+/// `ERR unknown option`.
+pub fn unknown_option(option: &str) -> CommandError {
+    CommandError::err(format_args!("unknown option '{option}'"))
+}

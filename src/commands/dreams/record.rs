@@ -1,0 +1,111 @@
+//! `DREAMS.RECORD <org> <project> <memory-type> <memories> <edges> [NODE <id>]
+//! [EVENT <event-id> GENERATION <n>] [TRIGGER <m> <e> <min-interval> <age-floor>]`:
+//! count a write against the region's shared counters and, when due, create
+//! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
+
+use super::store::{RedisQueue, RedisRegion};
+use super::{
+    counted_reply, node, once, region, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS,
+    TRIGGER_ARG,
+};
+use crate::dreams::record::{record, Delivery, RecordOutcome, Write};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::config;
+use crate::module::reply::{CommandError, CommandResult};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.RECORD",
+    entry: entry_point!(run),
+    flags: "write deny-oom fast",
+    tenant: TenantUse::Write,
+    arity: -6,
+    summary: "Count writes against a region's shared counters and create its one pending fire when due",
+    complexity: "O(1)",
+    args: &[
+        REGION_ARGS[0],
+        REGION_ARGS[1],
+        REGION_ARGS[2],
+        Arg::new("memories", ArgKind::Integer),
+        Arg::new("edges", ArgKind::Integer),
+        NODE_ARG,
+        Arg::new(
+            "delivery",
+            ArgKind::Block(&[
+                Arg::new("event-id", ArgKind::String),
+                Arg::new("generation", ArgKind::Integer).token("GENERATION"),
+            ]),
+        )
+        .token("EVENT")
+        .optional(),
+        TRIGGER_ARG,
+    ],
+};
+
+/// Read `<event-id> GENERATION <n>` after `EVENT`.
+pub fn delivery<'a>(args: &mut Args<'a>) -> Result<(&'a [u8], i64), CommandError> {
+    let event_id = args.required("event id")?;
+    if event_id.is_empty() {
+        return Err(CommandError::err("Dreams write event id must not be empty"));
+    }
+    if !args.keyword("GENERATION") {
+        return Err(CommandError::err("EVENT <event-id> must be followed by GENERATION <n>"));
+    }
+    let generation = generation(args)?;
+    Ok((event_id, generation))
+}
+
+/// Read a delivery generation: a positive integer.
+pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
+    let value = args.unsigned("generation", i64::MAX as u64)?;
+    if value == 0 {
+        return Err(CommandError::err("Dreams delivery generation must be positive"));
+    }
+    Ok(value as i64)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let region = region(&mut args)?;
+    let memories = args.unsigned("memories", u64::from(u32::MAX))?;
+    let edges = args.unsigned("edges", u64::from(u32::MAX))?;
+    let (mut fired_by, mut delivered, mut thresholds) = (None, None, None);
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "NODE" => once(&mut fired_by, node(&mut args)?, "NODE")?,
+            "EVENT" => once(&mut delivered, delivery(&mut args)?, "EVENT")?,
+            "GENERATION" => return Err(CommandError::err("GENERATION needs EVENT <event-id> before it")),
+            "TRIGGER" => once(&mut thresholds, trigger(&mut args)?, "TRIGGER")?,
+            other => return Err(unknown_option(other)),
+        }
+    }
+    let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
+    let mut counters = RedisRegion::open(session, &region, Access::Write)?;
+    let write = Write {
+        memories,
+        edges,
+        delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }),
+    };
+    let fired_by = fired_by.unwrap_or_else(|| DEFAULT_NODE.to_owned());
+    let recorded = record(
+        &mut queue,
+        &mut counters,
+        &region,
+        write,
+        &fired_by,
+        &thresholds.unwrap_or_else(config::trigger),
+        session.now_secs(),
+        config::queue_max(),
+        super::new_fire_id,
+    );
+    match recorded.outcome {
+        RecordOutcome::Queued => stats::FIRED_RECORD.bump(),
+        RecordOutcome::Dropped => stats::DROPPED_RECORD.bump(),
+        RecordOutcome::Accumulated if recorded.deduplicated => stats::RECORDS_DEDUPLICATED.bump(),
+        RecordOutcome::Accumulated => {}
+    }
+    Ok(counted_reply(recorded.outcome.as_str(), recorded.memories, recorded.edges))
+}

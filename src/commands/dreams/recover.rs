@@ -1,0 +1,35 @@
+//! `DREAMS.RECOVER <org>`: move everything in flight back to the tail of
+//! ready (after a worker died). Reply: how many moved.
+
+use super::organization;
+use super::store::RedisQueue;
+use crate::dreams::drain::recover;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.RECOVER",
+    entry: entry_point!(run),
+    flags: "write",
+    tenant: TenantUse::Write,
+    arity: 2,
+    summary: "Move every in-flight fire back to the ready list",
+    complexity: "O(N) where N is the number of in-flight items",
+    args: &[Arg::tenant("org")],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    if !args.is_empty() {
+        return Err(CommandError::syntax());
+    }
+    let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
+    let moved = recover(&mut queue);
+    stats::RECOVERED.add(moved);
+    Ok(Reply::count(moved))
+}

@@ -1,0 +1,52 @@
+//! `DREAMS.SETTLE <org> <project> <memory-type> <event-id> <generation> [RETAIN]`:
+//! once an effect's outbox row is acknowledged, raise the region's settled
+//! generation (monotonically) and forget the effect's identity, unless
+//! `RETAIN`. Reply `OK`.
+
+use super::record::generation;
+use super::store::RedisRegion;
+use super::{region, unknown_option, REGION_ARGS};
+use crate::dreams::record::settle;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.SETTLE",
+    entry: entry_point!(run),
+    flags: "write deny-oom fast",
+    tenant: TenantUse::Write,
+    arity: -6,
+    summary: "Settle a recorded effect: raise the settled generation and forget its identity",
+    complexity: "O(1)",
+    args: &[
+        REGION_ARGS[0],
+        REGION_ARGS[1],
+        REGION_ARGS[2],
+        Arg::new("event-id", ArgKind::String),
+        Arg::new("generation", ArgKind::Integer),
+        Arg::flag("RETAIN"),
+    ],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let region = region(&mut args)?;
+    let event_id = args.required("event id")?;
+    if event_id.is_empty() {
+        return Err(CommandError::err("Dreams write event id must not be empty"));
+    }
+    let generation = generation(&mut args)?;
+    let mut retain = false;
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "RETAIN" => retain = true,
+            other => return Err(unknown_option(other)),
+        }
+    }
+    let mut counters = RedisRegion::open(session, &region, Access::Write)?;
+    settle(&mut counters, event_id, generation, retain);
+    Ok(Reply::OK)
+}

@@ -1,0 +1,206 @@
+//! The Dreams stores over the Redis key API: an organization's queue keys
+//! and a region's counter keys, opened with ACL and type checks up front so
+//! that every later write is certain to succeed.
+
+use redis_module::Context;
+
+use crate::dreams::region::{QueueKeys, RegionKey, RegionKeys};
+use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
+use crate::module::effects::replicate;
+use crate::module::key::{End, Key, KeyKind};
+use crate::module::reply::CommandError;
+use crate::module::session::{Access, Session};
+
+/// An organization's queue.
+pub struct RedisQueue {
+    ready: Key,
+    deferred: Key,
+    processing: Key,
+    dead: Option<Key>,
+}
+
+impl RedisQueue {
+    /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
+    pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
+        let keys = QueueKeys::new(org);
+        for name in [&keys.ready, &keys.deferred, &keys.processing] {
+            session.check(name.as_bytes(), access)?;
+        }
+        if with_dead {
+            session.check(keys.dead.as_bytes(), access)?;
+        }
+        let queue = Self {
+            ready: session.open_unchecked(keys.ready.as_bytes(), access),
+            deferred: session.open_unchecked(keys.deferred.as_bytes(), access),
+            processing: session.open_unchecked(keys.processing.as_bytes(), access),
+            dead: with_dead.then(|| session.open_unchecked(keys.dead.as_bytes(), access)),
+        };
+        queue.ready.expect(KeyKind::List)?;
+        queue.deferred.expect(KeyKind::ZSet)?;
+        queue.processing.expect(KeyKind::List)?;
+        if let Some(dead) = &queue.dead {
+            dead.expect(KeyKind::List)?;
+        }
+        Ok(queue)
+    }
+}
+
+impl QueueStore for RedisQueue {
+    fn ready_len(&self) -> u64 {
+        self.ready.len()
+    }
+    fn deferred_len(&self) -> u64 {
+        self.deferred.len()
+    }
+    fn processing_len(&self) -> u64 {
+        self.processing.len()
+    }
+    fn push_ready(&mut self, payload: &[u8]) {
+        self.ready.push(End::Tail, &[payload]);
+    }
+    fn pop_ready(&mut self) -> Option<Vec<u8>> {
+        self.ready.pop(End::Head)
+    }
+    fn push_processing(&mut self, payload: &[u8]) {
+        self.processing.push(End::Tail, &[payload]);
+    }
+    fn remove_processing(&mut self, payload: &[u8]) -> bool {
+        self.processing.remove_first(payload)
+    }
+    fn take_processing(&mut self) -> Vec<Vec<u8>> {
+        let payloads = self.processing.all();
+        self.processing.delete();
+        payloads
+    }
+    fn add_deferred(&mut self, score: i64, payload: &[u8]) {
+        self.deferred.zadd(score as f64, payload);
+    }
+    fn due_deferred(&self, now: i64, limit: u64) -> Vec<Vec<u8>> {
+        self.deferred
+            .zrange_by_score(f64::NEG_INFINITY, now as f64, limit)
+            .into_iter()
+            .map(|(member, _)| member)
+            .collect()
+    }
+    fn promote(&mut self, payloads: &[Vec<u8>]) {
+        let members: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        self.deferred.zrem(&members);
+        self.ready.push(End::Tail, &members);
+    }
+    fn push_dead(&mut self, payload: &[u8]) {
+        match &self.dead {
+            Some(dead) => dead.push(End::Tail, &[payload]),
+            // Only a drain dead-letters, and it opens the list; never drop data.
+            None => self.ready.push(End::Tail, &[payload]),
+        }
+    }
+}
+
+/// One region's counters and counted-event set.
+pub struct RedisRegion<'s> {
+    session: &'s Session,
+    counters: Key,
+    events: Vec<u8>,
+    fields: RegionCounters,
+}
+
+impl<'s> RedisRegion<'s> {
+    /// Open `region`'s keys and read its counters, refusing wrong types and
+    /// non-numeric fields.
+    pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
+        let keys = RegionKeys::new(region);
+        session.check(keys.counters.as_bytes(), access)?;
+        session.check(keys.events.as_bytes(), access)?;
+        let counters = session.open_unchecked(keys.counters.as_bytes(), access);
+        counters.expect(KeyKind::Hash)?;
+        session.open_unchecked(keys.events.as_bytes(), Access::Read).expect(KeyKind::Set)?;
+        let fields = RegionCounters::parse(|name| counters.hget(name.as_bytes())).map_err(|bad| {
+            CommandError::err(format_args!(
+                "Dreams counter metadata is not numeric (field '{}' of {})",
+                bad.0, keys.counters
+            ))
+        })?;
+        Ok(Self {
+            session,
+            counters,
+            events: keys.events.into_bytes(),
+            fields,
+        })
+    }
+
+    /// The counters hash key.
+    pub fn counters_key(&self) -> &Key {
+        &self.counters
+    }
+
+    fn context(&self) -> Context {
+        Context::new(self.session.ctx())
+    }
+
+    fn set_command(&self, command: &str, member: &[u8]) -> i64 {
+        let args: [&[u8]; 2] = [&self.events, member];
+        match self.context().call(command, &args[..]) {
+            Ok(redis_module::RedisValue::Integer(n)) => n,
+            _ => 0,
+        }
+    }
+}
+
+impl RegionStore for RedisRegion<'_> {
+    fn counters(&self) -> &RegionCounters {
+        &self.fields
+    }
+
+    fn set_counts(&mut self, memories: i64, edges: i64, last_success: Option<i64>) {
+        let memories_text = memories.to_string();
+        let edges_text = edges.to_string();
+        let success_text = last_success.map(|at| at.to_string());
+        let mut pairs: Vec<(&[u8], &[u8])> = vec![
+            (b"memories", memories_text.as_bytes()),
+            (b"edges", edges_text.as_bytes()),
+        ];
+        if let Some(at) = &success_text {
+            pairs.push((b"last_success", at.as_bytes()));
+        }
+        self.counters.hset(&pairs);
+        self.fields.memories = Some(memories);
+        self.fields.edges = Some(edges);
+        if last_success.is_some() {
+            self.fields.last_success = last_success;
+        }
+    }
+
+    fn set_pending(&mut self, fire_id: &str) {
+        self.counters.hset(&[(b"pending", fire_id.as_bytes())]);
+        self.fields.pending = Some(fire_id.as_bytes().to_vec());
+    }
+
+    fn clear_pending(&mut self) {
+        self.counters.hdel(&[b"pending"]);
+        self.fields.pending = None;
+    }
+
+    fn set_settled_generation(&mut self, generation: i64) {
+        let text = generation.to_string();
+        self.counters.hset(&[(b"settled_generation", text.as_bytes())]);
+        self.fields.settled_generation = Some(generation);
+    }
+
+    fn event_seen(&self, event_id: &[u8]) -> bool {
+        self.set_command("SISMEMBER", event_id) == 1
+    }
+
+    fn remember_event(&mut self, event_id: &[u8]) {
+        // SADD through RM_Call notifies and signals the key itself, but does
+        // not replicate (we never ask it to): replicate the effect here.
+        if self.set_command("SADD", event_id) == 1 {
+            replicate(self.session.ctx(), c"SADD", &[&self.events, event_id]);
+        }
+    }
+
+    fn forget_event(&mut self, event_id: &[u8]) {
+        if self.set_command("SREM", event_id) == 1 {
+            replicate(self.session.ctx(), c"SREM", &[&self.events, event_id]);
+        }
+    }
+}

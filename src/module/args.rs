@@ -1,0 +1,176 @@
+//! Reading a command's arguments: positional values and keyword options,
+//! each validated with an error a person can act on.
+
+use super::reply::CommandError;
+
+/// The arguments after the command name, consumed front to back.
+pub struct Args<'a> {
+    items: &'a [&'a [u8]],
+    at: usize,
+}
+
+impl<'a> Args<'a> {
+    /// Arguments `items` (without the command name).
+    pub fn new(items: &'a [&'a [u8]]) -> Self {
+        Self { items, at: 0 }
+    }
+
+    /// Are there arguments left?
+    pub fn is_empty(&self) -> bool {
+        self.at >= self.items.len()
+    }
+
+    /// The next argument, if any.
+    pub fn next(&mut self) -> Option<&'a [u8]> {
+        let item = self.items.get(self.at).copied();
+        if item.is_some() {
+            self.at += 1;
+        }
+        item
+    }
+
+    /// The next argument, which must exist (`what` names it in the error).
+    pub fn required(&mut self, what: &str) -> Result<&'a [u8], CommandError> {
+        self.next()
+            .ok_or_else(|| CommandError::err(format_args!("missing {what}")))
+    }
+
+    /// The next argument as UTF-8 text.
+    pub fn text(&mut self, what: &str) -> Result<&'a str, CommandError> {
+        let bytes = self.required(what)?;
+        std::str::from_utf8(bytes)
+            .map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
+    }
+
+    /// The next argument as an unsigned integer no larger than `max`.
+    pub fn unsigned(&mut self, what: &str, max: u64) -> Result<u64, CommandError> {
+        let bytes = self.required(what)?;
+        parse_unsigned(bytes, max).ok_or_else(|| {
+            CommandError::err(format_args!("{what} must be an integer from 0 to {max}"))
+        })
+    }
+
+    /// The next argument as a signed integer in `min..=max`.
+    pub fn signed(&mut self, what: &str, min: i64, max: i64) -> Result<i64, CommandError> {
+        let bytes = self.required(what)?;
+        parse_signed(bytes)
+            .filter(|value| (min..=max).contains(value))
+            .ok_or_else(|| {
+                CommandError::err(format_args!("{what} must be an integer from {min} to {max}"))
+            })
+    }
+
+    /// The next argument as a blocking timeout in seconds (decimal, ≥ 0),
+    /// returned in milliseconds; 0 means forever.
+    pub fn timeout_ms(&mut self) -> Result<i64, CommandError> {
+        let bytes = self.required("timeout")?;
+        parse_timeout_ms(bytes)
+    }
+
+    /// Is the next argument the keyword `word` (case-insensitive)? Consumes it if so.
+    pub fn keyword(&mut self, word: &str) -> bool {
+        match self.items.get(self.at) {
+            Some(item) if item.eq_ignore_ascii_case(word.as_bytes()) => {
+                self.at += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The next argument as an upper-case option name (for matching).
+    pub fn option(&mut self) -> Option<String> {
+        self.next()
+            .map(|item| String::from_utf8_lossy(item).to_ascii_uppercase())
+    }
+}
+
+/// Parse a decimal unsigned integer (digits only) no larger than `max`.
+pub fn parse_unsigned(bytes: &[u8], max: u64) -> Option<u64> {
+    if bytes.is_empty() || bytes.len() > 20 || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(bytes)
+        .ok()?
+        .parse::<u64>()
+        .ok()
+        .filter(|value| *value <= max)
+}
+
+/// Parse a decimal signed integer (`-` and digits only).
+pub fn parse_signed(bytes: &[u8]) -> Option<i64> {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+/// Parse a decimal number of seconds into milliseconds, as BLPOP does.
+pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
+    let invalid = || CommandError::err("timeout is not a float or out of range");
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid())?;
+    if text.is_empty()
+        || !text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'+' || b == b'e' || b == b'E')
+    {
+        return Err(invalid());
+    }
+    let seconds: f64 = text.parse().map_err(|_| invalid())?;
+    if !seconds.is_finite() {
+        return Err(invalid());
+    }
+    if seconds < 0.0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    // Redis caps blocking timeouts far beyond any real use; so do we.
+    if seconds > 1e12 {
+        return Err(invalid());
+    }
+    let ms = (seconds * 1000.0).ceil() as i64;
+    Ok(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        assert_eq!(parse_unsigned(b"0", 10), Some(0));
+        assert_eq!(parse_unsigned(b"10", 10), Some(10));
+        assert_eq!(parse_unsigned(b"11", 10), None);
+        assert_eq!(parse_unsigned(b"-1", 10), None);
+        assert_eq!(parse_unsigned(b"+1", 10), None);
+        assert_eq!(parse_unsigned(b"", 10), None);
+        assert_eq!(parse_unsigned(b"99999999999999999999999", u64::MAX), None);
+        assert_eq!(parse_signed(b"-1439"), Some(-1439));
+        assert_eq!(parse_signed(b"-"), None);
+        assert_eq!(parse_signed(b"1.0"), None);
+    }
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout_ms(b"0"), Ok(0));
+        assert_eq!(parse_timeout_ms(b"0.5"), Ok(500));
+        assert_eq!(parse_timeout_ms(b"1"), Ok(1000));
+        assert_eq!(parse_timeout_ms(b"0.0001"), Ok(1));
+        assert!(parse_timeout_ms(b"-1").is_err());
+        assert!(parse_timeout_ms(b"nan").is_err());
+        assert!(parse_timeout_ms(b"inf").is_err());
+        assert!(parse_timeout_ms(b"1e300").is_err());
+        assert!(parse_timeout_ms(b"abc").is_err());
+        assert!(parse_timeout_ms(b"").is_err());
+    }
+
+    #[test]
+    fn keywords_are_case_insensitive() {
+        let items: Vec<&[u8]> = vec![b"node", b"x"];
+        let mut args = Args::new(&items);
+        assert!(!args.keyword("EVENT"));
+        assert!(args.keyword("NODE"));
+        assert_eq!(args.next(), Some(&b"x"[..]));
+        assert!(args.is_empty());
+    }
+}

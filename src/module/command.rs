@@ -1,0 +1,371 @@
+//! Command registration and the guarded entry point every command runs in.
+//!
+//! Each command is registered with first/last/step 0 and then described
+//! through `RedisModule_SetCommandInfo`: arity, summary, complexity, the
+//! argument tree (for `COMMAND DOCS`) and one key spec that marks the first
+//! argument, the tenant, `NOT_KEY`. Redis then routes the command by tenant
+//! in a cluster while the module checks ACL on the real keys it opens.
+//!
+//! Every call runs under `catch_unwind`: a bug becomes an error reply
+//! instead of a panic unwinding into redis-server and aborting it.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use redis_module::raw;
+
+use super::api::api;
+use super::reply::{self, CommandError, CommandResult, Reply};
+use super::session::Session;
+use super::string::bytes_of;
+
+/// A command handler: the session and the arguments after the name.
+pub type Handler = fn(&Session, &[&[u8]]) -> CommandResult;
+
+/// A blocked command's wake-up handler: `None` keeps the client blocked.
+pub type WakeHandler = fn(&Session, &[&[u8]]) -> Option<CommandResult>;
+
+/// The C entry point Redis calls.
+pub type RawCommand =
+    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// How a command uses its tenant's keys, for the key spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TenantUse {
+    /// Reads only.
+    Read,
+    /// Reads and writes.
+    Write,
+}
+
+/// The shape of one documented argument.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgKind {
+    /// The tenant (declared through the key spec).
+    Tenant,
+    /// A string.
+    String,
+    /// An integer.
+    Integer,
+    /// A decimal number.
+    Double,
+    /// A keyword with no value.
+    Token,
+    /// Exactly one of the sub-arguments.
+    OneOf(&'static [Arg]),
+    /// A group of sub-arguments.
+    Block(&'static [Arg]),
+}
+
+/// One documented argument.
+#[derive(Clone, Copy, Debug)]
+pub struct Arg {
+    /// Name shown in docs.
+    pub name: &'static str,
+    /// Shape.
+    pub kind: ArgKind,
+    /// Keyword that introduces it, if any.
+    pub token: Option<&'static str>,
+    /// May be left out.
+    pub optional: bool,
+    /// May repeat.
+    pub multiple: bool,
+}
+
+impl Arg {
+    /// A required argument.
+    pub const fn new(name: &'static str, kind: ArgKind) -> Self {
+        Self { name, kind, token: None, optional: false, multiple: false }
+    }
+
+    /// The tenant argument.
+    pub const fn tenant(name: &'static str) -> Self {
+        Self::new(name, ArgKind::Tenant)
+    }
+
+    /// A required pure keyword (a choice inside a one-of).
+    pub const fn keyword(token: &'static str) -> Self {
+        Self {
+            name: token,
+            kind: ArgKind::Token,
+            token: Some(token),
+            optional: false,
+            multiple: false,
+        }
+    }
+
+    /// An optional pure keyword.
+    pub const fn flag(token: &'static str) -> Self {
+        Self {
+            name: token,
+            kind: ArgKind::Token,
+            token: Some(token),
+            optional: true,
+            multiple: false,
+        }
+    }
+
+    /// Introduced by `token`.
+    pub const fn token(mut self, token: &'static str) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// May be left out.
+    pub const fn optional(mut self) -> Self {
+        self.optional = true;
+        self
+    }
+
+    /// May repeat.
+    pub const fn multiple(mut self) -> Self {
+        self.multiple = true;
+        self
+    }
+}
+
+/// Everything Redis needs to know about one command.
+pub struct CommandSpec {
+    /// Command name (`DREAMS.FIRE`).
+    pub name: &'static str,
+    /// The C entry point (see [`entry_point!`]).
+    pub entry: RawCommand,
+    /// Redis command flags (`write deny-oom fast` ...).
+    pub flags: &'static str,
+    /// How the tenant's keys are used.
+    pub tenant: TenantUse,
+    /// Arity as Redis counts it (negative: at least).
+    pub arity: i32,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// Time complexity.
+    pub complexity: &'static str,
+    /// Arguments after the name.
+    pub args: &'static [Arg],
+}
+
+/// Wrap a [`Handler`] as a C entry point.
+macro_rules! entry_point {
+    ($handler:path) => {{
+        unsafe extern "C" fn __dreamtown_entry(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            $crate::module::command::dispatch(ctx, argv, argc, $handler)
+        }
+        __dreamtown_entry as $crate::module::command::RawCommand
+    }};
+}
+pub(crate) use entry_point;
+
+/// Wrap a [`WakeHandler`] as the reply callback of a blocked command.
+macro_rules! wake_point {
+    ($handler:path) => {{
+        unsafe extern "C" fn __dreamtown_wake(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            $crate::module::command::dispatch_wake(ctx, argv, argc, $handler)
+        }
+        __dreamtown_wake as $crate::module::command::RawCommand
+    }};
+}
+pub(crate) use wake_point;
+
+const BUG: &str = "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
+
+fn arguments<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
+    let count = usize::try_from(argc).unwrap_or(0);
+    if argv.is_null() || count == 0 {
+        return Vec::new();
+    }
+    let all = unsafe { std::slice::from_raw_parts(argv, count) };
+    all.iter().skip(1).map(|arg| bytes_of(*arg)).collect()
+}
+
+/// Run `handler` for one call and send its reply.
+pub fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let args = arguments(argv, argc);
+        let session = Session::new(ctx);
+        let result = handler(&session, &args);
+        reply::send(ctx, &result);
+    }));
+    if outcome.is_err() {
+        reply::send_error(ctx, BUG);
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Run a wake-up `handler`; keep the client blocked if it finds nothing.
+pub fn dispatch_wake(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: WakeHandler,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let args = arguments(argv, argc);
+        let session = Session::new(ctx);
+        match handler(&session, &args) {
+            Some(result) => {
+                reply::send(ctx, &result);
+                true
+            }
+            None => false,
+        }
+    }));
+    match outcome {
+        Ok(true) => raw::REDISMODULE_OK as c_int,
+        Ok(false) => raw::REDISMODULE_ERR as c_int,
+        Err(_) => {
+            reply::send_error(ctx, BUG);
+            raw::REDISMODULE_OK as c_int
+        }
+    }
+}
+
+/// The timeout callback of a blocked command: reply nil.
+pub unsafe extern "C" fn reply_nil_on_timeout(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    reply::send(ctx, &Ok(Reply::Nil));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Block the client of `session` until one of `keys` is signalled ready
+/// (list pushes through the key API do it), then call `wake`; after
+/// `timeout_ms` (0: never) reply nil.
+pub fn block_on_keys(session: &Session, keys: &[&[u8]], timeout_ms: i64, wake: RawCommand) -> CommandResult {
+    let strings: Vec<super::string::OwnedString> =
+        keys.iter().map(|key| super::string::OwnedString::new(key)).collect();
+    let mut argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(|s| s.as_ptr()).collect();
+    let blocked = unsafe {
+        api!(RedisModule_BlockClientOnKeys)(
+            session.ctx(),
+            Some(wake),
+            Some(reply_nil_on_timeout),
+            None,
+            timeout_ms,
+            argv.as_mut_ptr(),
+            argv.len() as c_int,
+            ptr::null_mut(),
+        )
+    };
+    if blocked.is_null() {
+        return Err(CommandError::err("could not block the client"));
+    }
+    Ok(Reply::Blocked)
+}
+
+/// Register `spec` with the server.
+pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), String> {
+    let name = leak(spec.name);
+    let flags = leak(spec.flags);
+    let created =
+        unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry), flags, 0, 0, 0) };
+    if created != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not create command {}", spec.name));
+    }
+    let command = unsafe { api!(RedisModule_GetCommand)(ctx, name) };
+    if command.is_null() {
+        return Err(format!("could not find command {}", spec.name));
+    }
+    let info = Box::leak(Box::new(command_info(spec)));
+    if unsafe { api!(RedisModule_SetCommandInfo)(command, info) } != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not describe command {}", spec.name));
+    }
+    Ok(())
+}
+
+/// A C string that lives as long as the server (command metadata must).
+fn leak(text: &str) -> *const c_char {
+    let clean: String = text.chars().filter(|c| *c != '\0').collect();
+    CString::new(clean).unwrap_or_default().into_raw()
+}
+
+fn leak_opt(text: Option<&str>) -> *const c_char {
+    text.map_or(ptr::null(), leak)
+}
+
+static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
+    version: 1,
+    sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+    sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+    sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+};
+
+fn command_info(spec: &CommandSpec) -> raw::RedisModuleCommandInfo {
+    let access = match spec.tenant {
+        TenantUse::Read => raw::REDISMODULE_CMD_KEY_RO,
+        TenantUse::Write => raw::REDISMODULE_CMD_KEY_RW,
+    };
+    // One spec for the tenant and the zeroed terminator.
+    let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = vec![unsafe { std::mem::zeroed() }; 2];
+    if let Some(tenant) = key_specs.first_mut() {
+        tenant.notes = leak("the tenant: keys are derived from it with it as hash tag");
+        tenant.flags = u64::from(raw::REDISMODULE_CMD_KEY_NOT_KEY | access);
+        tenant.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+        tenant.bs.index.pos = 1;
+        tenant.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+        tenant.fk.range.lastkey = 0;
+        tenant.fk.range.keystep = 1;
+        tenant.fk.range.limit = 0;
+    }
+    raw::RedisModuleCommandInfo {
+        version: &INFO_VERSION,
+        summary: leak(spec.summary),
+        complexity: leak(spec.complexity),
+        since: leak(env!("CARGO_PKG_VERSION")),
+        history: ptr::null_mut(),
+        tips: ptr::null(),
+        arity: spec.arity,
+        key_specs: key_specs.leak().as_mut_ptr(),
+        args: arg_tree(spec.args),
+    }
+}
+
+fn arg_tree(args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
+    let mut tree: Vec<raw::RedisModuleCommandArg> = args.iter().map(arg_node).collect();
+    tree.push(unsafe { std::mem::zeroed() });
+    tree.leak().as_mut_ptr()
+}
+
+fn arg_node(arg: &Arg) -> raw::RedisModuleCommandArg {
+    use raw::RedisModuleCommandArgType as T;
+    let (type_, key_spec_index, subargs): (T, c_int, *mut raw::RedisModuleCommandArg) = match arg.kind {
+        ArgKind::Tenant => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY, 0, ptr::null_mut()),
+        ArgKind::String => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING, -1, ptr::null_mut()),
+        ArgKind::Integer => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER, -1, ptr::null_mut()),
+        ArgKind::Double => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE, -1, ptr::null_mut()),
+        ArgKind::Token => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN, -1, ptr::null_mut()),
+        ArgKind::OneOf(sub) => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF, -1, arg_tree(sub)),
+        ArgKind::Block(sub) => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK, -1, arg_tree(sub)),
+    };
+    let mut flags = raw::REDISMODULE_CMD_ARG_NONE;
+    if arg.optional {
+        flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL;
+    }
+    if arg.multiple {
+        flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE;
+    }
+    let mut node: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+    node.name = leak(arg.name);
+    node.type_ = type_;
+    node.key_spec_index = key_spec_index;
+    node.token = leak_opt(arg.token);
+    node.flags = flags as c_int;
+    node.subargs = subargs;
+    node
+}

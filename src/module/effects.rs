@@ -1,0 +1,70 @@
+//! Effects a command leaves outside its keys: the commands replicated to
+//! replicas and the AOF, and keyspace notifications. Commands replicate what
+//! they did (never themselves), because they read the clock and make UUIDs;
+//! several replicated commands of one call reach replicas as one MULTI/EXEC.
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use redis_module::raw;
+
+use super::api::api;
+use super::string::OwnedString;
+
+/// A keyspace event, by class, with the event name Redis's own command for
+/// the same change would use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Generic (`del`, `expire`).
+    Generic(&'static CStr),
+    /// String (`set`).
+    String(&'static CStr),
+    /// List (`rpush`, `lpop`, `lrem` ...).
+    List(&'static CStr),
+    /// Hash (`hset`, `hdel`).
+    Hash(&'static CStr),
+    /// Set (`sadd`, `srem`).
+    Set(&'static CStr),
+    /// Sorted set (`zadd`, `zrem`).
+    ZSet(&'static CStr),
+}
+
+impl Event {
+    fn class(self) -> c_int {
+        match self {
+            Self::Generic(_) => raw::REDISMODULE_NOTIFY_GENERIC,
+            Self::String(_) => raw::REDISMODULE_NOTIFY_STRING,
+            Self::List(_) => raw::REDISMODULE_NOTIFY_LIST,
+            Self::Hash(_) => raw::REDISMODULE_NOTIFY_HASH,
+            Self::Set(_) => raw::REDISMODULE_NOTIFY_SET,
+            Self::ZSet(_) => raw::REDISMODULE_NOTIFY_ZSET,
+        }
+    }
+
+    fn name(self) -> &'static CStr {
+        match self {
+            Self::Generic(name)
+            | Self::String(name)
+            | Self::List(name)
+            | Self::Hash(name)
+            | Self::Set(name)
+            | Self::ZSet(name) => name,
+        }
+    }
+}
+
+/// Replicate `command args...` to replicas and the AOF.
+pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&[u8]]) {
+    let strings: Vec<OwnedString> = args.iter().map(|arg| OwnedString::new(arg)).collect();
+    let argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(OwnedString::as_ptr).collect();
+    let replicate = api!(RedisModule_Replicate);
+    unsafe {
+        replicate(ctx, command.as_ptr(), c"v".as_ptr(), argv.as_ptr(), argv.len());
+    }
+}
+
+/// Fire a keyspace notification for `key`.
+pub fn notify(ctx: *mut raw::RedisModuleCtx, event: Event, key: *mut raw::RedisModuleString) {
+    let notify = api!(RedisModule_NotifyKeyspaceEvent);
+    unsafe { notify(ctx, event.class(), event.name().as_ptr(), key) };
+}

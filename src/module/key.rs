@@ -1,0 +1,500 @@
+//! A key opened through the module key API, with the operations the
+//! commands need. Each write here also replicates its effect as the plain
+//! Redis command that reproduces it, fires the keyspace event that command
+//! would fire, and marks the key modified for WATCH; so the module's writes
+//! look to replicas, the AOF and subscribers like ordinary commands.
+
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_long, c_void};
+use std::ptr;
+
+use redis_module::raw;
+
+use super::api::api;
+use super::effects::{notify, replicate, Event};
+use super::reply::CommandError;
+use super::string::{bytes_of, take_bytes, OwnedString};
+
+/// The type of value at a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// No such key.
+    Empty,
+    /// A string.
+    String,
+    /// A list.
+    List,
+    /// A hash.
+    Hash,
+    /// A set.
+    Set,
+    /// A sorted set.
+    ZSet,
+    /// A stream, module value or anything newer.
+    Other,
+}
+
+impl KeyKind {
+    fn of(code: c_int) -> Self {
+        match code as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => Self::Empty,
+            raw::REDISMODULE_KEYTYPE_STRING => Self::String,
+            raw::REDISMODULE_KEYTYPE_LIST => Self::List,
+            raw::REDISMODULE_KEYTYPE_HASH => Self::Hash,
+            raw::REDISMODULE_KEYTYPE_SET => Self::Set,
+            raw::REDISMODULE_KEYTYPE_ZSET => Self::ZSet,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Which end of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The head (index 0, `LPUSH`/`LPOP`).
+    Head,
+    /// The tail (`RPUSH`/`RPOP`).
+    Tail,
+}
+
+impl End {
+    fn code(self) -> c_int {
+        match self {
+            Self::Head => raw::REDISMODULE_LIST_HEAD as c_int,
+            Self::Tail => raw::REDISMODULE_LIST_TAIL as c_int,
+        }
+    }
+}
+
+/// An open key; closed (and signalled modified, if written) on drop.
+pub struct Key {
+    ctx: *mut raw::RedisModuleCtx,
+    handle: Cell<*mut raw::RedisModuleKey>,
+    mode: c_int,
+    name: OwnedString,
+    modified: Cell<bool>,
+}
+
+impl Key {
+    /// Open `name`, for writing if `write`. The caller has checked ACL.
+    pub(crate) fn open(ctx: *mut raw::RedisModuleCtx, name: &[u8], write: bool) -> Self {
+        let name = OwnedString::new(name);
+        let mode = if write {
+            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
+        } else {
+            raw::REDISMODULE_READ
+        };
+        let mode = mode as c_int;
+        let open = api!(RedisModule_OpenKey);
+        let handle = unsafe { open(ctx, name.as_ptr(), mode) };
+        Self {
+            ctx,
+            handle: Cell::new(handle),
+            mode,
+            name,
+            modified: Cell::new(false),
+        }
+    }
+
+    /// The key name.
+    pub fn name(&self) -> &[u8] {
+        self.name.as_bytes()
+    }
+
+    /// The type of the value at the key.
+    pub fn kind(&self) -> KeyKind {
+        if self.handle.get().is_null() {
+            return KeyKind::Empty;
+        }
+        KeyKind::of(unsafe { api!(RedisModule_KeyType)(self.handle.get()) })
+    }
+
+    /// Fail with `WRONGTYPE` unless the key is empty or holds `kind`.
+    pub fn expect(&self, kind: KeyKind) -> Result<(), CommandError> {
+        match self.kind() {
+            KeyKind::Empty => Ok(()),
+            actual if actual == kind => Ok(()),
+            _ => Err(CommandError::wrong_type(self.name())),
+        }
+    }
+
+    /// Does the key exist?
+    pub fn exists(&self) -> bool {
+        self.kind() != KeyKind::Empty
+    }
+
+    /// Elements of the value (list length, hash fields, set members ...).
+    pub fn len(&self) -> u64 {
+        if !self.exists() {
+            return 0;
+        }
+        unsafe { api!(RedisModule_ValueLength)(self.handle.get()) as u64 }
+    }
+
+    /// Is the value absent or empty?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
+        let mut argv: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
+        argv.push(self.name());
+        argv.extend_from_slice(args);
+        replicate(self.ctx, command, &argv);
+        notify(self.ctx, event, self.name.as_ptr());
+        self.modified.set(true);
+    }
+
+    // ---- lists ----
+
+    /// Push `values` at `end`, in order (as one `LPUSH`/`RPUSH`).
+    pub fn push(&self, end: End, values: &[&[u8]]) {
+        if values.is_empty() {
+            return;
+        }
+        let push = api!(RedisModule_ListPush);
+        for value in values {
+            let element = OwnedString::new(value);
+            unsafe { push(self.handle.get(), end.code(), element.as_ptr()) };
+        }
+        match end {
+            End::Head => self.effect(c"LPUSH", values, Event::List(c"lpush")),
+            End::Tail => self.effect(c"RPUSH", values, Event::List(c"rpush")),
+        }
+    }
+
+    /// Pop one element from `end`.
+    pub fn pop(&self, end: End) -> Option<Vec<u8>> {
+        if self.is_empty() {
+            return None;
+        }
+        let value = take_bytes(unsafe { api!(RedisModule_ListPop)(self.handle.get(), end.code()) })?;
+        match end {
+            End::Head => self.effect(c"LPOP", &[], Event::List(c"lpop")),
+            End::Tail => self.effect(c"RPOP", &[], Event::List(c"rpop")),
+        }
+        Some(value)
+    }
+
+    /// The element at `index` (0 = head).
+    pub fn get(&self, index: u64) -> Option<Vec<u8>> {
+        if index >= self.len() {
+            return None;
+        }
+        let at = c_long::try_from(index).ok()?;
+        take_bytes(unsafe { api!(RedisModule_ListGet)(self.handle.get(), at) })
+    }
+
+    /// Up to `count` elements from `start`, head first.
+    pub fn range(&self, start: u64, count: u64) -> Vec<Vec<u8>> {
+        let end = self.len().min(start.saturating_add(count));
+        (start..end).filter_map(|index| self.get(index)).collect()
+    }
+
+    /// Every element, head first.
+    pub fn all(&self) -> Vec<Vec<u8>> {
+        self.range(0, u64::MAX)
+    }
+
+    /// Remove the first element equal to `value` (`LREM key 1 value`).
+    pub fn remove_first(&self, value: &[u8]) -> bool {
+        let len = self.len();
+        let Some(index) = (0..len).find(|&i| self.get(i).as_deref() == Some(value)) else {
+            return false;
+        };
+        let Ok(at) = c_long::try_from(index) else {
+            return false;
+        };
+        unsafe { api!(RedisModule_ListDelete)(self.handle.get(), at) };
+        self.effect(c"LREM", &[b"1", value], Event::List(c"lrem"));
+        true
+    }
+
+    /// Keep only the elements `0..keep` (`LTRIM key 0 keep-1`).
+    pub fn trim_to(&self, keep: u64) {
+        let len = self.len();
+        if len <= keep {
+            return;
+        }
+        let delete = api!(RedisModule_ListDelete);
+        for _ in keep..len {
+            unsafe { delete(self.handle.get(), -1) };
+        }
+        let stop = (keep as i64 - 1).to_string();
+        self.effect(c"LTRIM", &[b"0", stop.as_bytes()], Event::List(c"ltrim"));
+    }
+
+    // ---- sorted sets ----
+
+    /// Add `member` with `score`, or rescore it (`ZADD`).
+    pub fn zadd(&self, score: f64, member: &[u8]) {
+        let element = OwnedString::new(member);
+        let mut flags: c_int = 0;
+        unsafe { api!(RedisModule_ZsetAdd)(self.handle.get(), score, element.as_ptr(), &mut flags) };
+        let score_text = format_score(score);
+        self.effect(c"ZADD", &[score_text.as_bytes(), member], Event::ZSet(c"zadd"));
+    }
+
+    /// Remove `members` (one `ZREM`); how many were present.
+    pub fn zrem(&self, members: &[&[u8]]) -> u64 {
+        let remove = api!(RedisModule_ZsetRem);
+        let mut removed = 0;
+        for member in members {
+            let element = OwnedString::new(member);
+            let mut deleted: c_int = 0;
+            unsafe { remove(self.handle.get(), element.as_ptr(), &mut deleted) };
+            removed += u64::from(deleted != 0);
+        }
+        if removed > 0 {
+            self.effect(c"ZREM", members, Event::ZSet(c"zrem"));
+        }
+        removed
+    }
+
+    /// Up to `limit` members with `min <= score <= max`, lowest first.
+    pub fn zrange_by_score(&self, min: f64, max: f64, limit: u64) -> Vec<(Vec<u8>, f64)> {
+        let mut found = Vec::new();
+        if self.kind() != KeyKind::ZSet || limit == 0 {
+            return found;
+        }
+        let first = api!(RedisModule_ZsetFirstInScoreRange);
+        if unsafe { first(self.handle.get(), min, max, 0, 0) } != raw::REDISMODULE_OK as c_int {
+            return found;
+        }
+        let ended = api!(RedisModule_ZsetRangeEndReached);
+        let current = api!(RedisModule_ZsetRangeCurrentElement);
+        let next = api!(RedisModule_ZsetRangeNext);
+        while (found.len() as u64) < limit && unsafe { ended(self.handle.get()) } == 0 {
+            let mut score = 0f64;
+            if let Some(member) = take_bytes(unsafe { current(self.handle.get(), &mut score) }) {
+                found.push((member, score));
+            }
+            if unsafe { next(self.handle.get()) } == 0 {
+                break;
+            }
+        }
+        unsafe { api!(RedisModule_ZsetRangeStop)(self.handle.get()) };
+        found
+    }
+
+    /// Every member, lowest score first.
+    pub fn zmembers(&self) -> Vec<Vec<u8>> {
+        self.zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, u64::MAX)
+            .into_iter()
+            .map(|(member, _)| member)
+            .collect()
+    }
+
+    /// Is `member` in the sorted set?
+    pub fn zcontains(&self, member: &[u8]) -> bool {
+        if self.kind() != KeyKind::ZSet {
+            return false;
+        }
+        let element = OwnedString::new(member);
+        let mut score = 0f64;
+        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle.get(), element.as_ptr(), &mut score) };
+        found == raw::REDISMODULE_OK as c_int
+    }
+
+    // ---- hashes ----
+
+    /// The value of hash `field`.
+    pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
+        if self.kind() != KeyKind::Hash {
+            return None;
+        }
+        let name = OwnedString::new(field);
+        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        let get = api!(RedisModule_HashGet);
+        unsafe {
+            get(
+                self.handle.get(),
+                raw::REDISMODULE_HASH_NONE as c_int,
+                name.as_ptr(),
+                &mut value as *mut *mut raw::RedisModuleString,
+                ptr::null_mut::<c_void>(),
+            )
+        };
+        take_bytes(value)
+    }
+
+    /// Set hash fields (one `HSET`).
+    pub fn hset(&self, pairs: &[(&[u8], &[u8])]) {
+        if pairs.is_empty() {
+            return;
+        }
+        let set = api!(RedisModule_HashSet);
+        let mut args: Vec<&[u8]> = Vec::with_capacity(pairs.len() * 2);
+        for (field, value) in pairs {
+            let name = OwnedString::new(field);
+            let content = OwnedString::new(value);
+            unsafe {
+                set(
+                    self.handle.get(),
+                    raw::REDISMODULE_HASH_NONE as c_int,
+                    name.as_ptr(),
+                    content.as_ptr(),
+                    ptr::null_mut::<c_void>(),
+                )
+            };
+            args.push(field);
+            args.push(value);
+        }
+        self.effect(c"HSET", &args, Event::Hash(c"hset"));
+    }
+
+    /// Delete hash fields (one `HDEL`); how many existed.
+    pub fn hdel(&self, fields: &[&[u8]]) -> u64 {
+        if self.kind() != KeyKind::Hash {
+            return 0;
+        }
+        let set = api!(RedisModule_HashSet);
+        let mut deleted = 0u64;
+        for field in fields {
+            let name = OwnedString::new(field);
+            // REDISMODULE_HASH_DELETE is the pointer value 1.
+            let delete_marker = 1usize as *mut raw::RedisModuleString;
+            let count = unsafe {
+                set(
+                    self.handle.get(),
+                    raw::REDISMODULE_HASH_NONE as c_int,
+                    name.as_ptr(),
+                    delete_marker,
+                    ptr::null_mut::<c_void>(),
+                )
+            };
+            deleted += u64::from(count > 0);
+        }
+        if deleted > 0 {
+            self.effect(c"HDEL", fields, Event::Hash(c"hdel"));
+        }
+        deleted
+    }
+
+    /// Every field and value of the hash.
+    pub fn hgetall(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut pairs = Vec::new();
+        if self.kind() != KeyKind::Hash {
+            return pairs;
+        }
+        self.scan(|field, value| pairs.push((field.to_vec(), value.map(<[u8]>::to_vec).unwrap_or_default())));
+        pairs
+    }
+
+    /// Every member of a set.
+    pub fn smembers(&self) -> Vec<Vec<u8>> {
+        let mut members = Vec::new();
+        if self.kind() != KeyKind::Set {
+            return members;
+        }
+        self.scan(|member, _| members.push(member.to_vec()));
+        members
+    }
+
+    fn scan<F: FnMut(&[u8], Option<&[u8]>)>(&self, mut visit: F) {
+        unsafe extern "C" fn each<F: FnMut(&[u8], Option<&[u8]>)>(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut c_void,
+        ) {
+            let visit = unsafe { &mut *privdata.cast::<F>() };
+            let value = if value.is_null() { None } else { Some(bytes_of(value)) };
+            visit(bytes_of(field), value);
+        }
+        let cursor = unsafe { api!(RedisModule_ScanCursorCreate)() };
+        let scan = api!(RedisModule_ScanKey);
+        let privdata = (&mut visit as *mut F).cast::<c_void>();
+        while unsafe { scan(self.handle.get(), cursor, Some(each::<F>), privdata) } != 0 {}
+        unsafe { api!(RedisModule_ScanCursorDestroy)(cursor) };
+    }
+
+    // ---- strings and keys ----
+
+    /// The string value.
+    pub fn string(&self) -> Option<Vec<u8>> {
+        if self.kind() != KeyKind::String {
+            return None;
+        }
+        let mut len = 0usize;
+        let data = unsafe {
+            api!(RedisModule_StringDMA)(self.handle.get(), &mut len, raw::REDISMODULE_READ as c_int)
+        };
+        if data.is_null() {
+            return Some(Vec::new());
+        }
+        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec())
+    }
+
+    /// Set a string value expiring at `expire_at_ms` (unix ms), replicated
+    /// with the absolute time so replicas expire it at the same instant.
+    pub fn set_string_expiring(&self, value: &[u8], expire_at_ms: i64) {
+        let content = OwnedString::new(value);
+        unsafe { api!(RedisModule_StringSet)(self.handle.get(), content.as_ptr()) };
+        unsafe { api!(RedisModule_SetAbsExpire)(self.handle.get(), expire_at_ms) };
+        let at = expire_at_ms.to_string();
+        self.effect(c"SET", &[value, b"PXAT", at.as_bytes()], Event::String(c"set"));
+    }
+
+    /// Expire the key at `expire_at_ms` (unix ms).
+    pub fn expire_at(&self, expire_at_ms: i64) {
+        if !self.exists() {
+            return;
+        }
+        unsafe { api!(RedisModule_SetAbsExpire)(self.handle.get(), expire_at_ms) };
+        let at = expire_at_ms.to_string();
+        self.effect(c"PEXPIREAT", &[at.as_bytes()], Event::Generic(c"expire"));
+    }
+
+    /// The absolute expire time in unix ms, if the key has one.
+    pub fn expire_time_ms(&self) -> Option<i64> {
+        if !self.exists() {
+            return None;
+        }
+        let at = unsafe { api!(RedisModule_GetAbsExpire)(self.handle.get()) };
+        (at >= 0).then_some(at)
+    }
+
+    /// Delete the key; whether it existed.
+    pub fn delete(&self) -> bool {
+        if !self.exists() {
+            return false;
+        }
+        // RM_DeleteKey leaves a list iterator (left by `get`) dangling, which
+        // trips an assertion when the key closes on Redis 7.0: start afresh.
+        self.reopen();
+        unsafe { api!(RedisModule_DeleteKey)(self.handle.get()) };
+        self.effect(c"DEL", &[], Event::Generic(c"del"));
+        true
+    }
+}
+
+impl Key {
+    fn reopen(&self) {
+        unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
+        let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx, self.name.as_ptr(), self.mode) };
+        self.handle.set(handle);
+    }
+}
+
+/// A score as Redis prints one, exact for every integer a command writes.
+fn format_score(score: f64) -> String {
+    if score.fract() == 0.0 && score.abs() < 1e17 {
+        format!("{}", score as i64)
+    } else {
+        format!("{score}")
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if self.handle.get().is_null() {
+            return;
+        }
+        if self.modified.get() {
+            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.as_ptr()) };
+        }
+        unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
+    }
+}

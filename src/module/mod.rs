@@ -1,0 +1,83 @@
+//! The Redis glue: the module definition, its configuration and INFO, and
+//! the pieces every command is built from (guarded entry points, sessions
+//! with ACL checks, keys that replicate and notify their writes, replies).
+
+pub mod api;
+pub mod args;
+pub mod command;
+pub mod config;
+pub mod effects;
+pub mod key;
+pub mod reply;
+pub mod session;
+pub mod stats;
+pub mod string;
+
+use std::os::raw::c_int;
+
+use redis_module::configuration::ConfigurationFlags;
+use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+use self::config::*;
+
+#[cfg(not(test))]
+type Allocator = redis_module::alloc::RedisAlloc;
+#[cfg(not(test))]
+const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
+// Outside redis-server (unit tests) the Redis allocator does not exist.
+#[cfg(test)]
+type Allocator = std::alloc::System;
+#[cfg(test)]
+const ALLOCATOR: Allocator = std::alloc::System;
+
+fn initialize(ctx: &Context, _args: &[RedisString]) -> Status {
+    let missing = api::missing_apis();
+    if !missing.is_empty() {
+        ctx.log_warning(&format!(
+            "dreamtown needs Redis 7.0 or newer; this server lacks {}",
+            missing.join(", ")
+        ));
+        return Status::Err;
+    }
+    // Keys signal WATCH themselves, and only when a command really changed them.
+    unsafe {
+        api::api!(RedisModule_SetModuleOptions)(
+            ctx.ctx,
+            raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+        )
+    };
+    unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
+    for spec in crate::commands::all() {
+        if let Err(error) = command::register(ctx.ctx, spec) {
+            ctx.log_warning(&format!("dreamtown: {error}"));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
+
+redis_module! {
+    name: "dreamtown",
+    version: 1,
+    allocator: (Allocator, ALLOCATOR),
+    data_types: [],
+    init: initialize,
+    commands: [],
+    configurations: [
+        i64: [
+            ["queue-max", &QUEUE_MAX, 1000, 1, 1_000_000_000, ConfigurationFlags::DEFAULT, None],
+            ["quiet-utc-offset", &QUIET_UTC_OFFSET, 0, -1439, 1439, ConfigurationFlags::DEFAULT, None],
+            ["quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, 0, 1_000_000_000, ConfigurationFlags::DEFAULT, None],
+            ["memory-threshold", &MEMORY_THRESHOLD, 50, 0, 4_294_967_295, ConfigurationFlags::DEFAULT, None],
+            ["edge-threshold", &EDGE_THRESHOLD, 200, 0, 4_294_967_295, ConfigurationFlags::DEFAULT, None],
+            ["min-interval", &MIN_INTERVAL, 3_600, 0, 3_153_600_000, ConfigurationFlags::DEFAULT, None],
+            ["age-floor", &AGE_FLOOR, 604_800, 0, 3_153_600_000, ConfigurationFlags::DEFAULT, None],
+        ],
+        string: [
+            ["quiet-hours", &QUIET_HOURS, QUIET_HOURS_DEFAULT, ConfigurationFlags::DEFAULT, None],
+        ],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
+}

@@ -1,0 +1,146 @@
+//! What a command answers: a reply value, or a Redis-style error whose
+//! first word is its code (`ERR`, `WRONGTYPE`, `NOPERM`). Replies are built
+//! whole before anything is written to the client, so a failure half way
+//! can never leave a partial reply.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_long};
+
+use redis_module::raw;
+
+use super::api::api;
+
+/// A reply value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// A status reply such as `OK` or `queued`.
+    Status(&'static str),
+    /// A bulk string (any bytes).
+    Bulk(Vec<u8>),
+    /// An integer.
+    Integer(i64),
+    /// The null reply.
+    Nil,
+    /// An array.
+    Array(Vec<Reply>),
+    /// Nothing now: the client was blocked and is answered later.
+    Blocked,
+}
+
+impl Reply {
+    /// `OK`.
+    pub const OK: Reply = Reply::Status("OK");
+
+    /// A bulk string from text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Bulk(text.into().into_bytes())
+    }
+
+    /// A bulk string, or nil.
+    pub fn bulk_or_nil(value: Option<Vec<u8>>) -> Self {
+        value.map_or(Self::Nil, Self::Bulk)
+    }
+
+    /// An array of bulk strings.
+    pub fn bulks(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        Self::Array(values.into_iter().map(Self::Bulk).collect())
+    }
+
+    /// An integer from an unsigned count.
+    pub fn count(value: u64) -> Self {
+        Self::Integer(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+}
+
+/// A command error; the message starts with its code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandError(String);
+
+impl CommandError {
+    /// `ERR <message>`.
+    pub fn err(message: impl std::fmt::Display) -> Self {
+        Self(format!("ERR {message}"))
+    }
+
+    /// An error with its own code, e.g. `NOPERM ...`.
+    pub fn coded(code: &str, message: impl std::fmt::Display) -> Self {
+        Self(format!("{code} {message}"))
+    }
+
+    /// `WRONGTYPE` for `key`.
+    pub fn wrong_type(key: &[u8]) -> Self {
+        Self(format!(
+            "WRONGTYPE Operation against a key holding the wrong kind of value ({})",
+            String::from_utf8_lossy(key)
+        ))
+    }
+
+    /// `ERR syntax error`.
+    pub fn syntax() -> Self {
+        Self::err("syntax error")
+    }
+
+    /// Redis's wrong-arity error for `command`.
+    pub fn arity(command: &str) -> Self {
+        Self::err(format_args!("wrong number of arguments for '{command}' command"))
+    }
+
+    /// The full message.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a command handler returns.
+pub type CommandResult = Result<Reply, CommandError>;
+
+/// Write `result` to the client of `ctx`.
+pub fn send(ctx: *mut raw::RedisModuleCtx, result: &CommandResult) {
+    match result {
+        Ok(reply) => send_reply(ctx, reply),
+        Err(error) => send_error(ctx, error.message()),
+    }
+}
+
+/// Write an error reply; the text is made a legal one-line RESP error.
+pub fn send_error(ctx: *mut raw::RedisModuleCtx, message: &str) {
+    let clean: String = message
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' || c == '\0' { ' ' } else { c })
+        .collect();
+    let text = CString::new(clean).unwrap_or_default();
+    unsafe { api!(RedisModule_ReplyWithError)(ctx, text.as_ptr()) };
+}
+
+fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
+    unsafe {
+        match reply {
+            Reply::Status(status) => {
+                let text = CString::new(*status).unwrap_or_default();
+                api!(RedisModule_ReplyWithSimpleString)(ctx, text.as_ptr());
+            }
+            Reply::Bulk(bytes) => {
+                api!(RedisModule_ReplyWithStringBuffer)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
+            }
+            Reply::Integer(value) => {
+                api!(RedisModule_ReplyWithLongLong)(ctx, *value);
+            }
+            Reply::Nil => {
+                api!(RedisModule_ReplyWithNull)(ctx);
+            }
+            Reply::Array(items) => {
+                api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
+                for item in items {
+                    send_reply(ctx, item);
+                }
+            }
+            Reply::Blocked => {}
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! One command's view of the server: the caller's ACL user, key opening
+//! with permission checks, context flags and the clock.
+//!
+//! Tenant commands declare their first argument as a `NOT_KEY` key spec, so
+//! Redis routes them in a cluster but does not match the bare tenant name
+//! against ACL key patterns; the module checks every key it opens instead,
+//! before writing anything.
+
+use std::os::raw::c_int;
+use std::ptr;
+
+use redis_module::raw;
+
+use super::api::api;
+use super::key::Key;
+use super::reply::CommandError;
+use super::string::OwnedString;
+
+/// How a command uses a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Read only.
+    Read,
+    /// Read and write.
+    Write,
+}
+
+/// The per-command context.
+pub struct Session {
+    ctx: *mut raw::RedisModuleCtx,
+    user: *mut raw::RedisModuleUser,
+}
+
+impl Session {
+    /// The session of the command running in `ctx`.
+    pub fn new(ctx: *mut raw::RedisModuleCtx) -> Self {
+        Self {
+            ctx,
+            user: current_user(ctx),
+        }
+    }
+
+    /// The raw context.
+    pub fn ctx(&self) -> *mut raw::RedisModuleCtx {
+        self.ctx
+    }
+
+    /// Refuse with `NOPERM` unless the caller may use `name` as `access`.
+    pub fn check(&self, name: &[u8], access: Access) -> Result<(), CommandError> {
+        if self.user.is_null() {
+            return Ok(());
+        }
+        let flags = match access {
+            Access::Read => raw::REDISMODULE_CMD_KEY_ACCESS,
+            Access::Write => raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
+        };
+        let key = OwnedString::new(name);
+        let verdict =
+            unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.user, key.as_ptr(), flags as c_int) };
+        if verdict == raw::REDISMODULE_OK as c_int {
+            return Ok(());
+        }
+        unsafe {
+            api!(RedisModule_ACLAddLogEntry)(
+                self.ctx,
+                self.user,
+                key.as_ptr(),
+                raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
+            )
+        };
+        Err(CommandError::coded(
+            "NOPERM",
+            format_args!(
+                "this user has no permissions to access the key '{}'",
+                String::from_utf8_lossy(name)
+            ),
+        ))
+    }
+
+    /// Check ACL for every key in `names`, then open them all.
+    pub fn open_all<const N: usize>(
+        &self,
+        names: [&str; N],
+        access: Access,
+    ) -> Result<[Key; N], CommandError> {
+        for name in names {
+            self.check(name.as_bytes(), access)?;
+        }
+        Ok(names.map(|name| self.open_unchecked(name.as_bytes(), access)))
+    }
+
+    /// Check ACL for `name` and open it.
+    pub fn open(&self, name: &[u8], access: Access) -> Result<Key, CommandError> {
+        self.check(name, access)?;
+        Ok(self.open_unchecked(name, access))
+    }
+
+    /// Open a key whose permission was already checked.
+    pub fn open_unchecked(&self, name: &[u8], access: Access) -> Key {
+        Key::open(self.ctx, name, access == Access::Write)
+    }
+
+    /// The context flags.
+    pub fn flags(&self) -> u32 {
+        unsafe { api!(RedisModule_GetContextFlags)(self.ctx) as u32 }
+    }
+
+    /// May this call block the client (not in MULTI, Lua or a no-block context)?
+    pub fn may_block(&self) -> bool {
+        let forbidding = raw::REDISMODULE_CTX_FLAGS_MULTI
+            | raw::REDISMODULE_CTX_FLAGS_LUA
+            | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
+        self.flags() & forbidding == 0
+    }
+
+    /// The server clock in unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        unsafe { api!(RedisModule_Milliseconds)() }
+    }
+
+    /// The server clock in unix seconds.
+    pub fn now_secs(&self) -> i64 {
+        self.now_ms().div_euclid(1000)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.user.is_null() {
+            unsafe { api!(RedisModule_FreeModuleUser)(self.user) };
+        }
+    }
+}
+
+/// The ACL user of the calling client, or null when there is none to check:
+/// the replication link and AOF loading run as the server itself.
+fn current_user(ctx: *mut raw::RedisModuleCtx) -> *mut raw::RedisModuleUser {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
+    if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
+        return ptr::null_mut();
+    }
+    let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }) else {
+        return ptr::null_mut();
+    };
+    unsafe { api!(RedisModule_GetModuleUserFromUserName)(name.as_ptr()) }
+}
+
+/// Validate a tenant name: non-empty, no `{`/`}` (they would break the hash
+/// tag that keeps a tenant in one slot).
+pub fn tenant(bytes: &[u8], what: &str) -> Result<String, CommandError> {
+    if bytes.is_empty() {
+        return Err(CommandError::err(format_args!("{what} must not be empty")));
+    }
+    if bytes.iter().any(|b| *b == b'{' || *b == b'}') {
+        return Err(CommandError::err(format_args!("{what} must not contain '{{' or '}}'")));
+    }
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
+}

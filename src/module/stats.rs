@@ -1,0 +1,105 @@
+//! Totals reported by `INFO dreamtown`, kept per server since it started
+//! (a replica counts nothing: it applies effects, not commands).
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis_module::raw;
+
+use super::api::api;
+
+/// A monotonically increasing total.
+pub struct Total(AtomicU64);
+
+impl Total {
+    const fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    /// Add `n`.
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Add one.
+    pub fn bump(&self) {
+        self.add(1);
+    }
+
+    /// The current value.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Fires queued by `DREAMS.FIRE`.
+pub static FIRED_FIRE: Total = Total::new();
+/// Fires queued by `DREAMS.RECORD`.
+pub static FIRED_RECORD: Total = Total::new();
+/// Fires requeued by `DREAMS.ACK`.
+pub static FIRED_ACK_REQUEUE: Total = Total::new();
+/// `DREAMS.FIRE` fires dropped at the ceiling.
+pub static DROPPED_FIRE: Total = Total::new();
+/// `DREAMS.RECORD` fires dropped at the ceiling.
+pub static DROPPED_RECORD: Total = Total::new();
+/// `DREAMS.ACK` requeues dropped at the ceiling.
+pub static DROPPED_ACK: Total = Total::new();
+/// Records ignored as already counted (event identity or settled generation).
+pub static RECORDS_DEDUPLICATED: Total = Total::new();
+/// Items drained and handed to a worker.
+pub static DRAINED: Total = Total::new();
+/// Items moved behind other work by quiet hours.
+pub static QUIET_DEFERRED: Total = Total::new();
+/// Deferred items promoted back to ready.
+pub static PROMOTED: Total = Total::new();
+/// Ready items moved to the dead-letter list.
+pub static DEAD_LETTERED: Total = Total::new();
+/// Acknowledgements that counted (including those that requeued or dropped).
+pub static ACKS_ACKNOWLEDGED: Total = Total::new();
+/// Acknowledgements that were stale.
+pub static ACKS_STALE: Total = Total::new();
+/// Items moved back to ready by `DREAMS.RECOVER`.
+pub static RECOVERED: Total = Total::new();
+
+/// A section of `INFO dreamtown`: its name and its fields.
+type Section = (&'static CStr, Vec<(&'static CStr, u64)>);
+
+fn sections() -> Vec<Section> {
+    let fired = FIRED_FIRE.get() + FIRED_RECORD.get() + FIRED_ACK_REQUEUE.get();
+    let dropped = DROPPED_FIRE.get() + DROPPED_RECORD.get() + DROPPED_ACK.get();
+    vec![(
+        c"dreams",
+        vec![
+            (c"fired", fired),
+            (c"fired_fire", FIRED_FIRE.get()),
+            (c"fired_record", FIRED_RECORD.get()),
+            (c"fired_ack_requeue", FIRED_ACK_REQUEUE.get()),
+            (c"dropped", dropped),
+            (c"dropped_capacity_fire", DROPPED_FIRE.get()),
+            (c"dropped_capacity_record", DROPPED_RECORD.get()),
+            (c"dropped_capacity_ack", DROPPED_ACK.get()),
+            (c"records_deduplicated", RECORDS_DEDUPLICATED.get()),
+            (c"drained", DRAINED.get()),
+            (c"quiet_deferred", QUIET_DEFERRED.get()),
+            (c"promoted", PROMOTED.get()),
+            (c"dead_lettered", DEAD_LETTERED.get()),
+            (c"acks_acknowledged", ACKS_ACKNOWLEDGED.get()),
+            (c"acks_stale", ACKS_STALE.get()),
+            (c"recovered", RECOVERED.get()),
+        ],
+    )]
+}
+
+/// The INFO callback: one section per concern, `dreamtown_<section>`.
+pub unsafe extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let outcome = std::panic::catch_unwind(|| {
+        for (name, fields) in sections() {
+            unsafe { api!(RedisModule_InfoAddSection)(ctx, name.as_ptr()) };
+            for (field, value) in fields {
+                unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, field.as_ptr(), value) };
+            }
+        }
+    });
+    let _ = outcome;
+}

@@ -1,0 +1,207 @@
+//! Test harness: a real `redis-server` with the module loaded, on a free
+//! loopback port, stopped (by its own pid) when the handle drops.
+//!
+//! The module path comes from `DREAMTOWN_MODULE` (set by `make test`), or
+//! else the newest of `target/release` and `target/debug`.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A generous deadline for anything a test waits on (a loaded 2-core box).
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The built module.
+pub fn module_path() -> PathBuf {
+    if let Ok(path) = std::env::var("DREAMTOWN_MODULE") {
+        return PathBuf::from(path);
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let candidates = ["release", "debug"].map(|profile| root.join("target").join(profile).join("libdreamtown.so"));
+    candidates
+        .iter()
+        .filter(|path| path.exists())
+        .max_by_key(|path| path.metadata().and_then(|m| m.modified()).ok())
+        .cloned()
+        .unwrap_or_else(|| panic!("build the module first (cargo build --release), or set DREAMTOWN_MODULE"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+/// A running redis-server with the module.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Server {
+    /// Start a server with the module and extra arguments.
+    pub fn start_with(extra: &[&str]) -> Server {
+        Self::start_with_module_args(extra, &[])
+    }
+
+    /// Start a server; `module_args` follow the module path on `--loadmodule`.
+    pub fn start_with_module_args(extra: &[&str], module_args: &[&str]) -> Server {
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!("dreamtown-test-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("test dir");
+            let mut loadmodule = vec![module_path().display().to_string()];
+            loadmodule.extend(module_args.iter().map(|s| s.to_string()));
+            let mut command = Command::new("redis-server");
+            command
+                .arg("--port")
+                .arg(port.to_string())
+                .arg("--bind")
+                .arg("127.0.0.1")
+                .arg("--save")
+                .arg("")
+                .arg("--appendonly")
+                .arg("no")
+                .arg("--enable-debug-command")
+                .arg("yes")
+                .arg("--dir")
+                .arg(&dir)
+                .arg("--loadmodule")
+                .args(&loadmodule)
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = command.spawn().expect("redis-server on PATH");
+            let mut server = Server { child, port, dir };
+            match server.wait_ready() {
+                Ok(()) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("redis-server did not start: {last_error}");
+    }
+
+    /// Start a plain server with the module.
+    pub fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited with {status}"));
+            }
+            if let Ok(mut con) = self.try_connect() {
+                if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                    return Ok(());
+                }
+            }
+            if started.elapsed() > DEADLINE {
+                return Err("no PING reply before the deadline".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
+        client.get_connection_with_timeout(Duration::from_secs(2))
+    }
+
+    /// A new connection.
+    pub fn connect(&self) -> redis::Connection {
+        self.try_connect().expect("connect to test server")
+    }
+
+    /// A connection authenticated as `user`.
+    pub fn connect_as(&self, user: &str, password: &str) -> redis::Connection {
+        let mut con = self.connect();
+        redis::cmd("AUTH")
+            .arg(user)
+            .arg(password)
+            .query::<()>(&mut con)
+            .expect("AUTH");
+        con
+    }
+
+    /// Is the process still alive and answering?
+    pub fn alive(&self) -> bool {
+        match self.try_connect() {
+            Ok(mut con) => redis::cmd("PING").query::<String>(&mut con).is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `DEBUG DIGEST`.
+    pub fn digest(&self) -> String {
+        redis::cmd("DEBUG").arg("DIGEST").query(&mut self.connect()).expect("DEBUG DIGEST")
+    }
+
+    /// Start a replica of this server, and wait until its link is up.
+    pub fn start_replica(&self) -> Server {
+        let port = self.port.to_string();
+        let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port, "--repl-diskless-sync-delay", "0"]);
+        let mut con = replica.connect();
+        wait_until("replica link up", || {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut con).unwrap_or_default();
+            info.contains("master_link_status:up")
+        });
+        replica
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Poll `condition` until it holds; panic with `what` at the deadline.
+pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        if started.elapsed() > DEADLINE {
+            panic!("timed out waiting for: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A tenant name unique to this test run and `label`.
+pub fn tenant(label: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{label}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Run a command, returning the raw reply or the error text.
+pub fn run(con: &mut redis::Connection, args: &[&[u8]]) -> Result<redis::Value, String> {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd.query::<redis::Value>(con).map_err(|e| e.to_string())
+}
+
+/// A command built from string arguments.
+pub fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd
+}
