@@ -68,6 +68,7 @@ class Server:
                 "--save", "",
                 "--appendonly", "no",
                 "--enable-debug-command", "yes",
+                "--repl-diskless-sync-delay", "0",
                 "--dir", self.dir,
                 "--loadmodule", module_path(), *module_args,
                 *extra,

@@ -70,6 +70,9 @@ impl Server {
                 .arg("no")
                 .arg("--enable-debug-command")
                 .arg("yes")
+                // A replica syncs at once instead of after the default 5 s.
+                .arg("--repl-diskless-sync-delay")
+                .arg("0")
                 .arg("--dir")
                 .arg(&dir)
                 .arg("--loadmodule")
@@ -152,7 +155,7 @@ impl Server {
     /// Start a replica of this server, and wait until its link is up.
     pub fn start_replica(&self) -> Server {
         let port = self.port.to_string();
-        let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port, "--repl-diskless-sync-delay", "0"]);
+        let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port]);
         let mut con = replica.connect();
         wait_until("replica link up", || {
             let info: String = redis::cmd("INFO").arg("replication").query(&mut con).unwrap_or_default();
