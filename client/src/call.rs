@@ -158,3 +158,67 @@ fn count(value: &Value) -> Option<u64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(value: Value) -> Reply {
+        Reply { command: "DREAMS.TEST", value }
+    }
+
+    fn says_what_came_back(error: Error, expected: &str) {
+        match error {
+            Error::UnexpectedReply { command, reply } => {
+                assert_eq!(command, "DREAMS.TEST");
+                assert!(reply.to_lowercase().contains(&expected.to_lowercase()), "{reply}");
+            }
+            other => panic!("expected an unexpected-reply error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn counted_replies_decode_in_resp2_and_resp3_shapes() {
+        let resp2 = reply(Value::Array(vec![
+            Value::SimpleString("queued".into()),
+            Value::Int(3),
+            Value::Int(4_294_967_295),
+        ]));
+        assert_eq!(resp2.counted().unwrap(), ("queued", 3, u32::MAX));
+        let bulk = reply(Value::Array(vec![Value::BulkString(b"stale".to_vec()), Value::Int(0), Value::Int(0)]));
+        assert_eq!(bulk.counted().unwrap(), ("stale", 0, 0));
+    }
+
+    #[test]
+    fn replies_of_the_wrong_shape_are_errors_that_quote_them() {
+        says_what_came_back(reply(Value::Int(7)).counted().unwrap_err(), "Int(7)");
+        let short = reply(Value::Array(vec![Value::SimpleString("queued".into())]));
+        says_what_came_back(short.counted().unwrap_err(), "queued");
+        let negative = reply(Value::Array(vec![Value::Okay, Value::Int(-1), Value::Int(0)]));
+        says_what_came_back(negative.counted().unwrap_err(), "-1");
+        let too_big = reply(Value::Array(vec![Value::Okay, Value::Int(1 << 33), Value::Int(0)]));
+        says_what_came_back(too_big.counted().unwrap_err(), "8589934592");
+        says_what_came_back(reply(Value::Int(1)).optional_bulk().unwrap_err(), "Int(1)");
+        says_what_came_back(reply(Value::Nil).count().unwrap_err(), "Nil");
+        says_what_came_back(reply(Value::SimpleString("queued".into())).ok().unwrap_err(), "queued");
+        let odd = reply(Value::Array(vec![Value::BulkString(b"memories".to_vec())]));
+        says_what_came_back(odd.pairs().unwrap_err(), "memories");
+    }
+
+    #[test]
+    fn pairs_decode_flat_arrays_and_maps() {
+        let flat = reply(Value::Array(vec![
+            Value::BulkString(b"edges".to_vec()),
+            Value::BulkString(b"2".to_vec()),
+        ]));
+        assert_eq!(flat.pairs().unwrap(), vec![("edges".to_owned(), b"2".to_vec())]);
+        let map = reply(Value::Map(vec![(
+            Value::BulkString(b"memories".to_vec()),
+            Value::BulkString(b"5".to_vec()),
+        )]));
+        assert_eq!(map.pairs().unwrap(), vec![("memories".to_owned(), b"5".to_vec())]);
+        assert_eq!(reply(Value::Nil).optional_bulk().unwrap(), None);
+        assert!(reply(Value::Okay).ok().is_ok());
+        assert!(reply(Value::SimpleString("OK".into())).ok().is_ok());
+    }
+}
