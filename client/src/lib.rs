@@ -6,6 +6,8 @@
 //!
 //! * [`dreams`]: the Dreams consolidation fire queue, [`dreams::RedisFireQueue`],
 //!   with the seed transport's API (change the constructor, keep the calls).
+//! * `town` (next): the tinytown agent channel over `TOWN.*`, built the same
+//!   way on the shared command layer.
 //!
 //! Each call sends one command; errors are [`Error`], never a panic.
 //!

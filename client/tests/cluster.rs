@@ -326,4 +326,11 @@ async fn non_owning_nodes_answer_moved_and_redis_cli_c_follows_it() {
     }
     let lengths: Vec<u64> = common::cmd(&["DREAMS.LEN", org]).query_async(&mut conn).await.unwrap();
     assert_eq!(lengths, [1, 0, 0], "the cluster connection routes raw commands by tenant too");
+
+    // A cluster connection has no response timeout by default: a drain may
+    // block on the owning node past redis-rs's usual 500 ms.
+    let mut idle = RedisFireQueue::new(conn, QuietHours::none(), "org-idle");
+    let started = std::time::Instant::now();
+    assert_eq!(idle.drain(Duration::from_millis(1500)).await.unwrap(), DrainResult::TimedOut);
+    assert!(started.elapsed() >= Duration::from_millis(1500));
 }

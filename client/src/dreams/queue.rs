@@ -54,6 +54,13 @@ pub struct RedisFireQueue<C = MultiplexedConnection> {
     conn: C,
     org: String,
     /// Per-node quiet hours preference (R-Dr14), sent with every drain.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::dreams::{QuietHours, RedisFireQueue};
+    /// # fn demo(mut queue: RedisFireQueue) -> Result<(), dreamtown_client::dreams::QuietHoursError> {
+    /// queue.quiet_hours = "22-06".parse::<QuietHours>()?.with_utc_offset_minutes(60)?;
+    /// # Ok(()) }
+    /// ```
     pub quiet_hours: QuietHours,
 }
 
