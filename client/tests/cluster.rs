@@ -334,3 +334,63 @@ async fn non_owning_nodes_answer_moved_and_redis_cli_c_follows_it() {
     assert_eq!(idle.drain(Duration::from_millis(1500)).await.unwrap(), DrainResult::TimedOut);
     assert!(started.elapsed() >= Duration::from_millis(1500));
 }
+
+/// Stops the script's cluster however the test ends.
+struct ScriptCluster {
+    env: Vec<(&'static str, String)>,
+}
+
+impl ScriptCluster {
+    fn run(&self, action: &str) -> std::process::Output {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/cluster.sh");
+        Command::new("bash")
+            .arg(script)
+            .arg(action)
+            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .expect("bash")
+    }
+}
+
+impl Drop for ScriptCluster {
+    fn drop(&mut self) {
+        let _ = self.run("stop");
+    }
+}
+
+#[test]
+fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
+    let base = common::free_port_run(3);
+    let dir = common::scratch_dir("script", base);
+    let script = ScriptCluster {
+        env: vec![
+            ("CLUSTER_PORT", base.to_string()),
+            ("CLUSTER_DIR", dir.display().to_string()),
+            ("DREAMTOWN_MODULE", common::module_path().display().to_string()),
+        ],
+    };
+    let started = script.run("start");
+    let printed = String::from_utf8_lossy(&started.stdout);
+    assert!(started.status.success(), "start: {printed}{}", String::from_utf8_lossy(&started.stderr));
+    assert!(printed.contains(&format!("redis-cli -c -p {base}")), "it says how to connect: {printed}");
+
+    for offset in 0..3 {
+        let port = (base + offset).to_string();
+        let info = redis_cli(&["-p", &port, "CLUSTER", "INFO"]);
+        assert!(info.contains("cluster_state:ok"), "{port}: {info}");
+        let modules = redis_cli(&["-p", &port, "MODULE", "LIST"]);
+        assert!(modules.contains("dreamtown"), "the module on {port}: {modules}");
+    }
+    let port = base.to_string();
+    assert_eq!(redis_cli(&["-c", "-p", &port, "DREAMS.FIRE", "acme", "web", "3"]).trim(), "queued");
+    let lengths = redis_cli(&["-c", "-p", &(base + 1).to_string(), "DREAMS.LEN", "acme"]);
+    assert_eq!(lengths.split_whitespace().collect::<Vec<_>>(), ["1", "0", "0"]);
+
+    let stopped = script.run("stop");
+    assert!(stopped.status.success(), "stop: {stopped:?}");
+    for offset in 0..3 {
+        let answered = Command::new("redis-cli").args(["-p", &(base + offset).to_string(), "PING"]).output().unwrap();
+        assert!(!String::from_utf8_lossy(&answered.stdout).contains("PONG"), "node {} stopped", base + offset);
+    }
+    assert!(!dir.exists(), "its state is removed");
+}

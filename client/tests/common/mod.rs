@@ -49,7 +49,18 @@ fn free_port(with_bus: bool) -> u16 {
     }
 }
 
-fn scratch_dir(label: &str, port: u16) -> PathBuf {
+/// `count` consecutive free loopback ports whose bus ports (+10000) are free too.
+pub fn free_port_run(count: u16) -> u16 {
+    loop {
+        let base = free_port(true);
+        if base < 55_535 - count && (0..count).all(|i| port_is_free(base + i) && port_is_free(base + i + 10_000)) {
+            return base;
+        }
+    }
+}
+
+/// A fresh scratch directory for `label`.
+pub fn scratch_dir(label: &str, port: u16) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dreamtown-client-{label}-{}-{port}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("test dir");
