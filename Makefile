@@ -1,12 +1,14 @@
 # dreamtown — build, run, test and benchmark the Redis module.
 #
 #   make run     build, install what is missing, start redis-server with the module
-#   make test    unit, integration (real redis-server) and redis-py tests
+#   make test    unit, integration (real redis-server), client and redis-py tests
+#   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds' Lua scripts and native commands
 
 SHELL := /bin/bash
 CARGO ?= cargo
 PORT ?= 6390
+CLUSTER_PORT ?= 7001
 MODULE := $(CURDIR)/target/release/libdreamtown.so
 VENV := $(CURDIR)/.venv
 PYTHON := $(VENV)/bin/python
@@ -15,7 +17,7 @@ APT_PACKAGES := redis-server clang libclang-dev python3-venv
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
 
-.PHONY: all build deps venv run test test-unit test-rust test-python bench clean help
+.PHONY: all build deps venv run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
 
 all: build
 
@@ -24,6 +26,7 @@ help:
 	@echo "make test   - run every test against real redis-server processes"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
 	@echo "make build  - build target/release/libdreamtown.so"
+	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
 
 ## deps: install redis-server, clang and libclang-dev from Debian if missing.
 deps:
@@ -57,7 +60,7 @@ run: deps build
 	@echo "== connect with:  redis-cli -p $(PORT)    e.g.  redis-cli -p $(PORT) DREAMS.LEN acme"
 	exec redis-server --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
 
-test: build venv test-unit test-rust test-python
+test: build venv test-unit test-rust test-client test-python
 	@echo "== all tests passed"
 
 test-unit:
@@ -67,6 +70,20 @@ test-unit:
 test-rust:
 	@echo "== integration tests against redis-server (module: $(MODULE))"
 	$(CARGO) test -p dreamtown --tests
+
+# The client crate alone: built with the module crate's default `module`
+# feature it would link RedisAlloc, which aborts outside redis-server.
+test-client:
+	@echo "== client crate tests against redis-server and a local cluster (module: $(MODULE))"
+	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
+	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
+	$(CARGO) test -p dreamtown-client
+
+cluster: build
+	CLUSTER_PORT=$(CLUSTER_PORT) DREAMTOWN_MODULE=$(MODULE) scripts/cluster.sh start
+
+cluster-stop:
+	CLUSTER_PORT=$(CLUSTER_PORT) scripts/cluster.sh stop
 
 test-python:
 	@echo "== python-tests (redis-py against redis-server)"

@@ -286,7 +286,39 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(),
     if unsafe { api!(RedisModule_SetCommandInfo)(command, info) } != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not describe command {}", spec.name));
     }
+    // Redis 7.0 puts module commands in no ACL category (so `+@write` does
+    // not grant them) and has no API to change that; 7.2 and newer do, so
+    // there the categories follow the flags as they do for core commands.
+    if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
+        let categories = leak(&acl_categories(spec.flags));
+        if unsafe { set_categories(command, categories) } != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not set the ACL categories of command {}", spec.name));
+        }
+    }
     Ok(())
+}
+
+/// The ACL categories Redis derives from a core command's flags.
+fn acl_categories(flags: &str) -> String {
+    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    let mut categories = Vec::new();
+    if has("write") {
+        categories.push("write");
+    }
+    if has("readonly") {
+        categories.push("read");
+    }
+    if has("admin") {
+        categories.extend(["admin", "dangerous"]);
+    }
+    if has("pubsub") {
+        categories.push("pubsub");
+    }
+    categories.push(if has("fast") { "fast" } else { "slow" });
+    if has("blocking") {
+        categories.push("blocking");
+    }
+    categories.join(" ")
 }
 
 /// A C string that lives as long as the server (command metadata must).
@@ -368,4 +400,19 @@ fn arg_node(arg: &Arg) -> raw::RedisModuleCommandArg {
     node.flags = flags as c_int;
     node.subargs = subargs;
     node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::acl_categories;
+
+    #[test]
+    fn categories_follow_the_flags_as_for_core_commands() {
+        assert_eq!(acl_categories("write deny-oom fast"), "write fast");
+        assert_eq!(acl_categories("write deny-oom blocking"), "write slow blocking");
+        assert_eq!(acl_categories("readonly fast"), "read fast");
+        assert_eq!(acl_categories("readonly"), "read slow");
+        assert_eq!(acl_categories("admin"), "admin dangerous slow");
+        assert_eq!(acl_categories("pubsub fast"), "pubsub fast");
+    }
 }

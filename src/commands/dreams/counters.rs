@@ -12,7 +12,7 @@ use crate::module::session::{Access, Session};
 pub const SPEC: CommandSpec = CommandSpec {
     name: "DREAMS.COUNTERS",
     entry: entry_point!(run),
-    flags: "readonly",
+    flags: "readonly fast",
     tenant: TenantUse::Read,
     arity: 4,
     summary: "A region's shared counters: memories, edges, last_success, pending, settled_generation",

@@ -1,0 +1,91 @@
+//! A Dreams worker: recover what a previous owner left in flight, then
+//! drain → run → acknowledge until Ctrl-C or after N items.
+//!
+//! ```text
+//! make run                                   # redis-server + module on port 6390
+//! cargo run -p dreamtown-client --example dreams_worker -- [URL] [ORG] [MAX_ITEMS]
+//! redis-cli -p 6390 DREAMS.FIRE acme web 3   # in another shell: give it work
+//! ```
+//!
+//! URL defaults to `$DREAMTOWN_URL` or `redis://127.0.0.1:6390/`, ORG to
+//! `$DREAMTOWN_ORG` or `acme`; without MAX_ITEMS it runs until Ctrl-C.
+//! Ctrl-C never interrupts a drain in flight: the worker finishes the item
+//! it holds, acknowledges it, and exits within one drain timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dreamtown_client::dreams::{DrainResult, DreamsTrigger, FireMessage, QuietHours, RedisFireQueue};
+
+/// How long one drain waits on the server; also the worst-case Ctrl-C latency.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
+const NODE: &str = "example-worker";
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let url = args
+        .next()
+        .or_else(|| std::env::var("DREAMTOWN_URL").ok())
+        .unwrap_or_else(|| "redis://127.0.0.1:6390/".to_owned());
+    let org = args
+        .next()
+        .or_else(|| std::env::var("DREAMTOWN_ORG").ok())
+        .unwrap_or_else(|| "acme".to_owned());
+    let max_items: Option<u64> = args.next().map(|n| n.parse()).transpose()?;
+
+    // A drain blocks on the server: the connection must wait longer than it.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let conn = redis::Client::open(url.as_str())?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    let mut queue = RedisFireQueue::new(conn, QuietHours::nightly(), org.clone());
+
+    let stopping = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stopping);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("stopping after the current item (Ctrl-C)");
+            flag.store(true, Ordering::SeqCst);
+        }
+    });
+
+    let recovered = queue.recover_inflight().await?;
+    println!("worker for {org} at {url}: recovered {recovered} fire(s) left in flight");
+
+    let mut done = 0u64;
+    while !stopping.load(Ordering::SeqCst) && max_items.is_none_or(|max| done < max) {
+        let fire = match queue.drain(DRAIN_TIMEOUT).await? {
+            DrainResult::Ready(fire) => fire,
+            DrainResult::TimedOut => continue,
+            // DREAMS.DRAIN reorders quiet-hours work itself and never defers to us.
+            DrainResult::Deferred => continue,
+        };
+        let succeeded = consolidate(&fire).await;
+        let outcome = queue
+            .acknowledge(&fire, succeeded, DreamsTrigger::default(), NODE)
+            .await?;
+        done += 1;
+        println!("#{done} {}/{} type {}: {outcome:?}", fire.region.org, fire.region.project, fire.region.memory_type);
+    }
+    let lengths = queue.lengths().await?;
+    println!(
+        "done: {done} item(s); queue now {} ready, {} deferred, {} in flight",
+        lengths.ready, lengths.deferred, lengths.processing
+    );
+    Ok(())
+}
+
+/// Stand-in for a consolidation cycle; whether it succeeded.
+async fn consolidate(fire: &FireMessage) -> bool {
+    match fire.fired_at {
+        Some(counters) => println!(
+            "consolidating {} memories, {} edges (fired by {})",
+            counters.memories_since_last_cycle, counters.edges_since_last_cycle, fire.fired_by
+        ),
+        None => println!("consolidating on request (fired by {})", fire.fired_by),
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    true
+}

@@ -1,0 +1,224 @@
+//! Sending one command and decoding its reply: the only place the client
+//! touches the connection, so every call maps transport and server errors
+//! the same way, and every reply shape it does not expect becomes
+//! [`Error::UnexpectedReply`] quoting what came back.
+
+use redis::Value;
+use redis::aio::ConnectionLike;
+
+use crate::error::{Error, Result};
+
+/// One command on its way to the server: its name (for errors) and arguments.
+pub(crate) struct Call {
+    name: &'static str,
+    cmd: redis::Cmd,
+}
+
+impl Call {
+    /// `name` with no arguments yet.
+    pub(crate) fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            cmd: redis::cmd(name),
+        }
+    }
+
+    /// Append an argument.
+    pub(crate) fn arg(mut self, arg: impl redis::ToRedisArgs) -> Self {
+        self.cmd.arg(arg);
+        self
+    }
+
+    /// Append `arg` when `condition` holds.
+    pub(crate) fn arg_if(self, condition: bool, arg: impl redis::ToRedisArgs) -> Self {
+        if condition { self.arg(arg) } else { self }
+    }
+
+    /// Send it and wait for the reply.
+    pub(crate) async fn send<C: ConnectionLike + Send>(self, conn: &mut C) -> Result<Reply> {
+        match conn.req_packed_command(&self.cmd).await {
+            Ok(Value::ServerError(error)) => Err(Error::from_redis(self.name, error.into())),
+            Ok(value) => Ok(Reply { command: self.name, value }),
+            Err(error) => Err(Error::from_redis(self.name, error)),
+        }
+    }
+}
+
+/// A reply of a known command, decoded by what the command promises.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    command: &'static str,
+    value: Value,
+}
+
+impl Reply {
+    /// The error for a reply this client does not understand.
+    pub(crate) fn unexpected(&self) -> Error {
+        Error::unexpected(self.command, &self.value)
+    }
+
+    /// A status or short string reply (`queued`, `OK` ...).
+    pub(crate) fn word(&self) -> Result<&str> {
+        word(&self.value).ok_or_else(|| self.unexpected())
+    }
+
+    /// `OK`.
+    pub(crate) fn ok(&self) -> Result<()> {
+        match &self.value {
+            Value::Okay => Ok(()),
+            _ if self.word()? == "OK" => Ok(()),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    /// A non-negative integer.
+    pub(crate) fn count(&self) -> Result<u64> {
+        count(&self.value).ok_or_else(|| self.unexpected())
+    }
+
+    /// A bulk string, or `None` for nil.
+    pub(crate) fn optional_bulk(&self) -> Result<Option<&[u8]>> {
+        match &self.value {
+            Value::Nil => Ok(None),
+            Value::BulkString(bytes) => Ok(Some(bytes)),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    /// An array of exactly `N` items.
+    pub(crate) fn items<const N: usize>(&self) -> Result<&[Value; N]> {
+        match &self.value {
+            Value::Array(items) => items.as_slice().try_into().map_err(|_| self.unexpected()),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    /// `[word, count, count]`: an outcome with the region's memories and edges.
+    pub(crate) fn counted(&self) -> Result<(&str, u32, u32)> {
+        let [outcome, memories, edges] = self.items::<3>()?;
+        let decoded = (
+            word(outcome),
+            count(memories).and_then(|n| u32::try_from(n).ok()),
+            count(edges).and_then(|n| u32::try_from(n).ok()),
+        );
+        match decoded {
+            (Some(outcome), Some(memories), Some(edges)) => Ok((outcome, memories, edges)),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    /// `[count, count, ...]` of exactly `N` counts.
+    pub(crate) fn counts<const N: usize>(&self) -> Result<[u64; N]> {
+        let items = self.items::<N>()?;
+        let mut counts = [0; N];
+        for (slot, item) in counts.iter_mut().zip(items) {
+            *slot = count(item).ok_or_else(|| self.unexpected())?;
+        }
+        Ok(counts)
+    }
+
+    /// Field/value pairs: a flat array (RESP2) or a map (RESP3).
+    pub(crate) fn pairs(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let bytes = |value: &Value| match value {
+            Value::BulkString(bytes) => Some(bytes.clone()),
+            Value::SimpleString(text) => Some(text.clone().into_bytes()),
+            _ => None,
+        };
+        let pair = |field: &Value, value: &Value| {
+            let field = String::from_utf8(bytes(field)?).ok()?;
+            Some((field, bytes(value)?))
+        };
+        let decoded: Option<Vec<_>> = match &self.value {
+            Value::Array(items) if items.len() % 2 == 0 => items
+                .chunks_exact(2)
+                .map(|chunk| match chunk {
+                    [field, value] => pair(field, value),
+                    _ => None,
+                })
+                .collect(),
+            Value::Map(entries) => entries.iter().map(|(field, value)| pair(field, value)).collect(),
+            _ => None,
+        };
+        decoded.ok_or_else(|| self.unexpected())
+    }
+}
+
+fn word(value: &Value) -> Option<&str> {
+    match value {
+        Value::SimpleString(text) => Some(text),
+        Value::Okay => Some("OK"),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok(),
+        _ => None,
+    }
+}
+
+fn count(value: &Value) -> Option<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(value: Value) -> Reply {
+        Reply { command: "DREAMS.TEST", value }
+    }
+
+    fn says_what_came_back(error: Error, expected: &str) {
+        match error {
+            Error::UnexpectedReply { command, reply } => {
+                assert_eq!(command, "DREAMS.TEST");
+                assert!(reply.to_lowercase().contains(&expected.to_lowercase()), "{reply}");
+            }
+            other => panic!("expected an unexpected-reply error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn counted_replies_decode_in_resp2_and_resp3_shapes() {
+        let resp2 = reply(Value::Array(vec![
+            Value::SimpleString("queued".into()),
+            Value::Int(3),
+            Value::Int(4_294_967_295),
+        ]));
+        assert_eq!(resp2.counted().unwrap(), ("queued", 3, u32::MAX));
+        let bulk = reply(Value::Array(vec![Value::BulkString(b"stale".to_vec()), Value::Int(0), Value::Int(0)]));
+        assert_eq!(bulk.counted().unwrap(), ("stale", 0, 0));
+    }
+
+    #[test]
+    fn replies_of_the_wrong_shape_are_errors_that_quote_them() {
+        says_what_came_back(reply(Value::Int(7)).counted().unwrap_err(), "Int(7)");
+        let short = reply(Value::Array(vec![Value::SimpleString("queued".into())]));
+        says_what_came_back(short.counted().unwrap_err(), "queued");
+        let negative = reply(Value::Array(vec![Value::Okay, Value::Int(-1), Value::Int(0)]));
+        says_what_came_back(negative.counted().unwrap_err(), "-1");
+        let too_big = reply(Value::Array(vec![Value::Okay, Value::Int(1 << 33), Value::Int(0)]));
+        says_what_came_back(too_big.counted().unwrap_err(), "8589934592");
+        says_what_came_back(reply(Value::Int(1)).optional_bulk().unwrap_err(), "Int(1)");
+        says_what_came_back(reply(Value::Nil).count().unwrap_err(), "Nil");
+        says_what_came_back(reply(Value::SimpleString("queued".into())).ok().unwrap_err(), "queued");
+        let odd = reply(Value::Array(vec![Value::BulkString(b"memories".to_vec())]));
+        says_what_came_back(odd.pairs().unwrap_err(), "memories");
+    }
+
+    #[test]
+    fn pairs_decode_flat_arrays_and_maps() {
+        let flat = reply(Value::Array(vec![
+            Value::BulkString(b"edges".to_vec()),
+            Value::BulkString(b"2".to_vec()),
+        ]));
+        assert_eq!(flat.pairs().unwrap(), vec![("edges".to_owned(), b"2".to_vec())]);
+        let map = reply(Value::Map(vec![(
+            Value::BulkString(b"memories".to_vec()),
+            Value::BulkString(b"5".to_vec()),
+        )]));
+        assert_eq!(map.pairs().unwrap(), vec![("memories".to_owned(), b"5".to_vec())]);
+        assert_eq!(reply(Value::Nil).optional_bulk().unwrap(), None);
+        assert!(reply(Value::Okay).ok().is_ok());
+        assert!(reply(Value::SimpleString("OK".into())).ok().is_ok());
+    }
+}

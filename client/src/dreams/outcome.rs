@@ -1,0 +1,175 @@
+//! What each Dreams call reports back, in the seed's shapes: the outcome of
+//! recording, acknowledging and draining, the delivery fence of an
+//! idempotent record, and the queue's lengths.
+
+use dreamtown::dreams::message::{FireMessage, RegionWriteCounters};
+
+use crate::error::{Error, Result};
+
+/// Result of atomically recording a shared write counter (`DREAMS.RECORD`).
+/// The snapshot holds the region's counters after the write;
+/// `seconds_since_last_cycle` is always 0, as in the seed.
+///
+/// ```
+/// use dreamtown_client::dreams::{RecordWriteOutcome, RegionWriteCounters};
+///
+/// let outcome = RecordWriteOutcome::Queued(RegionWriteCounters::default());
+/// assert!(matches!(outcome, RecordWriteOutcome::Queued(_)));
+/// assert_eq!(outcome.counters().memories_since_last_cycle, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordWriteOutcome {
+    /// Counters were retained but a fire was already pending or not due (also:
+    /// the write was a duplicate or fenced by its delivery generation).
+    Accumulated(RegionWriteCounters),
+    /// This write atomically created the one pending fire.
+    Queued(RegionWriteCounters),
+    /// The queue was full; counters remain durable and the newest fire dropped.
+    Dropped(RegionWriteCounters),
+}
+
+impl RecordWriteOutcome {
+    /// The region's counters after the write, whatever the outcome.
+    ///
+    /// ```
+    /// use dreamtown_client::dreams::{RecordWriteOutcome, RegionWriteCounters};
+    /// let c = RegionWriteCounters { memories_since_last_cycle: 4, ..Default::default() };
+    /// assert_eq!(RecordWriteOutcome::Dropped(c).counters(), c);
+    /// ```
+    pub fn counters(&self) -> RegionWriteCounters {
+        match *self {
+            Self::Accumulated(c) | Self::Queued(c) | Self::Dropped(c) => c,
+        }
+    }
+
+    pub(crate) fn from_reply(word: &str, counters: RegionWriteCounters) -> Result<Self> {
+        match word {
+            "accumulated" => Ok(Self::Accumulated(counters)),
+            "queued" => Ok(Self::Queued(counters)),
+            "dropped" => Ok(Self::Dropped(counters)),
+            other => Err(Error::unexpected("DREAMS.RECORD", other)),
+        }
+    }
+}
+
+/// Result of acknowledging a drained fire (`DREAMS.ACK`). The snapshot holds
+/// the region's counters after the acknowledgement.
+///
+/// ```
+/// use dreamtown_client::dreams::AcknowledgeOutcome;
+/// assert_eq!(AcknowledgeOutcome::Stale.counters(), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcknowledgeOutcome {
+    /// The pending token was stale or already acknowledged.
+    Stale,
+    /// The notification was acknowledged without another due fire.
+    Acknowledged(RegionWriteCounters),
+    /// Retained counters were atomically queued for another cycle.
+    Requeued(RegionWriteCounters),
+    /// Retained counters remain durable, but the follow-up fire was dropped.
+    Dropped(RegionWriteCounters),
+}
+
+impl AcknowledgeOutcome {
+    /// The region's counters after the acknowledgement; `None` when stale.
+    ///
+    /// ```
+    /// use dreamtown_client::dreams::{AcknowledgeOutcome, RegionWriteCounters};
+    /// let c = RegionWriteCounters::default();
+    /// assert_eq!(AcknowledgeOutcome::Requeued(c).counters(), Some(c));
+    /// ```
+    pub fn counters(&self) -> Option<RegionWriteCounters> {
+        match *self {
+            Self::Stale => None,
+            Self::Acknowledged(c) | Self::Requeued(c) | Self::Dropped(c) => Some(c),
+        }
+    }
+
+    pub(crate) fn from_reply(word: &str, counters: RegionWriteCounters) -> Result<Self> {
+        match word {
+            "stale" => Ok(Self::Stale),
+            "acknowledged" => Ok(Self::Acknowledged(counters)),
+            "requeued" => Ok(Self::Requeued(counters)),
+            "dropped" => Ok(Self::Dropped(counters)),
+            other => Err(Error::unexpected("DREAMS.ACK", other)),
+        }
+    }
+}
+
+/// One result of [`RedisFireQueue::drain`](super::RedisFireQueue::drain).
+///
+/// `DREAMS.DRAIN` applies the quiet-hours rule on the server and carries on
+/// as repeated seed drains would, so this client never returns
+/// [`DrainResult::Deferred`]; the variant stays so that code written against
+/// the seed's transport compiles unchanged.
+///
+/// ```
+/// use dreamtown_client::dreams::DrainResult;
+///
+/// fn describe(result: &DrainResult) -> &'static str {
+///     match result {
+///         DrainResult::Ready(_) => "run it, then acknowledge",
+///         DrainResult::TimedOut => "nothing ready yet",
+///         DrainResult::Deferred => "never returned by dreamtown",
+///     }
+/// }
+/// assert_eq!(describe(&DrainResult::TimedOut), "nothing ready yet");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DrainResult {
+    /// No queue item arrived before the requested timeout.
+    TimedOut,
+    /// The region should execute now; the message carries its exact payload
+    /// in `queued_payload`, which acknowledgement needs.
+    Ready(FireMessage),
+    /// The seed's quiet-hours reorder signal. Never returned by this client:
+    /// the server reorders inside the same `DREAMS.DRAIN`.
+    Deferred,
+}
+
+/// A stable effect identity paired with its authoritative delivery
+/// generation, for [`RedisFireQueue::record_write_once`](super::RedisFireQueue::record_write_once).
+///
+/// ```
+/// use dreamtown_client::dreams::DeliveryFence;
+/// let fence = DeliveryFence { event_id: "outbox-17", generation: 3 };
+/// assert_eq!(fence.generation, 3);
+/// ```
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct DeliveryFence<'a> {
+    /// Durable outbox effect identity.
+    pub event_id: &'a str,
+    /// Monotonic claim generation assigned by storage (positive).
+    pub generation: u64,
+}
+
+/// The lengths of an organization's queue (`DREAMS.LEN`).
+///
+/// ```
+/// use dreamtown_client::dreams::QueueLengths;
+/// let lengths = QueueLengths { ready: 2, deferred: 1, processing: 1 };
+/// assert_eq!(lengths.total(), 4);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct QueueLengths {
+    /// Items waiting in the ready list.
+    pub ready: u64,
+    /// Items in the quiet-hours deferred set.
+    pub deferred: u64,
+    /// Items drained and not yet acknowledged.
+    pub processing: u64,
+}
+
+impl QueueLengths {
+    /// Ready + deferred + in flight: what the queue ceiling counts.
+    ///
+    /// ```
+    /// assert_eq!(dreamtown_client::dreams::QueueLengths::default().total(), 0);
+    /// ```
+    pub fn total(&self) -> u64 {
+        self.ready
+            .saturating_add(self.deferred)
+            .saturating_add(self.processing)
+    }
+}

@@ -1,0 +1,396 @@
+//! Redis Cluster: a local 3-master cluster with the module on every node,
+//! and a load over 100 tenants through the client's cluster connection.
+//! No CROSSSLOT, every key on the node that owns its tenant's slot, every
+//! command run exactly once on that node, MOVED from the others (also for
+//! `redis-cli` without `-c`, while `redis-cli -c` follows it), and results
+//! equal to the same load on a single server.
+//!
+//! A load is a [`Load`]: add one (Town's, later) to [`LOADS`] and every
+//! check here covers it.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Cluster, Server};
+use dreamtown_client::dreams::{
+    DeliveryFence, DrainResult, QueueKeys, QuietHours, RedisFireQueue, RegionKey, Trigger,
+};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+/// How many tenants the load runs for.
+const TENANTS: usize = 100;
+
+/// A single server's or a cluster's connection, so one load runs on both.
+#[derive(Clone)]
+enum AnyConnection {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for AnyConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(conn) => conn.req_packed_command(cmd),
+            Self::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(conn) => conn.get_db(),
+            Self::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// What a load saw for one tenant, in order; equal runs see equal things.
+type Observations = Vec<String>;
+type LoadFuture = Pin<Box<dyn Future<Output = dreamtown_client::Result<Observations>> + Send>>;
+
+/// One workload over one tenant.
+struct Load {
+    name: &'static str,
+    /// Run it for `tenant` over the connection.
+    run: fn(AnyConnection, String) -> LoadFuture,
+    /// The prefix of every key the load creates for `tenant`.
+    key_prefix: fn(&str) -> String,
+    /// The module commands it sends.
+    commands: &'static [&'static str],
+}
+
+const LOADS: &[Load] = &[Load {
+    name: "dreams",
+    run: |conn, org| Box::pin(dreams_load(conn, org)),
+    key_prefix: |org| format!("exocortex:dreams:{{{org}}}:"),
+    commands: &[
+        "DREAMS.FIRE",
+        "DREAMS.RECORD",
+        "DREAMS.SETTLE",
+        "DREAMS.DRAIN",
+        "DREAMS.ACK",
+        "DREAMS.RECOVER",
+        "DREAMS.LEN",
+        "DREAMS.COUNTERS",
+    ],
+}];
+
+/// The tenants of the load: the same names on the cluster and the single server.
+fn tenants() -> Vec<String> {
+    (0..TENANTS).map(|i| format!("org-{i:03}")).collect()
+}
+
+/// Every Dreams operation on one organization, deterministic when quiet
+/// hours are off: records (plain and fenced), fires, drains, failed and
+/// successful acknowledgements, settling, recovery, inspection.
+async fn dreams_load(conn: AnyConnection, org: String) -> dreamtown_client::Result<Observations> {
+    let trigger = Trigger { memory_threshold: 3, edge_threshold: 1_000, min_interval_secs: 0, age_floor_secs: 1_000_000 };
+    let mut queue = RedisFireQueue::new(conn, QuietHours::none(), org.clone());
+    let counted = RegionKey::new(org.as_str(), "web", 3);
+    let explicit = RegionKey::new(org.as_str(), "api", 1);
+    let mut seen = Vec::new();
+    let drained = |result: DrainResult| match result {
+        DrainResult::Ready(fire) => format!(
+            "ready {} {:?} {}",
+            fire.region.project,
+            fire.fired_at.map(|c| (c.memories_since_last_cycle, c.edges_since_last_cycle)),
+            fire.quiet_deferred
+        ),
+        other => format!("{other:?}"),
+    };
+    let take = |result: DrainResult| match result {
+        DrainResult::Ready(fire) => Ok(fire),
+        other => Err(dreamtown_client::Error::InvalidArgument(if other == DrainResult::TimedOut {
+            "the load expected a fire, the drain timed out"
+        } else {
+            "the load expected a fire"
+        })),
+    };
+
+    seen.push(format!("{:?}", queue.record_write(&counted, 1, 1, trigger, "node-a").await?));
+    let fence = DeliveryFence { event_id: "evt-1", generation: 1 };
+    seen.push(format!("{:?}", queue.record_write_once(&counted, 2, 0, trigger, "node-b", fence).await?));
+    seen.push(format!("{:?}", queue.record_write_once(&counted, 2, 0, trigger, "node-b", fence).await?));
+    seen.push(format!("{:?}", queue.fire(&explicit, "node-a").await?));
+    seen.push(format!("{:?}", queue.lengths().await?));
+
+    let first = take(queue.drain(Duration::from_secs(5)).await?)?;
+    seen.push(drained(DrainResult::Ready(first.clone())));
+    seen.push(format!("{:?}", queue.acknowledge(&first, false, trigger, "node-a").await?));
+    for _ in 0..2 {
+        let fire = take(queue.drain(Duration::from_secs(5)).await?)?;
+        seen.push(drained(DrainResult::Ready(fire.clone())));
+        seen.push(format!("{:?}", queue.acknowledge(&fire, true, trigger, "node-a").await?));
+    }
+    queue.forget_write_once(&counted, "evt-1", 1, false).await?;
+    seen.push(format!("{:?}", queue.fire(&explicit, "node-c").await?));
+    let in_flight = queue.drain(Duration::from_secs(5)).await?;
+    seen.push(drained(in_flight));
+    seen.push(format!("recovered {}", queue.recover_inflight().await?));
+    seen.push(format!("{:?}", queue.lengths().await?));
+    let counters = queue.counters(&counted).await?;
+    seen.push(format!(
+        "counters {:?} {:?} pending={} settled={:?}",
+        counters.memories,
+        counters.edges,
+        counters.pending.is_some(),
+        counters.settled_generation
+    ));
+    Ok(seen)
+}
+
+/// Run every load for every tenant, concurrently; any error fails the test.
+async fn run_loads(conn: AnyConnection) -> BTreeMap<(String, &'static str), Observations> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for tenant in tenants() {
+        for load in LOADS {
+            let conn = conn.clone();
+            let tenant = tenant.clone();
+            tasks.spawn(async move {
+                let seen = (load.run)(conn, tenant.clone()).await;
+                ((tenant, load.name), seen)
+            });
+        }
+    }
+    let mut results = BTreeMap::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (key, seen) = joined.expect("a load task");
+        let seen = seen.unwrap_or_else(|error| panic!("{key:?} failed: {error}"));
+        results.insert(key, seen);
+    }
+    results
+}
+
+fn info_section(con: &mut redis::Connection, section: &str) -> String {
+    redis::cmd("INFO").arg(section).query(con).unwrap()
+}
+
+/// `cmdstat_<command>` calls / failed / rejected of one node.
+fn command_stats(con: &mut redis::Connection) -> BTreeMap<String, (u64, u64, u64)> {
+    let field = |line: &str, name: &str| -> u64 {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    info_section(con, "commandstats")
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let rest = rest.trim();
+            Some((
+                name.to_uppercase(),
+                (field(rest, "calls"), field(rest, "failed_calls"), field(rest, "rejected_calls")),
+            ))
+        })
+        .collect()
+}
+
+fn keys(con: &mut redis::Connection) -> BTreeSet<String> {
+    redis::cmd("KEYS").arg("*").query(con).unwrap()
+}
+
+fn keyslot(con: &mut redis::Connection, key: &str) -> u16 {
+    redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(con).unwrap()
+}
+
+fn redis_cli(args: &[&str]) -> String {
+    let output = Command::new("redis-cli").args(args).output().expect("redis-cli on PATH");
+    assert!(output.status.success(), "redis-cli {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_over_100_tenants_lands_on_the_owning_nodes_and_matches_one_server() {
+    let cluster = Cluster::start(3);
+    let single = Server::start();
+
+    let clustered = run_loads(AnyConnection::Cluster(cluster.connection().await)).await;
+    let alone = run_loads(AnyConnection::Single(single.multiplexed().await)).await;
+    assert_eq!(clustered.len(), TENANTS * LOADS.len());
+    assert_eq!(clustered, alone, "the cluster saw exactly what one server saw");
+
+    // No CROSSSLOT (nor any other error) anywhere; each command ran exactly
+    // as often across the cluster as on the one server, never refused.
+    let single_stats = command_stats(&mut single.connect());
+    let mut cluster_stats: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for node in &cluster.nodes {
+        let mut con = node.connect();
+        let errors = info_section(&mut con, "errorstats");
+        assert!(!errors.contains("CROSSSLOT"), "node {}: {errors}", node.port);
+        for (name, (calls, failed, rejected)) in command_stats(&mut con) {
+            let total = cluster_stats.entry(name).or_default();
+            total.0 += calls;
+            total.1 += failed;
+            total.2 += rejected;
+        }
+    }
+    for command in LOADS.iter().flat_map(|load| load.commands) {
+        let on_cluster = cluster_stats.get(*command).copied().unwrap_or_default();
+        let on_single = single_stats.get(*command).copied().unwrap_or_default();
+        assert!(on_cluster.0 > 0, "{command} was exercised");
+        assert_eq!(on_cluster, on_single, "{command}: (calls, failed, rejected) on the cluster vs one server");
+        assert_eq!((on_cluster.1, on_cluster.2), (0, 0), "{command} never failed nor was refused");
+    }
+
+    // Every key lives on the node that owns its slot; each tenant's keys on
+    // exactly one node, the owner of the tenant's own slot; and the cluster
+    // holds the same keys as the one server.
+    let mut admin = cluster.nodes[0].connect();
+    let owners = cluster.slot_owners();
+    let mut all_cluster_keys = BTreeSet::new();
+    let mut per_node: Vec<BTreeSet<String>> = Vec::new();
+    for node in &cluster.nodes {
+        let node_keys = keys(&mut node.connect());
+        let owned = &owners.iter().find(|o| o.port == node.port).expect("a master").ranges;
+        for key in &node_keys {
+            let slot = keyslot(&mut admin, key);
+            assert!(owned.iter().any(|(a, b)| (*a..=*b).contains(&slot)), "{key} (slot {slot}) on {}", node.port);
+        }
+        all_cluster_keys.extend(node_keys.iter().cloned());
+        per_node.push(node_keys);
+    }
+    assert_eq!(all_cluster_keys, keys(&mut single.connect()), "same keys as one server");
+    let mut nodes_used = BTreeSet::new();
+    for tenant in tenants() {
+        let owner = cluster.owner_of_slot(keyslot(&mut admin, &tenant));
+        nodes_used.insert(owner);
+        for load in LOADS {
+            let prefix = (load.key_prefix)(&tenant);
+            for (index, node_keys) in per_node.iter().enumerate() {
+                let has = node_keys.iter().any(|k| k.starts_with(&prefix));
+                assert_eq!(has, index == owner, "{} keys of {tenant} on node {index} (owner {owner})", load.name);
+            }
+        }
+    }
+    assert_eq!(nodes_used.len(), 3, "100 tenants spread over every master");
+}
+
+#[tokio::test]
+async fn non_owning_nodes_answer_moved_and_redis_cli_c_follows_it() {
+    let cluster = Cluster::start(3);
+    let mut conn = cluster.connection().await;
+    let org = "org-moved";
+    let mut queue = RedisFireQueue::new(conn.clone(), QuietHours::none(), org);
+    queue.fire(&RegionKey::new(org, "web", 3), "node-a").await.unwrap();
+
+    let mut admin = cluster.nodes[0].connect();
+    let slot = keyslot(&mut admin, org);
+    assert_eq!(slot, keyslot(&mut admin, &QueueKeys::new(org).ready), "the tenant is its keys' hash tag");
+    let owner = cluster.owner_of_slot(slot);
+    let owner_port = cluster.nodes[owner].port;
+
+    for (index, node) in cluster.nodes.iter().enumerate() {
+        let mut con = node.connect();
+        // Routing relies on the key spec: first key 1 on every node.
+        for command in LOADS.iter().flat_map(|load| load.commands) {
+            let info: Value = redis::cmd("COMMAND").arg("INFO").arg(*command).query(&mut con).unwrap();
+            let Value::Array(entries) = info else { panic!("{info:?}") };
+            let Some(Value::Array(fields)) = entries.first() else { panic!("{command}: {entries:?}") };
+            assert_eq!(&fields[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)], "{command} on {}", node.port);
+        }
+        let port = node.port.to_string();
+        let followed = redis_cli(&["-c", "-p", &port, "DREAMS.LEN", org]);
+        assert_eq!(followed.split_whitespace().collect::<Vec<_>>(), ["1", "0", "0"], "redis-cli -c via {port}");
+        if index == owner {
+            continue;
+        }
+        let before: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut con).unwrap();
+        for write in [vec!["DREAMS.FIRE", org, "web", "3"], vec!["DREAMS.LEN", org]] {
+            let error = common::cmd(&write).query::<Value>(&mut con).unwrap_err();
+            assert_eq!(error.code(), Some("MOVED"), "{write:?} on {port}: {error}");
+            assert_eq!(error.redirect_node(), Some((format!("127.0.0.1:{owner_port}").as_str(), slot)));
+        }
+        let after: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut con).unwrap();
+        assert_eq!(before, after, "a refused command changed nothing on {port}");
+        let plain = redis_cli(&["-p", &port, "DREAMS.LEN", org]);
+        assert!(plain.contains(&format!("MOVED {slot} 127.0.0.1:{owner_port}")), "redis-cli without -c: {plain}");
+    }
+    let lengths: Vec<u64> = common::cmd(&["DREAMS.LEN", org]).query_async(&mut conn).await.unwrap();
+    assert_eq!(lengths, [1, 0, 0], "the cluster connection routes raw commands by tenant too");
+
+    // A cluster connection has no response timeout by default: a drain may
+    // block on the owning node past redis-rs's usual 500 ms.
+    let mut idle = RedisFireQueue::new(conn, QuietHours::none(), "org-idle");
+    let started = std::time::Instant::now();
+    assert_eq!(idle.drain(Duration::from_millis(1500)).await.unwrap(), DrainResult::TimedOut);
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+}
+
+/// Stops the script's cluster however the test ends.
+struct ScriptCluster {
+    env: Vec<(&'static str, String)>,
+}
+
+impl ScriptCluster {
+    fn run(&self, action: &str) -> std::process::Output {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/cluster.sh");
+        Command::new("bash")
+            .arg(script)
+            .arg(action)
+            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .expect("bash")
+    }
+}
+
+impl Drop for ScriptCluster {
+    fn drop(&mut self) {
+        let _ = self.run("stop");
+    }
+}
+
+#[test]
+fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
+    let base = common::free_port_run(3);
+    let dir = common::scratch_dir("script", base);
+    let script = ScriptCluster {
+        env: vec![
+            ("CLUSTER_PORT", base.to_string()),
+            ("CLUSTER_DIR", dir.display().to_string()),
+            ("DREAMTOWN_MODULE", common::module_path().display().to_string()),
+        ],
+    };
+    let started = script.run("start");
+    let printed = String::from_utf8_lossy(&started.stdout);
+    assert!(started.status.success(), "start: {printed}{}", String::from_utf8_lossy(&started.stderr));
+    assert!(printed.contains(&format!("redis-cli -c -p {base}")), "it says how to connect: {printed}");
+
+    for offset in 0..3 {
+        let port = (base + offset).to_string();
+        let info = redis_cli(&["-p", &port, "CLUSTER", "INFO"]);
+        assert!(info.contains("cluster_state:ok"), "{port}: {info}");
+        let modules = redis_cli(&["-p", &port, "MODULE", "LIST"]);
+        assert!(modules.contains("dreamtown"), "the module on {port}: {modules}");
+    }
+    let port = base.to_string();
+    assert_eq!(redis_cli(&["-c", "-p", &port, "DREAMS.FIRE", "acme", "web", "3"]).trim(), "queued");
+    let lengths = redis_cli(&["-c", "-p", &(base + 1).to_string(), "DREAMS.LEN", "acme"]);
+    assert_eq!(lengths.split_whitespace().collect::<Vec<_>>(), ["1", "0", "0"]);
+
+    let stopped = script.run("stop");
+    assert!(stopped.status.success(), "stop: {stopped:?}");
+    for offset in 0..3 {
+        let answered = Command::new("redis-cli").args(["-p", &(base + offset).to_string(), "PING"]).output().unwrap();
+        assert!(!String::from_utf8_lossy(&answered.stdout).contains("PONG"), "node {} stopped", base + offset);
+    }
+    assert!(!dir.exists(), "its state is removed");
+}
