@@ -32,7 +32,8 @@ pub fn ok<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
     }
 }
 
-/// Run a command that must fail; its error text.
+/// Run a command that must fail; its error as the server sent it
+/// (`CODE detail`, e.g. `WRONGTYPE Operation against ...`).
 pub fn fails(con: &mut Connection, args: &[&[u8]]) -> String {
     let mut cmd = redis::Cmd::new();
     for arg in args {
@@ -40,7 +41,10 @@ pub fn fails(con: &mut Connection, args: &[&[u8]]) -> String {
     }
     match cmd.query::<redis::Value>(con) {
         Ok(value) => panic!("{:?} should fail, replied {value:?}", lossy(args)),
-        Err(error) => error.to_string(),
+        Err(error) => match error.code() {
+            Some(code) => format!("{code} {}", error.detail().unwrap_or("")),
+            None => error.to_string(),
+        },
     }
 }
 
