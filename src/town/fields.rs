@@ -37,7 +37,7 @@ impl FieldSet {
         if args.is_empty() {
             return Err(FieldSetError::Empty);
         }
-        if args.len() % 2 != 0 {
+        if !args.len().is_multiple_of(2) {
             return Err(FieldSetError::Unpaired);
         }
         let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(args.len() / 2);
