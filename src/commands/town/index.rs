@@ -43,12 +43,13 @@ impl IdIndex {
         self.0.zrem(&[id.as_bytes()]);
     }
 
-    /// Every id, in byte order.
+    /// Every id, in byte order. Ids are UTF-8 when the module wrote them;
+    /// anything else was written by hand and names no key of ours.
     pub fn ids(&self) -> Vec<String> {
         self.0
             .zmembers()
             .into_iter()
-            .map(|id| String::from_utf8_lossy(&id).into_owned())
+            .filter_map(|id| String::from_utf8(id).ok())
             .collect()
     }
 }
@@ -80,7 +81,7 @@ impl AgentIndex {
             .0
             .hgetall()
             .into_iter()
-            .map(|(id, name)| (String::from_utf8_lossy(&id).into_owned(), name))
+            .filter_map(|(id, name)| String::from_utf8(id).ok().map(|id| (id, name)))
             .collect();
         entries.sort();
         entries
