@@ -11,6 +11,7 @@
 //! core that the client crate reuses.
 
 pub mod dreams;
+pub mod town;
 
 #[cfg(feature = "module")]
 mod commands;

@@ -2,6 +2,7 @@
 //! opening its keys, calling the state machine and replying.
 
 pub mod dreams;
+pub mod town;
 
 use crate::module::command::CommandSpec;
 
@@ -16,5 +17,19 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &dreams::recover::SPEC,
         &dreams::len::SPEC,
         &dreams::counters::SPEC,
+        &town::send::SPEC,
+        &town::recv::SPEC,
+        &town::ack::SPEC,
+        &town::requeue::SPEC,
+        &town::len::SPEC,
+        &town::peek::SPEC,
+        &town::reclaim::SPEC,
+        &town::broadcast::SPEC,
+        &town::stop::SPEC,
+        &town::agent::SPEC,
+        &town::task::SPEC,
+        &town::activity::SPEC,
+        &town::backlog::SPEC,
+        &town::reset::SPEC,
     ]
 }

@@ -75,6 +75,7 @@ required!(
     RedisModule_FreeModuleUser,
     RedisModule_ACLCheckKeyPermissions,
     RedisModule_ACLAddLogEntry,
+    RedisModule_ACLCheckChannelPermissions,
     RedisModule_BlockClientOnKeys,
     RedisModule_CreateCommand,
     RedisModule_GetCommand,

@@ -1,5 +1,5 @@
 //! Effects a command leaves outside its keys: the commands replicated to
-//! replicas and the AOF, and keyspace notifications. Commands replicate what
+//! replicas and the AOF, keyspace notifications and pub/sub messages. Commands replicate what
 //! they did (never themselves), because they read the clock and make UUIDs;
 //! several replicated commands of one call reach replicas as one MULTI/EXEC.
 
@@ -67,4 +67,24 @@ pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&[u8]]) 
 pub fn notify(ctx: *mut raw::RedisModuleCtx, event: Event, key: *mut raw::RedisModuleString) {
     let notify = api!(RedisModule_NotifyKeyspaceEvent);
     unsafe { notify(ctx, event.class(), event.name().as_ptr(), key) };
+}
+
+/// Publish `message` on `channel`; the number of clients that received it.
+/// Outside a cluster the `PUBLISH` is also sent to replicas (not the AOF),
+/// as Redis's own `PUBLISH` does, so their subscribers hear it too; in a
+/// cluster the server spreads it over the cluster bus itself.
+pub fn publish(ctx: *mut raw::RedisModuleCtx, channel: &[u8], message: &[u8], in_cluster: bool) -> i64 {
+    let channel_string = OwnedString::new(channel);
+    let message_string = OwnedString::new(message);
+    let receivers = unsafe {
+        api!(RedisModule_PublishMessage)(ctx, channel_string.as_ptr(), message_string.as_ptr())
+    };
+    if !in_cluster {
+        let argv = [channel_string.as_ptr(), message_string.as_ptr()];
+        // "A": keep it out of the AOF (a replayed message reaches no one).
+        unsafe {
+            api!(RedisModule_Replicate)(ctx, c"PUBLISH".as_ptr(), c"vA".as_ptr(), argv.as_ptr(), argv.len())
+        };
+    }
+    i64::from(receivers)
 }

@@ -12,6 +12,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::api::api;
+use super::args::parse_signed;
 use super::effects::{notify, replicate, Event};
 use super::reply::CommandError;
 use super::string::{bytes_of, take_bytes, OwnedString};
@@ -177,6 +178,29 @@ impl Key {
         Some(value)
     }
 
+    /// Pop up to `count` elements from `end` (as one `LPOP key count` /
+    /// `RPOP key count`), in the order they were popped.
+    pub fn pop_many(&self, end: End, count: u64) -> Vec<Vec<u8>> {
+        let wanted = count.min(self.len());
+        let pop = api!(RedisModule_ListPop);
+        let mut values = Vec::new();
+        for _ in 0..wanted {
+            match take_bytes(unsafe { pop(self.handle.get(), end.code()) }) {
+                Some(value) => values.push(value),
+                None => break,
+            }
+        }
+        if values.is_empty() {
+            return values;
+        }
+        let popped = values.len().to_string();
+        match end {
+            End::Head => self.effect(c"LPOP", &[popped.as_bytes()], Event::List(c"lpop")),
+            End::Tail => self.effect(c"RPOP", &[popped.as_bytes()], Event::List(c"rpop")),
+        }
+        values
+    }
+
     /// The element at `index` (0 = head).
     pub fn get(&self, index: u64) -> Option<Vec<u8>> {
         if index >= self.len() {
@@ -319,29 +343,52 @@ impl Key {
         take_bytes(value)
     }
 
+    fn hash_set_raw(&self, field: &[u8], value: &[u8]) {
+        let name = OwnedString::new(field);
+        let content = OwnedString::new(value);
+        unsafe {
+            api!(RedisModule_HashSet)(
+                self.handle.get(),
+                raw::REDISMODULE_HASH_NONE as c_int,
+                name.as_ptr(),
+                content.as_ptr(),
+                ptr::null_mut::<c_void>(),
+            )
+        };
+    }
+
     /// Set hash fields (one `HSET`).
     pub fn hset(&self, pairs: &[(&[u8], &[u8])]) {
         if pairs.is_empty() {
             return;
         }
-        let set = api!(RedisModule_HashSet);
         let mut args: Vec<&[u8]> = Vec::with_capacity(pairs.len() * 2);
         for (field, value) in pairs {
-            let name = OwnedString::new(field);
-            let content = OwnedString::new(value);
-            unsafe {
-                set(
-                    self.handle.get(),
-                    raw::REDISMODULE_HASH_NONE as c_int,
-                    name.as_ptr(),
-                    content.as_ptr(),
-                    ptr::null_mut::<c_void>(),
-                )
-            };
+            self.hash_set_raw(field, value);
             args.push(field);
             args.push(value);
         }
         self.effect(c"HSET", &args, Event::Hash(c"hset"));
+    }
+
+    /// Add `by` to the integer in hash `field` (absent: 0), as `HINCRBY`
+    /// does; fails without writing when the value is not an integer or the
+    /// sum overflows. Replicated as the `HSET` of the result, so a replica
+    /// never re-parses the old value.
+    pub fn hincrby(&self, field: &[u8], by: i64) -> Result<i64, CommandError> {
+        let current = match self.hget(field) {
+            None => 0,
+            Some(value) => parse_signed(&value)
+                .ok_or_else(|| CommandError::err("hash value is not an integer"))?,
+        };
+        let next = current
+            .checked_add(by)
+            .ok_or_else(|| CommandError::err("increment or decrement would overflow"))?;
+        let text = next.to_string();
+        self.hash_set_raw(field, text.as_bytes());
+        let args: [&[u8]; 2] = [field, text.as_bytes()];
+        self.effect(c"HSET", &args, Event::Hash(c"hincrby"));
+        Ok(next)
     }
 
     /// Delete hash fields (one `HDEL`); how many existed.

@@ -77,6 +77,58 @@ impl Session {
         ))
     }
 
+    /// Refuse with `NOPERM` unless the caller may publish to `channel`.
+    pub fn check_publish(&self, channel: &[u8]) -> Result<(), CommandError> {
+        if self.user.is_null() {
+            return Ok(());
+        }
+        let name = OwnedString::new(channel);
+        let verdict = unsafe {
+            api!(RedisModule_ACLCheckChannelPermissions)(
+                self.user,
+                name.as_ptr(),
+                raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int,
+            )
+        };
+        if verdict == raw::REDISMODULE_OK as c_int {
+            return Ok(());
+        }
+        unsafe {
+            api!(RedisModule_ACLAddLogEntry)(
+                self.ctx,
+                self.user,
+                name.as_ptr(),
+                raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL,
+            )
+        };
+        Err(CommandError::coded(
+            "NOPERM",
+            format_args!(
+                "this user has no permissions to access the '{}' channel",
+                String::from_utf8_lossy(channel)
+            ),
+        ))
+    }
+
+    /// Refuse with Redis's `OOM` error while the server is over `maxmemory`.
+    /// For the parts of a command that add data when the command as a whole
+    /// cannot be flagged `deny-oom` (it also reads or deletes, which must
+    /// keep working when memory is short).
+    pub fn deny_oom(&self) -> Result<(), CommandError> {
+        if self.flags() & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
+            return Err(CommandError::coded(
+                "OOM",
+                "command not allowed when used memory > 'maxmemory'.",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Is the server running as a cluster node?
+    pub fn in_cluster(&self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+    }
+
     /// Check ACL for every key in `names`, then open them all.
     pub fn open_all<const N: usize>(
         &self,

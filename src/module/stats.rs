@@ -62,6 +62,33 @@ pub static ACKS_STALE: Total = Total::new();
 /// Items moved back to ready by `DREAMS.RECOVER`.
 pub static RECOVERED: Total = Total::new();
 
+/// Messages stored by `TOWN.SEND` (urgent ones included).
+pub static TOWN_SENT: Total = Total::new();
+/// Of those, sent to an urgent inbox.
+pub static TOWN_SENT_URGENT: Total = Total::new();
+/// Messages handed out by `TOWN.RECV`.
+pub static TOWN_RECEIVED: Total = Total::new();
+/// Of those, also kept pending (`RELIABLE`).
+pub static TOWN_RECEIVED_RELIABLE: Total = Total::new();
+/// Pending messages removed by `TOWN.ACK`.
+pub static TOWN_ACKED: Total = Total::new();
+/// Pending messages handed back by `TOWN.REQUEUE`.
+pub static TOWN_REQUEUED: Total = Total::new();
+/// Messages moved by `TOWN.RECLAIM`.
+pub static TOWN_RECLAIMED: Total = Total::new();
+/// Of those, moved unchanged because they no longer parse.
+pub static TOWN_RECLAIMED_UNPARSED: Total = Total::new();
+/// `TOWN.BROADCAST` messages published.
+pub static TOWN_BROADCASTS: Total = Total::new();
+/// Stop flags set by `TOWN.STOP REQUEST`.
+pub static TOWN_STOP_REQUESTS: Total = Total::new();
+/// Entries written by `TOWN.ACTIVITY LOG`.
+pub static TOWN_ACTIVITY_LOGGED: Total = Total::new();
+/// `TOWN.RESET` calls.
+pub static TOWN_RESETS: Total = Total::new();
+/// Keys deleted by `TOWN.RESET`.
+pub static TOWN_RESET_KEYS: Total = Total::new();
+
 /// A section of `INFO dreamtown`: its name and its fields.
 type Section = (&'static CStr, Vec<(&'static CStr, u64)>);
 
@@ -87,6 +114,23 @@ fn sections() -> Vec<Section> {
             (c"acks_acknowledged", ACKS_ACKNOWLEDGED.get()),
             (c"acks_stale", ACKS_STALE.get()),
             (c"recovered", RECOVERED.get()),
+        ],
+    ), (
+        c"town",
+        vec![
+            (c"messages_sent", TOWN_SENT.get()),
+            (c"messages_sent_urgent", TOWN_SENT_URGENT.get()),
+            (c"messages_received", TOWN_RECEIVED.get()),
+            (c"messages_received_reliable", TOWN_RECEIVED_RELIABLE.get()),
+            (c"messages_acked", TOWN_ACKED.get()),
+            (c"messages_requeued", TOWN_REQUEUED.get()),
+            (c"messages_reclaimed", TOWN_RECLAIMED.get()),
+            (c"messages_reclaimed_unparsed", TOWN_RECLAIMED_UNPARSED.get()),
+            (c"broadcasts", TOWN_BROADCASTS.get()),
+            (c"stop_requests", TOWN_STOP_REQUESTS.get()),
+            (c"activity_logged", TOWN_ACTIVITY_LOGGED.get()),
+            (c"resets", TOWN_RESETS.get()),
+            (c"reset_keys_deleted", TOWN_RESET_KEYS.get()),
         ],
     )]
 }

@@ -1,0 +1,37 @@
+//! `TOWN.BROADCAST <town> <message-json>`: publish a message (a JSON
+//! object) to every subscriber of `tt:{<town>}:broadcast`. Reply: the
+//! number of clients that received it, as `PUBLISH` replies.
+
+use super::{end, invalid_message, town, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::effects::publish;
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::Session;
+use crate::module::stats;
+use crate::town::message::is_object;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.BROADCAST",
+    entry: entry_point!(run),
+    flags: "pubsub fast may-replicate",
+    tenant: TenantUse::Read,
+    arity: 3,
+    summary: "Publish a message to every agent of the town on its broadcast channel",
+    complexity: "O(N+M) where N is the number of subscribers and M the number of subscribed patterns",
+    args: &[TOWN_ARG, Arg::new("message-json", ArgKind::String)],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let message = args.required("message")?;
+    end(&args)?;
+    is_object(message).map_err(invalid_message)?;
+    let channel = keys.broadcast();
+    session.check_publish(channel.as_bytes())?;
+    let receivers = publish(session.ctx(), channel.as_bytes(), message, session.in_cluster());
+    stats::TOWN_BROADCASTS.bump();
+    Ok(Reply::Integer(receivers))
+}

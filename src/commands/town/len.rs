@@ -1,0 +1,34 @@
+//! `TOWN.LEN <town> <agent>`: `[inbox, urgent, pending]` lengths.
+
+use super::mailbox::{open_list, Inboxes};
+use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, CommandSpec, TenantUse};
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.LEN",
+    entry: entry_point!(run),
+    flags: "readonly fast",
+    tenant: TenantUse::Read,
+    arity: 3,
+    summary: "Lengths of an agent's inbox, urgent inbox and pending list",
+    complexity: "O(1)",
+    args: &[TOWN_ARG, AGENT_ARG],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let agent = id(&mut args, "agent id")?;
+    end(&args)?;
+    let inboxes = Inboxes::open(session, &keys, &agent, Access::Read)?;
+    let pending = open_list(session, &keys.pending(&agent), Access::Read)?;
+    Ok(Reply::Array(vec![
+        Reply::count(inboxes.inbox.len()),
+        Reply::count(inboxes.urgent.len()),
+        Reply::count(pending.len()),
+    ]))
+}

@@ -1,0 +1,53 @@
+//! An agent's message lists over the key API: the inbox and the urgent
+//! inbox (always opened together, so a delivery always has its list), and
+//! single lists such as the pending list; each opened with ACL and type
+//! checks up front so every later write is certain to succeed.
+
+use crate::module::key::{End, Key, KeyKind};
+use crate::module::reply::CommandError;
+use crate::module::session::{Access, Session};
+use crate::town::keys::TownKeys;
+use crate::town::priority::Destination;
+
+/// Check ACL for the list `name`, open it and refuse a non-list.
+pub fn open_list(session: &Session, name: &str, access: Access) -> Result<Key, CommandError> {
+    let list = session.open(name.as_bytes(), access)?;
+    list.expect(KeyKind::List)?;
+    Ok(list)
+}
+
+/// One agent's two inboxes.
+pub struct Inboxes {
+    /// The normal inbox.
+    pub inbox: Key,
+    /// The urgent inbox.
+    pub urgent: Key,
+}
+
+impl Inboxes {
+    /// Open `agent`'s inboxes: both ACL checks first, then both type checks.
+    pub fn open(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Self, CommandError> {
+        let inbox = keys.inbox(agent);
+        let urgent = keys.urgent(agent);
+        session.check(inbox.as_bytes(), access)?;
+        session.check(urgent.as_bytes(), access)?;
+        let inboxes = Self {
+            inbox: session.open_unchecked(inbox.as_bytes(), access),
+            urgent: session.open_unchecked(urgent.as_bytes(), access),
+        };
+        inboxes.inbox.expect(KeyKind::List)?;
+        inboxes.urgent.expect(KeyKind::List)?;
+        Ok(inboxes)
+    }
+
+    /// Put `message` where `destination` says; the new length of that list.
+    pub fn deliver(&self, destination: Destination, message: &[u8]) -> u64 {
+        let (list, end) = match destination {
+            Destination::Urgent => (&self.urgent, End::Head),
+            Destination::InboxHead => (&self.inbox, End::Head),
+            Destination::InboxTail => (&self.inbox, End::Tail),
+        };
+        list.push(end, &[message]);
+        list.len()
+    }
+}

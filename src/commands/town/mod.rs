@@ -1,0 +1,110 @@
+//! The `TOWN.*` commands: parse arguments, open the town's keys (ACL and
+//! type checked before anything is written) through [`mailbox`],
+//! [`index`] and [`record`], apply the rules of [`crate::town`], count the
+//! outcome for INFO, reply.
+
+pub mod ack;
+pub mod activity;
+pub mod agent;
+pub mod backlog;
+pub mod broadcast;
+pub mod index;
+pub mod len;
+pub mod mailbox;
+pub mod peek;
+pub mod reclaim;
+pub mod record;
+pub mod recv;
+pub mod requeue;
+pub mod reset;
+pub mod send;
+pub mod stop;
+pub mod task;
+
+use crate::module::args::Args;
+use crate::module::command::{Arg, ArgKind};
+use crate::module::reply::{CommandError, Reply};
+use crate::module::session::tenant;
+use crate::town::keys::TownKeys;
+use crate::town::message::MessageError;
+
+/// The town argument, for docs.
+pub const TOWN_ARG: Arg = Arg::tenant("town");
+/// An agent id argument, for docs.
+pub const AGENT_ARG: Arg = Arg::new("agent-id", ArgKind::String);
+/// A task id argument, for docs.
+pub const TASK_ARG: Arg = Arg::new("task-id", ArgKind::String);
+/// `field value [field value ...]`, for docs.
+pub const FIELDS_ARG: Arg = Arg::new(
+    "data",
+    ArgKind::Block(&[Arg::new("field", ArgKind::String), Arg::new("value", ArgKind::String)]),
+)
+.multiple();
+
+/// Read `<town>` and name its keys.
+pub fn town(args: &mut Args<'_>) -> Result<TownKeys, CommandError> {
+    let name = tenant(args.required("town")?, "town")?;
+    Ok(TownKeys::new(&name))
+}
+
+/// Read an agent or task id: non-empty UTF-8 (`what` names it in errors).
+pub fn id(args: &mut Args<'_>, what: &str) -> Result<String, CommandError> {
+    let text = args.text(what)?;
+    if text.is_empty() {
+        return Err(CommandError::err(format_args!("{what} must not be empty")));
+    }
+    Ok(text.to_owned())
+}
+
+/// Refuse arguments left over.
+pub fn end(args: &Args<'_>) -> Result<(), CommandError> {
+    if args.is_empty() {
+        Ok(())
+    } else {
+        Err(CommandError::syntax())
+    }
+}
+
+/// Read the subcommand of `command` (upper-cased), one of `known`.
+pub fn subcommand(args: &mut Args<'_>, command: &str, known: &[&str]) -> Result<String, CommandError> {
+    let missing = || {
+        CommandError::err(format_args!("{command} needs a subcommand: {}", known.join(", ")))
+    };
+    let word = args.option().ok_or_else(missing)?;
+    if !known.contains(&word.as_str()) {
+        return Err(CommandError::err(format_args!(
+            "unknown subcommand '{word}' for '{command}' (use {})",
+            known.join(", ")
+        )));
+    }
+    Ok(word)
+}
+
+/// `ERR unknown option`.
+pub fn unknown_option(option: &str) -> CommandError {
+    CommandError::err(format_args!("unknown option '{option}'"))
+}
+
+/// Refuse an option given twice.
+pub fn once(seen: &mut bool, option: &str) -> Result<(), CommandError> {
+    if *seen {
+        return Err(CommandError::err(format_args!("{option} given more than once")));
+    }
+    *seen = true;
+    Ok(())
+}
+
+/// A message validation error as a reply.
+pub fn invalid_message(error: MessageError) -> CommandError {
+    CommandError::err(error)
+}
+
+/// Field/value pairs as a flat array, as `HGETALL` replies.
+pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
+    Reply::Array(
+        pairs
+            .into_iter()
+            .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
+            .collect(),
+    )
+}

@@ -1,0 +1,33 @@
+//! `TOWN.PEEK <town> <agent> <count>`: the first `count` messages of the
+//! agent's inbox, head first, without removing them. Every stored message
+//! is returned, whether or not it still parses (tinytown's `peek_inbox`
+//! silently skipped those, hiding them from whoever inspected the inbox).
+
+use super::mailbox::open_list;
+use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.PEEK",
+    entry: entry_point!(run),
+    flags: "readonly",
+    tenant: TenantUse::Read,
+    arity: 4,
+    summary: "The first messages of an agent's inbox, without removing them",
+    complexity: "O(N) where N is the number of messages returned",
+    args: &[TOWN_ARG, AGENT_ARG, Arg::new("count", ArgKind::Integer)],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let agent = id(&mut args, "agent id")?;
+    let count = args.unsigned("count", i64::MAX as u64)?;
+    end(&args)?;
+    let inbox = open_list(session, &keys.inbox(&agent), Access::Read)?;
+    Ok(Reply::bulks(inbox.range(0, count)))
+}

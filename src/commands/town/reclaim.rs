@@ -1,0 +1,67 @@
+//! `TOWN.RECLAIM <town> <from-agent> <to-agent>`: move a dead agent's
+//! messages to another agent in one atomic step: its urgent inbox (re-sent
+//! as urgent), then its pending list and its inbox (re-sent by priority),
+//! each head first, with `to` rewritten and every other byte kept. A stored
+//! message that no longer parses moves unchanged. The old agent's lists
+//! end empty. Reply: how many messages moved.
+
+use super::index::IdIndex;
+use super::mailbox::{open_list, Inboxes};
+use super::{end, id, town, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+use crate::town::reclaim::{reclaim, OldMail};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.RECLAIM",
+    entry: entry_point!(run),
+    flags: "write",
+    tenant: TenantUse::Write,
+    arity: 4,
+    summary: "Move all of an agent's urgent, pending and inbox messages to another agent, readdressed",
+    complexity: "O(N) where N is the number of messages moved",
+    args: &[
+        TOWN_ARG,
+        Arg::new("from-agent-id", ArgKind::String),
+        Arg::new("to-agent-id", ArgKind::String),
+    ],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let from = id(&mut args, "from agent id")?;
+    let to = id(&mut args, "to agent id")?;
+    end(&args)?;
+    if from == to {
+        return Err(CommandError::err("cannot reclaim an agent's messages for itself"));
+    }
+    let old = Inboxes::open(session, &keys, &from, Access::Write)?;
+    let old_pending = open_list(session, &keys.pending(&from), Access::Write)?;
+    let new = Inboxes::open(session, &keys, &to, Access::Write)?;
+    let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+    let mail = OldMail {
+        urgent: old.urgent.all(),
+        pending: old_pending.all(),
+        inbox: old.inbox.all(),
+    };
+    let moves = reclaim(mail, &to);
+    if moves.is_empty() {
+        return Ok(Reply::Integer(0));
+    }
+    old.urgent.delete();
+    old_pending.delete();
+    old.inbox.delete();
+    for delivery in &moves {
+        new.deliver(delivery.destination, &delivery.message);
+    }
+    mailboxes.add(&to);
+    let moved = moves.len() as u64;
+    stats::TOWN_RECLAIMED.add(moved);
+    stats::TOWN_RECLAIMED_UNPARSED.add(moves.iter().filter(|m| !m.readdressed).count() as u64);
+    Ok(Reply::count(moved))
+}

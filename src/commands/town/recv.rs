@@ -1,0 +1,148 @@
+//! `TOWN.RECV <town> <agent> [BLOCK <secs>] [COUNT <n>] [URGENT] [RELIABLE]`:
+//! take messages from the head of the urgent inbox, then of the inbox, up
+//! to `COUNT` (default 1; with `URGENT` only the urgent inbox is read and
+//! the default is all of it). Reply: the messages, head first.
+//!
+//! Without `BLOCK` it never blocks (empty array when there is nothing).
+//! With `BLOCK` (decimal seconds, 0 = forever) it waits like `BLPOP` until
+//! a message arrives, and replies nil on timeout; inside MULTI or a script
+//! it does not block (empty array). Nothing is taken until the reply is
+//! made, so a client that disconnects while blocked loses nothing.
+//! `RELIABLE` also appends each message to the agent's pending list until
+//! `TOWN.ACK`.
+
+use super::index::IdIndex;
+use super::mailbox::{open_list, Inboxes};
+use super::{id, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{block_on_keys, entry_point, wake_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::key::End;
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+use crate::town::keys::TownKeys;
+use crate::town::receive::ReceiveRequest;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.RECV",
+    entry: entry_point!(run),
+    flags: "write blocking",
+    tenant: TenantUse::Write,
+    arity: -3,
+    summary: "Receive an agent's messages, urgent inbox first, optionally blocking and optionally keeping them pending until acknowledged",
+    complexity: "O(N) where N is the number of messages returned",
+    args: &[
+        TOWN_ARG,
+        AGENT_ARG,
+        Arg::new("timeout", ArgKind::Double).token("BLOCK").optional(),
+        Arg::new("count", ArgKind::Integer).token("COUNT").optional(),
+        Arg::flag("URGENT"),
+        Arg::flag("RELIABLE"),
+    ],
+};
+
+struct Request {
+    keys: TownKeys,
+    agent: String,
+    block_ms: Option<i64>,
+    receive: ReceiveRequest,
+    reliable: bool,
+}
+
+fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let agent = id(&mut args, "agent id")?;
+    let mut block_ms = None;
+    let mut count = None;
+    let (mut urgent_only, mut reliable) = (false, false);
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
+            "COUNT" if count.is_none() => {
+                let n = args.unsigned("count", i64::MAX as u64)?;
+                if n == 0 {
+                    return Err(CommandError::err("count must be positive"));
+                }
+                count = Some(n);
+            }
+            "URGENT" => once(&mut urgent_only, "URGENT")?,
+            "RELIABLE" => once(&mut reliable, "RELIABLE")?,
+            "BLOCK" | "COUNT" => {
+                return Err(CommandError::err(format_args!("{option} given more than once")))
+            }
+            other => return Err(unknown_option(other)),
+        }
+    }
+    Ok(Request {
+        keys,
+        agent,
+        block_ms,
+        receive: ReceiveRequest { count, urgent_only },
+        reliable,
+    })
+}
+
+/// Take what there is now (possibly nothing).
+fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, CommandError> {
+    let inboxes = Inboxes::open(session, &request.keys, &request.agent, Access::Write)?;
+    let pending = match request.reliable {
+        true => Some((
+            open_list(session, &request.keys.pending(&request.agent), Access::Write)?,
+            IdIndex::mailboxes(session, &request.keys, Access::Write)?,
+        )),
+        false => None,
+    };
+    let take = request.receive.take(inboxes.urgent.len(), inboxes.inbox.len());
+    if take.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut messages = inboxes.urgent.pop_many(End::Head, take.urgent);
+    messages.extend(inboxes.inbox.pop_many(End::Head, take.inbox));
+    let count = messages.len() as u64;
+    stats::TOWN_RECEIVED.add(count);
+    if let Some((pending, mailboxes)) = pending {
+        let values: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+        pending.push(End::Tail, &values);
+        mailboxes.add(&request.agent);
+        stats::TOWN_RECEIVED_RELIABLE.add(count);
+    }
+    Ok(messages)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let request = parse(argv)?;
+    let messages = receive_now(session, &request)?;
+    if !messages.is_empty() {
+        return Ok(Reply::bulks(messages));
+    }
+    let Some(timeout_ms) = request.block_ms else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    if !session.may_block() {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let urgent = request.keys.urgent(&request.agent);
+    let inbox = request.keys.inbox(&request.agent);
+    let watched: Vec<&[u8]> = if request.receive.urgent_only {
+        vec![urgent.as_bytes()]
+    } else {
+        vec![urgent.as_bytes(), inbox.as_bytes()]
+    };
+    block_on_keys(session, &watched, timeout_ms, wake_point!(wake))
+}
+
+/// A watched inbox was written: take what is there now, or keep waiting
+/// if another receiver got it first.
+fn wake(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
+    let request = match parse(argv) {
+        Ok(request) => request,
+        Err(error) => return Some(Err(error)),
+    };
+    match receive_now(session, &request) {
+        Ok(messages) if messages.is_empty() => None,
+        Ok(messages) => Some(Ok(Reply::bulks(messages))),
+        Err(error) => Some(Err(error)),
+    }
+}

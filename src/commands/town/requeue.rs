@@ -1,0 +1,48 @@
+//! `TOWN.REQUEUE <town> <agent>`: hand every unacknowledged pending message
+//! back to the head of the agent's inbox, in the order they were received,
+//! so they are the next to be received again. Reply: how many moved.
+
+use super::index::IdIndex;
+use super::mailbox::open_list;
+use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, CommandSpec, TenantUse};
+use crate::module::key::End;
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.REQUEUE",
+    entry: entry_point!(run),
+    flags: "write",
+    tenant: TenantUse::Write,
+    arity: 3,
+    summary: "Move an agent's unacknowledged pending messages back to the head of its inbox, keeping their order",
+    complexity: "O(N) where N is the number of pending messages",
+    args: &[TOWN_ARG, AGENT_ARG],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let agent = id(&mut args, "agent id")?;
+    end(&args)?;
+    let pending = open_list(session, &keys.pending(&agent), Access::Write)?;
+    let inbox = open_list(session, &keys.inbox(&agent), Access::Write)?;
+    let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+    let messages = pending.all();
+    if messages.is_empty() {
+        return Ok(Reply::Integer(0));
+    }
+    // Pushed one by one at the head, the last pushed ends first: push the
+    // oldest last so the inbox starts with them in received order.
+    let reversed: Vec<&[u8]> = messages.iter().rev().map(Vec::as_slice).collect();
+    pending.delete();
+    inbox.push(End::Head, &reversed);
+    mailboxes.add(&agent);
+    let moved = messages.len() as u64;
+    stats::TOWN_REQUEUED.add(moved);
+    Ok(Reply::count(moved))
+}

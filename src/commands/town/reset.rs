@@ -1,0 +1,62 @@
+//! `TOWN.RESET <town> [AGENTS]`: delete the town's state, found through the
+//! module's indexes (never `SCAN` or `KEYS`): every indexed agent's keys
+//! and the agent indexes; without `AGENTS` also every indexed task, the
+//! task index, the backlog, the docket streams and the event stream. Every
+//! key is ACL-checked before the first is deleted. Reply: the number of
+//! keys deleted (index keys included).
+
+use super::index::{AgentIndex, IdIndex};
+use super::{end, town, unknown_option, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+use crate::town::reset::{doomed, Scope};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.RESET",
+    entry: entry_point!(run),
+    flags: "write",
+    tenant: TenantUse::Write,
+    arity: -2,
+    summary: "Delete all of a town's state, or only its agents' state, found through the module's indexes",
+    complexity: "O(N) where N is the number of keys deleted",
+    args: &[TOWN_ARG, Arg::flag("AGENTS")],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let scope = match args.option() {
+        None => Scope::All,
+        Some(option) if option == "AGENTS" => Scope::Agents,
+        Some(other) => return Err(unknown_option(&other)),
+    };
+    end(&args)?;
+    // Read the indexes (type-checked) and let go of them before deleting.
+    let (agents, tasks) = {
+        let agent_index = AgentIndex::open(session, &keys, Access::Write)?;
+        let mailbox_index = IdIndex::mailboxes(session, &keys, Access::Write)?;
+        let task_index = IdIndex::tasks(session, &keys, Access::Write)?;
+        let mut agents: Vec<String> = agent_index.entries().into_iter().map(|(agent, _)| agent).collect();
+        agents.extend(mailbox_index.ids());
+        let tasks = match scope {
+            Scope::All => task_index.ids(),
+            Scope::Agents => Vec::new(),
+        };
+        (agents, tasks)
+    };
+    let names = doomed(&keys, &agents, &tasks, scope);
+    for name in &names {
+        session.check(name.as_bytes(), Access::Write)?;
+    }
+    let deleted = names
+        .iter()
+        .filter(|name| session.open_unchecked(name.as_bytes(), Access::Write).delete())
+        .count() as u64;
+    stats::TOWN_RESETS.bump();
+    stats::TOWN_RESET_KEYS.add(deleted);
+    Ok(Reply::count(deleted))
+}

@@ -1,0 +1,54 @@
+//! `TOWN.SEND <town> <message-json> [URGENT]`: store a message for its
+//! recipient (`to`): urgent and high priority at the head of the inbox,
+//! normal, low or none at the tail; with `URGENT` at the head of the urgent
+//! inbox. Reply: the length of the list it went to.
+
+use super::index::IdIndex;
+use super::mailbox::Inboxes;
+use super::{end, invalid_message, town, unknown_option, TOWN_ARG};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::reply::{CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+use crate::town::message::Envelope;
+use crate::town::priority::Destination;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.SEND",
+    entry: entry_point!(run),
+    flags: "write deny-oom fast",
+    tenant: TenantUse::Write,
+    arity: -3,
+    summary: "Send a message to the agent named by its 'to': by priority into the inbox, or into the urgent inbox",
+    complexity: "O(1) (plus O(M) to validate a message of M bytes)",
+    args: &[
+        TOWN_ARG,
+        Arg::new("message-json", ArgKind::String),
+        Arg::flag("URGENT"),
+    ],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let message = args.required("message")?;
+    let urgent = match args.option() {
+        None => false,
+        Some(option) if option == "URGENT" => true,
+        Some(other) => return Err(unknown_option(&other)),
+    };
+    end(&args)?;
+    let envelope = Envelope::parse(message).map_err(invalid_message)?;
+    let destination = envelope.destination(urgent);
+    let inboxes = Inboxes::open(session, &keys, &envelope.to, Access::Write)?;
+    let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+    let length = inboxes.deliver(destination, message);
+    mailboxes.add(&envelope.to);
+    stats::TOWN_SENT.bump();
+    if destination == Destination::Urgent {
+        stats::TOWN_SENT_URGENT.bump();
+    }
+    Ok(Reply::count(length))
+}

@@ -1,0 +1,181 @@
+//! A tinytown message as the module sees it: a JSON object whose string
+//! `to` names the recipient and whose optional string `priority` (any case)
+//! decides its place in the inbox. Everything else is the sender's business
+//! and is stored byte for byte; reclaim rewrites only `to`.
+
+use super::json::{FieldProblem, NotAnObject, Object};
+use super::priority::{Destination, Priority};
+
+/// What the module reads from a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// The recipient agent id.
+    pub to: String,
+    /// The priority, if the message has one.
+    pub priority: Option<Priority>,
+}
+
+/// Why bytes are not a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MessageError {
+    /// Not UTF-8 or not valid JSON.
+    NotJson,
+    /// JSON, but not an object.
+    NotObject,
+    /// No `to` member.
+    MissingTo,
+    /// `to` is not a string, is repeated, or is empty.
+    BadTo,
+    /// `priority` is not a string or is repeated.
+    BadPriority,
+    /// `priority` is a string but not a known priority.
+    UnknownPriority(String),
+}
+
+impl std::fmt::Display for MessageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotJson => f.write_str("message is not valid JSON"),
+            Self::NotObject => f.write_str("message must be a JSON object"),
+            Self::MissingTo => f.write_str("message has no \"to\" (the recipient agent id)"),
+            Self::BadTo => f.write_str("message \"to\" must be one non-empty string"),
+            Self::BadPriority => f.write_str("message \"priority\" must be one string"),
+            Self::UnknownPriority(name) => write!(
+                f,
+                "message priority {name:?} is not one of low, normal, high, urgent"
+            ),
+        }
+    }
+}
+
+fn object(bytes: &[u8]) -> Result<Object<'_>, MessageError> {
+    Object::parse(bytes).map_err(|problem| match problem {
+        NotAnObject::NotUtf8 | NotAnObject::Invalid => MessageError::NotJson,
+        NotAnObject::OtherValue => MessageError::NotObject,
+    })
+}
+
+fn envelope_of(object: &Object<'_>) -> Result<Envelope, MessageError> {
+    let to = match object.string("to") {
+        Ok(Some(to)) if !to.is_empty() => to,
+        Ok(None) => return Err(MessageError::MissingTo),
+        Ok(Some(_)) | Err(FieldProblem::Repeated | FieldProblem::NotAString) => {
+            return Err(MessageError::BadTo)
+        }
+    };
+    let priority = match object.string("priority") {
+        Ok(None) => None,
+        Ok(Some(name)) => Some(Priority::parse(&name).ok_or(MessageError::UnknownPriority(name))?),
+        Err(_) => return Err(MessageError::BadPriority),
+    };
+    Ok(Envelope { to, priority })
+}
+
+impl Envelope {
+    /// Validate `bytes` as a message.
+    pub fn parse(bytes: &[u8]) -> Result<Self, MessageError> {
+        envelope_of(&object(bytes)?)
+    }
+
+    /// Where sending this message puts it (`urgent`: the `URGENT` option).
+    pub fn destination(&self, urgent: bool) -> Destination {
+        if urgent {
+            return Destination::Urgent;
+        }
+        self.priority.unwrap_or(Priority::Normal).destination()
+    }
+}
+
+/// The message `bytes` addressed to `to` instead, every other member kept
+/// byte for byte and in place; `None` if `bytes` is not a valid message.
+pub fn readdressed(bytes: &[u8], to: &str) -> Option<(Envelope, Vec<u8>)> {
+    let object = object(bytes).ok()?;
+    let envelope = envelope_of(&object).ok()?;
+    let recipient = serde_json::to_string(to).ok()?;
+    let text = object.replace("to", &recipient);
+    Some((Envelope { to: to.to_owned(), ..envelope }, text.into_bytes()))
+}
+
+/// The string `id` of a stored message, if it is a JSON object with one.
+pub fn message_id(bytes: &[u8]) -> Option<String> {
+    Object::parse(bytes).ok()?.string("id").ok()?
+}
+
+/// Is `bytes` a JSON object (what a broadcast must be)?
+pub fn is_object(bytes: &[u8]) -> Result<(), MessageError> {
+    object(bytes).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &str = r#"{"id":"6f1c","from":"a","to":"b","type":"task","description":"d","priority":"normal","created_at":"2025-01-01T00:00:00Z","correlation_id":null}"#;
+
+    #[test]
+    fn reads_recipient_and_priority() {
+        assert_eq!(
+            Envelope::parse(SEED.as_bytes()),
+            Ok(Envelope { to: "b".into(), priority: Some(Priority::Normal) })
+        );
+        assert_eq!(
+            Envelope::parse(br#"{"to":"b","priority":"URGENT"}"#),
+            Ok(Envelope { to: "b".into(), priority: Some(Priority::Urgent) })
+        );
+        assert_eq!(Envelope::parse(br#"{"to":"b"}"#), Ok(Envelope { to: "b".into(), priority: None }));
+    }
+
+    #[test]
+    fn destinations() {
+        let parse = |text: &str| Envelope::parse(text.as_bytes()).unwrap();
+        assert_eq!(parse(r#"{"to":"b"}"#).destination(false), Destination::InboxTail);
+        assert_eq!(parse(r#"{"to":"b","priority":"low"}"#).destination(false), Destination::InboxTail);
+        assert_eq!(parse(r#"{"to":"b","priority":"High"}"#).destination(false), Destination::InboxHead);
+        assert_eq!(parse(r#"{"to":"b","priority":"urgent"}"#).destination(false), Destination::InboxHead);
+        assert_eq!(parse(r#"{"to":"b","priority":"low"}"#).destination(true), Destination::Urgent);
+    }
+
+    #[test]
+    fn rejects_bad_messages() {
+        let error = |text: &[u8]| Envelope::parse(text).unwrap_err();
+        assert_eq!(error(b"not json"), MessageError::NotJson);
+        assert_eq!(error(b"{\"to\":\"b\"\0}"), MessageError::NotJson);
+        assert_eq!(error(&[0xc3, 0x28]), MessageError::NotJson);
+        assert_eq!(error(b"[\"to\"]"), MessageError::NotObject);
+        assert_eq!(error(b"{}"), MessageError::MissingTo);
+        assert_eq!(error(br#"{"to":7}"#), MessageError::BadTo);
+        assert_eq!(error(br#"{"to":""}"#), MessageError::BadTo);
+        assert_eq!(error(br#"{"to":"a","to":"b"}"#), MessageError::BadTo);
+        assert_eq!(error(br#"{"to":"a","priority":1}"#), MessageError::BadPriority);
+        assert_eq!(
+            error(br#"{"to":"a","priority":"asap"}"#),
+            MessageError::UnknownPriority("asap".into())
+        );
+    }
+
+    #[test]
+    fn readdressing_rewrites_only_to() {
+        let (envelope, moved) = readdressed(SEED.as_bytes(), "c").unwrap();
+        assert_eq!(envelope, Envelope { to: "c".into(), priority: Some(Priority::Normal) });
+        assert_eq!(String::from_utf8(moved).unwrap(), SEED.replace(r#""to":"b""#, r#""to":"c""#));
+        let (_, quoted) = readdressed(br#"{ "to" : "b" , "x" : 1e2 }"#, "we\"ird").unwrap();
+        assert_eq!(quoted, br#"{ "to" : "we\"ird" , "x" : 1e2 }"#.to_vec());
+        assert_eq!(readdressed(b"{\"no\":1}", "c"), None);
+        assert_eq!(readdressed(b"garbage", "c"), None);
+    }
+
+    #[test]
+    fn ids_of_stored_messages() {
+        assert_eq!(message_id(SEED.as_bytes()), Some("6f1c".into()));
+        assert_eq!(message_id(br#"{"id":1}"#), None);
+        assert_eq!(message_id(br#"{"id":"x"}"#), Some("x".into()));
+        assert_eq!(message_id(b"nope"), None);
+    }
+
+    #[test]
+    fn broadcasts_must_be_objects() {
+        assert_eq!(is_object(br#"{"type":"hello"}"#), Ok(()));
+        assert_eq!(is_object(b"1"), Err(MessageError::NotObject));
+        assert_eq!(is_object(b"{"), Err(MessageError::NotJson));
+    }
+}

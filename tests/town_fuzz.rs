@@ -1,0 +1,265 @@
+//! Malformed input never crashes the server: thousands of random
+//! invocations of every TOWN command (random arity, huge and negative
+//! numbers, NUL bytes, invalid UTF-8, large strings, bad and deep JSON,
+//! valid messages mixed in so real state builds up), with the server
+//! answering PING throughout and at the end. The generator is seeded, so a
+//! failure is reproducible (`TOWN_FUZZ_SEED`).
+
+mod common;
+mod town_support;
+
+use std::time::Duration;
+
+use common::Server;
+
+/// xorshift64*: small, seeded, good enough to pick test inputs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+    fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+}
+
+const COMMANDS: &[&str] = &[
+    "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
+    "TOWN.BROADCAST", "TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG", "TOWN.RESET",
+];
+const WORDS: &[&str] = &[
+    "REQUEST", "CHECK", "CLEAR", "SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT", "ROUNDS", "TASKS",
+    "LOG", "PUSH", "POP", "LEN", "REMOVE", "AGENTS", "URGENT", "RELIABLE", "BLOCK", "COUNT", "TTL", "name",
+    "rounds_completed", "id", "urgent", "count", "a", "b", "m1",
+];
+const NUMBERS: &[&str] = &[
+    "0", "1", "-1", "2", "10", "3600", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+    "99999999999999999999999", "1e308", "1e-9", "nan", "inf", "-0", "0.5", "+5", " 1", "0x10", "",
+];
+const SAFE_TIMEOUTS: &[&str] = &["0.01", "0.001", "-1", "x", "nan", "1e999", ""];
+
+fn json(rng: &mut Rng) -> Vec<u8> {
+    let agent = *rng.pick(&["a", "b", "c", "", "a\u{0}b", "é"]);
+    let priority = *rng.pick(&["low", "normal", "HIGH", "Urgent", "asap", ""]);
+    match rng.below(12) {
+        0 => b"{".to_vec(),
+        1 => b"[]".to_vec(),
+        2 => br#"{"to":null}"#.to_vec(),
+        3 => format!("{}{}", "[".repeat(300), "]".repeat(300)).into_bytes(),
+        4 => format!("{{\"to\":{}\"a\"{}}}", "[".repeat(200), "]".repeat(200)).into_bytes(),
+        5 => br#"{"to":"a","to":"b"}"#.to_vec(),
+        6 => format!(r#"{{"to":"a","description":"{}"}}"#, "x".repeat(100_000)).into_bytes(),
+        7 => br#"{"to":"\u0000","id":"\ud800"}"#.to_vec(),
+        _ => format!(
+            r#"{{"id":"m{}","from":"f","to":{},"type":"task","priority":"{priority}"}}"#,
+            rng.below(5),
+            serde_json_string(agent)
+        )
+        .into_bytes(),
+    }
+}
+
+/// A JSON string literal for `text` (enough escaping for the generator's inputs).
+fn serde_json_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn argument(rng: &mut Rng) -> Vec<u8> {
+    match rng.below(20) {
+        0..=5 => rng.pick(WORDS).as_bytes().to_vec(),
+        6..=9 => rng.pick(NUMBERS).as_bytes().to_vec(),
+        10..=12 => json(rng),
+        13 => vec![0u8; rng.below(4)],
+        14 => vec![0xff, 0xfe, 0xc3, 0x28],
+        15 => (0..rng.below(64)).map(|_| rng.next() as u8).collect(),
+        16 if rng.chance(20) => vec![b'x'; 1_000_000],
+        16 => vec![b'y'; 10_000],
+        17 => b"{x}".to_vec(),
+        _ => format!("agent{}", rng.below(6)).into_bytes(),
+    }
+}
+
+fn town(rng: &mut Rng, towns: &[String]) -> Vec<u8> {
+    match rng.below(10) {
+        0 => Vec::new(),
+        1 => b"a{b".to_vec(),
+        2 => vec![0xff, b'}'],
+        3 => b"t\0own".to_vec(),
+        _ => rng.pick(towns).as_bytes().to_vec(),
+    }
+}
+
+/// A well-formed invocation of a random command, so that real state
+/// builds up between the malformed ones (and some get one argument mutated).
+fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
+    let town = rng.pick(towns).clone();
+    let agent = format!("agent{}", rng.below(4));
+    let other = format!("agent{}", rng.below(4));
+    let task = format!("t{}", rng.below(4));
+    let count = rng.below(4).to_string();
+    let message = format!(
+        r#"{{"id":"m{}","to":"{agent}","type":"task","priority":"{}"}}"#,
+        rng.below(5),
+        rng.pick(&["low", "normal", "high", "urgent"])
+    );
+    let words: Vec<String> = match rng.below(24) {
+        0 | 1 => vec!["TOWN.SEND".into(), town, message],
+        2 => vec!["TOWN.SEND".into(), town, message, "URGENT".into()],
+        3 | 4 => {
+            let mut recv = vec!["TOWN.RECV".into(), town, agent];
+            for option in [["COUNT", &count], ["BLOCK", "0.001"]] {
+                if rng.chance(2) {
+                    recv.extend(option.iter().map(|s| s.to_string()));
+                }
+            }
+            for flag in ["URGENT", "RELIABLE"] {
+                if rng.chance(2) {
+                    recv.push(flag.into());
+                }
+            }
+            recv
+        }
+        5 => vec!["TOWN.ACK".into(), town, agent, format!("m{}", rng.below(5))],
+        6 => vec!["TOWN.REQUEUE".into(), town, agent],
+        7 => vec!["TOWN.LEN".into(), town, agent],
+        8 => vec!["TOWN.PEEK".into(), town, agent, count],
+        9 => vec!["TOWN.RECLAIM".into(), town, agent, other],
+        10 => vec!["TOWN.BROADCAST".into(), town, message],
+        11 => vec!["TOWN.STOP".into(), town, rng.pick(&["REQUEST", "CHECK", "CLEAR"]).to_string(), agent],
+        12 => vec!["TOWN.STOP".into(), town, "REQUEST".into(), agent, "TTL".into(), "5".into()],
+        13 | 14 => vec!["TOWN.AGENT".into(), town, "SET".into(), agent, "name".into(), other, "state".into(), "idle".into()],
+        15 => vec!["TOWN.AGENT".into(), town, rng.pick(&["GET", "DEL", "HEARTBEAT"]).to_string(), agent],
+        16 => vec!["TOWN.AGENT".into(), town, "INCR".into(), agent, rng.pick(&["ROUNDS", "TASKS"]).to_string()],
+        17 => vec!["TOWN.AGENT".into(), town, "LIST".into()],
+        18 => vec!["TOWN.AGENT".into(), town, "BYNAME".into(), other],
+        19 => vec!["TOWN.TASK".into(), town, "SET".into(), task, "id".into(), "x".into()],
+        20 => vec!["TOWN.TASK".into(), town, rng.pick(&["LIST", "GET", "DEL"]).to_string(), task],
+        21 => vec!["TOWN.ACTIVITY".into(), town, rng.pick(&["LOG", "GET"]).to_string(), agent, "did".into()],
+        22 => vec!["TOWN.BACKLOG".into(), town, rng.pick(&["PUSH", "POP", "LIST", "LEN", "REMOVE"]).to_string(), task],
+        _ if rng.chance(10) => vec!["TOWN.RESET".into(), town, "AGENTS".into()],
+        _ => vec!["TOWN.LEN".into(), town, agent],
+    };
+    let mut args: Vec<Vec<u8>> = words.into_iter().map(String::into_bytes).collect();
+    if rng.chance(4) && args.len() > 1 {
+        let at = 1 + rng.below(args.len() - 1);
+        args[at] = argument(rng);
+    }
+    args
+}
+
+fn invocation(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
+    let args = if rng.chance(2) { plausible(rng, towns) } else { random(rng, towns) };
+    guard_block(args, rng)
+}
+
+/// A receive must not block for long: whatever follows a BLOCK keyword
+/// (its timeout, if it is parsed as one) becomes a short or invalid timeout.
+fn guard_block(mut args: Vec<Vec<u8>>, rng: &mut Rng) -> Vec<Vec<u8>> {
+    if args.first().is_some_and(|name| name.eq_ignore_ascii_case(b"TOWN.RECV")) {
+        for at in 1..args.len() {
+            if args[at].eq_ignore_ascii_case(b"BLOCK") && at + 1 < args.len() {
+                args[at + 1] = rng.pick(SAFE_TIMEOUTS).as_bytes().to_vec();
+            }
+        }
+    }
+    args
+}
+
+fn random(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
+    let name = *rng.pick(COMMANDS);
+    let name = if rng.chance(5) { name.to_ascii_lowercase() } else { name.to_string() };
+    let mut args = vec![name.clone().into_bytes()];
+    let arity = rng.below(9);
+    for at in 0..arity {
+        if at == 0 && !rng.chance(8) {
+            args.push(town(rng, towns));
+        } else {
+            args.push(argument(rng));
+        }
+    }
+    args
+}
+
+#[test]
+fn random_invocations_never_crash_the_server() {
+    let seed: u64 = std::env::var("TOWN_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_7047_0000_0001);
+    let rounds: usize = std::env::var("TOWN_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    let server = Server::start();
+    let towns = vec![common::tenant("fuzz"), common::tenant("fuzz")];
+    let connect = || {
+        let con = server.connect();
+        con.set_read_timeout(Some(Duration::from_secs(20))).expect("read timeout");
+        con
+    };
+    let mut con = connect();
+    let mut rng = Rng(seed);
+    let (mut replies, mut errors) = (0usize, 0usize);
+    for round in 0..rounds {
+        let args = invocation(&mut rng, &towns);
+        let mut cmd = redis::Cmd::new();
+        for arg in &args {
+            cmd.arg(arg.as_slice());
+        }
+        match cmd.query::<redis::Value>(&mut con) {
+            Ok(_) => replies += 1,
+            Err(error) if error.code().is_some() => {
+                // A panic caught by the command guard is a bug, not a refusal.
+                let detail = error.detail().unwrap_or("");
+                assert!(
+                    !detail.contains("dreamtown bug"),
+                    "round {round} (seed {seed}) hit a panic: {:?}",
+                    args.iter().map(|a| String::from_utf8_lossy(&a[..a.len().min(80)]).into_owned()).collect::<Vec<_>>()
+                );
+                errors += 1
+            }
+            Err(error) => {
+                assert!(server.alive(), "server died at round {round} (seed {seed}): {error}");
+                con = connect();
+            }
+        }
+        if round % 50 == 0 {
+            let pong: String = redis::cmd("PING").query(&mut con).unwrap_or_else(|e| {
+                panic!("no PING reply at round {round} (seed {seed}): {e}")
+            });
+            assert_eq!(pong, "PONG");
+        }
+    }
+    let pong: String = redis::cmd("PING").query(&mut con).expect("PING at the end");
+    assert_eq!(pong, "PONG");
+    assert!(server.alive());
+    assert!(replies > rounds / 5, "many invocations were valid ({replies} replies, {errors} errors)");
+    assert!(errors > rounds / 5, "many invocations were refused ({replies} replies, {errors} errors)");
+    // The module still works normally afterwards.
+    let town = common::tenant("after-fuzz");
+    let sent = town_support::message("m", "a", "normal");
+    let length: i64 = redis::cmd("TOWN.SEND").arg(&town).arg(&sent).query(&mut con).expect("send");
+    assert_eq!(length, 1);
+    let got: Vec<String> = redis::cmd("TOWN.RECV").arg(&town).arg("a").query(&mut con).expect("recv");
+    assert_eq!(got, vec![sent]);
+}
