@@ -76,6 +76,7 @@ required!(
     RedisModule_ACLCheckKeyPermissions,
     RedisModule_ACLAddLogEntry,
     RedisModule_BlockClientOnKeys,
+    RedisModule_SignalKeyAsReady,
     RedisModule_CreateCommand,
     RedisModule_GetCommand,
     RedisModule_SetCommandInfo,
