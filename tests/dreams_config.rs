@@ -7,6 +7,8 @@
 mod common;
 mod dreams_support;
 
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -35,15 +37,16 @@ fn project_of(payload: &[u8]) -> String {
     SeedFireMessage::parse(payload).region.project
 }
 
-/// Does redis-server refuse to start with these module arguments? (It
-/// listens on a private unix socket only: it either exits, or is killed
-/// after a while and counts as loaded.)
+/// Does redis-server refuse to start with these module arguments? It
+/// listens on a private unix socket only: it either exits (the load
+/// failed), or answers PING there (it loaded, and is stopped).
 fn load_fails(module_args: &[&str]) -> bool {
     let dir = std::env::temp_dir().join(format!("dreamtown-badload-{}-{}", std::process::id(), tenant("d")));
     std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("redis.sock");
     let mut child = Command::new("redis-server")
         .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocket"])
-        .arg(dir.join("redis.sock"))
+        .arg(&socket)
         .arg("--dir")
         .arg(&dir)
         .arg("--loadmodule")
@@ -53,17 +56,25 @@ fn load_fails(module_args: &[&str]) -> bool {
         .stderr(Stdio::null())
         .spawn()
         .expect("redis-server");
+    let answers = || -> bool {
+        let Ok(mut stream) = UnixStream::connect(&socket) else { return false };
+        let mut reply = [0u8; 5];
+        stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG"
+    };
     let started = Instant::now();
     let failed = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break !status.success();
         }
-        // A server that loaded the module keeps running: give it a moment
-        // to fail, then call it loaded.
-        if started.elapsed() > DEADLINE / 10 {
+        if answers() {
             let _ = child.kill();
             let _ = child.wait();
             break false;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("redis-server with {module_args:?} neither exited nor answered");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
