@@ -208,6 +208,31 @@ fn a_random_workload_replicates_exactly() {
 }
 
 #[test]
+fn commands_inside_scripts_and_transactions_replicate_exactly() {
+    let master = Server::start();
+    let replica = master.start_replica();
+    let mut con = master.connect();
+    let org = tenant("replica-scripted");
+    let record = "return redis.call('DREAMS.RECORD', KEYS[1], 'p', '1', '3', '1', 'EVENT', ARGV[1], 'GENERATION', '1', 'TRIGGER', '3', '9', '0', '0')";
+    ok(&mut con, &["EVAL", record, "1", &org, "e-1"]);
+    ok(&mut con, &["EVAL", record, "1", &org, "e-1"]);
+    ok(&mut con, &["EVAL", "return redis.call('DREAMS.SETTLE', KEYS[1], 'p', '1', 'e-1', '1')", "1", &org]);
+    ok(&mut con, &["EVAL", "return redis.call('DREAMS.FIRE', KEYS[1], 'q', '1')", "1", &org]);
+    let drained = ok(&mut con, &["EVAL", "return redis.call('DREAMS.DRAIN', KEYS[1], '0', 'NOQUIET')", "1", &org]);
+    let Value::BulkString(payload) = drained else { panic!("{drained:?}") };
+    let replies: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("DREAMS.ACK").arg(&org).arg(&payload).arg("FAILURE")
+        .cmd("DREAMS.RECORD").arg(&org).arg("p").arg(1).arg(1).arg(1).arg("EVENT").arg("e-2").arg("GENERATION").arg(2)
+        .cmd("DREAMS.DRAIN").arg(&org).arg(0).arg("NOQUIET")
+        .cmd("DREAMS.RECOVER").arg(&org)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(replies.len(), 4);
+    wait_for_same_digest(&master, &replica);
+}
+
+#[test]
 fn an_aof_reload_reproduces_the_dataset() {
     let server = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let mut con = server.connect();
