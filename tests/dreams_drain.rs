@@ -361,3 +361,20 @@ fn recover_wakes_a_blocked_drainer() {
     assert_eq!(got, payload);
     assert_eq!(dreams.len(), (0, 0, 1));
 }
+
+#[test]
+fn an_ack_retry_wakes_a_blocked_drainer() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("ack-wake");
+    let mut dreams = Dreams::new(&mut con, &org);
+    dreams.record("p", 1, 3, 0, &strs(&trigger(3, 100, 0, NEVER_SECS)));
+    let payload = dreams.take_one();
+    let reply = drain_in_thread(&server, &org, "0");
+    wait_until("the drainer blocks", || blocked_clients(&mut con) == 1);
+    let mut dreams = Dreams::new(&mut con, &org);
+    assert_eq!(dreams.ack(&payload, "FAILURE", &[]).0, "requeued");
+    let retried = reply.recv_timeout(DEADLINE).expect("woken").unwrap().unwrap();
+    assert_eq!(SeedFireMessage::parse(&retried).fire_id, SeedFireMessage::parse(&payload).fire_id);
+    assert_eq!(dreams.len(), (0, 0, 1));
+}
