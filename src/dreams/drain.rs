@@ -70,6 +70,13 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
             && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min)
         {
             message.quiet_deferred = true;
+            // The seed moves the item in flight and then takes it back out
+            // with `LREM processing 1`, which removes the *first* equal
+            // payload: an older identical copy in flight, if there is one,
+            // so that copy ends up at the tail. Do the same.
+            if queue.remove_processing(&payload) {
+                queue.push_processing(&payload);
+            }
             queue.add_deferred(now, message.to_payload().as_bytes());
             drained.quiet_deferred += 1;
             continue;
@@ -158,6 +165,18 @@ mod tests {
         assert_eq!(queue.ready.len(), 1);
         assert!(FireMessage::parse(&queue.ready[0]).unwrap().quiet_deferred);
         assert_eq!(queue.deferred_len(), 0);
+    }
+
+    #[test]
+    fn deferring_moves_an_identical_in_flight_copy_to_the_tail_as_the_seed_does() {
+        let mut queue = MemoryQueue::default();
+        queue.processing = vec![item("a"), item("x")];
+        queue.ready = vec![item("a"), item("b")];
+        let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
+        assert_eq!(project_of(&drained.ready.unwrap()), "a");
+        assert_eq!(queue.processing.len(), 3);
+        assert_eq!(queue.processing[0], item("x"), "the older copy of 'a' moved behind 'x'");
+        assert_eq!(queue.processing[1], item("a"));
     }
 
     #[test]

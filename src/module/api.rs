@@ -77,6 +77,7 @@ required!(
     RedisModule_ACLAddLogEntry,
     RedisModule_ACLCheckChannelPermissions,
     RedisModule_BlockClientOnKeys,
+    RedisModule_SignalKeyAsReady,
     RedisModule_CreateCommand,
     RedisModule_GetCommand,
     RedisModule_SetCommandInfo,

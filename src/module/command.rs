@@ -269,6 +269,21 @@ pub fn block_on_keys(session: &Session, keys: &[&[u8]], timeout_ms: i64, wake: R
     Ok(Reply::Blocked)
 }
 
+/// Call from a wake-up handler that wrote but keeps its client blocked
+/// (returns `None`), once it has emptied `key`, the key it blocks on.
+///
+/// Redis 7.0 propagates a blocked client's reply-callback effects (our
+/// `Key` writes replicate through `RedisModule_Replicate`) only when the
+/// callback serves its client. Otherwise they stay queued, and the next
+/// round of blocked-client handling asserts `also_propagate.numops == 0`
+/// (blocked.c) and aborts the server, whenever a replica or the AOF is
+/// attached. Signalling the emptied key (Redis deleted it) makes the same
+/// round revisit it, find it gone, and propagate what is queued.
+pub fn keep_blocked_after_writing(session: &Session, key: &[u8]) {
+    let name = super::string::OwnedString::new(key);
+    unsafe { api!(RedisModule_SignalKeyAsReady)(session.ctx(), name.as_ptr()) };
+}
+
 /// Register `spec` with the server.
 pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), String> {
     let name = leak(spec.name);

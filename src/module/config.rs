@@ -32,6 +32,73 @@ pub static QUIET_HOURS: QuietSetting = QuietSetting(Mutex::new(String::new()));
 /// The default quiet window, as configured text.
 pub const QUIET_HOURS_DEFAULT: &str = "02-06";
 
+/// `queue-max`'s inclusive range.
+pub const QUEUE_MAX_RANGE: (i64, i64) = (1, 1_000_000_000);
+/// `quiet-utc-offset`'s inclusive range (minutes).
+pub const QUIET_UTC_OFFSET_RANGE: (i64, i64) = (-1439, 1439);
+/// `quiet-backlog-min`'s inclusive range.
+pub const QUIET_BACKLOG_MIN_RANGE: (i64, i64) = (0, 1_000_000_000);
+/// `memory-threshold`'s and `edge-threshold`'s inclusive range.
+pub const THRESHOLD_RANGE: (i64, i64) = (0, 4_294_967_295);
+/// `min-interval`'s and `age-floor`'s inclusive range (seconds, 100 years).
+pub const SECONDS_RANGE: (i64, i64) = (0, 3_153_600_000);
+
+/// Each numeric setting by name, with its range. Redis enforces the ranges
+/// on `CONFIG SET`, but installs `loadmodule` arguments (the defaults the
+/// module registers) unchecked: [`check_module_args`] applies them there.
+pub const NUMERIC_RANGES: [(&str, (i64, i64)); 7] = [
+    ("queue-max", QUEUE_MAX_RANGE),
+    ("quiet-utc-offset", QUIET_UTC_OFFSET_RANGE),
+    ("quiet-backlog-min", QUIET_BACKLOG_MIN_RANGE),
+    ("memory-threshold", THRESHOLD_RANGE),
+    ("edge-threshold", THRESHOLD_RANGE),
+    ("min-interval", SECONDS_RANGE),
+    ("age-floor", SECONDS_RANGE),
+];
+
+/// The text settings (validated by their own setters when Redis loads them).
+pub const TEXT_SETTINGS: [&str; 1] = ["quiet-hours"];
+
+/// Validate `loadmodule` / `MODULE LOADEX ... ARGS` arguments: `<name>
+/// <value>` pairs of known settings, each at most once, numbers in range.
+/// The configuration layer would otherwise ignore an unknown or misspelt
+/// name, a missing value or a repeat, and install an out-of-range number.
+pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
+    if args.len() % 2 != 0 {
+        return Err("module arguments must be <name> <value> pairs".into());
+    }
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for pair in args.chunks(2) {
+        let (name, value) = match pair {
+            [name, value] => (*name, *value),
+            _ => continue,
+        };
+        let shown = String::from_utf8_lossy(name);
+        if seen.contains(&name) {
+            return Err(format!("module argument '{shown}' given more than once"));
+        }
+        seen.push(name);
+        if TEXT_SETTINGS.iter().any(|known| known.as_bytes() == name) {
+            continue;
+        }
+        let Some((_, (min, max))) = NUMERIC_RANGES.iter().find(|(known, _)| known.as_bytes() == name) else {
+            let known: Vec<&str> = NUMERIC_RANGES.iter().map(|(n, _)| *n).chain(TEXT_SETTINGS).collect();
+            return Err(format!("unknown module argument '{shown}' (known: {})", known.join(", ")));
+        };
+        let number = std::str::from_utf8(value).ok().and_then(|text| text.parse::<i64>().ok());
+        match number {
+            Some(number) if (*min..=*max).contains(&number) => {}
+            _ => {
+                return Err(format!(
+                    "module argument {shown} must be an integer from {min} to {max}, got '{}'",
+                    String::from_utf8_lossy(value)
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The quiet-window setting, kept as the validated text.
 pub struct QuietSetting(Mutex<String>);
 
@@ -98,5 +165,36 @@ pub fn trigger() -> Trigger {
         edge_threshold: unsigned(&EDGE_THRESHOLD),
         min_interval_secs: unsigned(&MIN_INTERVAL),
         age_floor_secs: unsigned(&AGE_FLOOR),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        check_module_args(&bytes)
+    }
+
+    #[test]
+    fn module_args_are_known_pairs_in_range() {
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(check(&["queue-max", "5", "quiet-hours", "", "quiet-utc-offset", "-1439"]), Ok(()));
+        assert_eq!(check(&["age-floor", "3153600000", "memory-threshold", "0"]), Ok(()));
+        for bad in [
+            &["queue-max"][..],
+            &["queue-max", "0"],
+            &["queue-max", "1000000001"],
+            &["queue-max", "x"],
+            &["quiet-utc-offset", "1440"],
+            &["edge-threshold", "4294967296"],
+            &["min-interval", "-1"],
+            &["bogus", "1"],
+            &["QUEUE-MAX", "5"],
+            &["queue-max", "5", "queue-max", "6"],
+        ] {
+            assert!(check(bad).is_err(), "{bad:?}");
+        }
     }
 }

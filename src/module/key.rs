@@ -147,6 +147,16 @@ impl Key {
         self.modified.set(true);
     }
 
+    /// A removal's effect. The key API deletes a list, set, hash or sorted
+    /// set its last element left, as Redis's own commands do; those then
+    /// fire `del` after their event, so this does too.
+    fn removal_effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
+        self.effect(command, args, event);
+        if !self.exists() {
+            notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
+        }
+    }
+
     // ---- lists ----
 
     /// Push `values` at `end`, in order (as one `LPUSH`/`RPUSH`).
@@ -172,8 +182,8 @@ impl Key {
         }
         let value = take_bytes(unsafe { api!(RedisModule_ListPop)(self.handle.get(), end.code()) })?;
         match end {
-            End::Head => self.effect(c"LPOP", &[], Event::List(c"lpop")),
-            End::Tail => self.effect(c"RPOP", &[], Event::List(c"rpop")),
+            End::Head => self.removal_effect(c"LPOP", &[], Event::List(c"lpop")),
+            End::Tail => self.removal_effect(c"RPOP", &[], Event::List(c"rpop")),
         }
         Some(value)
     }
@@ -231,7 +241,7 @@ impl Key {
             return false;
         };
         unsafe { api!(RedisModule_ListDelete)(self.handle.get(), at) };
-        self.effect(c"LREM", &[b"1", value], Event::List(c"lrem"));
+        self.removal_effect(c"LREM", &[b"1", value], Event::List(c"lrem"));
         true
     }
 
@@ -246,7 +256,7 @@ impl Key {
             unsafe { delete(self.handle.get(), -1) };
         }
         let stop = (keep as i64 - 1).to_string();
-        self.effect(c"LTRIM", &[b"0", stop.as_bytes()], Event::List(c"ltrim"));
+        self.removal_effect(c"LTRIM", &[b"0", stop.as_bytes()], Event::List(c"ltrim"));
     }
 
     // ---- sorted sets ----
@@ -271,7 +281,7 @@ impl Key {
             removed += u64::from(deleted != 0);
         }
         if removed > 0 {
-            self.effect(c"ZREM", members, Event::ZSet(c"zrem"));
+            self.removal_effect(c"ZREM", members, Event::ZSet(c"zrem"));
         }
         removed
     }
@@ -414,7 +424,7 @@ impl Key {
             deleted += u64::from(count > 0);
         }
         if deleted > 0 {
-            self.effect(c"HDEL", fields, Event::Hash(c"hdel"));
+            self.removal_effect(c"HDEL", fields, Event::Hash(c"hdel"));
         }
         deleted
     }

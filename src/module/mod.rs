@@ -30,7 +30,12 @@ type Allocator = std::alloc::System;
 #[cfg(test)]
 const ALLOCATOR: Allocator = std::alloc::System;
 
-fn initialize(ctx: &Context, _args: &[RedisString]) -> Status {
+fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
+    let arguments: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    if let Err(error) = config::check_module_args(&arguments) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
+        return Status::Err;
+    }
     let missing = api::missing_apis();
     if !missing.is_empty() {
         ctx.log_warning(&format!(
@@ -65,13 +70,13 @@ redis_module! {
     commands: [],
     configurations: [
         i64: [
-            ["queue-max", &QUEUE_MAX, 1000, 1, 1_000_000_000, ConfigurationFlags::DEFAULT, None],
-            ["quiet-utc-offset", &QUIET_UTC_OFFSET, 0, -1439, 1439, ConfigurationFlags::DEFAULT, None],
-            ["quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, 0, 1_000_000_000, ConfigurationFlags::DEFAULT, None],
-            ["memory-threshold", &MEMORY_THRESHOLD, 50, 0, 4_294_967_295, ConfigurationFlags::DEFAULT, None],
-            ["edge-threshold", &EDGE_THRESHOLD, 200, 0, 4_294_967_295, ConfigurationFlags::DEFAULT, None],
-            ["min-interval", &MIN_INTERVAL, 3_600, 0, 3_153_600_000, ConfigurationFlags::DEFAULT, None],
-            ["age-floor", &AGE_FLOOR, 604_800, 0, 3_153_600_000, ConfigurationFlags::DEFAULT, None],
+            ["queue-max", &QUEUE_MAX, 1000, QUEUE_MAX_RANGE.0, QUEUE_MAX_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["quiet-utc-offset", &QUIET_UTC_OFFSET, 0, QUIET_UTC_OFFSET_RANGE.0, QUIET_UTC_OFFSET_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, QUIET_BACKLOG_MIN_RANGE.0, QUIET_BACKLOG_MIN_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["memory-threshold", &MEMORY_THRESHOLD, 50, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["edge-threshold", &EDGE_THRESHOLD, 200, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["min-interval", &MIN_INTERVAL, 3_600, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
         ],
         string: [
             ["quiet-hours", &QUIET_HOURS, QUIET_HOURS_DEFAULT, ConfigurationFlags::DEFAULT, None],

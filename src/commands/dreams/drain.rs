@@ -10,7 +10,7 @@ use crate::dreams::drain::{drain, DrainPolicy};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::QueueKeys;
 use crate::module::args::Args;
-use crate::module::command::{block_on_keys, entry_point, wake_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{block_on_keys, entry_point, keep_blocked_after_writing, wake_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
@@ -98,8 +98,9 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
     })
 }
 
-/// Drain once now; the payload that should run, if any.
-fn drain_now(session: &Session, request: &DrainRequest) -> Result<Option<Vec<u8>>, CommandError> {
+/// Drain once now: the payload that should run, if any, and whether the
+/// drain wrote anything (promotions, quiet deferrals, dead letters).
+fn drain_now(session: &Session, request: &DrainRequest) -> Result<(Option<Vec<u8>>, bool), CommandError> {
     let mut queue = RedisQueue::open(session, &request.org, Access::Write, true)?;
     let drained = drain(&mut queue, &request.org, session.now_secs(), &request.policy);
     stats::PROMOTED.add(drained.promoted);
@@ -108,12 +109,13 @@ fn drain_now(session: &Session, request: &DrainRequest) -> Result<Option<Vec<u8>
     if drained.ready.is_some() {
         stats::DRAINED.bump();
     }
-    Ok(drained.ready)
+    let wrote = drained.ready.is_some() || drained.promoted + drained.quiet_deferred + drained.dead_lettered > 0;
+    Ok((drained.ready, wrote))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
-    if let Some(payload) = drain_now(session, &request)? {
+    if let (Some(payload), _) = drain_now(session, &request)? {
         return Ok(Reply::Bulk(payload));
     }
     if !session.may_block() {
@@ -131,8 +133,15 @@ fn wake(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Err(error) => return Some(Err(error)),
     };
     match drain_now(session, &request) {
-        Ok(Some(payload)) => Some(Ok(Reply::Bulk(payload))),
-        Ok(None) => None,
+        Ok((Some(payload), _)) => Some(Ok(Reply::Bulk(payload))),
+        Ok((None, wrote)) => {
+            if wrote {
+                // Only dead letters were found: the ready list is now empty
+                // (so gone), and the client keeps waiting.
+                keep_blocked_after_writing(session, QueueKeys::new(&request.org).ready.as_bytes());
+            }
+            None
+        }
         Err(error) => Some(Err(error)),
     }
 }

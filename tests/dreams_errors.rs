@@ -1,0 +1,346 @@
+//! Every refusal of the DREAMS.* commands is an error reply that changed
+//! nothing: keys of the wrong type (WRONGTYPE), counter fields that are not
+//! integers, foreign payloads, and every documented argument validation.
+//! "Nothing changed" is checked with `DEBUG DIGEST` before and after, on a
+//! queue that holds real work (ready, in flight, counted), so a command
+//! that wrote before failing would show.
+
+mod common;
+mod dreams_support;
+
+use common::{tenant, Server};
+use dreams_support::*;
+use redis::Connection;
+
+/// Run `args` and require an error starting with `prefix`, with the dataset
+/// unchanged.
+fn refused(con: &mut Connection, args: &[&[u8]], prefix: &str) {
+    let before = digest(con);
+    match call_bytes(con, args) {
+        Ok(value) => panic!("{:?} should fail with {prefix}, replied {value:?}", printable(args)),
+        Err(error) => assert!(error.starts_with(prefix), "{:?}: expected {prefix}..., got {error}", printable(args)),
+    }
+    assert_eq!(digest(con), before, "{:?} changed the dataset", printable(args));
+}
+
+fn refused_str(con: &mut Connection, args: &[&str], prefix: &str) {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    refused(con, &bytes, prefix);
+}
+
+fn printable(args: &[&[u8]]) -> Vec<String> {
+    args.iter().map(|a| String::from_utf8_lossy(&a[..a.len().min(80)]).into_owned()).collect()
+}
+
+/// An organization with work everywhere: a counted fire of region `p`/1 in
+/// flight (returned), an explicit fire ready, and an event counted.
+fn busy(con: &mut Connection, org: &str) -> Vec<u8> {
+    let mut dreams = Dreams::new(con, org);
+    let mut extra = vec!["EVENT", "e-1", "GENERATION", "1"];
+    let t = trigger(3, 100, 0, NEVER_SECS);
+    extra.extend(strs(&t));
+    assert_eq!(dreams.record("p", 1, 3, 0, &extra).0, "queued");
+    let payload = dreams.take_one();
+    dreams.fire("q", 1, &[]);
+    dreams.record("p", 1, 1, 0, &strs(&t));
+    assert_eq!(dreams.len(), (1, 0, 1));
+    payload
+}
+
+/// One call of every command that touches region `p`/1 or the queue.
+fn every_command<'a>(org: &'a str, payload: &'a [u8]) -> Vec<(&'static str, Vec<&'a [u8]>)> {
+    let o = org.as_bytes();
+    vec![
+        ("fire", vec![b"DREAMS.FIRE", o, b"p", b"1"]),
+        ("record", vec![b"DREAMS.RECORD", o, b"p", b"1", b"5", b"5", b"TRIGGER", b"1", b"1", b"0", b"0"]),
+        ("settle", vec![b"DREAMS.SETTLE", o, b"p", b"1", b"e-1", b"9"]),
+        ("drain", vec![b"DREAMS.DRAIN", o, b"0.01", b"NOQUIET"]),
+        ("ack", vec![b"DREAMS.ACK", o, payload, b"FAILURE"]),
+        ("recover", vec![b"DREAMS.RECOVER", o]),
+        ("len", vec![b"DREAMS.LEN", o]),
+        ("counters", vec![b"DREAMS.COUNTERS", o, b"p", b"1"]),
+    ]
+}
+
+/// Replace `key` with a value of another type (keeping the old one aside
+/// would change the digest, so it is simply replaced).
+fn retype(con: &mut Connection, key: &str, kind: &str) {
+    let _: () = redis::cmd("DEL").arg(key).query(con).unwrap();
+    let _: () = match kind {
+        "string" => redis::cmd("SET").arg(key).arg("x").query(con).unwrap(),
+        "list" => redis::cmd("RPUSH").arg(key).arg("x").query(con).unwrap(),
+        "hash" => redis::cmd("HSET").arg(key).arg("f").arg("v").query(con).unwrap(),
+        "set" => redis::cmd("SADD").arg(key).arg("x").query(con).unwrap(),
+        "zset" => redis::cmd("ZADD").arg(key).arg(1).arg("x").query(con).unwrap(),
+        other => panic!("{other}"),
+    };
+}
+
+#[test]
+fn wrong_type_keys_are_refused_by_every_command_that_opens_them() {
+    let server = Server::start();
+    let mut con = server.connect();
+    // (key, a wrong type for it, the commands that open it)
+    let cases: Vec<(fn(&Keys) -> String, &str, &[&str])> = vec![
+        (|k| k.ready.clone(), "string", &["fire", "record", "drain", "ack", "recover", "len"]),
+        (|k| k.ready.clone(), "zset", &["fire", "record", "drain", "ack", "recover", "len"]),
+        (|k| k.deferred.clone(), "list", &["fire", "record", "drain", "ack", "recover", "len"]),
+        (|k| k.processing.clone(), "hash", &["fire", "record", "drain", "ack", "recover", "len"]),
+        (|k| k.dead.clone(), "set", &["drain"]),
+        (|k| k.counters("p", 1), "list", &["record", "settle", "ack", "counters"]),
+        (|k| k.events("p", 1), "zset", &["record", "settle", "ack", "counters"]),
+        (|k| k.events("p", 1), "string", &["record", "settle", "ack", "counters"]),
+    ];
+    for (key_of, kind, commands) in cases {
+        let org = tenant("wrongtype");
+        let keys = Keys::new(&org);
+        let payload = busy(&mut con, &org);
+        let key = key_of(&keys);
+        retype(&mut con, &key, kind);
+        for (name, args) in every_command(&org, &payload) {
+            if commands.contains(&name) {
+                refused(&mut con, &args, "WRONGTYPE");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_drain_refused_for_a_wrong_type_dead_list_moves_nothing_even_with_garbage_ready() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("wrongtype-dead");
+    let keys = Keys::new(&org);
+    let _: () = redis::cmd("RPUSH").arg(&keys.ready).arg("garbage").query(&mut con).unwrap();
+    retype(&mut con, &keys.dead, "string");
+    refused_str(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"], "WRONGTYPE");
+}
+
+#[test]
+fn non_numeric_counter_fields_are_refused() {
+    let server = Server::start();
+    let mut con = server.connect();
+    for field in ["memories", "edges", "last_success", "settled_generation"] {
+        for bad in ["abc", "", "12x", "1.5", " 7", "99999999999999999999"] {
+            let org = tenant("not-numeric");
+            let keys = Keys::new(&org);
+            let payload = busy(&mut con, &org);
+            let _: () = redis::cmd("HSET").arg(keys.counters("p", 1)).arg(field).arg(bad).query(&mut con).unwrap();
+            for (name, args) in every_command(&org, &payload) {
+                if ["record", "settle", "ack", "counters"].contains(&name) {
+                    refused(&mut con, &args, "ERR Dreams counter metadata is not numeric");
+                }
+            }
+            // Commands that do not read the region still work.
+            assert_eq!(Dreams::new(&mut con, &org).len(), (1, 0, 1));
+        }
+    }
+}
+
+#[test]
+fn a_pending_field_may_hold_any_bytes() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("pending-bytes");
+    let keys = Keys::new(&org);
+    let _: () = redis::cmd("HSET").arg(keys.counters("p", 1)).arg("pending").arg(b"\xff\x00junk".as_slice()).query(&mut con).unwrap();
+    let mut dreams = Dreams::new(&mut con, &org);
+    assert_eq!(dreams.record("p", 1, 9, 9, &strs(&trigger(1, 1, 0, 0))).0, "accumulated", "a fire is pending");
+}
+
+#[test]
+fn a_payload_of_another_organization_is_rejected_by_ack() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("foreign-ack");
+    let keys = Keys::new(&org);
+    busy(&mut con, &org);
+    let foreign = r#"{"region":{"org":"other-org","project":"p","memory_type":1},"fired_by":"n","fired_at":{"memories_since_last_cycle":3,"edges_since_last_cycle":0,"seconds_since_last_cycle":0},"fire_id":"x"}"#;
+    let _: () = redis::cmd("RPUSH").arg(&keys.processing).arg(foreign).query(&mut con).unwrap();
+    for result in ["SUCCESS", "FAILURE"] {
+        let args: Vec<&[u8]> = vec![b"DREAMS.ACK", org.as_bytes(), foreign.as_bytes(), result.as_bytes()];
+        refused(&mut con, &args, "ERR Dreams queue for organization");
+    }
+    let error = error_of(&mut con, &["DREAMS.ACK", &org, foreign, "SUCCESS"]);
+    assert!(error.contains("other-org"), "{error}");
+}
+
+#[test]
+fn ack_refuses_payloads_that_are_not_fire_messages() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("ack-garbage");
+    busy(&mut con, &org);
+    let o = org.as_bytes();
+    let nested = "[".repeat(10_000);
+    let huge_number = format!(r#"{{"region":{{"org":"{org}","project":"p","memory_type":4294967296}},"fired_by":"n"}}"#);
+    let negative = format!(r#"{{"region":{{"org":"{org}","project":"p","memory_type":-1}},"fired_by":"n"}}"#);
+    let overflowing = format!(
+        r#"{{"region":{{"org":"{org}","project":"p","memory_type":1}},"fired_by":"n","fired_at":{{"memories_since_last_cycle":4294967296,"edges_since_last_cycle":0,"seconds_since_last_cycle":0}},"fire_id":"x"}}"#
+    );
+    let payloads: Vec<&[u8]> = vec![
+        b"not json",
+        b"",
+        b"{}",
+        b"null",
+        b"\xff\xfe",
+        b"{\"region\":{\"org\":1}}",
+        nested.as_bytes(),
+        huge_number.as_bytes(),
+        negative.as_bytes(),
+        overflowing.as_bytes(),
+    ];
+    for payload in payloads {
+        refused(&mut con, &[b"DREAMS.ACK", o, payload, b"SUCCESS"], "ERR payload is not a Dreams fire message");
+    }
+}
+
+#[test]
+fn bad_organizations_are_refused_by_every_command() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-org");
+    let payload = busy(&mut con, &org);
+    for bad in [&b""[..], b"a{b", b"a}b", b"{x}", b"\xff\xfe"] {
+        for (_, mut args) in every_command(&org, &payload) {
+            args[1] = bad;
+            refused(&mut con, &args, "ERR organization must");
+        }
+    }
+}
+
+#[test]
+fn bad_fire_arguments() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-fire");
+    busy(&mut con, &org);
+    let o = org.as_str();
+    refused_str(&mut con, &["DREAMS.FIRE", o, "p"], "ERR wrong number of arguments");
+    for memory_type in ["-1", "abc", "4294967296", "", "1.0", "+1"] {
+        refused_str(&mut con, &["DREAMS.FIRE", o, "p", memory_type], "ERR memory type must be an integer");
+    }
+    refused(&mut con, &[b"DREAMS.FIRE", o.as_bytes(), b"\xff", b"1"], "ERR project must be valid UTF-8");
+    refused_str(&mut con, &["DREAMS.FIRE", o, "p", "1", "FOO"], "ERR unknown option 'FOO'");
+    refused_str(&mut con, &["DREAMS.FIRE", o, "p", "1", "NODE"], "ERR missing node id");
+    refused_str(&mut con, &["DREAMS.FIRE", o, "p", "1", "NODE", "a", "NODE", "b"], "ERR NODE given more than once");
+}
+
+#[test]
+fn bad_record_arguments() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-record");
+    busy(&mut con, &org);
+    let base = ["DREAMS.RECORD", org.as_str(), "p", "1"];
+    let with = |tail: &[&'static str]| -> Vec<String> {
+        base.iter().map(|s| s.to_string()).chain(tail.iter().map(|s| s.to_string())).collect()
+    };
+    let cases: Vec<(Vec<&'static str>, &str)> = vec![
+        (vec!["-1", "0"], "ERR memories must be an integer"),
+        (vec!["x", "0"], "ERR memories must be an integer"),
+        (vec!["4294967296", "0"], "ERR memories must be an integer"),
+        (vec!["0", "-1"], "ERR edges must be an integer"),
+        (vec!["0", "1e3"], "ERR edges must be an integer"),
+        (vec!["1", "1", "EVENT", "", "GENERATION", "1"], "ERR Dreams write event id must not be empty"),
+        (vec!["1", "1", "EVENT", "e", "GENERATION", "0"], "ERR Dreams delivery generation must be positive"),
+        (vec!["1", "1", "EVENT", "e"], "ERR EVENT <event-id> must be followed by GENERATION"),
+        (vec!["1", "1", "EVENT", "e", "NODE", "n"], "ERR EVENT <event-id> must be followed by GENERATION"),
+        (vec!["1", "1", "EVENT", "e", "GENERATION"], "ERR missing generation"),
+        (vec!["1", "1", "EVENT", "e", "GENERATION", "-1"], "ERR generation must be an integer"),
+        (vec!["1", "1", "EVENT", "e", "GENERATION", "abc"], "ERR generation must be an integer"),
+        (vec!["1", "1", "EVENT", "e", "GENERATION", "9223372036854775808"], "ERR generation must be an integer"),
+        (vec!["1", "1", "GENERATION", "3"], "ERR GENERATION needs EVENT"),
+        (vec!["1", "1", "EVENT", "e", "GENERATION", "1", "EVENT", "f", "GENERATION", "2"], "ERR EVENT given more than once"),
+        (vec!["1", "1", "TRIGGER", "1", "2", "3"], "ERR missing age floor"),
+        (vec!["1", "1", "TRIGGER", "a", "2", "3", "4"], "ERR memory threshold must be an integer"),
+        (vec!["1", "1", "TRIGGER", "1", "2", "-3", "4"], "ERR min interval (seconds) must be an integer"),
+        (vec!["1", "1", "TRIGGER", "1", "2", "3", "3153600001"], "ERR age floor (seconds) must be an integer"),
+        (vec!["1", "1", "TRIGGER", "1", "4294967296", "3", "4"], "ERR edge threshold must be an integer"),
+        (vec!["1", "1", "TRIGGER", "1", "1", "1", "1", "TRIGGER", "1", "1", "1", "1"], "ERR TRIGGER given more than once"),
+        (vec!["1", "1", "FOO"], "ERR unknown option 'FOO'"),
+        (vec!["1", "1", "NODE", "a", "NODE", "b"], "ERR NODE given more than once"),
+    ];
+    for (tail, prefix) in cases {
+        let args = with(&tail);
+        refused_str(&mut con, &strs(&args), prefix);
+    }
+    refused_str(&mut con, &["DREAMS.RECORD", &org, "p", "1", "1"], "ERR wrong number of arguments");
+}
+
+#[test]
+fn bad_settle_arguments() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-settle");
+    busy(&mut con, &org);
+    let o = org.as_str();
+    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "", "1"], "ERR Dreams write event id must not be empty");
+    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "0"], "ERR Dreams delivery generation must be positive");
+    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "-2"], "ERR generation must be an integer");
+    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "x"], "ERR generation must be an integer");
+    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "2", "KEEP"], "ERR unknown option 'KEEP'");
+    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1"], "ERR wrong number of arguments");
+}
+
+#[test]
+fn bad_drain_arguments() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-drain");
+    busy(&mut con, &org);
+    let o = org.as_str();
+    for timeout in ["-1", "-0.5", "abc", "nan", "inf", "", "1e300", "0x10", "1,5"] {
+        refused_str(&mut con, &["DREAMS.DRAIN", o, timeout], "ERR timeout");
+    }
+    for window in ["2-06", "24-06", "02-24", "02-02", "0206", "ab-cd", "02-6", "02-06-08", "-1-06", "+1-06", ""] {
+        refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", window], "ERR invalid quiet window");
+    }
+    for offset in ["1440", "-1440", "abc", "1.5", "99999999999999999999"] {
+        refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "OFFSET", offset], "ERR UTC offset");
+    }
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET"], "ERR missing quiet window");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "OFFSET"], "ERR missing UTC offset");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "QUIET", "03-06"], "ERR QUIET given more than once");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "OFFSET", "1", "OFFSET", "2"], "ERR OFFSET given more than once");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "NOQUIET", "QUIET", "02-06"], "ERR NOQUIET cannot be combined");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "NOQUIET"], "ERR NOQUIET cannot be combined");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "NOQUIET", "OFFSET", "60"], "ERR NOQUIET cannot be combined");
+    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "BLOCK"], "ERR unknown option 'BLOCK'");
+    refused_str(&mut con, &["DREAMS.DRAIN", o], "ERR wrong number of arguments");
+    // The edges of the ranges are accepted.
+    let mut dreams = Dreams::new(&mut con, &org);
+    assert!(dreams.drain("0.01", &["QUIET", "23-00", "OFFSET", "1439"]).is_some());
+    assert!(dreams.drain("0.01", &["QUIET", "00-23", "OFFSET", "-1439"]).is_none());
+}
+
+#[test]
+fn bad_ack_arguments() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-ack");
+    let payload = busy(&mut con, &org);
+    let o = org.as_bytes();
+    let p = payload.as_slice();
+    refused(&mut con, &[b"DREAMS.ACK", o, p, b"MAYBE"], "ERR the result must be SUCCESS or FAILURE");
+    refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"FOO"], "ERR unknown option 'FOO'");
+    refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"TRIGGER", b"1"], "ERR missing edge threshold");
+    refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"NODE"], "ERR missing node id");
+    refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"NODE", b"a", b"NODE", b"b"], "ERR NODE given more than once");
+    refused(&mut con, &[b"DREAMS.ACK", o, p], "ERR wrong number of arguments");
+    // Options are case-insensitive, and the result word too.
+    let mut dreams = Dreams::new(&mut con, &org);
+    assert_eq!(dreams.ack(&payload, "failure", &["node", "x"]).0, "requeued");
+}
+
+#[test]
+fn extra_arguments_to_len_recover_and_counters_are_refused() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("bad-extra");
+    busy(&mut con, &org);
+    refused_str(&mut con, &["DREAMS.LEN", &org, "x"], "ERR wrong number of arguments");
+    refused_str(&mut con, &["DREAMS.RECOVER", &org, "x"], "ERR wrong number of arguments");
+    refused_str(&mut con, &["DREAMS.COUNTERS", &org, "p", "1", "x"], "ERR wrong number of arguments");
+    refused_str(&mut con, &["DREAMS.COUNTERS", &org, "p", "x"], "ERR memory type must be an integer");
+}
