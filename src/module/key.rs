@@ -79,7 +79,11 @@ pub struct Key {
 impl Key {
     /// Open `name`, for writing if `write`. The caller has checked ACL.
     pub(crate) fn open(ctx: *mut raw::RedisModuleCtx, name: &[u8], write: bool) -> Self {
-        let name = OwnedString::new(name);
+        Self::open_name(ctx, OwnedString::new(name), write)
+    }
+
+    /// Open the key named by `name`, for writing if `write`. The caller has checked ACL.
+    pub(crate) fn open_name(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
         let mode = if write {
             raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
         } else {

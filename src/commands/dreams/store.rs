@@ -23,17 +23,17 @@ impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
         let keys = QueueKeys::new(org);
-        for name in [&keys.ready, &keys.deferred, &keys.processing] {
-            session.check(name.as_bytes(), access)?;
-        }
-        if with_dead {
-            session.check(keys.dead.as_bytes(), access)?;
-        }
+        let [ready, deferred, processing] =
+            session.check_all([&keys.ready, &keys.deferred, &keys.processing].map(|k| k.as_bytes()), access)?;
+        let dead = match with_dead {
+            true => Some(session.check_all([keys.dead.as_bytes()], access)?),
+            false => None,
+        };
         let queue = Self {
-            ready: session.open_unchecked(keys.ready.as_bytes(), access),
-            deferred: session.open_unchecked(keys.deferred.as_bytes(), access),
-            processing: session.open_unchecked(keys.processing.as_bytes(), access),
-            dead: with_dead.then(|| session.open_unchecked(keys.dead.as_bytes(), access)),
+            ready: session.open_checked(ready, access),
+            deferred: session.open_checked(deferred, access),
+            processing: session.open_checked(processing, access),
+            dead: dead.map(|[dead]| session.open_checked(dead, access)),
         };
         queue.ready.expect(KeyKind::List)?;
         queue.deferred.expect(KeyKind::ZSet)?;
@@ -109,11 +109,10 @@ impl<'s> RedisRegion<'s> {
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
         let keys = RegionKeys::new(region);
-        session.check(keys.counters.as_bytes(), access)?;
-        session.check(keys.events.as_bytes(), access)?;
-        let counters = session.open_unchecked(keys.counters.as_bytes(), access);
+        let [counters, events] = session.check_all([keys.counters.as_bytes(), keys.events.as_bytes()], access)?;
+        let counters = session.open_checked(counters, access);
         counters.expect(KeyKind::Hash)?;
-        session.open_unchecked(keys.events.as_bytes(), Access::Read).expect(KeyKind::Set)?;
+        session.open_checked(events, Access::Read).expect(KeyKind::Set)?;
         let fields = RegionCounters::parse(|name| counters.hget(name.as_bytes())).map_err(|bad| {
             CommandError::err(format_args!(
                 "Dreams counter metadata is not numeric (field '{}' of {})",
