@@ -12,7 +12,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::api::api;
-use super::effects::{notify, replicate, Event};
+use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
 use super::string::{bytes_of, take_bytes, OwnedString};
 
@@ -142,10 +142,17 @@ impl Key {
     }
 
     fn effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
-        let mut argv: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
-        argv.push(self.name());
-        argv.extend_from_slice(args);
-        replicate(self.ctx, command, &argv);
+        let strings: Vec<OwnedString> = args.iter().map(|arg| OwnedString::new(arg)).collect();
+        self.effect_strings(command, &strings, event);
+    }
+
+    /// [`Key::effect`] with arguments already made Redis strings (for the
+    /// write itself): replicated as they are, after the key's own name.
+    fn effect_strings(&self, command: &CStr, args: &[OwnedString], event: Event) {
+        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(args.len() + 1);
+        argv.push(self.name.as_ptr());
+        argv.extend(args.iter().map(OwnedString::as_ptr));
+        replicate_strings(self.ctx, command, &argv);
         notify(self.ctx, event, self.name.as_ptr());
         self.modified.set(true);
     }
@@ -158,13 +165,13 @@ impl Key {
             return;
         }
         let push = api!(RedisModule_ListPush);
-        for value in values {
-            let element = OwnedString::new(value);
+        let elements: Vec<OwnedString> = values.iter().map(|value| OwnedString::new(value)).collect();
+        for element in &elements {
             unsafe { push(self.handle.get(), end.code(), element.as_ptr()) };
         }
         match end {
-            End::Head => self.effect(c"LPUSH", values, Event::List(c"lpush")),
-            End::Tail => self.effect(c"RPUSH", values, Event::List(c"rpush")),
+            End::Head => self.effect_strings(c"LPUSH", &elements, Event::List(c"lpush")),
+            End::Tail => self.effect_strings(c"RPUSH", &elements, Event::List(c"rpush")),
         }
     }
 
@@ -236,8 +243,8 @@ impl Key {
         let element = OwnedString::new(member);
         let mut flags: c_int = 0;
         unsafe { api!(RedisModule_ZsetAdd)(self.handle.get(), score, element.as_ptr(), &mut flags) };
-        let score_text = format_score(score);
-        self.effect(c"ZADD", &[score_text.as_bytes(), member], Event::ZSet(c"zadd"));
+        let score_text = OwnedString::new(format_score(score).as_bytes());
+        self.effect_strings(c"ZADD", &[score_text, element], Event::ZSet(c"zadd"));
     }
 
     /// Remove `members` (one `ZREM`); how many were present.
@@ -329,7 +336,7 @@ impl Key {
             return;
         }
         let set = api!(RedisModule_HashSet);
-        let mut args: Vec<&[u8]> = Vec::with_capacity(pairs.len() * 2);
+        let mut args: Vec<OwnedString> = Vec::with_capacity(pairs.len() * 2);
         for (field, value) in pairs {
             let name = OwnedString::new(field);
             let content = OwnedString::new(value);
@@ -342,10 +349,10 @@ impl Key {
                     ptr::null_mut::<c_void>(),
                 )
             };
-            args.push(field);
-            args.push(value);
+            args.push(name);
+            args.push(content);
         }
-        self.effect(c"HSET", &args, Event::Hash(c"hset"));
+        self.effect_strings(c"HSET", &args, Event::Hash(c"hset"));
     }
 
     /// Delete hash fields (one `HDEL`); how many existed.
