@@ -7,6 +7,8 @@
 #   bench/callgrind.sh DREAMS.RECORD bench web 1 1 0
 #   N=5000 bench/callgrind.sh HINCRBY h f 1
 #   KEEP=1 bench/callgrind.sh ...   keep the callgrind.out for callgrind_annotate
+#   RANDOM_KEYSPACE=100000000 bench/callgrind.sh ... EVENT e:__rand_int__ ...
+#                                   redis-benchmark -r: __rand_int__ varies
 #
 # EVALSHA calls may name a seed script as {sha:record_write.lua}.
 set -euo pipefail
@@ -35,7 +37,9 @@ for arg in "$@"; do
   args+=("$arg")
 done
 echo "first reply: $(cli "${args[@]}" | tr '\n' ' ')" >&2
-redis-benchmark -p "$PORT" -n "$N" -P 32 -c 1 -q "${args[@]}" >/dev/null 2>&1
+random=()
+[[ -n "${RANDOM_KEYSPACE:-}" ]] && random=(-r "$RANDOM_KEYSPACE")
+redis-benchmark -p "$PORT" -n "$N" -P 32 -c 1 -q "${random[@]}" "${args[@]}" >/dev/null 2>&1
 cli SHUTDOWN NOSAVE >/dev/null 2>&1 || true
 wait "$VG" || true
 total="$(callgrind_annotate "$OUT/callgrind.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"

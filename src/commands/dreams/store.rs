@@ -185,16 +185,14 @@ impl RegionStore for RedisRegion<'_> {
         self.fields.settled_generation = Some(generation);
     }
 
-    fn event_seen(&self, event_id: &[u8]) -> bool {
-        self.set_command("SISMEMBER", event_id) == 1
-    }
-
-    fn remember_event(&mut self, event_id: &[u8]) {
+    fn remember_event(&mut self, event_id: &[u8]) -> bool {
         // SADD through RM_Call notifies and signals the key itself, but does
         // not replicate (we never ask it to): replicate the effect here.
-        if self.set_command("SADD", event_id) == 1 {
+        let added = self.set_command("SADD", event_id) == 1;
+        if added {
             replicate(self.session.ctx(), c"SADD", &[&self.events, event_id]);
         }
+        added
     }
 
     fn forget_event(&mut self, event_id: &[u8]) {
