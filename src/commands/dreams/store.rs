@@ -2,11 +2,11 @@
 //! and a region's counter keys, opened with ACL and type checks up front so
 //! that every later write is certain to succeed.
 
-use redis_module::Context;
+use std::ffi::CStr;
 
 use crate::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
-use crate::module::effects::replicate;
+use crate::module::call;
 use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
@@ -132,16 +132,11 @@ impl<'s> RedisRegion<'s> {
         &self.counters
     }
 
-    fn context(&self) -> Context {
-        Context::new(self.session.ctx())
-    }
-
-    fn set_command(&self, command: &str, member: &[u8]) -> i64 {
-        let args: [&[u8]; 2] = [&self.events, member];
-        match self.context().call(command, &args[..]) {
-            Ok(redis_module::RedisValue::Integer(n)) => n,
-            _ => 0,
-        }
+    /// `SADD`/`SREM` of the counted-event set. Through RM_Call, which fires
+    /// the keyspace event, signals the key and (`!`) replicates the command
+    /// when it changed the set.
+    fn set_command(&self, command: &CStr, member: &[u8]) -> i64 {
+        call::integer_replicated(self.session.ctx(), command, &self.events, member).unwrap_or(0)
     }
 }
 
@@ -186,18 +181,10 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn remember_event(&mut self, event_id: &[u8]) -> bool {
-        // SADD through RM_Call notifies and signals the key itself, but does
-        // not replicate (we never ask it to): replicate the effect here.
-        let added = self.set_command("SADD", event_id) == 1;
-        if added {
-            replicate(self.session.ctx(), c"SADD", &[&self.events, event_id]);
-        }
-        added
+        self.set_command(c"SADD", event_id) == 1
     }
 
     fn forget_event(&mut self, event_id: &[u8]) {
-        if self.set_command("SREM", event_id) == 1 {
-            replicate(self.session.ctx(), c"SREM", &[&self.events, event_id]);
-        }
+        self.set_command(c"SREM", event_id);
     }
 }
