@@ -185,7 +185,7 @@ class Runner:
         argv = self.prefix + [
             "redis-benchmark", "-h", "127.0.0.1", "-p", str(self.server.port),
             "-c", str(row.clients), "-n", str(requests), "-P", str(row.pipeline), "--csv",
-        ] + self.command(row)
+        ] + (["-r", str(row.random_keyspace)] if row.random_keyspace else []) + self.command(row)
         before = thread_cpu_secs(self.server.pid)
         started = time.monotonic()
         done = subprocess.run(argv, capture_output=True, text=True)
