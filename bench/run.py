@@ -273,6 +273,10 @@ def report(results, targets, info):
     lines.append("")
     lines.append("cpu ratio = baseline server µs/op / subject server µs/op (the same comparison by the "
                  "server's own CPU time, less sensitive to a busy machine)")
+    noisy = [name for name, r in results.items() if r["pipeline"] > 1 and (r["spread"] > 15 or r["busy"] < 0.9)]
+    if noisy:
+        lines.append(f"WARNING: noisy run (spread > 15% or server busy < 90% on {', '.join(noisy)}): "
+                     f"something else used the CPUs; trust the cpu ratio, or run again")
     return "\n".join(lines)
 
 
