@@ -89,6 +89,13 @@ test-python:
 	@echo "== python-tests (redis-py against redis-server)"
 	$(PYTHON) -m pytest -q python-tests
 
+## bench: not part of `make test`. Knobs: BENCH_REPS (5), BENCH_SECONDS (1.0
+## per run), BENCH_ONLY (regex of rows), BENCH_PIN=0 (no taskset),
+## BENCH_STRICT=1 (exit 1 on a missed target). See bench/README.md.
+bench: build
+	@echo "== benchmark (one redis-server, module vs the seed's Lua vs native commands)"
+	python3 bench/run.py --module $(MODULE)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(VENV)

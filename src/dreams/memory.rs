@@ -100,11 +100,8 @@ impl RegionStore for MemoryCounters {
     fn set_settled_generation(&mut self, generation: i64) {
         self.fields.settled_generation = Some(generation);
     }
-    fn event_seen(&self, event_id: &[u8]) -> bool {
-        self.events.contains(event_id)
-    }
-    fn remember_event(&mut self, event_id: &[u8]) {
-        self.events.insert(event_id.to_vec());
+    fn remember_event(&mut self, event_id: &[u8]) -> bool {
+        self.events.insert(event_id.to_vec())
     }
     fn forget_event(&mut self, event_id: &[u8]) {
         self.events.remove(event_id);

@@ -81,7 +81,9 @@ pub fn record(
     let edges_before = current.edges.unwrap_or(0);
     if let Some(delivery) = write.delivery {
         let settled = current.settled_generation.unwrap_or(0);
-        if delivery.generation <= settled || counters.event_seen(delivery.event_id) {
+        // Remembering the event is the first write of a counted record, so
+        // it doubles as the seen-before test.
+        if delivery.generation <= settled || !counters.remember_event(delivery.event_id) {
             return Recorded {
                 outcome: RecordOutcome::Accumulated,
                 memories: memories_before,
@@ -92,9 +94,6 @@ pub fn record(
     }
     let memories = saturating_add(memories_before, write.memories);
     let edges = saturating_add(edges_before, write.edges);
-    if let Some(delivery) = write.delivery {
-        counters.remember_event(delivery.event_id);
-    }
     let first_success = if current.last_success.is_none() { Some(now) } else { None };
     counters.set_counts(memories, edges, first_success);
     let last_success = current.last_success.unwrap_or(now);

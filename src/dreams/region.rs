@@ -45,12 +45,11 @@ pub struct QueueKeys {
 impl QueueKeys {
     /// The keys of `org`'s queue.
     pub fn new(org: &str) -> Self {
-        let base = format!("exocortex:dreams:{{{org}}}");
         Self {
-            ready: format!("{base}:queue"),
-            deferred: format!("{base}:deferred"),
-            processing: format!("{base}:processing"),
-            dead: format!("{base}:dead"),
+            ready: tagged_key(org, &[":queue"]),
+            deferred: tagged_key(org, &[":deferred"]),
+            processing: tagged_key(org, &[":processing"]),
+            dead: tagged_key(org, &[":dead"]),
         }
     }
 }
@@ -67,13 +66,45 @@ pub struct RegionKeys {
 impl RegionKeys {
     /// The keys of `region`.
     pub fn new(region: &RegionKey) -> Self {
-        let suffix = format!("{}:{}", region.memory_type, region.project);
-        let base = format!("exocortex:dreams:{{{}}}", region.org);
+        let mut digits = [0u8; 10];
+        let memory_type = decimal(region.memory_type, &mut digits);
         Self {
-            counters: format!("{base}:counters:{suffix}"),
-            events: format!("{base}:events:{suffix}"),
+            counters: tagged_key(&region.org, &[":counters:", memory_type, ":", &region.project]),
+            events: tagged_key(&region.org, &[":events:", memory_type, ":", &region.project]),
         }
     }
+}
+
+/// `exocortex:dreams:{<org>}` followed by `parts`, in one allocation: every
+/// Dreams command builds several of these, and `format!` cost more than the
+/// rest of a key's handling.
+fn tagged_key(org: &str, parts: &[&str]) -> String {
+    const PREFIX: &str = "exocortex:dreams:{";
+    let length = PREFIX.len() + org.len() + 1 + parts.iter().map(|part| part.len()).sum::<usize>();
+    let mut key = String::with_capacity(length);
+    key.push_str(PREFIX);
+    key.push_str(org);
+    key.push('}');
+    for part in parts {
+        key.push_str(part);
+    }
+    key
+}
+
+/// `value` in decimal, written into `buffer`.
+fn decimal(mut value: u32, buffer: &mut [u8; 10]) -> &str {
+    let mut start = buffer.len();
+    loop {
+        start -= 1;
+        if let Some(slot) = buffer.get_mut(start) {
+            *slot = b'0' + (value % 10) as u8;
+        }
+        value /= 10;
+        if value == 0 || start == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(buffer.get(start..).unwrap_or_default()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -90,5 +121,10 @@ mod tests {
         let region = RegionKeys::new(&RegionKey::new("acme", "web", 3));
         assert_eq!(region.counters, "exocortex:dreams:{acme}:counters:3:web");
         assert_eq!(region.events, "exocortex:dreams:{acme}:events:3:web");
+        let extremes = [(0, "0"), (7, "7"), (10, "10"), (u32::MAX, "4294967295")];
+        for (memory_type, text) in extremes {
+            let keys = RegionKeys::new(&RegionKey::new("o", "p", memory_type));
+            assert_eq!(keys.counters, format!("exocortex:dreams:{{o}}:counters:{text}:p"));
+        }
     }
 }

@@ -104,10 +104,9 @@ pub trait RegionStore {
     fn clear_pending(&mut self);
     /// Set `settled_generation`.
     fn set_settled_generation(&mut self, generation: i64);
-    /// Has this event identity been counted?
-    fn event_seen(&self, event_id: &[u8]) -> bool;
-    /// Remember an event identity as counted.
-    fn remember_event(&mut self, event_id: &[u8]);
+    /// Remember an event identity as counted; false (and nothing changed)
+    /// if it already was. One step, so a store can do it in one call.
+    fn remember_event(&mut self, event_id: &[u8]) -> bool;
     /// Forget an event identity.
     fn forget_event(&mut self, event_id: &[u8]);
 }

@@ -57,6 +57,12 @@ impl Event {
 pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&[u8]]) {
     let strings: Vec<OwnedString> = args.iter().map(|arg| OwnedString::new(arg)).collect();
     let argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(OwnedString::as_ptr).collect();
+    replicate_strings(ctx, command, &argv);
+}
+
+/// Replicate `command argv...`, arguments the caller already holds as Redis
+/// strings (Redis takes its own references; nothing is copied).
+pub fn replicate_strings(ctx: *mut raw::RedisModuleCtx, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
     let replicate = api!(RedisModule_Replicate);
     unsafe {
         replicate(ctx, command.as_ptr(), c"v".as_ptr(), argv.as_ptr(), argv.len());

@@ -13,7 +13,7 @@ use redis_module::raw;
 
 use super::api::api;
 use super::args::parse_signed;
-use super::effects::{notify, replicate, Event};
+use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
 use super::string::{bytes_of, take_bytes, OwnedString};
 
@@ -80,7 +80,11 @@ pub struct Key {
 impl Key {
     /// Open `name`, for writing if `write`. The caller has checked ACL.
     pub(crate) fn open(ctx: *mut raw::RedisModuleCtx, name: &[u8], write: bool) -> Self {
-        let name = OwnedString::new(name);
+        Self::open_name(ctx, OwnedString::new(name), write)
+    }
+
+    /// Open the key named by `name`, for writing if `write`. The caller has checked ACL.
+    pub(crate) fn open_name(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
         let mode = if write {
             raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
         } else {
@@ -139,10 +143,17 @@ impl Key {
     }
 
     fn effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
-        let mut argv: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
-        argv.push(self.name());
-        argv.extend_from_slice(args);
-        replicate(self.ctx, command, &argv);
+        let strings: Vec<OwnedString> = args.iter().map(|arg| OwnedString::new(arg)).collect();
+        self.effect_strings(command, &strings, event);
+    }
+
+    /// [`Key::effect`] with arguments already made Redis strings (for the
+    /// write itself): replicated as they are, after the key's own name.
+    fn effect_strings(&self, command: &CStr, args: &[OwnedString], event: Event) {
+        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(args.len() + 1);
+        argv.push(self.name.as_ptr());
+        argv.extend(args.iter().map(OwnedString::as_ptr));
+        replicate_strings(self.ctx, command, &argv);
         notify(self.ctx, event, self.name.as_ptr());
         self.modified.set(true);
     }
@@ -165,13 +176,13 @@ impl Key {
             return;
         }
         let push = api!(RedisModule_ListPush);
-        for value in values {
-            let element = OwnedString::new(value);
+        let elements: Vec<OwnedString> = values.iter().map(|value| OwnedString::new(value)).collect();
+        for element in &elements {
             unsafe { push(self.handle.get(), end.code(), element.as_ptr()) };
         }
         match end {
-            End::Head => self.effect(c"LPUSH", values, Event::List(c"lpush")),
-            End::Tail => self.effect(c"RPUSH", values, Event::List(c"rpush")),
+            End::Head => self.effect_strings(c"LPUSH", &elements, Event::List(c"lpush")),
+            End::Tail => self.effect_strings(c"RPUSH", &elements, Event::List(c"rpush")),
         }
     }
 
@@ -266,8 +277,8 @@ impl Key {
         let element = OwnedString::new(member);
         let mut flags: c_int = 0;
         unsafe { api!(RedisModule_ZsetAdd)(self.handle.get(), score, element.as_ptr(), &mut flags) };
-        let score_text = format_score(score);
-        self.effect(c"ZADD", &[score_text.as_bytes(), member], Event::ZSet(c"zadd"));
+        let score_text = OwnedString::new(format_score(score).as_bytes());
+        self.effect_strings(c"ZADD", &[score_text, element], Event::ZSet(c"zadd"));
     }
 
     /// Remove `members` (one `ZREM`); how many were present.
@@ -353,9 +364,7 @@ impl Key {
         take_bytes(value)
     }
 
-    fn hash_set_raw(&self, field: &[u8], value: &[u8]) {
-        let name = OwnedString::new(field);
-        let content = OwnedString::new(value);
+    fn hash_set_raw(&self, name: &OwnedString, content: &OwnedString) {
         unsafe {
             api!(RedisModule_HashSet)(
                 self.handle.get(),
@@ -372,13 +381,15 @@ impl Key {
         if pairs.is_empty() {
             return;
         }
-        let mut args: Vec<&[u8]> = Vec::with_capacity(pairs.len() * 2);
+        let mut args: Vec<OwnedString> = Vec::with_capacity(pairs.len() * 2);
         for (field, value) in pairs {
-            self.hash_set_raw(field, value);
-            args.push(field);
-            args.push(value);
+            let name = OwnedString::new(field);
+            let content = OwnedString::new(value);
+            self.hash_set_raw(&name, &content);
+            args.push(name);
+            args.push(content);
         }
-        self.effect(c"HSET", &args, Event::Hash(c"hset"));
+        self.effect_strings(c"HSET", &args, Event::Hash(c"hset"));
     }
 
     /// Add `by` to the integer in hash `field` (absent: 0), as `HINCRBY`
@@ -394,10 +405,9 @@ impl Key {
         let next = current
             .checked_add(by)
             .ok_or_else(|| CommandError::err("increment or decrement would overflow"))?;
-        let text = next.to_string();
-        self.hash_set_raw(field, text.as_bytes());
-        let args: [&[u8]; 2] = [field, text.as_bytes()];
-        self.effect(c"HSET", &args, Event::Hash(c"hincrby"));
+        let args = [OwnedString::new(field), OwnedString::new(next.to_string().as_bytes())];
+        self.hash_set_raw(&args[0], &args[1]);
+        self.effect_strings(c"HSET", &args, Event::Hash(c"hincrby"));
         Ok(next)
     }
 

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod args;
+pub mod call;
 pub mod command;
 pub mod config;
 pub mod effects;

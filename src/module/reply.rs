@@ -118,13 +118,28 @@ pub fn send_error(ctx: *mut raw::RedisModuleCtx, message: &str) {
     unsafe { api!(RedisModule_ReplyWithError)(ctx, text.as_ptr()) };
 }
 
+/// `text` NUL-terminated for the C API: on the stack when short (every
+/// status reply; saves an allocation per command), else a `CString`.
+fn with_c_string(text: &str, use_it: impl FnOnce(*const c_char)) {
+    const SHORT: usize = 64;
+    let bytes = text.as_bytes();
+    if bytes.len() < SHORT && !bytes.contains(&0) {
+        let mut buffer = [0u8; SHORT];
+        if let Some(prefix) = buffer.get_mut(..bytes.len()) {
+            prefix.copy_from_slice(bytes);
+            return use_it(buffer.as_ptr().cast::<c_char>());
+        }
+    }
+    let owned = CString::new(text).unwrap_or_default();
+    use_it(owned.as_ptr());
+}
+
 fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
     unsafe {
         match reply {
-            Reply::Status(status) => {
-                let text = CString::new(*status).unwrap_or_default();
-                api!(RedisModule_ReplyWithSimpleString)(ctx, text.as_ptr());
-            }
+            Reply::Status(status) => with_c_string(status, |text| {
+                api!(RedisModule_ReplyWithSimpleString)(ctx, text);
+            }),
             Reply::Bulk(bytes) => {
                 api!(RedisModule_ReplyWithStringBuffer)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
             }

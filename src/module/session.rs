@@ -50,11 +50,17 @@ impl Session {
         if self.user.is_null() {
             return Ok(());
         }
+        self.check_name(&OwnedString::new(name), access)
+    }
+
+    fn check_name(&self, key: &OwnedString, access: Access) -> Result<(), CommandError> {
+        if self.user.is_null() {
+            return Ok(());
+        }
         let flags = match access {
             Access::Read => raw::REDISMODULE_CMD_KEY_ACCESS,
             Access::Write => raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         };
-        let key = OwnedString::new(name);
         let verdict =
             unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.user, key.as_ptr(), flags as c_int) };
         if verdict == raw::REDISMODULE_OK as c_int {
@@ -72,7 +78,7 @@ impl Session {
             "NOPERM",
             format_args!(
                 "this user has no permissions to access the key '{}'",
-                String::from_utf8_lossy(name)
+                String::from_utf8_lossy(key.as_bytes())
             ),
         ))
     }
@@ -135,16 +141,34 @@ impl Session {
         names: [&str; N],
         access: Access,
     ) -> Result<[Key; N], CommandError> {
-        for name in names {
-            self.check(name.as_bytes(), access)?;
+        let checked = self.check_all(names.map(str::as_bytes), access)?;
+        Ok(checked.map(|name| self.open_checked(name, access)))
+    }
+
+    /// Check ACL for every key in `names`; the names as Redis strings, for
+    /// [`Session::open_checked`] (made once for both: this runs for every
+    /// key of every command).
+    pub fn check_all<const N: usize>(
+        &self,
+        names: [&[u8]; N],
+        access: Access,
+    ) -> Result<[OwnedString; N], CommandError> {
+        let names = names.map(OwnedString::new);
+        for name in &names {
+            self.check_name(name, access)?;
         }
-        Ok(names.map(|name| self.open_unchecked(name.as_bytes(), access)))
+        Ok(names)
+    }
+
+    /// Open a key whose name passed [`Session::check_all`].
+    pub fn open_checked(&self, name: OwnedString, access: Access) -> Key {
+        Key::open_name(self.ctx, name, access == Access::Write)
     }
 
     /// Check ACL for `name` and open it.
     pub fn open(&self, name: &[u8], access: Access) -> Result<Key, CommandError> {
-        self.check(name, access)?;
-        Ok(self.open_unchecked(name, access))
+        let [name] = self.check_all([name], access)?;
+        Ok(self.open_checked(name, access))
     }
 
     /// Open a key whose permission was already checked.

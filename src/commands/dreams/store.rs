@@ -2,11 +2,11 @@
 //! and a region's counter keys, opened with ACL and type checks up front so
 //! that every later write is certain to succeed.
 
-use redis_module::Context;
+use std::ffi::CStr;
 
 use crate::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
-use crate::module::effects::replicate;
+use crate::module::call;
 use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
@@ -23,17 +23,17 @@ impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
         let keys = QueueKeys::new(org);
-        for name in [&keys.ready, &keys.deferred, &keys.processing] {
-            session.check(name.as_bytes(), access)?;
-        }
-        if with_dead {
-            session.check(keys.dead.as_bytes(), access)?;
-        }
+        let [ready, deferred, processing] =
+            session.check_all([&keys.ready, &keys.deferred, &keys.processing].map(|k| k.as_bytes()), access)?;
+        let dead = match with_dead {
+            true => Some(session.check_all([keys.dead.as_bytes()], access)?),
+            false => None,
+        };
         let queue = Self {
-            ready: session.open_unchecked(keys.ready.as_bytes(), access),
-            deferred: session.open_unchecked(keys.deferred.as_bytes(), access),
-            processing: session.open_unchecked(keys.processing.as_bytes(), access),
-            dead: with_dead.then(|| session.open_unchecked(keys.dead.as_bytes(), access)),
+            ready: session.open_checked(ready, access),
+            deferred: session.open_checked(deferred, access),
+            processing: session.open_checked(processing, access),
+            dead: dead.map(|[dead]| session.open_checked(dead, access)),
         };
         queue.ready.expect(KeyKind::List)?;
         queue.deferred.expect(KeyKind::ZSet)?;
@@ -109,11 +109,10 @@ impl<'s> RedisRegion<'s> {
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
         let keys = RegionKeys::new(region);
-        session.check(keys.counters.as_bytes(), access)?;
-        session.check(keys.events.as_bytes(), access)?;
-        let counters = session.open_unchecked(keys.counters.as_bytes(), access);
+        let [counters, events] = session.check_all([keys.counters.as_bytes(), keys.events.as_bytes()], access)?;
+        let counters = session.open_checked(counters, access);
         counters.expect(KeyKind::Hash)?;
-        session.open_unchecked(keys.events.as_bytes(), Access::Read).expect(KeyKind::Set)?;
+        session.open_checked(events, Access::Read).expect(KeyKind::Set)?;
         let fields = RegionCounters::parse(|name| counters.hget(name.as_bytes())).map_err(|bad| {
             CommandError::err(format_args!(
                 "Dreams counter metadata is not numeric (field '{}' of {})",
@@ -133,16 +132,11 @@ impl<'s> RedisRegion<'s> {
         &self.counters
     }
 
-    fn context(&self) -> Context {
-        Context::new(self.session.ctx())
-    }
-
-    fn set_command(&self, command: &str, member: &[u8]) -> i64 {
-        let args: [&[u8]; 2] = [&self.events, member];
-        match self.context().call(command, &args[..]) {
-            Ok(redis_module::RedisValue::Integer(n)) => n,
-            _ => 0,
-        }
+    /// `SADD`/`SREM` of the counted-event set. Through RM_Call, which fires
+    /// the keyspace event, signals the key and (`!`) replicates the command
+    /// when it changed the set.
+    fn set_command(&self, command: &CStr, member: &[u8]) -> i64 {
+        call::integer_replicated(self.session.ctx(), command, &self.events, member).unwrap_or(0)
     }
 }
 
@@ -186,21 +180,11 @@ impl RegionStore for RedisRegion<'_> {
         self.fields.settled_generation = Some(generation);
     }
 
-    fn event_seen(&self, event_id: &[u8]) -> bool {
-        self.set_command("SISMEMBER", event_id) == 1
-    }
-
-    fn remember_event(&mut self, event_id: &[u8]) {
-        // SADD through RM_Call notifies and signals the key itself, but does
-        // not replicate (we never ask it to): replicate the effect here.
-        if self.set_command("SADD", event_id) == 1 {
-            replicate(self.session.ctx(), c"SADD", &[&self.events, event_id]);
-        }
+    fn remember_event(&mut self, event_id: &[u8]) -> bool {
+        self.set_command(c"SADD", event_id) == 1
     }
 
     fn forget_event(&mut self, event_id: &[u8]) {
-        if self.set_command("SREM", event_id) == 1 {
-            replicate(self.session.ctx(), c"SREM", &[&self.events, event_id]);
-        }
+        self.set_command(c"SREM", event_id);
     }
 }

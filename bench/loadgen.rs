@@ -1,0 +1,471 @@
+//! The bench's load generator for workloads redis-benchmark cannot drive:
+//! loops where each request depends on the previous reply (drain a payload,
+//! then acknowledge that payload). Std only, so `make bench` compiles it
+//! with plain `rustc -O`; it speaks RESP over one TCP connection per
+//! consumer thread, opened before the clock starts.
+//!
+//! Modes (`--mode`):
+//! - `dreams-module`: `DREAMS.DRAIN` + `DREAMS.ACK` per item (2 round trips).
+//! - `dreams-seed`: the round trips of the seed's `drain()` + `acknowledge()`:
+//!   PROMOTE_DEFERRED (EVALSHA), BLMOVE, the LLEN/ZCARD pipeline,
+//!   ACKNOWLEDGE (EVALSHA) (4 round trips).
+//!
+//! Both first fill the queue (untimed, pipelined) with `--items` counted
+//! fires, one per region, each its region's pending fire, so every
+//! acknowledgement takes the representative `acknowledged` path.
+//! Prints one line of `key=value` pairs; exits non-zero if any reply was
+//! not the expected one.
+
+use std::env;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::net::TcpStream;
+use std::process::exit;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+// ---------------------------------------------------------------- RESP
+
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Status(String),
+    Error(String),
+    Int(i64),
+    Bulk(Vec<u8>),
+    Nil,
+    Array(Vec<Reply>),
+}
+
+impl Reply {
+    fn bulk(self) -> Result<Vec<u8>, String> {
+        match self {
+            Reply::Bulk(bytes) => Ok(bytes),
+            other => Err(format!("expected a bulk string, got {other:?}")),
+        }
+    }
+    fn int(&self) -> Result<i64, String> {
+        match self {
+            Reply::Int(n) => Ok(*n),
+            other => Err(format!("expected an integer, got {other:?}")),
+        }
+    }
+    fn array(self) -> Result<Vec<Reply>, String> {
+        match self {
+            Reply::Array(items) => Ok(items),
+            other => Err(format!("expected an array, got {other:?}")),
+        }
+    }
+}
+
+struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: BufWriter<TcpStream>,
+}
+
+impl Conn {
+    fn open(port: u16) -> io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn {
+            reader: BufReader::with_capacity(1 << 16, stream.try_clone()?),
+            writer: BufWriter::with_capacity(1 << 16, stream),
+        })
+    }
+
+    /// Queue one command (sent at the next `flush`/`call`).
+    fn send(&mut self, args: &[&[u8]]) -> io::Result<()> {
+        write!(self.writer, "*{}\r\n", args.len())?;
+        for arg in args {
+            write!(self.writer, "${}\r\n", arg.len())?;
+            self.writer.write_all(arg)?;
+            self.writer.write_all(b"\r\n")?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
+
+    /// One round trip.
+    fn call(&mut self, args: &[&[u8]]) -> Result<Reply, String> {
+        self.send(args).map_err(|e| e.to_string())?;
+        self.flush().map_err(|e| e.to_string())?;
+        self.read()
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).map_err(|e| e.to_string())?;
+        if !line.ends_with("\r\n") {
+            return Err("connection closed".into());
+        }
+        line.truncate(line.len() - 2);
+        Ok(line)
+    }
+
+    fn read(&mut self) -> Result<Reply, String> {
+        let line = self.line()?;
+        let (kind, rest) = line.split_at(1);
+        let number = || rest.parse::<i64>().map_err(|e| format!("bad RESP length {rest:?}: {e}"));
+        match kind {
+            "+" => Ok(Reply::Status(rest.to_owned())),
+            "-" => Ok(Reply::Error(rest.to_owned())),
+            ":" => Ok(Reply::Int(number()?)),
+            "$" => {
+                let len = number()?;
+                if len < 0 {
+                    return Ok(Reply::Nil);
+                }
+                let mut buf = vec![0u8; len as usize + 2];
+                self.reader.read_exact(&mut buf).map_err(|e| e.to_string())?;
+                buf.truncate(len as usize);
+                Ok(Reply::Bulk(buf))
+            }
+            "*" => {
+                let len = number()?;
+                if len < 0 {
+                    return Ok(Reply::Nil);
+                }
+                (0..len).map(|_| self.read()).collect::<Result<_, _>>().map(Reply::Array)
+            }
+            _ => Err(format!("bad RESP line {line:?}")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- options
+
+struct Options {
+    port: u16,
+    mode: String,
+    consumers: u64,
+    items: u64,
+    org: String,
+    lua_dir: String,
+    server_pid: Option<u32>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut o = Options {
+        port: 6379,
+        mode: String::new(),
+        consumers: 1,
+        items: 10_000,
+        org: "bench".into(),
+        lua_dir: "tests/fixtures/seed-lua".into(),
+        server_pid: None,
+    };
+    let mut args = env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--port" => o.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
+            "--mode" => o.mode = value()?,
+            "--consumers" => o.consumers = value()?.parse().map_err(|e| format!("--consumers: {e}"))?,
+            "--items" => o.items = value()?.parse().map_err(|e| format!("--items: {e}"))?,
+            "--org" => o.org = value()?,
+            "--lua-dir" => o.lua_dir = value()?,
+            "--server-pid" => o.server_pid = Some(value()?.parse().map_err(|e| format!("--server-pid: {e}"))?),
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    if o.consumers == 0 || o.items == 0 {
+        return Err("--consumers and --items must be positive".into());
+    }
+    Ok(o)
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A fresh UUID-v4-shaped id (xorshift; the seed uses `uuid::new_v4`, whose
+/// cost is client-side and not what is measured).
+fn fake_uuid(state: &mut u64) -> String {
+    let mut next = || {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    };
+    let (a, b) = (next(), next());
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// The number after `"name":` in a JSON payload (the seed's Lua cjson writes
+/// keys in no fixed order, so look the field up by name).
+fn json_number(payload: &str, name: &str) -> Option<u64> {
+    let at = payload.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let digits: String = payload.get(at..)?.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The string after `"name":"` in a JSON payload.
+fn json_string<'a>(payload: &'a str, name: &str) -> Option<&'a str> {
+    let at = payload.find(&format!("\"{name}\":\""))? + name.len() + 4;
+    let rest = payload.get(at..)?;
+    rest.get(..rest.find('"')?)
+}
+
+/// CPU time of a server's main thread (where Redis runs every command), in
+/// seconds, from its nanosecond schedstat.
+fn cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok()?;
+    let ns: f64 = stat.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
+}
+
+fn load_script(conn: &mut Conn, dir: &str, name: &str) -> Result<String, String> {
+    let path = format!("{dir}/{name}");
+    let body = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+    let sha = conn.call(&[b"SCRIPT", b"LOAD", &body])?.bulk()?;
+    String::from_utf8(sha).map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------- Dreams
+
+const PROJECT_PREFIX: &str = "p-";
+const MEMORY_TYPE: &str = "1";
+const NODE: &str = "bench-node";
+/// A ceiling far above the prefill, so no fire is dropped (the bench
+/// measures the queued/acknowledged path).
+const QUEUE_MAX: &str = "1000000000";
+
+/// The seed's key names for `org` (`RedisFireQueue::new`, `counter_key`).
+struct SeedKeys {
+    queue: String,
+    deferred: String,
+    processing: String,
+}
+
+impl SeedKeys {
+    fn new(org: &str) -> Self {
+        let queue = format!("exocortex:dreams:queue:org:\"{org}\"");
+        SeedKeys {
+            deferred: format!("{queue}:deferred"),
+            processing: format!("{queue}:processing"),
+            queue,
+        }
+    }
+    fn counters(org: &str, project: &str) -> String {
+        format!(
+            "exocortex:dreams:counters:{{\"org\":\"{org}\",\"project\":\"{project}\",\"memory_type\":{MEMORY_TYPE}}}"
+        )
+    }
+}
+
+/// Send `count` commands built by `command(i)`, pipelined in batches, and
+/// check every reply with `expect`.
+fn pipelined(
+    conn: &mut Conn,
+    count: u64,
+    command: impl Fn(u64) -> Vec<Vec<u8>>,
+    expect: impl Fn(&Reply) -> bool,
+) -> Result<(), String> {
+    const BATCH: u64 = 1000;
+    let mut sent = 0;
+    while sent < count {
+        let batch = BATCH.min(count - sent);
+        for i in sent..sent + batch {
+            let args = command(i);
+            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            conn.send(&refs).map_err(|e| e.to_string())?;
+        }
+        conn.flush().map_err(|e| e.to_string())?;
+        for _ in 0..batch {
+            let reply = conn.read()?;
+            if !expect(&reply) {
+                return Err(format!("unexpected prefill reply {reply:?}"));
+            }
+        }
+        sent += batch;
+    }
+    Ok(())
+}
+
+fn prefill_module(conn: &mut Conn, o: &Options) -> Result<(), String> {
+    // min-interval 0 and a memory threshold of 1: the region's first record
+    // creates its pending fire.
+    pipelined(
+        conn,
+        o.items,
+        |i| {
+            ["DREAMS.RECORD", &o.org, &format!("{PROJECT_PREFIX}{i}"), MEMORY_TYPE, "1", "1", "NODE", NODE,
+             "TRIGGER", "1", "1000000", "0", "999999999"]
+                .map(|s| s.as_bytes().to_vec())
+                .to_vec()
+        },
+        |reply| matches!(reply, Reply::Array(items) if items.first() == Some(&Reply::Status("queued".into()))),
+    )
+}
+
+fn prefill_seed(conn: &mut Conn, o: &Options, record_sha: &str) -> Result<(), String> {
+    let keys = SeedKeys::new(&o.org);
+    let now = now_secs().to_string();
+    let mut ids = 0x9e37_79b9_7f4a_7c15u64;
+    let fire_ids: Vec<String> = (0..o.items).map(|_| fake_uuid(&mut ids)).collect();
+    pipelined(
+        conn,
+        o.items,
+        |i| {
+            let project = format!("{PROJECT_PREFIX}{i}");
+            let counters = SeedKeys::counters(&o.org, &project);
+            let events = format!("{counters}:processed-events");
+            let fire_id = &fire_ids[i as usize];
+            [
+                "EVALSHA", record_sha, "5", &keys.queue, &counters, &keys.deferred, &keys.processing, &events,
+                QUEUE_MAX, "1", "1", "1", "1000000", &now, "0", "999999999", &o.org, &project, MEMORY_TYPE,
+                NODE, fire_id, fire_id, "0",
+            ]
+            .map(|s| s.as_bytes().to_vec())
+            .to_vec()
+        },
+        |reply| matches!(reply, Reply::Array(items) if items.get(2) == Some(&Reply::Int(1))),
+    )
+}
+
+/// One consumer of `dreams-module`: drain, then acknowledge what it got.
+fn consume_module(conn: &mut Conn, org: &str) -> Result<(), String> {
+    let payload = conn.call(&[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET"])?.bulk()?;
+    let acked = conn.call(&[b"DREAMS.ACK", org.as_bytes(), &payload, b"SUCCESS", b"NODE", NODE.as_bytes()])?;
+    match acked.array()?.first() {
+        Some(Reply::Status(outcome)) if outcome == "acknowledged" => Ok(()),
+        other => Err(format!("DREAMS.ACK replied {other:?}")),
+    }
+}
+
+struct SeedScripts {
+    promote: String,
+    acknowledge: String,
+}
+
+/// One consumer of `dreams-seed`: the round trips of the seed's `drain()`
+/// (quiet hours off, as `DREAMS.DRAIN ... NOQUIET`) and `acknowledge()`.
+fn consume_seed(conn: &mut Conn, org: &str, scripts: &SeedScripts, ids: &mut u64) -> Result<(), String> {
+    let keys = SeedKeys::new(org);
+    let now = now_secs().to_string();
+    conn.call(&[b"EVALSHA", scripts.promote.as_bytes(), b"2", keys.queue.as_bytes(), keys.deferred.as_bytes(),
+                now.as_bytes(), QUEUE_MAX.as_bytes()])?
+        .int()?;
+    let payload = conn
+        .call(&[b"BLMOVE", keys.queue.as_bytes(), keys.processing.as_bytes(), b"LEFT", b"RIGHT", b"5"])?
+        .bulk()?;
+    conn.send(&[b"LLEN", keys.queue.as_bytes()]).map_err(|e| e.to_string())?;
+    conn.send(&[b"ZCARD", keys.deferred.as_bytes()]).map_err(|e| e.to_string())?;
+    conn.flush().map_err(|e| e.to_string())?;
+    conn.read()?.int()?;
+    conn.read()?.int()?;
+    // The seed parses the payload with serde; the fields ACKNOWLEDGE needs:
+    let text = String::from_utf8(payload).map_err(|e| e.to_string())?;
+    let (Some(fire_id), Some(memories), Some(edges), Some(project)) = (
+        json_string(&text, "fire_id"),
+        json_number(&text, "memories_since_last_cycle"),
+        json_number(&text, "edges_since_last_cycle"),
+        json_string(&text, "project"),
+    ) else {
+        return Err(format!("seed payload without fire fields: {text}"));
+    };
+    let counters = SeedKeys::counters(org, project);
+    let retry_fire_id = fake_uuid(ids);
+    let (memories, edges) = (memories.to_string(), edges.to_string());
+    let args: [&[u8]; 23] = [
+        b"EVALSHA", scripts.acknowledge.as_bytes(), b"4", keys.queue.as_bytes(), counters.as_bytes(),
+        keys.deferred.as_bytes(), keys.processing.as_bytes(),
+        fire_id.as_bytes(), b"1", memories.as_bytes(), edges.as_bytes(), now.as_bytes(), QUEUE_MAX.as_bytes(),
+        b"50", b"200", b"3600", b"604800", org.as_bytes(), project.as_bytes(), MEMORY_TYPE.as_bytes(),
+        NODE.as_bytes(), retry_fire_id.as_bytes(), text.as_bytes(),
+    ];
+    let acked = conn.call(&args)?.array()?;
+    match acked.get(2) {
+        Some(Reply::Int(1)) => Ok(()),
+        other => Err(format!("ACKNOWLEDGE replied {other:?}")),
+    }
+}
+
+fn run_dreams(o: &Options) -> Result<(), String> {
+    let seed = match o.mode.as_str() {
+        "dreams-module" => false,
+        "dreams-seed" => true,
+        other => return Err(format!("unknown mode {other:?} (dreams-module, dreams-seed)")),
+    };
+    let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
+    let scripts = if seed {
+        let record = load_script(&mut setup, &o.lua_dir, "record_write.lua")?;
+        prefill_seed(&mut setup, o, &record)?;
+        Some(SeedScripts {
+            promote: load_script(&mut setup, &o.lua_dir, "promote_deferred.lua")?,
+            acknowledge: load_script(&mut setup, &o.lua_dir, "acknowledge.lua")?,
+        })
+    } else {
+        prefill_module(&mut setup, o)?;
+        None
+    };
+    let scripts = Arc::new(scripts);
+    let claimed = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(o.consumers as usize + 1));
+    let mut workers = Vec::new();
+    for worker in 0..o.consumers {
+        let mut conn = Conn::open(o.port).map_err(|e| e.to_string())?;
+        conn.call(&[b"PING"])?;
+        let (scripts, claimed, start) = (scripts.clone(), claimed.clone(), start.clone());
+        let (org, items) = (o.org.clone(), o.items);
+        workers.push(thread::spawn(move || -> Result<(), String> {
+            let mut ids = 0x2545_f491_4f6c_dd1du64.wrapping_add(worker + 1);
+            start.wait();
+            while claimed.fetch_add(1, Ordering::Relaxed) < items {
+                match scripts.as_ref() {
+                    Some(scripts) => consume_seed(&mut conn, &org, scripts, &mut ids)?,
+                    None => consume_module(&mut conn, &org)?,
+                }
+            }
+            Ok(())
+        }));
+    }
+    let cpu_before = o.server_pid.and_then(cpu_secs);
+    start.wait();
+    let began = Instant::now();
+    let mut failure = None;
+    for worker in workers {
+        match worker.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failure = Some(e),
+            Err(_) => failure = Some("a consumer thread panicked".into()),
+        }
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    let cpu = match (cpu_before, o.server_pid.and_then(cpu_secs)) {
+        (Some(before), Some(after)) => after - before,
+        _ => f64::NAN,
+    };
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let round_trips = if seed { 4 } else { 2 };
+    println!(
+        "mode={} consumers={} items={} seconds={seconds:.4} ops_per_sec={:.1} server_cpu_secs={cpu:.4} round_trips_per_item={round_trips}",
+        o.mode,
+        o.consumers,
+        o.items,
+        o.items as f64 / seconds
+    );
+    Ok(())
+}
+
+fn main() {
+    let result = options().and_then(|o| run_dreams(&o));
+    if let Err(e) = result {
+        eprintln!("loadgen: {e}");
+        exit(1);
+    }
+}

@@ -1,0 +1,207 @@
+"""What `make bench` measures: the workloads (one row each) and the targets
+(ratios between two rows). The driver (run.py) knows nothing about Dreams
+or Town; adding a comparison means adding rows and targets here.
+
+A row is either
+  - `Bench`: independent requests driven by redis-benchmark (pipelined,
+    several clients), or
+  - `Loop`: a dependent request loop driven by bench/loadgen.rs (each
+    request needs the previous reply, which redis-benchmark cannot do).
+
+Placeholders in a `Bench` command: `{sha:<file>}` is the SHA1 of a script in
+tests/fixtures/seed-lua/ (loaded once with SCRIPT LOAD), `{now}` the unix
+time when the bench started.
+
+To add TOWN.* later (see bench/README.md): e.g. rows `TOWN.SEND` vs
+`RPUSH`/`LPUSH` of the same message, `TOWN.RECV` vs `BLPOP` (a `Loop` mode
+that sends and receives), `TOWN.RECLAIM` vs the seed's drain-and-resend loop
+(a `Loop` mode), agent listing vs `KEYS`; then one `Target` per ratio.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+# The pipelining level and clients of the server-bound rows: deep enough
+# that the server's CPU, not the loopback round trip, is what is measured.
+PIPELINE = 32
+CLIENTS = 16
+
+ORG = "bench"
+PROJECT = "web"
+MEMORY_TYPE = "1"
+NODE = "dreamtown"
+FIRE_ID = "11111111-2222-4333-8444-555555555555"
+EVENT_ID = "66666666-7777-4888-9999-000000000000"
+
+# The seed's key names (RedisFireQueue::new / counter_key) for ORG.
+SEED_QUEUE = f'exocortex:dreams:queue:org:"{ORG}"'
+SEED_DEFERRED = f"{SEED_QUEUE}:deferred"
+SEED_PROCESSING = f"{SEED_QUEUE}:processing"
+SEED_COUNTERS = (
+    f'exocortex:dreams:counters:{{"org":"{ORG}","project":"{PROJECT}","memory_type":{MEMORY_TYPE}}}'
+)
+SEED_EVENTS = f"{SEED_COUNTERS}:processed-events"
+
+# What an explicit fire of (ORG, PROJECT, MEMORY_TYPE) puts in the queue:
+# the seed builds it client-side and hands it to ENQUEUE_BOUNDED; RPUSH
+# pushes the same bytes.
+FIRE_PAYLOAD = (
+    f'{{"region":{{"org":"{ORG}","project":"{PROJECT}","memory_type":{MEMORY_TYPE}}},'
+    f'"fired_by":"{NODE}","fire_id":"{FIRE_ID}"}}'
+)
+
+# The ceiling for FIRE rows, module and Lua alike: far above anything a run
+# pushes, so every call takes the queued path (the one that does the work).
+HIGH_CEILING = "1000000000"
+
+# The seed's trigger as the module's defaults (seconds).
+MEMORY_THRESHOLD, EDGE_THRESHOLD, MIN_INTERVAL, AGE_FLOOR = "50", "200", "3600", "604800"
+
+
+@dataclass
+class Bench:
+    """Independent requests through redis-benchmark."""
+
+    name: str
+    command: list
+    pipeline: int = PIPELINE
+    clients: int = CLIENTS
+    # redis-benchmark -r: `__rand_int__` in the command becomes a random
+    # 12-digit number below this, per request.
+    random_keyspace: Optional[int] = None
+    # Prefills state after the FLUSHALL before each run (untimed).
+    setup: Optional[Callable[[object], None]] = None
+    # Reply of one call made before the run: asserts the path measured.
+    expect: Optional[Callable[[object], bool]] = None
+    # After a run of n requests: None, or what is wrong.
+    verify: Optional[Callable[[object, int], Optional[str]]] = None
+    note: str = ""
+
+
+@dataclass
+class Loop:
+    """A dependent loop through bench/loadgen.rs (--mode, --consumers)."""
+
+    name: str
+    mode: str
+    consumers: int = 1
+    note: str = ""
+
+
+@dataclass
+class Target:
+    """`subject` / `baseline` (ops/s medians) must be >= `at_least`;
+    `at_least=None` reports the ratio without a verdict."""
+
+    subject: str
+    baseline: str
+    at_least: Optional[float]
+    label: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _queued(reply):
+    return reply == "queued"
+
+
+def _counted(outcome):
+    return lambda reply: isinstance(reply, list) and reply[0] == outcome
+
+
+def _lua_record_accumulated(reply):
+    return isinstance(reply, list) and reply[2] == 0
+
+
+def _list_holds(key):
+    def verify(client, requests):
+        length = client.call("LLEN", key)
+        return None if length == requests else f"{key} holds {length}, expected {requests} (some dropped?)"
+
+    return verify
+
+
+def _module_ready_holds(client, requests):
+    ready = client.call("DREAMS.LEN", ORG)[0]
+    return None if ready == requests else f"ready holds {ready}, expected {requests} (some dropped?)"
+
+
+RECORD = ["DREAMS.RECORD", ORG, PROJECT, MEMORY_TYPE, "1", "0"]
+# The seed's record_write_once(): a durable effect counted once, by identity.
+RECORD_EVENT = RECORD + ["EVENT", "e:__rand_int__", "GENERATION", "1"]
+RECORD_LUA = [
+    "EVALSHA", "{sha:record_write.lua}", "5",
+    SEED_QUEUE, SEED_COUNTERS, SEED_DEFERRED, SEED_PROCESSING, SEED_EVENTS,
+    "1000", "1", "0", MEMORY_THRESHOLD, EDGE_THRESHOLD, "{now}", MIN_INTERVAL, AGE_FLOOR,
+    ORG, PROJECT, MEMORY_TYPE, NODE, FIRE_ID, EVENT_ID, "0",
+]
+RECORD_EVENT_LUA = RECORD_LUA[:-2] + ["e:__rand_int__", "1"]
+HINCRBY = ["HINCRBY", "bench:hincrby", "memories", "1"]
+FIRE = ["DREAMS.FIRE", ORG, PROJECT, MEMORY_TYPE]
+FIRE_LUA = [
+    "EVALSHA", "{sha:enqueue_bounded.lua}", "3",
+    SEED_QUEUE, SEED_DEFERRED, SEED_PROCESSING, HIGH_CEILING, FIRE_PAYLOAD,
+]
+RPUSH = ["RPUSH", "bench:rpush", FIRE_PAYLOAD]
+
+RECORD_NOTE = (
+    "one region, default trigger: after the first call every record takes the "
+    "'accumulated' path (the common one); the Lua gets generation 0, as the seed's record_write()"
+)
+EVENT_KEYSPACE = 100_000_000
+EVENT_NOTE = (
+    "record_write_once(): a random event id per call (1 in ~10^8 repeats, then it is deduplicated, "
+    "alike for both), so nearly every call adds the id to the region's event set"
+)
+FIRE_NOTE = "ceiling raised to 1e9 (module and Lua): every call takes the queued path and pushes a payload"
+
+
+def _rows(pipeline, suffix):
+    return [
+        Bench(f"DREAMS.RECORD{suffix}", RECORD, pipeline, expect=_counted("accumulated"), note=RECORD_NOTE),
+        Bench(f"RECORD_WRITE Lua (EVALSHA){suffix}", RECORD_LUA, pipeline, expect=_lua_record_accumulated),
+        Bench(f"HINCRBY{suffix}", HINCRBY, pipeline, expect=lambda r: isinstance(r, int)),
+        Bench(f"DREAMS.FIRE{suffix}", FIRE, pipeline, expect=_queued, verify=_module_ready_holds, note=FIRE_NOTE),
+        Bench(f"ENQUEUE_BOUNDED Lua (EVALSHA){suffix}", FIRE_LUA, pipeline, expect=lambda r: r == 1,
+              verify=_list_holds(SEED_QUEUE)),
+        Bench(f"RPUSH{suffix}", RPUSH, pipeline, expect=lambda r: isinstance(r, int),
+              verify=_list_holds("bench:rpush")),
+    ]
+
+
+WORKLOADS = (
+    _rows(PIPELINE, "")
+    + [
+        Bench("DREAMS.RECORD EVENT", RECORD_EVENT, random_keyspace=EVENT_KEYSPACE,
+              expect=_counted("accumulated"), note=EVENT_NOTE),
+        Bench("RECORD_WRITE Lua (EVALSHA) generation 1", RECORD_EVENT_LUA, random_keyspace=EVENT_KEYSPACE,
+              expect=_lua_record_accumulated),
+    ]
+    + [
+        Loop("DREAMS.DRAIN+ACK, 1 consumer", "dreams-module", 1),
+        Loop("seed drain()+acknowledge(), 1 consumer", "dreams-seed", 1),
+        Loop("DREAMS.DRAIN+ACK, 8 consumers", "dreams-module", 8),
+        Loop("seed drain()+acknowledge(), 8 consumers", "dreams-seed", 8),
+    ]
+    + _rows(1, " [P=1]")
+)
+
+# The goals are judged on the pipelined (server-bound) rows; the same goals
+# are shown against the P=1 (round-trip-bound) rows for comparison.
+TARGETS = [
+    Target("DREAMS.RECORD", "RECORD_WRITE Lua (EVALSHA)", 6.0),
+    Target("DREAMS.RECORD", "HINCRBY", 0.75),
+    Target("DREAMS.FIRE", "RPUSH", 0.85),
+    Target("DREAMS.FIRE", "ENQUEUE_BOUNDED Lua (EVALSHA)", None),
+    Target("DREAMS.RECORD EVENT", "RECORD_WRITE Lua (EVALSHA) generation 1", None),
+    Target("DREAMS.DRAIN+ACK, 1 consumer", "seed drain()+acknowledge(), 1 consumer", None),
+    Target("DREAMS.DRAIN+ACK, 8 consumers", "seed drain()+acknowledge(), 8 consumers", None),
+    Target("DREAMS.RECORD [P=1]", "RECORD_WRITE Lua (EVALSHA) [P=1]", 6.0),
+    Target("DREAMS.RECORD [P=1]", "HINCRBY [P=1]", 0.75),
+    Target("DREAMS.FIRE [P=1]", "RPUSH [P=1]", 0.85),
+    Target("DREAMS.FIRE [P=1]", "ENQUEUE_BOUNDED Lua (EVALSHA) [P=1]", None),
+]
+
+# The server's configuration for every run.
+SERVER_CONFIG = [
+    ("dreamtown.queue-max", HIGH_CEILING),
+]
