@@ -69,7 +69,7 @@ test-unit:
 
 test-rust:
 	@echo "== integration tests against redis-server (module: $(MODULE))"
-	$(CARGO) test -p dreamtown --tests
+	$(CARGO) test -p dreamtown --test '*'
 
 # The client crate alone: built with the module crate's default `module`
 # feature it would link RedisAlloc, which aborts outside redis-server.
