@@ -398,7 +398,9 @@ fn a_read_only_user_can_inspect_but_not_write() {
     let org = tenant("acl-ro");
     let mut admin = server.connect();
     cmd(&["DREAMS.FIRE", &org, "web", "1"]).query::<String>(&mut admin).unwrap();
-    set_user(&server, "viewer", &format!("%R~exocortex:dreams:{{{org}}}:* -@all {DREAMS_COMMANDS}"));
+    populate_town(&mut admin, &org);
+    let rules = format!("%R~exocortex:dreams:{{{org}}}:* %R~tt:{{{org}}}:* -@all {DREAMS_COMMANDS} {TOWN_COMMANDS}");
+    set_user(&server, "viewer", &rules);
     let mut user = server.connect();
     cmd(&["AUTH", "viewer", "pw"]).query::<()>(&mut user).unwrap();
 
@@ -406,14 +408,41 @@ fn a_read_only_user_can_inspect_but_not_write() {
     assert_eq!(lengths, vec![1, 0, 0]);
     let counters: Value = cmd(&["DREAMS.COUNTERS", &org, "web", "1"]).query(&mut user).unwrap();
     assert_eq!(counters, Value::Array(vec![]));
-    let before = server.digest();
+    let t = org.as_str();
+    // A town dashboard: every read works.
     for call in [
-        vec!["DREAMS.FIRE", org.as_str(), "web", "1"],
-        vec!["DREAMS.DRAIN", org.as_str(), "0.1"],
-        vec!["DREAMS.RECOVER", org.as_str()],
+        vec!["TOWN.LEN", t, "a"],
+        vec!["TOWN.PEEK", t, "a", "10"],
+        vec!["TOWN.STOP", t, "CHECK", "a"],
+        vec!["TOWN.AGENT", t, "GET", "a"],
+        vec!["TOWN.AGENT", t, "LIST"],
+        vec!["TOWN.AGENT", t, "BYNAME", "alice"],
+        vec!["TOWN.TASK", t, "GET", "t1"],
+        vec!["TOWN.TASK", t, "LIST"],
+        vec!["TOWN.ACTIVITY", t, "GET", "a"],
+        vec!["TOWN.BACKLOG", t, "LIST"],
+        vec!["TOWN.BACKLOG", t, "LEN"],
+    ] {
+        let read = common::run(&mut user, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+        assert!(read.is_ok(), "{call:?}: {read:?}");
+    }
+    let before = server.digest();
+    let send = message("m9", "a", "normal");
+    for call in [
+        vec!["DREAMS.FIRE", t, "web", "1"],
+        vec!["DREAMS.DRAIN", t, "0.1"],
+        vec!["DREAMS.RECOVER", t],
+        vec!["TOWN.SEND", t, &send],
+        vec!["TOWN.RECV", t, "a"],
+        vec!["TOWN.STOP", t, "CLEAR", "a"],
+        vec!["TOWN.AGENT", t, "SET", "a", "name", "x"],
+        vec!["TOWN.AGENT", t, "HEARTBEAT", "a"],
+        vec!["TOWN.ACTIVITY", t, "LOG", "a", "x"],
+        vec!["TOWN.BACKLOG", t, "POP"],
+        vec!["TOWN.RESET", t],
     ] {
         let error = common::run(&mut user, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>()).unwrap_err();
-        assert!(is_noperm(&error), "{}: {error}", call[0]);
+        assert!(is_noperm(&error), "{:?}: {error}", call);
     }
     assert_eq!(server.digest(), before);
 }
