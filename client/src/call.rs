@@ -290,6 +290,27 @@ mod tests {
     }
 
     #[test]
+    fn town_reply_shapes_decode_and_wrong_ones_are_quoted() {
+        let bulk = |text: &str| Value::BulkString(text.as_bytes().to_vec());
+        assert!(reply(Value::Int(1)).flag().unwrap());
+        assert!(!reply(Value::Int(0)).flag().unwrap());
+        says_what_came_back(reply(Value::Int(2)).flag().unwrap_err(), "Int(2)");
+        assert_eq!(reply(Value::Array(vec![bulk("a"), bulk("b")])).bulks().unwrap(), [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(reply(Value::Nil).optional_bulks().unwrap(), None);
+        says_what_came_back(reply(Value::Nil).bulks().unwrap_err(), "Nil");
+        says_what_came_back(reply(Value::Array(vec![Value::Int(3)])).bulks().unwrap_err(), "Int(3)");
+        let records = reply(Value::Array(vec![
+            Value::Array(vec![bulk("id"), bulk("1")]),
+            Value::Map(vec![(bulk("id"), bulk("2"))]),
+        ]));
+        let decoded = records.records().unwrap();
+        assert_eq!(decoded[1], vec![("id".to_owned(), b"2".to_vec())]);
+        says_what_came_back(reply(Value::Array(vec![Value::Int(5)])).records().unwrap_err(), "Int(5)");
+        says_what_came_back(reply(Value::Int(-4)).length().unwrap_err(), "-4");
+        assert_eq!(reply(Value::Int(4)).length().unwrap(), 4);
+    }
+
+    #[test]
     fn pairs_decode_flat_arrays_and_maps() {
         let flat = reply(Value::Array(vec![
             Value::BulkString(b"edges".to_vec()),

@@ -384,7 +384,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         self.send(&moved).await
     }
 
-    /// Receive up to `count` messages for `agent_id` (urgent first) and keep
+    /// Receive up to `count` (at least 1) messages for `agent_id` (urgent first) and keep
     /// each in its pending list until [`ack_message`](Self::ack_message):
     /// `TOWN.RECV ... COUNT <count> RELIABLE`, with `BLOCK` when `wait` is
     /// given (`Some(Duration::ZERO)` waits forever). Empty when nothing came.
