@@ -8,6 +8,9 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 
+/// A stored hash as field/value pairs, in the server's order.
+pub(crate) type Record = Vec<(String, Vec<u8>)>;
+
 /// One command on its way to the server: its name (for errors) and arguments.
 pub(crate) struct Call {
     name: &'static str,
@@ -118,29 +121,88 @@ impl Reply {
     }
 
     /// Field/value pairs: a flat array (RESP2) or a map (RESP3).
-    pub(crate) fn pairs(&self) -> Result<Vec<(String, Vec<u8>)>> {
-        let bytes = |value: &Value| match value {
-            Value::BulkString(bytes) => Some(bytes.clone()),
-            Value::SimpleString(text) => Some(text.clone().into_bytes()),
-            _ => None,
-        };
-        let pair = |field: &Value, value: &Value| {
-            let field = String::from_utf8(bytes(field)?).ok()?;
-            Some((field, bytes(value)?))
-        };
-        let decoded: Option<Vec<_>> = match &self.value {
-            Value::Array(items) if items.len() % 2 == 0 => items
-                .chunks_exact(2)
-                .map(|chunk| match chunk {
-                    [field, value] => pair(field, value),
-                    _ => None,
-                })
-                .collect(),
-            Value::Map(entries) => entries.iter().map(|(field, value)| pair(field, value)).collect(),
+    pub(crate) fn pairs(&self) -> Result<Record> {
+        pairs(&self.value).ok_or_else(|| self.unexpected())
+    }
+
+    /// An array of field/value records (`TOWN.AGENT LIST`, `TOWN.TASK LIST`).
+    pub(crate) fn records(&self) -> Result<Vec<Record>> {
+        let decoded = match &self.value {
+            Value::Array(items) | Value::Set(items) => items.iter().map(pairs).collect(),
             _ => None,
         };
         decoded.ok_or_else(|| self.unexpected())
     }
+
+    /// A non-negative integer that fits a `usize`.
+    pub(crate) fn length(&self) -> Result<usize> {
+        usize::try_from(self.count()?).map_err(|_| self.unexpected())
+    }
+
+    /// Integer 1 or 0.
+    pub(crate) fn flag(&self) -> Result<bool> {
+        match &self.value {
+            Value::Int(1) => Ok(true),
+            Value::Int(0) => Ok(false),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    /// An array of bulk strings.
+    pub(crate) fn bulks(&self) -> Result<Vec<Vec<u8>>> {
+        self.optional_bulks()?.ok_or_else(|| self.unexpected())
+    }
+
+    /// An array of bulk strings, or `None` for nil (a blocking read that timed out).
+    pub(crate) fn optional_bulks(&self) -> Result<Option<Vec<Vec<u8>>>> {
+        match &self.value {
+            Value::Nil => Ok(None),
+            Value::Array(items) => items
+                .iter()
+                .map(|item| bytes(item).ok_or_else(|| self.unexpected()))
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    /// The reply as it came, for replies decoded elsewhere (streams).
+    pub(crate) fn value(&self) -> &Value {
+        &self.value
+    }
+}
+
+/// The bytes of a bulk or simple string.
+pub(crate) fn bytes(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::BulkString(bytes) => Some(bytes.clone()),
+        Value::SimpleString(text) => Some(text.clone().into_bytes()),
+        _ => None,
+    }
+}
+
+/// Field/value pairs of a flat array (RESP2) or a map (RESP3), values as they came.
+pub(crate) fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
+    let field = |field: &Value| String::from_utf8(bytes(field)?).ok();
+    match value {
+        Value::Array(items) if items.len() % 2 == 0 => items
+            .chunks_exact(2)
+            .map(|chunk| match chunk {
+                [name, value] => Some((field(name)?, value)),
+                _ => None,
+            })
+            .collect(),
+        Value::Map(entries) => entries.iter().map(|(name, value)| Some((field(name)?, value))).collect(),
+        _ => None,
+    }
+}
+
+/// Field/value pairs whose values are strings.
+fn pairs(value: &Value) -> Option<Record> {
+    fields(value)?
+        .into_iter()
+        .map(|(name, value)| Some((name, bytes(value)?)))
+        .collect()
 }
 
 fn word(value: &Value) -> Option<&str> {
@@ -157,6 +219,19 @@ fn count(value: &Value) -> Option<u64> {
         Value::Int(n) => u64::try_from(*n).ok(),
         _ => None,
     }
+}
+
+/// A timeout as the decimal seconds blocking commands take, with
+/// millisecond precision, rounding up so that a non-zero timeout never
+/// becomes 0 (which waits forever).
+pub(crate) fn timeout_secs(timeout: std::time::Duration) -> String {
+    let millis = timeout.subsec_nanos().div_ceil(1_000_000);
+    let (secs, millis) = if millis == 1_000 {
+        (timeout.as_secs().saturating_add(1), 0)
+    } else {
+        (timeout.as_secs(), millis)
+    };
+    format!("{secs}.{millis:03}")
 }
 
 #[cfg(test)]
@@ -203,6 +278,36 @@ mod tests {
         says_what_came_back(reply(Value::SimpleString("queued".into())).ok().unwrap_err(), "queued");
         let odd = reply(Value::Array(vec![Value::BulkString(b"memories".to_vec())]));
         says_what_came_back(odd.pairs().unwrap_err(), "memories");
+    }
+
+    #[test]
+    fn timeouts_round_up_to_milliseconds() {
+        assert_eq!(timeout_secs(std::time::Duration::ZERO), "0.000");
+        assert_eq!(timeout_secs(std::time::Duration::from_nanos(1)), "0.001");
+        assert_eq!(timeout_secs(std::time::Duration::from_millis(1500)), "1.500");
+        assert_eq!(timeout_secs(std::time::Duration::new(2, 999_999_999)), "3.000");
+        assert_eq!(timeout_secs(std::time::Duration::from_secs(7)), "7.000");
+    }
+
+    #[test]
+    fn town_reply_shapes_decode_and_wrong_ones_are_quoted() {
+        let bulk = |text: &str| Value::BulkString(text.as_bytes().to_vec());
+        assert!(reply(Value::Int(1)).flag().unwrap());
+        assert!(!reply(Value::Int(0)).flag().unwrap());
+        says_what_came_back(reply(Value::Int(2)).flag().unwrap_err(), "Int(2)");
+        assert_eq!(reply(Value::Array(vec![bulk("a"), bulk("b")])).bulks().unwrap(), [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(reply(Value::Nil).optional_bulks().unwrap(), None);
+        says_what_came_back(reply(Value::Nil).bulks().unwrap_err(), "Nil");
+        says_what_came_back(reply(Value::Array(vec![Value::Int(3)])).bulks().unwrap_err(), "Int(3)");
+        let records = reply(Value::Array(vec![
+            Value::Array(vec![bulk("id"), bulk("1")]),
+            Value::Map(vec![(bulk("id"), bulk("2"))]),
+        ]));
+        let decoded = records.records().unwrap();
+        assert_eq!(decoded[1], vec![("id".to_owned(), b"2".to_vec())]);
+        says_what_came_back(reply(Value::Array(vec![Value::Int(5)])).records().unwrap_err(), "Int(5)");
+        says_what_came_back(reply(Value::Int(-4)).length().unwrap_err(), "-4");
+        assert_eq!(reply(Value::Int(4)).length().unwrap(), 4);
     }
 
     #[test]

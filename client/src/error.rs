@@ -73,6 +73,32 @@ pub enum Error {
     /// An argument was refused before anything was sent.
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// A message the server handed over (and so no longer holds in the
+    /// inbox) is not a tinytown [`Message`](crate::town::Message): it is
+    /// carried here, byte for byte, so nothing is lost. Calls that return
+    /// several messages return such ones as
+    /// [`Delivery::Unparsed`](crate::town::Delivery::Unparsed) instead.
+    #[error("{command} returned a message that is not a tinytown Message ({reason}): {}", String::from_utf8_lossy(.payload))]
+    UnparsedMessage {
+        /// The command that returned it.
+        command: &'static str,
+        /// The message exactly as it was stored.
+        payload: Vec<u8>,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// A stored record (an agent, a task, a backlog entry) is not what this
+    /// client can represent; `reason` quotes it.
+    #[error("stored {what} does not parse: {reason}")]
+    InvalidRecord {
+        /// What was read (`agent`, `task`, `backlog task id`).
+        what: &'static str,
+        /// What is wrong with it, quoting it.
+        reason: String,
+    },
+    /// A message or event could not be encoded as JSON.
+    #[error("could not encode JSON: {0}")]
+    Encode(#[source] serde_json::Error),
     /// A drained payload is not a fire message of this organization.
     #[error("drained payload is not a Dreams fire message of this organization: {payload}")]
     InvalidPayload {

@@ -6,8 +6,9 @@
 //!
 //! * [`dreams`]: the Dreams consolidation fire queue, [`dreams::RedisFireQueue`],
 //!   with the seed transport's API (change the constructor, keep the calls).
-//! * `town` (next): the tinytown agent channel over `TOWN.*`, built the same
-//!   way on the shared command layer.
+//! * [`town`]: the tinytown agent channel, [`town::Channel`], with the
+//!   public API of tinytown's `Channel` over `TOWN.*`, built the same way on
+//!   the shared command layer.
 //!
 //! Each call sends one command; errors are [`Error`], never a panic.
 //!
@@ -28,6 +29,7 @@
 mod call;
 pub mod dreams;
 mod error;
+pub mod town;
 
 pub use error::{Error, Result};
 
@@ -38,3 +40,19 @@ pub use error::{Error, Result};
 /// assert!(client.is_ok());
 /// ```
 pub use redis;
+
+/// The `uuid` crate of the Town ids ([`town::AgentId::from_uuid`] ...).
+///
+/// ```
+/// let id = dreamtown_client::town::AgentId::from_uuid(dreamtown_client::uuid::Uuid::from_u128(1));
+/// assert_eq!(id, dreamtown_client::town::AgentId::supervisor());
+/// ```
+pub use uuid;
+
+/// The `chrono` crate of the Town timestamps ([`town::Message::created_at`] ...).
+///
+/// ```
+/// let now: dreamtown_client::chrono::DateTime<dreamtown_client::chrono::Utc> = dreamtown_client::chrono::Utc::now();
+/// assert!(now.timestamp() > 0);
+/// ```
+pub use chrono;

@@ -5,8 +5,9 @@
 //! `redis-cli` without `-c`, while `redis-cli -c` follows it), and results
 //! equal to the same load on a single server.
 //!
-//! A load is a [`Load`]: add one (Town's, later) to [`LOADS`] and every
-//! check here covers it.
+//! A load is a [`Load`]: the Dreams load (every `DREAMS.*` command) and the
+//! Town load (every `TOWN.*` command and the docket and event stream
+//! commands) each run for every tenant, and every check here covers both.
 
 mod common;
 
@@ -22,6 +23,12 @@ use dreamtown_client::dreams::{
 };
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
+use dreamtown_client::chrono::{DateTime, Utc};
+use dreamtown_client::town::{
+    Agent, AgentId, AgentState, AgentType, Channel, EventType, Message, MessageId, MessageType, Priority, Task,
+    TaskId, TownEvent,
+};
+use dreamtown_client::uuid::Uuid;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 /// How many tenants the load runs for.
@@ -73,8 +80,10 @@ struct Load {
     run: fn(AnyConnection, String) -> LoadFuture,
     /// The prefix of every key the load creates for `tenant`.
     key_prefix: fn(&str) -> String,
-    /// The module commands it sends.
+    /// The module commands it sends (each declares the tenant as first key).
     commands: &'static [&'static str],
+    /// The plain Redis commands it sends, as `INFO commandstats` names them.
+    plain_commands: &'static [&'static str],
 }
 
 const LOADS: &[Load] = &[Load {
@@ -91,6 +100,32 @@ const LOADS: &[Load] = &[Load {
         "DREAMS.LEN",
         "DREAMS.COUNTERS",
     ],
+    plain_commands: &[],
+},
+Load {
+    name: "town",
+    run: |conn, town| Box::pin(town_load(conn, town)),
+    key_prefix: |town| format!("tt:{{{town}}}:"),
+    commands: &[
+        "TOWN.SEND",
+        "TOWN.RECV",
+        "TOWN.ACK",
+        "TOWN.REQUEUE",
+        "TOWN.LEN",
+        "TOWN.PEEK",
+        "TOWN.RECLAIM",
+        "TOWN.BROADCAST",
+        "TOWN.STOP",
+        "TOWN.AGENT",
+        "TOWN.TASK",
+        "TOWN.ACTIVITY",
+        "TOWN.BACKLOG",
+        "TOWN.RESET",
+    ],
+    // XGROUP CREATE is sent twice, the second time answered BUSYGROUP (a
+    // failed call the client tolerates), so it is not in the list of calls
+    // that must all succeed.
+    plain_commands: &["XADD", "XREADGROUP", "XACK", "XLEN", "XPENDING", "XINFO|GROUPS", "XRANGE"],
 }];
 
 /// The tenants of the load: the same names on the cluster and the single server.
@@ -154,6 +189,137 @@ async fn dreams_load(conn: AnyConnection, org: String) -> dreamtown_client::Resu
         counters.pending.is_some(),
         counters.settled_generation
     ));
+    Ok(seen)
+}
+
+/// Every Town operation on one town, deterministic: fixed ids and times,
+/// observations that leave out what the clock decides (stream entry ids,
+/// heartbeats). Blocking calls are only made when something is there, so
+/// no tenant holds the shared connection.
+async fn town_load(conn: AnyConnection, town: String) -> dreamtown_client::Result<Observations> {
+    let channel = Channel::new(conn, town);
+    let mut seen = Vec::new();
+    let uuid = |n: u128| Uuid::from_u128(n);
+    let at: DateTime<Utc> = DateTime::from_timestamp(1_735_722_000, 0).unwrap_or_default();
+    let (boss, worker, heir) = (AgentId::supervisor(), AgentId::from_uuid(uuid(0x10)), AgentId::from_uuid(uuid(0x20)));
+    let message = |n: u128, to: AgentId, text: &str, priority: Priority| Message {
+        id: MessageId::from_uuid(uuid(0x1000 + n)),
+        from: boss,
+        to,
+        msg_type: MessageType::Task { description: text.to_owned() },
+        priority,
+        created_at: at,
+        correlation_id: None,
+    };
+    let agent = |id: AgentId, name: &str| Agent {
+        id,
+        created_at: at,
+        last_heartbeat: at,
+        last_active_at: at,
+        state: AgentState::Idle,
+        ..Agent::new(name, "claude", AgentType::Worker)
+    };
+    let texts = |deliveries: Vec<dreamtown_client::town::Delivery>| -> Vec<String> {
+        deliveries
+            .iter()
+            .map(|d| match d.message() {
+                Some(Message { msg_type: MessageType::Task { description }, to, .. }) => format!("{description}->{to}"),
+                _ => format!("other {}", String::from_utf8_lossy(d.payload())),
+            })
+            .collect()
+    };
+
+    channel.set_agent_state(&agent(worker, "worker")).await?;
+    channel.set_agent_state(&agent(heir, "heir")).await?;
+    let agents = channel.list_agents().await?;
+    seen.push(format!("agents {:?}", agents.iter().map(|a| (a.name.clone(), a.state)).collect::<Vec<_>>()));
+    seen.push(format!("byname {:?}", channel.get_agent_by_name("heir").await?.map(|a| a.id)));
+
+    channel.send(&message(1, worker, "normal", Priority::Normal)).await?;
+    channel.send(&message(2, worker, "high", Priority::High)).await?;
+    channel.send(&message(3, worker, "low", Priority::Low)).await?;
+    channel.send_urgent(&message(4, worker, "urgent", Priority::Urgent)).await?;
+    seen.push(format!("{:?}", channel.lengths(worker).await?));
+    seen.push(format!("inbox {} urgent {}", channel.inbox_len(worker).await?, channel.urgent_len(worker).await?));
+    seen.push(format!("peek {:?}", texts(channel.peek_inbox(worker, 10).await?)));
+    seen.push(format!("try {:?}", channel.try_receive(worker).await?.map(|m| m.id)));
+    seen.push(format!("receive {:?}", channel.receive(worker, Duration::from_secs(5)).await?.map(|m| m.id)));
+    let reliable = channel.receive_reliable(worker, 2, Some(Duration::from_secs(5))).await?;
+    seen.push(format!("reliable {:?}", texts(reliable)));
+    seen.push(format!("ack {}", channel.ack_message(worker, MessageId::from_uuid(uuid(0x1001))).await?));
+    seen.push(format!("ack again {}", channel.ack_message(worker, MessageId::from_uuid(uuid(0x1001))).await?));
+    seen.push(format!("requeued {}", channel.requeue_pending(worker).await?));
+    seen.push(format!("{:?}", channel.lengths(worker).await?));
+    seen.push(format!("urgent {:?}", texts(channel.receive_urgent(worker).await?)));
+
+    seen.push(format!("rounds {}", channel.increment_agent_rounds(worker).await?));
+    seen.push(format!("rounds {}", channel.increment_agent_rounds(worker).await?));
+    seen.push(format!("tasks {}", channel.increment_agent_tasks_completed(worker).await?));
+    channel.update_agent_heartbeat(worker).await?;
+    let stored = channel.get_agent_state(worker).await?;
+    seen.push(format!("stored {:?}", stored.map(|a| (a.rounds_completed, a.tasks_completed, a.last_heartbeat > at))));
+    channel.log_agent_activity(worker, "round 1").await?;
+    channel.log_agent_activity(worker, "round 2").await?;
+    seen.push(format!("activity {:?}", channel.get_agent_activity(worker).await?));
+    channel.request_stop(worker).await?;
+    seen.push(format!("stop {}", channel.should_stop(worker).await?));
+    channel.clear_stop(worker).await?;
+    seen.push(format!("stop {}", channel.should_stop(worker).await?));
+
+    let tasks: Vec<Task> = (1..=2)
+        .map(|n| Task {
+            id: TaskId::from_uuid(uuid(0x2000 + n)),
+            created_at: at,
+            updated_at: at,
+            ..Task::new(format!("task {n}"))
+        })
+        .collect();
+    for task in &tasks {
+        channel.set_task(task).await?;
+        channel.backlog_push(task.id).await?;
+    }
+    seen.push(format!("task {:?}", channel.get_task(tasks[0].id).await?.map(|t| t.description)));
+    seen.push(format!("tasks {}", channel.list_tasks().await?.len()));
+    seen.push(format!("deleted {}", channel.delete_task(tasks[1].id).await?));
+    seen.push(format!("backlog {:?} {}", channel.backlog_list().await?, channel.backlog_len().await?));
+    seen.push(format!("pop {:?}", channel.backlog_pop().await?));
+    seen.push(format!("remove {}", channel.backlog_remove(tasks[1].id).await?));
+
+    channel.send_urgent(&message(5, worker, "urgent again", Priority::Normal)).await?;
+    seen.push(format!("reclaimed {}", channel.reclaim(worker, heir).await?));
+    seen.push(format!("{:?} {:?}", channel.lengths(worker).await?, channel.lengths(heir).await?));
+    seen.push(format!("heir {:?}", texts(channel.drain_inbox(heir).await?)));
+    channel.move_message_to_inbox(&message(6, worker, "moved", Priority::Normal), heir).await?;
+    channel.broadcast(&Message { msg_type: MessageType::Shutdown, ..message(7, heir, "", Priority::Normal) }).await?;
+
+    channel.docket_ensure_group().await?;
+    channel.docket_ensure_group().await?;
+    for task in &tasks {
+        channel.docket_push(task.id, "docket job", "normal", "boss", "worker").await?;
+    }
+    seen.push(format!("docket {} lag {:?}", channel.docket_len().await?, channel.docket_group_lag().await?));
+    match channel.docket_read("c1", 5_000).await? {
+        Some((entry, fields)) => {
+            seen.push(format!("read {:?} {:?}", fields.get("task_id"), fields.get("message")));
+            seen.push(format!("pending {}", channel.docket_pending_count().await?));
+            channel.docket_ack(&entry).await?;
+        }
+        None => seen.push("nothing read".to_owned()),
+    }
+    seen.push(format!("pending {} lag {:?}", channel.docket_pending_count().await?, channel.docket_group_lag().await?));
+    channel.docket_log_event(tasks[0].id, "completed", "done").await?;
+    let event = TownEvent { timestamp: at, ..TownEvent::new(EventType::TaskCompleted, "done").with_agent(worker) };
+    channel.emit_event(&event).await?;
+    let events = channel.event_stream().read_town_events("0-0", 10).await?;
+    seen.push(format!("events {:?}", events.into_iter().map(|(_, e)| e == event).collect::<Vec<_>>()));
+
+    seen.push(format!("reset agents {}", channel.reset_agents_only().await?));
+    seen.push(format!("reset all {}", channel.reset_all().await?));
+    // State to find afterwards on the owning node.
+    channel.set_agent_state(&agent(worker, "worker")).await?;
+    channel.send(&message(8, worker, "after reset", Priority::Normal)).await?;
+    channel.backlog_push(tasks[0].id).await?;
+    seen.push(format!("{:?}", channel.lengths(worker).await?));
     Ok(seen)
 }
 
@@ -243,7 +409,7 @@ async fn a_load_over_100_tenants_lands_on_the_owning_nodes_and_matches_one_serve
             total.2 += rejected;
         }
     }
-    for command in LOADS.iter().flat_map(|load| load.commands) {
+    for command in LOADS.iter().flat_map(|load| load.commands.iter().chain(load.plain_commands)) {
         let on_cluster = cluster_stats.get(*command).copied().unwrap_or_default();
         let on_single = single_stats.get(*command).copied().unwrap_or_default();
         assert!(on_cluster.0 > 0, "{command} was exercised");
@@ -314,7 +480,7 @@ async fn non_owning_nodes_answer_moved_and_redis_cli_c_follows_it() {
             continue;
         }
         let before: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut con).unwrap();
-        for write in [vec!["DREAMS.FIRE", org, "web", "3"], vec!["DREAMS.LEN", org]] {
+        for write in [vec!["DREAMS.FIRE", org, "web", "3"], vec!["DREAMS.LEN", org], vec!["TOWN.LEN", org, "a"]] {
             let error = common::cmd(&write).query::<Value>(&mut con).unwrap_err();
             assert_eq!(error.code(), Some("MOVED"), "{write:?} on {port}: {error}");
             assert_eq!(error.redirect_node(), Some((format!("127.0.0.1:{owner_port}").as_str(), slot)));

@@ -13,7 +13,7 @@ use dreamtown::dreams::trigger::Trigger;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLengths, RecordWriteOutcome};
-use crate::call::Call;
+use crate::call::{Call, timeout_secs};
 use crate::error::{Error, Result};
 
 /// One organization's Dreams fire queue on a server with the dreamtown
@@ -468,30 +468,9 @@ fn check_fence(event_id: &str, generation: u64) -> Result<()> {
     Ok(())
 }
 
-/// Decimal seconds with millisecond precision, rounding up, so that a
-/// non-zero timeout never becomes 0 (which waits forever).
-fn timeout_secs(timeout: Duration) -> String {
-    let millis = timeout.subsec_nanos().div_ceil(1_000_000);
-    let (secs, millis) = if millis == 1_000 {
-        (timeout.as_secs().saturating_add(1), 0)
-    } else {
-        (timeout.as_secs(), millis)
-    };
-    format!("{secs}.{millis:03}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timeouts_round_up_to_milliseconds() {
-        assert_eq!(timeout_secs(Duration::ZERO), "0.000");
-        assert_eq!(timeout_secs(Duration::from_nanos(1)), "0.001");
-        assert_eq!(timeout_secs(Duration::from_millis(1500)), "1.500");
-        assert_eq!(timeout_secs(Duration::new(2, 999_999_999)), "3.000");
-        assert_eq!(timeout_secs(Duration::from_secs(7)), "7.000");
-    }
 
     #[test]
     fn fences_are_checked_before_sending() {

@@ -1,0 +1,67 @@
+//! The Town side: one town's tinytown agent channel ([`Channel`]), with the
+//! public API of tinytown 0.10's `Channel`, each call one `TOWN.*` command
+//! (or one plain stream command for the docket and the event stream), plus
+//! the reliable receive the module adds; and tinytown's types (messages,
+//! agents, tasks, events) with its JSON and hash encodings.
+//!
+//! Reads never drop a stored message the client cannot parse: calls that
+//! return several messages return [`Delivery`] values (parsed, or the exact
+//! bytes), and calls that return one carry the bytes in
+//! [`Error::UnparsedMessage`](crate::Error::UnparsedMessage).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use dreamtown_client::town::{Agent, AgentState, AgentType, Channel};
+//!
+//! # async fn demo() -> dreamtown_client::Result<()> {
+//! let client = redis::Client::open("redis://127.0.0.1:6390/")?;
+//! let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+//! let conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+//! let channel = Channel::new(conn, "acme");
+//!
+//! let mut me = Agent::new("backend", "claude", AgentType::Worker);
+//! me.state = AgentState::Idle;
+//! channel.set_agent_state(&me).await?;
+//! channel.requeue_pending(me.id).await?; // what a previous run left unacknowledged
+//! while !channel.should_stop(me.id).await? {
+//!     for delivery in channel.receive_reliable(me.id, 1, Some(Duration::from_secs(1))).await? {
+//!         // ... act on delivery.message() ...
+//!         if let Some(id) = delivery.ack_id() {
+//!             channel.ack_message(me.id, id).await?;
+//!         }
+//!     }
+//!     channel.update_agent_heartbeat(me.id).await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+mod agent;
+mod channel;
+mod delivery;
+mod docket;
+mod events;
+mod ids;
+mod message;
+mod record;
+mod state;
+mod stream;
+mod task;
+
+pub use agent::{Agent, AgentState, AgentType, SpawnMode};
+pub use channel::{Channel, MailboxLengths};
+pub use delivery::Delivery;
+pub use docket::DOCKET_GROUP;
+pub use events::{EventStream, EventType, TownEvent};
+pub use ids::{AgentId, MessageId, MissionId, TaskId};
+pub use message::{ConfirmationType, Message, MessageType, Priority};
+pub use task::{Task, TaskState};
+
+/// The names of a town's keys, `tt:{<town>}:...` (the module's own).
+///
+/// ```
+/// use dreamtown_client::town::TownKeys;
+/// let keys = TownKeys::new("acme");
+/// assert_eq!(keys.inbox("w1"), "tt:{acme}:inbox:w1");
+/// assert_eq!(keys.docket_tasks(), "tt:{acme}:docket:tasks");
+/// ```
+pub use dreamtown::town::keys::TownKeys;

@@ -1,0 +1,449 @@
+//! The [`Channel`]'s town state: stop flags, agent and task records,
+//! activity logs, the backlog and reset, each one `TOWN.*` command.
+
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+
+use super::agent::Agent;
+use super::channel::Channel;
+use super::ids::{AgentId, TaskId};
+use super::task::Task;
+use crate::call::{Call, Reply};
+use crate::error::{Error, Result};
+
+impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
+    /// Ask `agent_id` to stop: a flag it checks each round, expiring after
+    /// an hour so a request to an agent that already died cleans itself up
+    /// (`TOWN.STOP ... REQUEST`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, worker: AgentId) -> dreamtown_client::Result<()> {
+    /// channel.request_stop(worker).await?;
+    /// assert!(channel.should_stop(worker).await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn request_stop(&self, agent_id: AgentId) -> Result<()> {
+        self.run_ok(self.stop("REQUEST", agent_id)).await
+    }
+
+    /// As [`request_stop`](Self::request_stop), with the flag expiring after
+    /// `ttl` (whole seconds, rounded up; at least 1) instead of an hour
+    /// (`TOWN.STOP ... REQUEST <agent> TTL <secs>`).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, worker: AgentId) -> dreamtown_client::Result<()> {
+    /// channel.request_stop_for(worker, Duration::from_secs(60)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn request_stop_for(&self, agent_id: AgentId, ttl: Duration) -> Result<()> {
+        let secs = ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).max(1);
+        self.run_ok(self.stop("REQUEST", agent_id).arg("TTL").arg(secs)).await
+    }
+
+    /// Has a stop been requested for `agent_id` (`TOWN.STOP ... CHECK`)?
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// if channel.should_stop(me).await? {
+    ///     channel.clear_stop(me).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn should_stop(&self, agent_id: AgentId) -> Result<bool> {
+        self.run(self.stop("CHECK", agent_id)).await?.flag()
+    }
+
+    /// Remove `agent_id`'s stop flag, when it stops (`TOWN.STOP ... CLEAR`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// channel.clear_stop(me).await?;
+    /// assert!(!channel.should_stop(me).await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn clear_stop(&self, agent_id: AgentId) -> Result<()> {
+        self.run(self.stop("CLEAR", agent_id)).await?.flag().map(drop)
+    }
+
+    fn stop(&self, action: &'static str, agent_id: AgentId) -> Call {
+        self.call("TOWN.STOP").arg(action).arg(agent_id.to_string())
+    }
+
+    /// Store `agent`'s record: the hash becomes exactly tinytown's fields
+    /// for it, in one atomic step (`TOWN.AGENT ... SET`), and the agent is
+    /// indexed by name.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Agent, AgentState, AgentType, Channel};
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// let mut agent = Agent::new("backend", "claude", AgentType::Worker);
+    /// channel.set_agent_state(&agent).await?;
+    /// agent.state = AgentState::Idle;
+    /// channel.set_agent_state(&agent).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_agent_state(&self, agent: &Agent) -> Result<()> {
+        let call = self.call("TOWN.AGENT").arg("SET").arg(agent.id.to_string());
+        self.run_ok(with_fields(call, agent.to_fields()?)).await
+    }
+
+    /// `agent_id`'s record, or `None` (`TOWN.AGENT ... GET`). A record
+    /// without a readable `id` is [`Error::InvalidRecord`]; other fields
+    /// missing or unreadable take tinytown's defaults.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, worker: AgentId) -> dreamtown_client::Result<()> {
+    /// if let Some(agent) = channel.get_agent_state(worker).await? {
+    ///     println!("{} is {}", agent.display_name(), agent.state);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_agent_state(&self, agent_id: AgentId) -> Result<Option<Agent>> {
+        let call = self.call("TOWN.AGENT").arg("GET").arg(agent_id.to_string());
+        optional_record(&self.run(call).await?, Agent::from_fields)
+    }
+
+    /// Every agent of the town, ordered by id, from the module's index
+    /// (`TOWN.AGENT ... LIST`; no `KEYS`). As in tinytown, a record that
+    /// does not parse is left out (and left alone).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// for agent in channel.list_agents().await? {
+    ///     println!("{} {} ({})", agent.id.short_id(), agent.name, agent.state);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_agents(&self) -> Result<Vec<Agent>> {
+        let reply = self.run(self.call("TOWN.AGENT").arg("LIST")).await?;
+        Ok(reply
+            .records()?
+            .iter()
+            .filter_map(|fields| Agent::from_fields(fields).ok())
+            .collect())
+    }
+
+    /// The agent named `name` (the lowest id if several), or `None`
+    /// (`TOWN.AGENT ... BYNAME`, one indexed lookup).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// let backend = channel.get_agent_by_name("backend").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
+        let call = self.call("TOWN.AGENT").arg("BYNAME").arg(name);
+        optional_record(&self.run(call).await?, Agent::from_fields)
+    }
+
+    /// Delete `agent_id`: its record, inbox, urgent inbox, pending list,
+    /// activity log and stop flag, in one step (`TOWN.AGENT ... DEL`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, gone: AgentId) -> dreamtown_client::Result<()> {
+    /// channel.delete_agent(gone).await?;
+    /// assert!(channel.get_agent_state(gone).await?.is_none());
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_agent(&self, agent_id: AgentId) -> Result<()> {
+        let call = self.call("TOWN.AGENT").arg("DEL").arg(agent_id.to_string());
+        self.run(call).await?.count().map(drop)
+    }
+
+    /// Add one to `agent_id`'s `rounds_completed`; the new value
+    /// (`TOWN.AGENT ... INCR ... ROUNDS`). An agent without a record is
+    /// [`Error::Server`] (tinytown's `HINCRBY` made a stray hash).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// let rounds = channel.increment_agent_rounds(me).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn increment_agent_rounds(&self, agent_id: AgentId) -> Result<u64> {
+        self.increment(agent_id, "ROUNDS").await
+    }
+
+    /// Add one to `agent_id`'s `tasks_completed`; the new value
+    /// (`TOWN.AGENT ... INCR ... TASKS`). As
+    /// [`increment_agent_rounds`](Self::increment_agent_rounds) for a missing agent.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// let done = channel.increment_agent_tasks_completed(me).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn increment_agent_tasks_completed(&self, agent_id: AgentId) -> Result<u64> {
+        self.increment(agent_id, "TASKS").await
+    }
+
+    async fn increment(&self, agent_id: AgentId, counter: &'static str) -> Result<u64> {
+        let call = self
+            .call("TOWN.AGENT")
+            .arg("INCR")
+            .arg(agent_id.to_string())
+            .arg(counter);
+        self.run(call).await?.count()
+    }
+
+    /// Set `agent_id`'s `last_heartbeat` to the server's clock
+    /// (`TOWN.AGENT ... HEARTBEAT`); an agent without a record is [`Error::Server`].
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// channel.update_agent_heartbeat(me).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn update_agent_heartbeat(&self, agent_id: AgentId) -> Result<()> {
+        let call = self.call("TOWN.AGENT").arg("HEARTBEAT").arg(agent_id.to_string());
+        self.run_ok(call).await
+    }
+
+    /// Store `task`'s record: the hash becomes exactly tinytown's fields for
+    /// it, in one atomic step, and the task is indexed (`TOWN.TASK ... SET`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Channel, Task};
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// let task = Task::new("Write the parser").with_tags(["parser"]);
+    /// channel.set_task(&task).await?;
+    /// channel.backlog_push(task.id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_task(&self, task: &Task) -> Result<()> {
+        let call = self.call("TOWN.TASK").arg("SET").arg(task.id.to_string());
+        self.run_ok(with_fields(call, task.to_fields()?)).await
+    }
+
+    /// `task_id`'s record, or `None` (`TOWN.TASK ... GET`); a record without
+    /// a readable `id` is [`Error::InvalidRecord`].
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Channel, TaskId};
+    /// # async fn demo(channel: Channel, id: TaskId) -> dreamtown_client::Result<()> {
+    /// if let Some(task) = channel.get_task(id).await? {
+    ///     println!("{}: {:?}", task.description, task.state);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_task(&self, task_id: TaskId) -> Result<Option<Task>> {
+        let call = self.call("TOWN.TASK").arg("GET").arg(task_id.to_string());
+        optional_record(&self.run(call).await?, Task::from_fields)
+    }
+
+    /// Delete `task_id`'s record; whether it existed (`TOWN.TASK ... DEL`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Channel, TaskId};
+    /// # async fn demo(channel: Channel, id: TaskId) -> dreamtown_client::Result<()> {
+    /// let existed = channel.delete_task(id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_task(&self, task_id: TaskId) -> Result<bool> {
+        let call = self.call("TOWN.TASK").arg("DEL").arg(task_id.to_string());
+        self.run(call).await?.flag()
+    }
+
+    /// Every task of the town, ordered by id, from the module's index
+    /// (`TOWN.TASK ... LIST`; no `KEYS`). As in tinytown, a record that does
+    /// not parse is left out (and left alone).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// let open = channel.list_tasks().await?.into_iter().filter(|t| !t.state.is_terminal()).count();
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_tasks(&self) -> Result<Vec<Task>> {
+        let reply = self.run(self.call("TOWN.TASK").arg("LIST")).await?;
+        Ok(reply
+            .records()?
+            .iter()
+            .filter_map(|fields| Task::from_fields(fields).ok())
+            .collect())
+    }
+
+    /// Log what `agent_id` is doing: newest first, the last 10 kept, the log
+    /// expiring an hour after its last entry, in one atomic step
+    /// (`TOWN.ACTIVITY ... LOG`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// channel.log_agent_activity(me, "round 3: wrote the parser").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn log_agent_activity(&self, agent_id: AgentId, activity: &str) -> Result<()> {
+        let call = self
+            .call("TOWN.ACTIVITY")
+            .arg("LOG")
+            .arg(agent_id.to_string())
+            .arg(activity);
+        self.run_ok(call).await
+    }
+
+    /// `agent_id`'s newest 5 activity entries joined by `"\n"`, newest first,
+    /// or `None` (`TOWN.ACTIVITY ... GET`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, worker: AgentId) -> dreamtown_client::Result<()> {
+    /// if let Some(recent) = channel.get_agent_activity(worker).await? {
+    ///     println!("{recent}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_agent_activity(&self, agent_id: AgentId) -> Result<Option<String>> {
+        let call = self.call("TOWN.ACTIVITY").arg("GET").arg(agent_id.to_string());
+        let reply = self.run(call).await?;
+        reply
+            .optional_bulk()?
+            .map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected()))
+            .transpose()
+    }
+
+    /// Append `task_id` to the town's backlog (`TOWN.BACKLOG ... PUSH`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Channel, TaskId};
+    /// # async fn demo(channel: Channel, id: TaskId) -> dreamtown_client::Result<()> {
+    /// channel.backlog_push(id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn backlog_push(&self, task_id: TaskId) -> Result<()> {
+        let call = self.call("TOWN.BACKLOG").arg("PUSH").arg(task_id.to_string());
+        self.run(call).await?.count().map(drop)
+    }
+
+    /// Every task id in the backlog, oldest first (`TOWN.BACKLOG ... LIST`).
+    /// As in tinytown, an entry that is not a task id is left out (and left
+    /// alone).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// println!("{:?}", channel.backlog_list().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn backlog_list(&self) -> Result<Vec<TaskId>> {
+        let reply = self.run(self.call("TOWN.BACKLOG").arg("LIST")).await?;
+        Ok(reply
+            .bulks()?
+            .iter()
+            .filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok())
+            .collect())
+    }
+
+    /// How many task ids are in the backlog (`TOWN.BACKLOG ... LEN`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// println!("{} waiting", channel.backlog_len().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn backlog_len(&self) -> Result<usize> {
+        self.run(self.call("TOWN.BACKLOG").arg("LEN")).await?.length()
+    }
+
+    /// Take the oldest task id from the backlog, or `None`
+    /// (`TOWN.BACKLOG ... POP`). An entry that is not a task id is taken
+    /// too and returned inside [`Error::InvalidRecord`], quoted.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// if let Some(task_id) = channel.backlog_pop().await? {
+    ///     let task = channel.get_task(task_id).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn backlog_pop(&self) -> Result<Option<TaskId>> {
+        let reply = self.run(self.call("TOWN.BACKLOG").arg("POP")).await?;
+        let Some(entry) = reply.optional_bulk()? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(entry);
+        text.parse().map(Some).map_err(|error| Error::InvalidRecord {
+            what: "backlog task id",
+            reason: format!("{text:?} (taken from the backlog): {error}"),
+        })
+    }
+
+    /// Remove the first `task_id` from the backlog; whether it was there
+    /// (`TOWN.BACKLOG ... REMOVE`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Channel, TaskId};
+    /// # async fn demo(channel: Channel, id: TaskId) -> dreamtown_client::Result<()> {
+    /// let removed = channel.backlog_remove(id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn backlog_remove(&self, task_id: TaskId) -> Result<bool> {
+        let call = self.call("TOWN.BACKLOG").arg("REMOVE").arg(task_id.to_string());
+        self.run(call).await?.flag()
+    }
+
+    /// Delete the town's state: every agent (record, inboxes, pending list,
+    /// activity, stop flag), every task, the backlog, the docket and event
+    /// streams, and the module's indexes, found through the indexes
+    /// (`TOWN.RESET`; never `SCAN`). How many keys were deleted, the index
+    /// keys included.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// println!("{} keys deleted", channel.reset_all().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset_all(&self) -> Result<usize> {
+        self.run(self.call("TOWN.RESET")).await?.length()
+    }
+
+    /// Delete only the agents' state (records, inboxes, pending lists,
+    /// activity, stop flags and the agent indexes), keeping tasks, the
+    /// backlog and the streams (`TOWN.RESET ... AGENTS`). How many keys
+    /// were deleted.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// channel.reset_agents_only().await?;
+    /// assert!(channel.list_agents().await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset_agents_only(&self) -> Result<usize> {
+        self.run(self.call("TOWN.RESET").arg("AGENTS")).await?.length()
+    }
+}
+
+/// `... <field> <value> [<field> <value> ...]`.
+fn with_fields(call: Call, fields: Vec<(&'static str, String)>) -> Call {
+    fields
+        .into_iter()
+        .fold(call, |call, (field, value)| call.arg(field).arg(value))
+}
+
+/// Reads one stored record.
+type RecordParser<T> = fn(&[(String, Vec<u8>)]) -> Result<T>;
+
+/// A record reply: `None` when empty, else parsed.
+fn optional_record<T>(reply: &Reply, parse: RecordParser<T>) -> Result<Option<T>> {
+    let fields = reply.pairs()?;
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    parse(&fields).map(Some)
+}

@@ -1,0 +1,448 @@
+//! Tenant isolation through ACL, and the command metadata ACL and cluster
+//! routing rely on: a user limited to one tenant's keys (and its town's
+//! broadcast channel) can do all of that tenant's Dreams and Town work and
+//! nothing to another's (`NOPERM`, with nothing changed); each command's
+//! flags, key spec and ACL categories are exactly what it does. (The exact
+//! flags of the TOWN commands are held in `town_commands.rs`; their key
+//! specs and categories here, read from those flags.)
+
+mod common;
+mod town_support;
+
+use std::collections::BTreeSet;
+
+use common::{cmd, tenant, Server};
+use redis::Value;
+use town_support::message;
+
+/// Every DREAMS command and the flags it must carry (besides `module`).
+const FLAGS: [(&str, &[&str]); 8] = [
+    ("DREAMS.FIRE", &["write", "denyoom", "fast"]),
+    ("DREAMS.RECORD", &["write", "denyoom", "fast"]),
+    ("DREAMS.SETTLE", &["write", "denyoom", "fast"]),
+    ("DREAMS.DRAIN", &["write", "denyoom", "blocking"]),
+    ("DREAMS.ACK", &["write", "denyoom"]),
+    ("DREAMS.RECOVER", &["write"]),
+    ("DREAMS.LEN", &["readonly", "fast"]),
+    ("DREAMS.COUNTERS", &["readonly", "fast"]),
+];
+
+/// The commands an organization's worker and writers need.
+const DREAMS_COMMANDS: &str = "+dreams.fire +dreams.record +dreams.settle +dreams.drain +dreams.ack +dreams.recover +dreams.len +dreams.counters";
+
+/// Every TOWN command (their flags: `town_commands.rs`).
+const TOWN: [&str; 14] = [
+    "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
+    "TOWN.BROADCAST", "TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG", "TOWN.RESET",
+];
+
+/// The commands a town's agents need.
+const TOWN_COMMANDS: &str = "+town.send +town.recv +town.ack +town.requeue +town.len +town.peek +town.reclaim +town.broadcast +town.stop +town.agent +town.task +town.activity +town.backlog +town.reset";
+
+/// Every module command with the flags the server reports (besides `module`).
+fn module_flags(con: &mut redis::Connection) -> Vec<(String, BTreeSet<String>)> {
+    FLAGS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(TOWN)
+        .map(|name| {
+            let mut flags: BTreeSet<String> = strings(&command_info(con, name)[2]).into_iter().collect();
+            flags.remove("module");
+            (name.to_owned(), flags)
+        })
+        .collect()
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Int(n) => n.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) | Value::Set(items) => items.iter().map(text).collect(),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+/// Is `error` the server's `NOPERM` (redis-rs renders the code as `NoPerm`)?
+fn is_noperm(error: &str) -> bool {
+    error.to_ascii_uppercase().starts_with("NOPERM")
+}
+
+/// `COMMAND INFO <name>`: the one entry's fields.
+fn command_info(con: &mut redis::Connection, name: &str) -> Vec<Value> {
+    let info: Value = cmd(&["COMMAND", "INFO", name]).query(con).unwrap();
+    let Value::Array(mut entries) = info else { panic!("{info:?}") };
+    match entries.pop() {
+        Some(Value::Array(fields)) => fields,
+        other => panic!("{name} is not registered: {other:?}"),
+    }
+}
+
+/// The server's major.minor version.
+fn version(con: &mut redis::Connection) -> (u32, u32) {
+    let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix("redis_version:")).unwrap();
+    let mut parts = line.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap())
+}
+
+#[test]
+fn command_flags_and_key_specs_are_exact() {
+    let server = Server::start();
+    let mut con = server.connect();
+    for (name, expected) in FLAGS {
+        let fields = command_info(&mut con, name);
+        let flags: BTreeSet<String> = strings(&fields[2]).into_iter().collect();
+        let mut wanted: BTreeSet<String> = expected.iter().map(|f| f.to_string()).collect();
+        wanted.insert("module".into());
+        assert_eq!(flags, wanted, "{name} flags");
+        assert_eq!(&fields[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)], "{name}: first key 1");
+        // The key spec: the tenant, not a key, read-only or read-write.
+        let specs = format!("{:?}", fields[8]).to_lowercase();
+        let access = if expected.contains(&"readonly") { "\"ro\"" } else { "\"rw\"" };
+        assert!(specs.contains("not_key") && specs.contains(access), "{name} key spec: {specs}");
+    }
+    // TOWN: the same key spec, read-write exactly when the command writes
+    // (BROADCAST writes no key: read-only).
+    for name in TOWN {
+        let fields = command_info(&mut con, name);
+        let readonly = !strings(&fields[2]).iter().any(|f| f == "write");
+        assert_eq!(&fields[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)], "{name}: first key 1");
+        let specs = format!("{:?}", fields[8]).to_lowercase();
+        let access = if readonly { "\"ro\"" } else { "\"rw\"" };
+        assert!(specs.contains("not_key") && specs.contains(access), "{name} key spec: {specs}");
+    }
+}
+
+#[test]
+fn acl_categories_follow_the_flags_where_redis_allows_it() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let listed = |con: &mut redis::Connection, category: &str| -> BTreeSet<String> {
+        let names: Value = cmd(&["ACL", "CAT", category]).query(con).unwrap();
+        strings(&names)
+            .into_iter()
+            .map(|n| n.to_uppercase())
+            .filter(|n| n.starts_with("DREAMS.") || n.starts_with("TOWN."))
+            .collect()
+    };
+    let commands = module_flags(&mut con);
+    let with_flag = |flag: &str| -> BTreeSet<String> {
+        commands
+            .iter()
+            .filter(|(_, flags)| flags.contains(flag))
+            .map(|(name, _)| name.clone())
+            .collect()
+    };
+    let slow: BTreeSet<String> = commands
+        .iter()
+        .filter(|(_, flags)| !flags.contains("fast"))
+        .map(|(name, _)| name.clone())
+        .collect();
+    if version(&mut con) >= (7, 2) {
+        assert_eq!(listed(&mut con, "write"), with_flag("write"));
+        assert_eq!(listed(&mut con, "read"), with_flag("readonly"));
+        assert_eq!(listed(&mut con, "fast"), with_flag("fast"));
+        assert_eq!(listed(&mut con, "blocking"), with_flag("blocking"));
+        assert_eq!(listed(&mut con, "pubsub"), with_flag("pubsub"));
+        assert_eq!(listed(&mut con, "slow"), slow);
+    } else {
+        // Redis 7.0 gives module commands no ACL category and no API to set
+        // one: `+@write` does not grant them, so ACL rules name them.
+        for category in ["write", "read", "fast", "slow", "blocking", "pubsub"] {
+            assert!(listed(&mut con, category).is_empty(), "@{category} on Redis 7.0");
+        }
+        cmd(&["ACL", "SETUSER", "writer", "on", "nopass", "~*", "+@write"]).query::<()>(&mut con).unwrap();
+        for call in [&["DREAMS.FIRE", "o", "p", "1"][..], &["TOWN.BACKLOG", "t", "PUSH", "x"]] {
+            let mut args = vec!["ACL", "DRYRUN", "writer"];
+            args.extend_from_slice(call);
+            let dry: Value = cmd(&args).query(&mut con).unwrap();
+            assert!(text(&dry).contains("no permissions"), "{call:?}: {dry:?}");
+        }
+    }
+    let fields = command_info(&mut con, "DREAMS.FIRE");
+    let categories: BTreeSet<String> = strings(&fields[6]).into_iter().collect();
+    if version(&mut con) >= (7, 2) {
+        assert_eq!(categories, BTreeSet::from(["@write".to_owned(), "@fast".to_owned()]));
+    } else {
+        assert!(categories.is_empty(), "{categories:?}");
+    }
+}
+
+/// Create `user` with `rules` (password "pw").
+fn set_user(server: &Server, user: &str, rules: &str) {
+    let mut args = vec!["ACL", "SETUSER", user, "reset", "on", ">pw"];
+    args.extend(rules.split_whitespace());
+    cmd(&args).query::<()>(&mut server.connect()).unwrap();
+}
+
+/// Some state in `org`: a pending counted fire in flight, a ready fire, an
+/// event identity, a settled generation. The in-flight payload.
+fn populate(con: &mut redis::Connection, org: &str) -> String {
+    let trigger = ["TRIGGER", "1", "1", "0", "1000000"];
+    let mut record = vec!["DREAMS.RECORD", org, "web", "3", "5", "1", "EVENT", "e1", "GENERATION", "1"];
+    record.extend(trigger);
+    cmd(&record).query::<Value>(con).unwrap();
+    let payload: String = cmd(&["DREAMS.DRAIN", org, "1", "NOQUIET"]).query(con).unwrap();
+    cmd(&["DREAMS.FIRE", org, "api", "1"]).query::<String>(con).unwrap();
+    cmd(&["DREAMS.SETTLE", org, "web", "3", "e0", "1"]).query::<()>(con).unwrap();
+    payload
+}
+
+/// One call of every DREAMS command on `org`, given a drained `payload`.
+fn every_command(org: &str, payload: &str) -> Vec<Vec<String>> {
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["DREAMS.FIRE", org, "web", "3", "NODE", "n"],
+        vec!["DREAMS.RECORD", org, "web", "3", "1", "1", "EVENT", "e2", "GENERATION", "2"],
+        vec!["DREAMS.SETTLE", org, "web", "3", "e2", "2"],
+        vec!["DREAMS.LEN", org],
+        vec!["DREAMS.COUNTERS", org, "web", "3"],
+        vec!["DREAMS.ACK", org, payload, "SUCCESS", "TRIGGER", "100", "100", "0", "1000000"],
+        vec!["DREAMS.DRAIN", org, "0.1", "NOQUIET"],
+        vec!["DREAMS.RECOVER", org],
+    ];
+    owned(calls)
+}
+
+/// Some state in `town`: agent `a` with mail in its inbox, urgent inbox and
+/// pending list, activity, a stop flag; a task in the backlog.
+fn populate_town(con: &mut redis::Connection, town: &str) {
+    let calls: Vec<Vec<String>> = owned(vec![
+        vec!["TOWN.AGENT", town, "SET", "a", "name", "alice", "rounds_completed", "1", "tasks_completed", "0"],
+        vec!["TOWN.SEND", town, &message("m1", "a", "normal")],
+        vec!["TOWN.SEND", town, &message("m2", "a", "high")],
+        vec!["TOWN.SEND", town, &message("u1", "a", "normal"), "URGENT"],
+        vec!["TOWN.RECV", town, "a", "RELIABLE"],
+        vec!["TOWN.ACTIVITY", town, "LOG", "a", "busy"],
+        vec!["TOWN.TASK", town, "SET", "t1", "id", "t1"],
+        vec!["TOWN.BACKLOG", town, "PUSH", "t1"],
+        vec!["TOWN.STOP", town, "REQUEST", "a"],
+    ]);
+    for call in calls {
+        let args: Vec<&str> = call.iter().map(String::as_str).collect();
+        cmd(&args).query::<Value>(con).unwrap_or_else(|e| panic!("{call:?}: {e}"));
+    }
+}
+
+/// One call of every TOWN command and subcommand on `town`, in an order
+/// that succeeds on a town populated by [`populate_town`].
+fn every_town_command(town: &str) -> Vec<Vec<String>> {
+    owned(vec![
+        vec!["TOWN.SEND", town, &message("m3", "a", "low")],
+        vec!["TOWN.SEND", town, &message("u2", "a", "urgent"), "URGENT"],
+        vec!["TOWN.LEN", town, "a"],
+        vec!["TOWN.PEEK", town, "a", "10"],
+        vec!["TOWN.RECV", town, "a", "URGENT"],
+        vec!["TOWN.RECV", town, "a", "COUNT", "2", "RELIABLE"],
+        vec!["TOWN.RECV", town, "a", "BLOCK", "0.1"],
+        vec!["TOWN.ACK", town, "a", "u1"],
+        vec!["TOWN.REQUEUE", town, "a"],
+        vec!["TOWN.RECLAIM", town, "a", "c"],
+        vec!["TOWN.BROADCAST", town, r#"{"id":"b1","type":"shutdown"}"#],
+        vec!["TOWN.STOP", town, "CHECK", "a"],
+        vec!["TOWN.STOP", town, "CLEAR", "a"],
+        vec!["TOWN.STOP", town, "REQUEST", "a", "TTL", "60"],
+        vec!["TOWN.AGENT", town, "SET", "a", "name", "alice", "state", "idle", "rounds_completed", "1", "tasks_completed", "0"],
+        vec!["TOWN.AGENT", town, "GET", "a"],
+        vec!["TOWN.AGENT", town, "LIST"],
+        vec!["TOWN.AGENT", town, "BYNAME", "alice"],
+        vec!["TOWN.AGENT", town, "INCR", "a", "ROUNDS"],
+        vec!["TOWN.AGENT", town, "INCR", "a", "TASKS"],
+        vec!["TOWN.AGENT", town, "HEARTBEAT", "a"],
+        vec!["TOWN.TASK", town, "SET", "t2", "id", "t2"],
+        vec!["TOWN.TASK", town, "GET", "t1"],
+        vec!["TOWN.TASK", town, "LIST"],
+        vec!["TOWN.TASK", town, "DEL", "t2"],
+        vec!["TOWN.ACTIVITY", town, "LOG", "a", "more"],
+        vec!["TOWN.ACTIVITY", town, "GET", "a"],
+        vec!["TOWN.BACKLOG", town, "PUSH", "t2"],
+        vec!["TOWN.BACKLOG", town, "LIST"],
+        vec!["TOWN.BACKLOG", town, "LEN"],
+        vec!["TOWN.BACKLOG", town, "REMOVE", "t2"],
+        vec!["TOWN.BACKLOG", town, "POP"],
+        vec!["TOWN.AGENT", town, "DEL", "c"],
+        vec!["TOWN.RESET", town, "AGENTS"],
+        vec!["TOWN.RESET", town],
+    ])
+}
+
+fn owned(calls: Vec<Vec<&str>>) -> Vec<Vec<String>> {
+    calls.into_iter().map(|call| call.into_iter().map(str::to_owned).collect()).collect()
+}
+
+fn run(con: &mut redis::Connection, call: &[String]) -> Result<Value, String> {
+    common::run(con, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>())
+}
+
+#[test]
+fn a_tenant_user_does_all_of_its_dreams_and_town_work_and_nothing_to_another_tenant() {
+    let server = Server::start();
+    let (a, b) = (tenant("acl-a"), tenant("acl-b"));
+    let mut admin = server.connect();
+    let payload_a = populate(&mut admin, &a);
+    let payload_b = populate(&mut admin, &b);
+    populate_town(&mut admin, &a);
+    populate_town(&mut admin, &b);
+    let rules = format!(
+        "~exocortex:dreams:{{{a}}}:* ~tt:{{{a}}}:* resetchannels &tt:{{{a}}}:* -@all {DREAMS_COMMANDS} {TOWN_COMMANDS}"
+    );
+    set_user(&server, "tenant-a", &rules);
+    let mut user = server.connect();
+    cmd(&["AUTH", "tenant-a", "pw"]).query::<()>(&mut user).unwrap();
+
+    let theirs: Vec<Vec<String>> = every_command(&b, &payload_b).into_iter().chain(every_town_command(&b)).collect();
+    let named: BTreeSet<&str> = theirs.iter().map(|call| call[0].as_str()).collect();
+    assert_eq!(named.len(), FLAGS.len() + TOWN.len(), "every module command is tried");
+    for call in &theirs {
+        let before = server.digest();
+        let started = std::time::Instant::now();
+        let error = run(&mut user, call).expect_err(&format!("{call:?} on another tenant must be refused"));
+        assert!(is_noperm(&error) && error.contains(&format!("{{{b}}}")), "{call:?}: {error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{call:?}: refused at once, never blocked");
+        assert_eq!(server.digest(), before, "{call:?} changed nothing");
+    }
+    let log: Value = cmd(&["ACL", "LOG"]).query(&mut admin).unwrap();
+    let log = format!("{log:?}");
+    assert!(log.contains("tenant-a") && log.contains(&format!("{{{b}}}")), "refusals are in the ACL log: {log}");
+
+    let before = server.digest();
+    for call in every_command(&a, &payload_a) {
+        let done = run(&mut user, &call);
+        assert!(done.is_ok(), "{} on its own tenant: {done:?}", call[0]);
+    }
+    assert_ne!(server.digest(), before, "its own work went through");
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", &a]).query(&mut admin).unwrap();
+    assert_eq!(lengths, vec![2, 0, 0], "acked one, drained one, recovered it: two ready");
+
+    for call in every_town_command(&a) {
+        let before = server.digest();
+        let done = run(&mut user, &call);
+        assert!(done.is_ok(), "{call:?} on its own town: {done:?}");
+        if !matches!(call[0].as_str(), "TOWN.LEN" | "TOWN.PEEK" | "TOWN.BROADCAST")
+            && !matches!(call.get(2).map(String::as_str), Some("CHECK" | "GET" | "LIST" | "BYNAME" | "LEN"))
+        {
+            assert_ne!(server.digest(), before, "{call:?} did its work");
+        }
+    }
+    let left: Vec<String> = cmd(&["KEYS", &format!("tt:{{{a}}}:*")]).query(&mut admin).unwrap();
+    assert!(left.is_empty(), "its own reset went through: {left:?}");
+    let theirs_left: Vec<String> = cmd(&["KEYS", &format!("tt:{{{b}}}:*")]).query(&mut admin).unwrap();
+    assert!(theirs_left.len() >= 8, "the other town is intact: {theirs_left:?}");
+}
+
+#[test]
+fn broadcasting_needs_the_towns_channel_which_redis_7_0_does_not_grant_by_default() {
+    let server = Server::start();
+    let town = tenant("acl-channel");
+    let mut admin = server.connect();
+    let default: Vec<String> = cmd(&["CONFIG", "GET", "acl-pubsub-default"]).query(&mut admin).unwrap();
+    assert_eq!(default, ["acl-pubsub-default", "resetchannels"], "a new user gets no channels");
+    // Keys alone: every other TOWN command works, BROADCAST is refused.
+    set_user(&server, "keys-only", &format!("~tt:{{{town}}}:* -@all {TOWN_COMMANDS}"));
+    let mut user = server.connect();
+    cmd(&["AUTH", "keys-only", "pw"]).query::<()>(&mut user).unwrap();
+    let broadcast = owned(vec![vec!["TOWN.BROADCAST", &town, "{}"]]).remove(0);
+    let before = server.digest();
+    let error = run(&mut user, &broadcast).unwrap_err();
+    assert!(is_noperm(&error) && error.contains(&format!("'tt:{{{town}}}:broadcast' channel")), "{error}");
+    assert_eq!(server.digest(), before);
+    let send = owned(vec![vec!["TOWN.SEND", &town, &message("m", "a", "normal")]]).remove(0);
+    assert!(run(&mut user, &send).is_ok());
+    // With the channel pattern of the recipe, it is allowed.
+    set_user(&server, "keys-only", &format!("~tt:{{{town}}}:* &tt:{{{town}}}:* -@all {TOWN_COMMANDS}"));
+    assert_eq!(run(&mut user, &broadcast), Ok(Value::Int(0)));
+}
+
+#[test]
+fn a_user_without_the_in_flight_list_cannot_drain_and_nothing_moves() {
+    let server = Server::start();
+    let org = tenant("acl-drain");
+    let mut admin = server.connect();
+    for project in ["a", "b"] {
+        cmd(&["DREAMS.FIRE", &org, project, "1"]).query::<String>(&mut admin).unwrap();
+    }
+    let queue = format!("exocortex:dreams:{{{org}}}:queue");
+    let deferred = format!("exocortex:dreams:{{{org}}}:deferred");
+    set_user(&server, "queue-only", &format!("~{queue} ~{deferred} -@all +dreams.drain +dreams.len"));
+    let mut user = server.connect();
+    cmd(&["AUTH", "queue-only", "pw"]).query::<()>(&mut user).unwrap();
+
+    let before = server.digest();
+    let started = std::time::Instant::now();
+    let error = common::run(&mut user, &[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET"]).unwrap_err();
+    assert!(is_noperm(&error) && error.contains(":processing"), "{error}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused at once, not after blocking");
+    assert_eq!(server.digest(), before, "nothing moved");
+    let ready: i64 = cmd(&["LLEN", &queue]).query(&mut admin).unwrap();
+    assert_eq!(ready, 2);
+
+    // Without the deferred set either, the refusal names that key first.
+    set_user(&server, "ready-only", &format!("~{queue} -@all +dreams.drain"));
+    let mut user = server.connect();
+    cmd(&["AUTH", "ready-only", "pw"]).query::<()>(&mut user).unwrap();
+    let error = common::run(&mut user, &[b"DREAMS.DRAIN", org.as_bytes(), b"0.1"]).unwrap_err();
+    assert!(is_noperm(&error) && error.contains(":deferred"), "{error}");
+    assert_eq!(server.digest(), before, "nothing moved");
+}
+
+#[test]
+fn a_read_only_user_can_inspect_but_not_write() {
+    let server = Server::start();
+    let org = tenant("acl-ro");
+    let mut admin = server.connect();
+    cmd(&["DREAMS.FIRE", &org, "web", "1"]).query::<String>(&mut admin).unwrap();
+    populate_town(&mut admin, &org);
+    let rules = format!("%R~exocortex:dreams:{{{org}}}:* %R~tt:{{{org}}}:* -@all {DREAMS_COMMANDS} {TOWN_COMMANDS}");
+    set_user(&server, "viewer", &rules);
+    let mut user = server.connect();
+    cmd(&["AUTH", "viewer", "pw"]).query::<()>(&mut user).unwrap();
+
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", &org]).query(&mut user).unwrap();
+    assert_eq!(lengths, vec![1, 0, 0]);
+    let counters: Value = cmd(&["DREAMS.COUNTERS", &org, "web", "1"]).query(&mut user).unwrap();
+    assert_eq!(counters, Value::Array(vec![]));
+    let t = org.as_str();
+    // A town dashboard: every read works.
+    for call in [
+        vec!["TOWN.LEN", t, "a"],
+        vec!["TOWN.PEEK", t, "a", "10"],
+        vec!["TOWN.STOP", t, "CHECK", "a"],
+        vec!["TOWN.AGENT", t, "GET", "a"],
+        vec!["TOWN.AGENT", t, "LIST"],
+        vec!["TOWN.AGENT", t, "BYNAME", "alice"],
+        vec!["TOWN.TASK", t, "GET", "t1"],
+        vec!["TOWN.TASK", t, "LIST"],
+        vec!["TOWN.ACTIVITY", t, "GET", "a"],
+        vec!["TOWN.BACKLOG", t, "LIST"],
+        vec!["TOWN.BACKLOG", t, "LEN"],
+    ] {
+        let read = common::run(&mut user, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+        assert!(read.is_ok(), "{call:?}: {read:?}");
+    }
+    let before = server.digest();
+    let send = message("m9", "a", "normal");
+    for call in [
+        vec!["DREAMS.FIRE", t, "web", "1"],
+        vec!["DREAMS.DRAIN", t, "0.1"],
+        vec!["DREAMS.RECOVER", t],
+        vec!["TOWN.SEND", t, &send],
+        vec!["TOWN.RECV", t, "a"],
+        vec!["TOWN.STOP", t, "CLEAR", "a"],
+        vec!["TOWN.AGENT", t, "SET", "a", "name", "x"],
+        vec!["TOWN.AGENT", t, "HEARTBEAT", "a"],
+        vec!["TOWN.ACTIVITY", t, "LOG", "a", "x"],
+        vec!["TOWN.BACKLOG", t, "POP"],
+        vec!["TOWN.RESET", t],
+    ] {
+        let error = common::run(&mut user, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>()).unwrap_err();
+        assert!(is_noperm(&error), "{:?}: {error}", call);
+    }
+    assert_eq!(server.digest(), before);
+}
