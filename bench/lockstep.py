@@ -290,6 +290,10 @@ def sabotage(rng):
         "exocortex:dreams:{o2}:counters:1:api", "exocortex:dreams:{o2}:events:1:api",
         "tt:{t2}:inbox:c", "tt:{t2}:urgent:c", "tt:{t2}:index:mailboxes", "tt:{t2}:agent:c",
     ])
+    if rng.random() < 0.1:
+        field = rng.choice(["memories", "edges", "last_success", "settled_generation"])
+        return [["DEL", "exocortex:dreams:{o2}:counters:1:web"],
+                ["HSET", "exocortex:dreams:{o2}:counters:1:web", field, rng.choice(["x", "", "1.5", "-"])]]
     if rng.random() < 0.7:
         return [["DEL", key]]
     return [["DEL", key], ["SET", key, "x"]]

@@ -61,23 +61,35 @@ pub struct RegionCounters {
 pub struct NotNumeric(pub &'static str);
 
 impl RegionCounters {
+    /// The hash fields, in the order [`RegionCounters::from_values`] takes
+    /// their values (and checks them: the first bad one is reported).
+    pub const FIELDS: [&'static str; 5] = ["memories", "edges", "last_success", "settled_generation", "pending"];
+
     /// Parse the fields of a counters hash; `field` gives a field's bytes.
     pub fn parse<F>(field: F) -> Result<Self, NotNumeric>
     where
         F: Fn(&str) -> Option<Vec<u8>>,
     {
-        let number = |name: &'static str| -> Result<Option<i64>, NotNumeric> {
-            match field(name) {
+        let values = Self::FIELDS.map(field);
+        Self::from_values(values.each_ref().map(Option::as_deref))
+    }
+
+    /// Parse the values of [`RegionCounters::FIELDS`], in that order.
+    pub fn from_values(values: [Option<&[u8]>; 5]) -> Result<Self, NotNumeric> {
+        let [memories, edges, last_success, settled_generation, pending] = values;
+        let [memories_name, edges_name, success_name, settled_name, _] = Self::FIELDS;
+        let number = |name: &'static str, value: Option<&[u8]>| -> Result<Option<i64>, NotNumeric> {
+            match value {
                 None => Ok(None),
-                Some(bytes) => parse_integer(&bytes).map(Some).ok_or(NotNumeric(name)),
+                Some(bytes) => parse_integer(bytes).map(Some).ok_or(NotNumeric(name)),
             }
         };
         Ok(Self {
-            memories: number("memories")?,
-            edges: number("edges")?,
-            last_success: number("last_success")?,
-            settled_generation: number("settled_generation")?,
-            pending: field("pending"),
+            memories: number(memories_name, memories)?,
+            edges: number(edges_name, edges)?,
+            last_success: number(success_name, last_success)?,
+            settled_generation: number(settled_name, settled_generation)?,
+            pending: pending.map(<[u8]>::to_vec),
         })
     }
 }

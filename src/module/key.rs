@@ -15,7 +15,7 @@ use super::api::api;
 use super::args::parse_signed;
 use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
-use super::string::{bytes_of, take_bytes, OwnedString};
+use super::string::{bytes_of, take_bytes, OwnedString, StaticString};
 
 /// The type of value at a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,6 +362,38 @@ impl Key {
             )
         };
         take_bytes(value)
+    }
+
+    /// The values of the hash fields `fields`, read with as few
+    /// `RM_HashGet` calls as its variadic form allows (up to five fields a
+    /// call): each value in its own Redis string, read in place.
+    pub fn hget_fields<const N: usize>(&self, fields: [&StaticString; N]) -> [Option<OwnedString>; N] {
+        let mut values = [ptr::null_mut::<raw::RedisModuleString>(); N];
+        if self.kind() == KeyKind::Hash {
+            let get = api!(RedisModule_HashGet);
+            let (key, none, end) = (self.handle.get(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
+            for (names, slots) in fields.chunks(5).zip(values.chunks_mut(5)) {
+                unsafe {
+                    match (names, slots) {
+                        ([a], [va]) => get(key, none, a.as_ptr(), va as *mut _, end),
+                        ([a, b], [va, vb]) => get(key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, end),
+                        ([a, b, c], [va, vb, vc]) => get(
+                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _, end,
+                        ),
+                        ([a, b, c, d], [va, vb, vc, vd]) => get(
+                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _,
+                            d.as_ptr(), vd as *mut _, end,
+                        ),
+                        ([a, b, c, d, e], [va, vb, vc, vd, ve]) => get(
+                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _,
+                            d.as_ptr(), vd as *mut _, e.as_ptr(), ve as *mut _, end,
+                        ),
+                        _ => 0,
+                    }
+                };
+            }
+        }
+        values.map(OwnedString::from_raw)
     }
 
     fn hash_set_raw(&self, name: &OwnedString, content: &OwnedString) {

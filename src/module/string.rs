@@ -1,8 +1,10 @@
 //! Redis strings owned by the module: created from bytes, read as bytes,
-//! freed when dropped.
+//! freed when dropped; and static ones made once for the fixed names the
+//! hot paths pass on every call.
 
 use std::os::raw::c_char;
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -43,6 +45,44 @@ impl Drop for OwnedString {
     fn drop(&mut self) {
         let free = api!(RedisModule_FreeString);
         unsafe { free(ptr::null_mut(), self.0) };
+    }
+}
+
+/// A Redis string made on first use and kept for the server's lifetime,
+/// for a fixed name (a hash field) that would otherwise be created and
+/// freed on every call. Only ever touched on Redis's main thread; the
+/// atomic is just the `Sync` way to hold the pointer in a `static`. Redis
+/// takes its own reference (or copy) wherever it keeps one, so sharing
+/// the object between calls is safe; it is never freed.
+pub struct StaticString {
+    bytes: &'static [u8],
+    string: AtomicPtr<raw::RedisModuleString>,
+}
+
+impl StaticString {
+    /// The name `text` (made a Redis string when first used).
+    pub const fn new(text: &'static str) -> Self {
+        Self {
+            bytes: text.as_bytes(),
+            string: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The Redis string.
+    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
+        let made = self.string.load(Ordering::Relaxed);
+        if !made.is_null() {
+            return made;
+        }
+        let create = api!(RedisModule_CreateString);
+        let made = unsafe { create(ptr::null_mut(), self.bytes.as_ptr().cast::<c_char>(), self.bytes.len()) };
+        self.string.store(made, Ordering::Relaxed);
+        made
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &'static [u8] {
+        self.bytes
     }
 }
 

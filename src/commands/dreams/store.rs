@@ -10,6 +10,19 @@ use crate::module::call;
 use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
+use crate::module::string::{OwnedString, StaticString};
+
+/// The counter hash's field names as Redis strings, made once.
+static COUNTER_FIELDS: [StaticString; 5] = {
+    let names = RegionCounters::FIELDS;
+    [
+        StaticString::new(names[0]),
+        StaticString::new(names[1]),
+        StaticString::new(names[2]),
+        StaticString::new(names[3]),
+        StaticString::new(names[4]),
+    ]
+};
 
 /// An organization's queue.
 pub struct RedisQueue {
@@ -113,12 +126,14 @@ impl<'s> RedisRegion<'s> {
         let counters = session.open_checked(counters, access);
         counters.expect(KeyKind::Hash)?;
         session.open_checked(events, Access::Read).expect(KeyKind::Set)?;
-        let fields = RegionCounters::parse(|name| counters.hget(name.as_bytes())).map_err(|bad| {
-            CommandError::err(format_args!(
-                "Dreams counter metadata is not numeric (field '{}' of {})",
-                bad.0, keys.counters
-            ))
-        })?;
+        let values = counters.hget_fields(COUNTER_FIELDS.each_ref());
+        let fields = RegionCounters::from_values(values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes)))
+            .map_err(|bad| {
+                CommandError::err(format_args!(
+                    "Dreams counter metadata is not numeric (field '{}' of {})",
+                    bad.0, keys.counters
+                ))
+            })?;
         Ok(Self {
             session,
             counters,
