@@ -63,6 +63,7 @@ required!(
     RedisModule_ScanCursorCreate,
     RedisModule_ScanCursorDestroy,
     RedisModule_CreateString,
+    RedisModule_CreateStringFromLongLong,
     RedisModule_FreeString,
     RedisModule_StringPtrLen,
     RedisModule_Replicate,

@@ -39,6 +39,13 @@ impl OwnedString {
     pub fn as_bytes(&self) -> &[u8] {
         bytes_of(self.0)
     }
+
+    /// Give up ownership: the caller frees the string.
+    pub fn into_raw(self) -> *mut raw::RedisModuleString {
+        let string = self.0;
+        std::mem::forget(self);
+        string
+    }
 }
 
 impl Drop for OwnedString {
@@ -104,4 +111,90 @@ pub fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
 /// Copy out a string the API returned and free it.
 pub fn take_bytes(string: *mut raw::RedisModuleString) -> Option<Vec<u8>> {
     OwnedString::from_raw(string).map(|owned| owned.as_bytes().to_vec())
+}
+
+/// How many arguments an [`Argv`] holds without a heap allocation.
+const INLINE_ARGS: usize = 12;
+
+/// The arguments of one write, as Redis strings in order: ones made for it
+/// (freed on drop) and borrowed ones (a key's name, static field names).
+/// Up to [`INLINE_ARGS`] live on the stack; every key write builds one, so
+/// the common write allocates nothing on the Rust heap.
+pub struct Argv {
+    inline: [*mut raw::RedisModuleString; INLINE_ARGS],
+    inline_owned: [bool; INLINE_ARGS],
+    len: usize,
+    spilled: Vec<(*mut raw::RedisModuleString, bool)>,
+    spilled_view: Vec<*mut raw::RedisModuleString>,
+}
+
+impl Argv {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        Self {
+            inline: [ptr::null_mut(); INLINE_ARGS],
+            inline_owned: [false; INLINE_ARGS],
+            len: 0,
+            spilled: Vec::new(),
+            spilled_view: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, string: *mut raw::RedisModuleString, owned: bool) {
+        if self.spilled.is_empty() {
+            if let (Some(slot), Some(flag)) = (self.inline.get_mut(self.len), self.inline_owned.get_mut(self.len)) {
+                *slot = string;
+                *flag = owned;
+                self.len += 1;
+                return;
+            }
+            let inline = self.inline.iter().copied().zip(self.inline_owned.iter().copied());
+            self.spilled.extend(inline.take(self.len));
+            self.spilled_view.extend(self.inline.iter().copied().take(self.len));
+            self.len = 0;
+        }
+        self.spilled.push((string, owned));
+        self.spilled_view.push(string);
+    }
+
+    /// Append a string the caller keeps alive until this is dropped.
+    pub fn borrowed(&mut self, string: *mut raw::RedisModuleString) {
+        self.push(string, false);
+    }
+
+    /// Append a new string holding `bytes`; the new string, for the write.
+    pub fn new_string(&mut self, bytes: &[u8]) -> *mut raw::RedisModuleString {
+        let string = OwnedString::new(bytes).into_raw();
+        self.push(string, true);
+        string
+    }
+
+    /// Append a new string holding `value` in decimal.
+    pub fn new_integer(&mut self, value: i64) -> *mut raw::RedisModuleString {
+        let string = unsafe { api!(RedisModule_CreateStringFromLongLong)(ptr::null_mut(), value) };
+        self.push(string, true);
+        string
+    }
+
+    /// The arguments, in order.
+    pub fn as_slice(&self) -> &[*mut raw::RedisModuleString] {
+        if self.spilled.is_empty() {
+            self.inline.get(..self.len).unwrap_or_default()
+        } else {
+            &self.spilled_view
+        }
+    }
+}
+
+impl Drop for Argv {
+    fn drop(&mut self) {
+        let free = api!(RedisModule_FreeString);
+        let inline = self.inline.iter().zip(self.inline_owned.iter()).take(self.len);
+        let spilled = self.spilled.iter().map(|(string, owned)| (string, owned));
+        for (string, owned) in inline.chain(spilled) {
+            if *owned {
+                unsafe { free(ptr::null_mut(), *string) };
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use crate::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
-use crate::module::key::{End, Key, KeyKind};
+use crate::module::key::{End, FieldValue, Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
 use crate::module::string::{OwnedString, StaticString};
@@ -161,17 +161,15 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn set_counts(&mut self, memories: i64, edges: i64, last_success: Option<i64>) {
-        let memories_text = memories.to_string();
-        let edges_text = edges.to_string();
-        let success_text = last_success.map(|at| at.to_string());
-        let mut pairs: Vec<(&[u8], &[u8])> = vec![
-            (b"memories", memories_text.as_bytes()),
-            (b"edges", edges_text.as_bytes()),
-        ];
-        if let Some(at) = &success_text {
-            pairs.push((b"last_success", at.as_bytes()));
+        let [memories_field, edges_field, success_field, _, _] = &COUNTER_FIELDS;
+        let counts = [(memories_field, FieldValue::Integer(memories)), (edges_field, FieldValue::Integer(edges))];
+        match last_success {
+            Some(at) => {
+                let [memories, edges] = counts;
+                self.counters.hset_fields(&[memories, edges, (success_field, FieldValue::Integer(at))]);
+            }
+            None => self.counters.hset_fields(&counts),
         }
-        self.counters.hset(&pairs);
         self.fields.memories = Some(memories);
         self.fields.edges = Some(edges);
         if last_success.is_some() {
@@ -180,7 +178,8 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn set_pending(&mut self, fire_id: &str) {
-        self.counters.hset(&[(b"pending", fire_id.as_bytes())]);
+        let [_, _, _, _, pending] = &COUNTER_FIELDS;
+        self.counters.hset_fields(&[(pending, FieldValue::Bytes(fire_id.as_bytes()))]);
         self.fields.pending = Some(fire_id.as_bytes().to_vec());
     }
 
@@ -190,8 +189,8 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn set_settled_generation(&mut self, generation: i64) {
-        let text = generation.to_string();
-        self.counters.hset(&[(b"settled_generation", text.as_bytes())]);
+        let [_, _, _, settled, _] = &COUNTER_FIELDS;
+        self.counters.hset_fields(&[(settled, FieldValue::Integer(generation))]);
         self.fields.settled_generation = Some(generation);
     }
 
