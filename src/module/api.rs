@@ -65,6 +65,7 @@ required!(
     RedisModule_CreateString,
     RedisModule_CreateStringFromLongLong,
     RedisModule_FreeString,
+    RedisModule_RetainString,
     RedisModule_StringPtrLen,
     RedisModule_Replicate,
     RedisModule_Call,

@@ -153,7 +153,15 @@ impl Session {
         names: [&[u8]; N],
         access: Access,
     ) -> Result<[OwnedString; N], CommandError> {
-        let names = names.map(OwnedString::new);
+        self.check_strings(names.map(OwnedString::new), access)
+    }
+
+    /// [`Session::check_all`] of names already made Redis strings.
+    pub fn check_strings<const N: usize>(
+        &self,
+        names: [OwnedString; N],
+        access: Access,
+    ) -> Result<[OwnedString; N], CommandError> {
         for name in &names {
             self.check_name(name, access)?;
         }

@@ -21,6 +21,22 @@ impl OwnedString {
         Self(unsafe { create(ptr::null_mut(), bytes.as_ptr().cast::<c_char>(), bytes.len()) })
     }
 
+    /// A new string holding `parts` concatenated (a key name): built in a
+    /// stack buffer, so a name up to 256 bytes costs no heap allocation
+    /// besides the Redis string itself.
+    pub fn concat(parts: &[&str]) -> Self {
+        let mut buffer = [0u8; 256];
+        let mut length = 0usize;
+        for part in parts {
+            match buffer.get_mut(length..length + part.len()) {
+                Some(slot) => slot.copy_from_slice(part.as_bytes()),
+                None => return Self::new(parts.concat().as_bytes()),
+            }
+            length += part.len();
+        }
+        Self::new(buffer.get(..length).unwrap_or_default())
+    }
+
     /// Take ownership of a string the API returned to us (may be null).
     pub fn from_raw(string: *mut raw::RedisModuleString) -> Option<Self> {
         if string.is_null() {
@@ -45,6 +61,14 @@ impl OwnedString {
         let string = self.0;
         std::mem::forget(self);
         string
+    }
+}
+
+impl Clone for OwnedString {
+    /// Another reference to the same string (a reference count, no copy).
+    fn clone(&self) -> Self {
+        unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.0) };
+        Self(self.0)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use crate::dreams::region::{QueueKeys, RegionKey, RegionKeys};
+use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
 use crate::module::key::{End, FieldValue, Key, KeyKind};
@@ -35,11 +35,11 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let keys = QueueKeys::new(org);
-        let [ready, deferred, processing] =
-            session.check_all([&keys.ready, &keys.deferred, &keys.processing].map(|k| k.as_bytes()), access)?;
+        let name = |key: QueueKey| OwnedString::concat(&key.name_parts(org));
+        let names = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing].map(name);
+        let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
-            true => Some(session.check_all([keys.dead.as_bytes()], access)?),
+            true => Some(session.check_strings([name(QueueKey::Dead)], access)?),
             false => None,
         };
         let queue = Self {
@@ -113,7 +113,7 @@ impl QueueStore for RedisQueue {
 pub struct RedisRegion<'s> {
     session: &'s Session,
     counters: Key,
-    events: Vec<u8>,
+    events: OwnedString,
     fields: RegionCounters,
 }
 
@@ -121,23 +121,26 @@ impl<'s> RedisRegion<'s> {
     /// Open `region`'s keys and read its counters, refusing wrong types and
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
-        let keys = RegionKeys::new(region);
-        let [counters, events] = session.check_all([keys.counters.as_bytes(), keys.events.as_bytes()], access)?;
+        let mut digits = [0u8; 10];
+        let names = RegionKeys::name_parts(region, &mut digits).map(|parts| OwnedString::concat(&parts));
+        let [counters, events] = session.check_strings(names, access)?;
         let counters = session.open_checked(counters, access);
         counters.expect(KeyKind::Hash)?;
+        let events_name = events.clone();
         session.open_checked(events, Access::Read).expect(KeyKind::Set)?;
         let values = counters.hget_fields(COUNTER_FIELDS.each_ref());
         let fields = RegionCounters::from_values(values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes)))
             .map_err(|bad| {
                 CommandError::err(format_args!(
                     "Dreams counter metadata is not numeric (field '{}' of {})",
-                    bad.0, keys.counters
+                    bad.0,
+                    String::from_utf8_lossy(counters.name())
                 ))
             })?;
         Ok(Self {
             session,
             counters,
-            events: keys.events.into_bytes(),
+            events: events_name,
             fields,
         })
     }
