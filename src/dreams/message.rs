@@ -98,32 +98,32 @@ pub fn payload(
 /// a backslash, the control characters with their short escape (`\\b \\t \\n
 /// \\f \\r`) or `\\u00xx` (lower-case hex), everything else as it is.
 fn push_json_string(out: &mut String, text: &str) {
+    let needs_escape = |byte: u8| byte < 0x20 || byte == b'"' || byte == b'\\';
     out.push('"');
-    let mut clean_from = 0;
-    for (at, byte) in text.bytes().enumerate() {
-        let short = match byte {
-            b'"' => '"',
-            b'\\' => '\\',
-            0x08 => 'b',
-            b'\t' => 't',
-            b'\n' => 'n',
-            0x0c => 'f',
-            b'\r' => 'r',
-            0x00..=0x1f => 'u',
-            _ => continue,
-        };
-        out.push_str(text.get(clean_from..at).unwrap_or_default());
+    let mut rest = text;
+    while let Some(at) = rest.bytes().position(needs_escape) {
+        // `at` is an ASCII byte, so both sides of it are char boundaries.
+        out.push_str(rest.get(..at).unwrap_or_default());
+        let byte = rest.as_bytes().get(at).copied().unwrap_or_default();
         out.push('\\');
-        out.push(short);
-        if short == 'u' {
-            let hex = |digit: u8| char::from_digit(u32::from(digit), 16).unwrap_or('0');
-            out.push_str("00");
-            out.push(hex(byte >> 4));
-            out.push(hex(byte & 0xf));
+        match byte {
+            b'"' => out.push('"'),
+            b'\\' => out.push('\\'),
+            0x08 => out.push('b'),
+            b'\t' => out.push('t'),
+            b'\n' => out.push('n'),
+            0x0c => out.push('f'),
+            b'\r' => out.push('r'),
+            _ => {
+                let hex = |digit: u8| char::from_digit(u32::from(digit), 16).unwrap_or('0');
+                out.push_str("u00");
+                out.push(hex(byte >> 4));
+                out.push(hex(byte & 0xf));
+            }
         }
-        clean_from = at + 1;
+        rest = rest.get(at + 1..).unwrap_or_default();
     }
-    out.push_str(text.get(clean_from..).unwrap_or_default());
+    out.push_str(rest);
     out.push('"');
 }
 
