@@ -67,6 +67,13 @@ class Node:
 
     def __init__(self, module, port):
         self.dir = tempfile.mkdtemp(prefix="dreamtown-lockstep-")
+        try:
+            self._start(module, port)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, module, port):
         self.port = port
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -143,11 +150,14 @@ class Node:
         return wanted, sorted(line for line in module.splitlines() if ":" in line)
 
     def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        process = getattr(self, "process", None)
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -312,7 +322,12 @@ def free_port():
 def run(args):
     """One lockstep run: (differences, reply kinds, AOF size)."""
     port = free_port
-    nodes = [Node(args.old, port()), Node(args.new, port())]
+    nodes = [Node(args.old, port())]
+    try:
+        nodes.append(Node(args.new, port()))
+    except BaseException:
+        nodes[0].stop()
+        raise
     rng = random.Random(args.seed)
     differences = 0
     kinds = {}
