@@ -3,7 +3,7 @@
 #   make run     build, install what is missing, start redis-server with the module
 #   make test    unit, integration (real redis-server), client and redis-py tests
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
-#   make bench   ratios against the seeds' Lua scripts and native commands
+#   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 
 SHELL := /bin/bash
 CARGO ?= cargo

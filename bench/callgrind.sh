@@ -7,6 +7,10 @@
 #   bench/callgrind.sh DREAMS.RECORD bench web 1 1 0
 #   N=5000 bench/callgrind.sh HINCRBY h f 1
 #   KEEP=1 bench/callgrind.sh ...   keep the callgrind.out for callgrind_annotate
+#   BUDGET=1 bench/callgrind.sh ... also split the count: Redis around the
+#                                   module, each module API call, the
+#                                   module's allocations and own code
+#                                   (bench/budget.py)
 #   RANDOM_KEYSPACE=100000000 bench/callgrind.sh ... EVENT e:__rand_int__ ...
 #                                   redis-benchmark -r: __rand_int__ varies
 #
@@ -45,4 +49,5 @@ wait "$VG" || true
 total="$(callgrind_annotate "$OUT/callgrind.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
 # N measured calls, the first call, CONFIG SET, SCRIPT LOADs, SHUTDOWN.
 echo "$* : $(( total / (N + 3) )) instructions per call (N=$N)"
+[[ -n "${BUDGET:-}" ]] && python3 "$ROOT/bench/budget.py" "$OUT/callgrind.out" "$(( N + 3 ))"
 if [[ -n "${KEEP:-}" ]]; then echo "kept $OUT/callgrind.out" >&2; else rm -rf "$OUT"; fi

@@ -10,9 +10,18 @@
 //!   PROMOTE_DEFERRED (EVALSHA), BLMOVE, the LLEN/ZCARD pipeline,
 //!   ACKNOWLEDGE (EVALSHA) (4 round trips).
 //!
-//! Both first fill the queue (untimed, pipelined) with `--items` counted
-//! fires, one per region, each its region's pending fire, so every
-//! acknowledgement takes the representative `acknowledged` path.
+//! - `town-reclaim-module` / `town-reclaim-seed`: move a dead agent's
+//!   10,000 messages to another agent: one `TOWN.RECLAIM`, or the seed's
+//!   LPOP-until-nil then LPUSH/RPUSH of each (20,001 round trips). `--items`
+//!   reclaims, each on a freshly filled inbox (filling untimed).
+//! - `town-list-module` / `town-list-seed`: list 1,000 agent records among
+//!   100,000 unrelated keys: `TOWN.AGENT LIST`, or the seed's `KEYS
+//!   tt:<town>:agent:*` then one `HGETALL` per key. `--items` listings.
+//!
+//! The Dreams modes first fill the queue (untimed, pipelined) with `--items`
+//! counted fires, one per region, each its region's pending fire, so every
+//! acknowledgement takes the representative `acknowledged` path. The Town
+//! modes time only the operation itself (wall clock and server CPU).
 //! Prints one line of `key=value` pairs; exits non-zero if any reply was
 //! not the expected one.
 
@@ -462,8 +471,250 @@ fn run_dreams(o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- Town
+
+/// The town every Town mode uses; the seed names its keys `tt:<town>:...`,
+/// the module `tt:{<town>}:...`.
+const TOWN: &str = "bench";
+/// Messages a reclaim moves (the figure).
+const RECLAIMED: u64 = 10_000;
+/// Agents listed, and unrelated keys around them.
+const AGENTS: u64 = 1_000;
+const UNRELATED_KEYS: u64 = 100_000;
+
+fn seed_key(kind: &str, id: &str) -> String {
+    format!("tt:{TOWN}:{kind}:{id}")
+}
+
+fn module_key(kind: &str, id: &str) -> String {
+    format!("tt:{{{TOWN}}}:{kind}:{id}")
+}
+
+/// Message `i` of a dead agent's inbox, as tinytown serializes a `Message`:
+/// one in five high priority (re-sent to the head), one in ten low, the
+/// rest normal.
+fn town_message(i: u64, to: &str, ids: &mut u64) -> String {
+    let priority = match i % 10 {
+        0 | 5 => "high",
+        3 => "low",
+        _ => "normal",
+    };
+    format!(
+        "{{\"id\":\"{}\",\"from\":\"lead\",\"to\":\"{to}\",\"type\":\"task\",\"description\":\"Task {i}: write the parser for section {i}\",\"priority\":\"{priority}\",\"created_at\":\"2025-01-01T09:00:00Z\",\"correlation_id\":null}}",
+        fake_uuid(ids)
+    )
+}
+
+/// The seed's `move_message_to_inbox`: the message with `to` replaced
+/// (tinytown re-serializes the parsed `Message`; a string replace does the
+/// same client-side job, cheaper, so the seed's loop is if anything
+/// flattered), and whether its priority sends it to the head.
+fn readdress(message: &str, from: &str, to: &str) -> Option<(String, bool)> {
+    let old_to = format!("\"to\":\"{from}\"");
+    if !message.contains(&old_to) {
+        return None;
+    }
+    let head = message.contains("\"priority\":\"high\"") || message.contains("\"priority\":\"urgent\"");
+    Some((message.replacen(&old_to, &format!("\"to\":\"{to}\""), 1), head))
+}
+
+fn town_pipelined(conn: &mut Conn, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>, String> {
+    let mut replies = Vec::with_capacity(commands.len());
+    for chunk in commands.chunks(1000) {
+        for args in chunk {
+            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            conn.send(&refs).map_err(|e| e.to_string())?;
+        }
+        conn.flush().map_err(|e| e.to_string())?;
+        for _ in chunk {
+            match conn.read()? {
+                Reply::Error(e) => return Err(format!("prefill refused: {e}")),
+                reply => replies.push(reply),
+            }
+        }
+    }
+    Ok(replies)
+}
+
+fn args(parts: &[&str]) -> Vec<Vec<u8>> {
+    parts.iter().map(|part| part.as_bytes().to_vec()).collect()
+}
+
+/// A timed section's wall and server CPU seconds.
+struct Clock {
+    server_pid: Option<u32>,
+    wall: f64,
+    cpu: f64,
+}
+
+impl Clock {
+    fn time<T>(&mut self, run: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+        let cpu_before = self.server_pid.and_then(cpu_secs);
+        let began = Instant::now();
+        let result = run()?;
+        self.wall += began.elapsed().as_secs_f64();
+        match (cpu_before, self.server_pid.and_then(cpu_secs)) {
+            (Some(before), Some(after)) => self.cpu += after - before,
+            _ => self.cpu = f64::NAN,
+        }
+        Ok(result)
+    }
+}
+
+/// `town-reclaim-*`: per operation, fill agent `a`'s inbox with
+/// [`RECLAIMED`] messages (untimed), then time moving them all to `b`:
+/// one `TOWN.RECLAIM` (module) or the seed's `drain_inbox` (LPOP until nil)
+/// followed by `move_message_to_inbox` (LPUSH/RPUSH by priority) for each
+/// (seed); then check `b` holds them all and `a` none (untimed).
+fn reclaim_once(conn: &mut Conn, seed: bool, clock: &mut Clock, ids: &mut u64) -> Result<(), String> {
+    let key = |kind: &str, id: &str| if seed { seed_key(kind, id) } else { module_key(kind, id) };
+    let (old, new) = (key("inbox", "a"), key("inbox", "b"));
+    town_pipelined(conn, &[args(&["DEL", &old, &new])])?;
+    let messages: Vec<String> = (0..RECLAIMED).map(|i| town_message(i, "a", ids)).collect();
+    let fill: Vec<Vec<Vec<u8>>> = messages
+        .chunks(500)
+        .map(|chunk| {
+            let mut command = vec![b"RPUSH".to_vec(), old.as_bytes().to_vec()];
+            command.extend(chunk.iter().map(|m| m.as_bytes().to_vec()));
+            command
+        })
+        .collect();
+    town_pipelined(conn, &fill)?;
+    if seed {
+        clock.time(|| {
+            let mut drained = Vec::new();
+            while let Reply::Bulk(message) = conn.call(&[b"LPOP", old.as_bytes()])? {
+                drained.push(String::from_utf8(message).map_err(|e| e.to_string())?);
+            }
+            for message in &drained {
+                let Some((moved, head)) = readdress(message, "a", "b") else { continue };
+                let push: &[u8] = if head { b"LPUSH" } else { b"RPUSH" };
+                conn.call(&[push, new.as_bytes(), moved.as_bytes()])?.int()?;
+            }
+            Ok(())
+        })?;
+    } else {
+        let moved = clock.time(|| conn.call(&[b"TOWN.RECLAIM", TOWN.as_bytes(), b"a", b"b"]))?;
+        if moved != Reply::Int(RECLAIMED as i64) {
+            return Err(format!("TOWN.RECLAIM replied {moved:?}"));
+        }
+    }
+    let lengths = town_pipelined(conn, &[args(&["LLEN", &new]), args(&["LLEN", &old])])?;
+    if lengths != [Reply::Int(RECLAIMED as i64), Reply::Int(0)] {
+        return Err(format!("after the reclaim the inboxes hold {lengths:?}"));
+    }
+    Ok(())
+}
+
+/// The fields of agent `i`'s record, as the seed's `set_agent_state` writes them.
+fn agent_fields(i: u64, id: &str) -> Vec<(String, String)> {
+    [
+        ("id", id.to_owned()),
+        ("name", format!("worker-{i}")),
+        ("agent_type", "worker".into()),
+        ("state", if i % 3 == 0 { "working" } else { "idle" }.into()),
+        ("cli", "claude".into()),
+        ("created_at", "2025-01-01T09:00:00+00:00".into()),
+        ("last_heartbeat", "2025-01-01T09:05:00.123+00:00".into()),
+        ("tasks_completed", (i % 17).to_string()),
+        ("rounds_completed", (i % 29).to_string()),
+        ("last_active_at", "2025-01-01T09:05:00+00:00".into()),
+        ("spawn_mode", "background".into()),
+        ("nickname", format!("bee-{i}")),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect()
+}
+
+/// `town-list-*`: [`UNRELATED_KEYS`] keys and [`AGENTS`] agent records
+/// (module: `TOWN.AGENT SET`; seed: `HSET tt:<town>:agent:<id>`), untimed.
+fn fill_agents(conn: &mut Conn, seed: bool, ids: &mut u64) -> Result<(), String> {
+    let unrelated: Vec<Vec<Vec<u8>>> = (0..UNRELATED_KEYS)
+        .map(|i| args(&["SET", &format!("bench:unrelated:{i}"), "some value"]))
+        .collect();
+    town_pipelined(conn, &unrelated)?;
+    let agents: Vec<Vec<Vec<u8>>> = (0..AGENTS)
+        .map(|i| {
+            let id = fake_uuid(ids);
+            let mut command = if seed {
+                args(&["HSET", &seed_key("agent", &id)])
+            } else {
+                args(&["TOWN.AGENT", TOWN, "SET", &id])
+            };
+            for (field, value) in agent_fields(i, &id) {
+                command.push(field.into_bytes());
+                command.push(value.into_bytes());
+            }
+            command
+        })
+        .collect();
+    town_pipelined(conn, &agents)?;
+    Ok(())
+}
+
+/// One listing of every agent, checked: `TOWN.AGENT LIST` (module) or the
+/// seed's `list_agents`: `KEYS tt:<town>:agent:*`, then `HGETALL` of each
+/// key, one round trip each.
+fn list_once(conn: &mut Conn, seed: bool) -> Result<(), String> {
+    let records: Vec<Vec<Reply>> = if seed {
+        let keys = conn.call(&[b"KEYS", format!("tt:{TOWN}:agent:*").as_bytes()])?.array()?;
+        let mut records = Vec::with_capacity(keys.len());
+        for key in keys {
+            let key = key.bulk()?;
+            records.push(conn.call(&[b"HGETALL", &key])?.array()?);
+        }
+        records
+    } else {
+        let listed = conn.call(&[b"TOWN.AGENT", TOWN.as_bytes(), b"LIST"])?.array()?;
+        listed.into_iter().map(Reply::array).collect::<Result<_, _>>()?
+    };
+    if records.len() as u64 != AGENTS || records.iter().any(|fields| fields.len() != 24) {
+        return Err(format!("listed {} agents, expected {AGENTS} of 12 fields", records.len()));
+    }
+    Ok(())
+}
+
+fn run_town(o: &Options) -> Result<(), String> {
+    let (seed, reclaim) = match o.mode.as_str() {
+        "town-reclaim-module" => (false, true),
+        "town-reclaim-seed" => (true, true),
+        "town-list-module" => (false, false),
+        "town-list-seed" => (true, false),
+        other => return Err(format!("unknown mode {other:?}")),
+    };
+    let mut conn = Conn::open(o.port).map_err(|e| e.to_string())?;
+    conn.call(&[b"PING"])?;
+    let mut clock = Clock { server_pid: o.server_pid, wall: 0.0, cpu: 0.0 };
+    let mut ids = 0x0123_4567_89ab_cdefu64;
+    if reclaim {
+        for _ in 0..o.items {
+            reclaim_once(&mut conn, seed, &mut clock, &mut ids)?;
+        }
+    } else {
+        fill_agents(&mut conn, seed, &mut ids)?;
+        for _ in 0..o.items {
+            clock.time(|| list_once(&mut conn, seed))?;
+        }
+    }
+    let round_trips = match (reclaim, seed) {
+        (true, true) => 2 * RECLAIMED + 1,
+        (false, true) => AGENTS + 1,
+        _ => 1,
+    };
+    println!(
+        "mode={} consumers=1 items={} seconds={:.4} ops_per_sec={:.3} server_cpu_secs={:.4} round_trips_per_item={round_trips}",
+        o.mode,
+        o.items,
+        clock.wall,
+        o.items as f64 / clock.wall,
+        clock.cpu
+    );
+    Ok(())
+}
+
 fn main() {
-    let result = options().and_then(|o| run_dreams(&o));
+    let result = options().and_then(|o| if o.mode.starts_with("town-") { run_town(&o) } else { run_dreams(&o) });
     if let Err(e) = result {
         eprintln!("loadgen: {e}");
         exit(1);

@@ -158,22 +158,22 @@ class Runner:
     def reset(self):
         self.server.client.call("FLUSHALL")
 
-    def prepare(self, row):
+    def prepare(self, row, requests):
         self.reset()
         if isinstance(row, workloads.Bench) and row.setup is not None:
-            row.setup(self.server.client)
+            row.setup(self.server.client, requests)
 
     def check_path(self, row):
         """One call before the run: is this the path the row claims to measure?"""
         if isinstance(row, workloads.Bench) and row.expect is not None:
-            self.prepare(row)
+            self.prepare(row, 1)
             reply = self.server.client.call(*self.command(row))
             if not row.expect(reply):
                 raise SystemExit(f"{row.name}: unexpected reply {reply!r} (not the path measured)")
         self.reset()
 
     def run(self, row, size):
-        self.prepare(row)
+        self.prepare(row, size)
         if isinstance(row, workloads.Bench):
             result = self._redis_benchmark(row, size)
         else:
@@ -229,12 +229,15 @@ def size_of(row, ops, seconds):
     if isinstance(row, workloads.Bench):
         unit = row.clients * row.pipeline
         return max(unit * 4, int(ops * seconds) // unit * unit)
-    return max(200, int(ops * seconds))
+    items = max(row.min_items, int(ops * seconds))
+    return min(items, row.max_items) if row.max_items else items
 
 
 def warmup_size(row):
     if isinstance(row, workloads.Bench):
         return max(20_000, row.clients * row.pipeline * 200)
+    if row.warmup_items is not None:
+        return row.warmup_items
     return 2_000 if row.consumers == 1 else 4_000
 
 
@@ -254,13 +257,16 @@ def report(results, targets, info):
                  f"load average {info['load_before']} before, {info['load_after']} after")
     lines.append(f"Method: {info['method']}")
     lines.append("")
-    header = f"{'workload':<46} {'P':>3} {'conns':>5} {'ops/s (median)':>15} {'spread':>7} {'server µs/op':>13} {'busy':>5}"
+    header = (f"{'workload':<46} {'P':>3} {'conns':>5} {'ops/s (median)':>15} {'spread':>7} {'server µs/op':>13} "
+              f"{'busy':>5} {'ms/op':>9}")
     lines.append(header)
     lines.append("-" * len(header))
     for name, r in results.items():
+        per_op = f"{r['ms_per_op']:>9.2f}" if r.get("ms_per_op") else ""
+        ops = f"{r['ops']:>15,.0f}" if r["ops"] >= 100 else f"{r['ops']:>15,.2f}"
         lines.append(
-            f"{name:<46} {r['pipeline']:>3} {r['clients']:>5} {r['ops']:>15,.0f} {r['spread']:>6.1f}% "
-            f"{r['us_per_op']:>13.2f} {r['busy'] * 100:>4.0f}%"
+            f"{name:<46} {r['pipeline']:>3} {r['clients']:>5} {ops} {r['spread']:>6.1f}% "
+            f"{r['us_per_op']:>13.2f} {r['busy'] * 100:>4.0f}% {per_op}"
         )
     lines.append("")
     header = f"{'ratio (ops/s medians)':<82} {'ratio':>7} {'target':>7} {'cpu ratio':>9}  result"
@@ -285,11 +291,14 @@ def markdown(results, targets, info):
         f"Machine: {info['cpu']}, {info['cores']} CPUs; Redis {info['redis']}; load average "
         f"{info['load_before']} before, {info['load_after']} after. {info['method']}",
         "",
-        "| workload | P | conns | ops/s (median) | spread | server µs/op |",
-        "|---|--:|--:|--:|--:|--:|",
+        "| workload | P | conns | ops/s (median) | spread | server µs/op | ms/op |",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
     for name, r in results.items():
-        out.append(f"| {name} | {r['pipeline']} | {r['clients']} | {r['ops']:,.0f} | {r['spread']:.1f}% | {r['us_per_op']:.2f} |")
+        per_op = f"{r['ms_per_op']:.2f}" if r.get("ms_per_op") else ""
+        ops = f"{r['ops']:,.0f}" if r["ops"] >= 100 else f"{r['ops']:,.2f}"
+        out.append(f"| {name} | {r['pipeline']} | {r['clients']} | {ops} | {r['spread']:.1f}% | "
+                   f"{r['us_per_op']:.2f} | {per_op} |")
     out += ["", "| ratio | measured | target | by server CPU | result |", "|---|--:|--:|--:|---|"]
     for t in targets:
         out.append(f"| {t['label']} | {t['ratio']:.2f}× | {t['goal']} | {t['cpu_ratio']:.2f}× | {t['verdict']} |")
@@ -347,14 +356,14 @@ def main():
             runner.check_path(row)
             ops, us, busy, _ = runner.run(row, warmup_size(row))
             sizes[row.name] = size_of(row, ops, args.seconds)
-            log(f"   warm-up  {row.name:<46} {ops:>12,.0f} ops/s -> {sizes[row.name]:,} per run")
+            log(f"   warm-up  {row.name:<46} {ops:>12,.1f} ops/s -> {sizes[row.name]:,} per run")
 
         samples = {row.name: [] for row in rows}
         for rep in range(1, args.reps + 1):
             for row in rows:
                 ops, us, busy, wall = runner.run(row, sizes[row.name])
                 samples[row.name].append((ops, us, busy))
-                log(f"   run {rep}/{args.reps}  {row.name:<46} {ops:>12,.0f} ops/s  {us:6.2f} server µs/op  "
+                log(f"   run {rep}/{args.reps}  {row.name:<46} {ops:>12,.1f} ops/s  {us:9.2f} server µs/op  "
                     f"busy {busy * 100:3.0f}%  ({wall:.1f} s)")
         info["load_after"] = loadavg()
     finally:
@@ -373,6 +382,8 @@ def main():
             "busy": statistics.median(r[2] for r in runs),
             "runs": ops,
         }
+        if isinstance(row, workloads.Loop) and row.per_op:
+            results[row.name]["ms_per_op"] = 1000 / results[row.name]["ops"]
     targets = []
     missed = 0
     for t in workloads.TARGETS:

@@ -12,10 +12,11 @@ Placeholders in a `Bench` command: `{sha:<file>}` is the SHA1 of a script in
 tests/fixtures/seed-lua/ (loaded once with SCRIPT LOAD), `{now}` the unix
 time when the bench started.
 
-To add TOWN.* later (see bench/README.md): e.g. rows `TOWN.SEND` vs
-`RPUSH`/`LPUSH` of the same message, `TOWN.RECV` vs `BLPOP` (a `Loop` mode
-that sends and receives), `TOWN.RECLAIM` vs the seed's drain-and-resend loop
-(a `Loop` mode), agent listing vs `KEYS`; then one `Target` per ratio.
+Town rows compare against what tinytown's channel.rs does with plain
+commands on its own keys (`tt:<town>:...`, no hash tag): `TOWN.SEND` vs
+`RPUSH`/`LPUSH` of the same message, `TOWN.RECV` vs `LPOP`/`BLPOP` on a
+prefilled inbox, `TOWN.RECLAIM` vs its drain-and-resend loop, and
+`TOWN.AGENT LIST` vs `KEYS` + `HGETALL` (the last two are loadgen modes).
 """
 
 from dataclasses import dataclass, field
@@ -69,8 +70,9 @@ class Bench:
     # redis-benchmark -r: `__rand_int__` in the command becomes a random
     # 12-digit number below this, per request.
     random_keyspace: Optional[int] = None
-    # Prefills state after the FLUSHALL before each run (untimed).
-    setup: Optional[Callable[[object], None]] = None
+    # Prefills state after the FLUSHALL before each run (untimed), given
+    # the client and the number of requests the run will make.
+    setup: Optional[Callable[[object, int], None]] = None
     # Reply of one call made before the run: asserts the path measured.
     expect: Optional[Callable[[object], bool]] = None
     # After a run of n requests: None, or what is wrong.
@@ -86,6 +88,13 @@ class Loop:
     mode: str
     consumers: int = 1
     note: str = ""
+    # Items for the warm-up run, and bounds on a measured run's items (an
+    # item can be a whole 10,000-message reclaim).
+    warmup_items: Optional[int] = None
+    min_items: int = 200
+    max_items: Optional[int] = None
+    # Report milliseconds per item (an operation, not a request stream).
+    per_op: bool = False
 
 
 @dataclass
@@ -143,6 +152,101 @@ FIRE_LUA = [
 ]
 RPUSH = ["RPUSH", "bench:rpush", FIRE_PAYLOAD]
 
+# ---------------------------------------------------------------- Town
+
+TOWN = "bench"
+AGENT = "worker-1"
+
+
+def town_message(priority):
+    """A tinytown `Message` as its serde serializes one (203 bytes)."""
+    return (
+        '{"id":"4f1c9a6e-0b7d-4a43-9d7e-2b8f0c1d5e11","from":"lead","to":"%s","type":"task",'
+        '"description":"Write the parser","priority":"%s","created_at":"2025-01-01T09:00:00Z",'
+        '"correlation_id":null}' % (AGENT, priority)
+    )
+
+
+MESSAGE_NORMAL = town_message("normal")
+MESSAGE_HIGH = town_message("high")
+# tinytown's inbox key for AGENT, and the module's.
+SEED_INBOX = f"tt:{TOWN}:inbox:{AGENT}"
+MODULE_INBOX = f"tt:{{{TOWN}}}:inbox:{AGENT}"
+# Messages left in a prefilled inbox after a receive run, so no call finds it empty.
+RECEIVE_SPARE = 1000
+
+# Fills KEYS[1] with ARGV[2] copies of ARGV[1], 1,000 per RPUSH (server side:
+# a receive run needs as many messages as requests, up to millions).
+PREFILL_LUA = """
+local batch = {}
+for i = 1, 1000 do batch[i] = ARGV[1] end
+local left = tonumber(ARGV[2])
+while left >= 1000 do redis.call('RPUSH', KEYS[1], unpack(batch)); left = left - 1000 end
+for i = 1, left do redis.call('RPUSH', KEYS[1], ARGV[1]) end
+return redis.call('LLEN', KEYS[1])
+"""
+
+
+def _prefilled(key):
+    def setup(client, requests):
+        client.call("EVAL", PREFILL_LUA, "1", key, MESSAGE_NORMAL, str(requests + RECEIVE_SPARE))
+
+    return setup
+
+
+def _took_one_each(key):
+    def verify(client, requests):
+        left = client.call("LLEN", key)
+        return None if left == RECEIVE_SPARE else f"{key} holds {left}, expected {RECEIVE_SPARE} (not one message per call?)"
+
+    return verify
+
+
+def _one_message(reply):
+    if isinstance(reply, list) and len(reply) == 2 and reply[0] == SEED_INBOX.encode():
+        reply = reply[1:]  # BLPOP: [key, message]
+    return isinstance(reply, list) and reply == [MESSAGE_NORMAL.encode()] or reply == MESSAGE_NORMAL.encode()
+
+
+SEND_NOTE = "a 203-byte tinytown message, validated (JSON object, to, priority) by the module; plain push by the seed"
+RECEIVE_NOTE = (
+    "one message per call from an inbox prefilled with more messages than the run takes: the non-blocking "
+    "path, and the BLOCK path when a message is already there (no client ever waits)"
+)
+
+
+def _send_rows(pipeline, suffix):
+    return [
+        Bench(f"TOWN.SEND normal{suffix}", ["TOWN.SEND", TOWN, MESSAGE_NORMAL], pipeline,
+              expect=lambda r: r == 1, verify=_list_holds(MODULE_INBOX), note=SEND_NOTE),
+        Bench(f"RPUSH message{suffix}", ["RPUSH", SEED_INBOX, MESSAGE_NORMAL], pipeline,
+              expect=lambda r: r == 1, verify=_list_holds(SEED_INBOX)),
+        Bench(f"TOWN.SEND high{suffix}", ["TOWN.SEND", TOWN, MESSAGE_HIGH], pipeline,
+              expect=lambda r: r == 1, verify=_list_holds(MODULE_INBOX), note=SEND_NOTE),
+        Bench(f"LPUSH message{suffix}", ["LPUSH", SEED_INBOX, MESSAGE_HIGH], pipeline,
+              expect=lambda r: r == 1, verify=_list_holds(SEED_INBOX)),
+    ]
+
+
+TOWN_ROWS = _send_rows(PIPELINE, "") + [
+    Bench("TOWN.RECV", ["TOWN.RECV", TOWN, AGENT], setup=_prefilled(MODULE_INBOX), expect=_one_message,
+          verify=_took_one_each(MODULE_INBOX), note=RECEIVE_NOTE),
+    Bench("LPOP", ["LPOP", SEED_INBOX], setup=_prefilled(SEED_INBOX), expect=_one_message,
+          verify=_took_one_each(SEED_INBOX)),
+    Bench("TOWN.RECV BLOCK 1", ["TOWN.RECV", TOWN, AGENT, "BLOCK", "1"], setup=_prefilled(MODULE_INBOX),
+          expect=_one_message, verify=_took_one_each(MODULE_INBOX), note=RECEIVE_NOTE),
+    Bench("BLPOP 1", ["BLPOP", SEED_INBOX, "1"], setup=_prefilled(SEED_INBOX), expect=_one_message,
+          verify=_took_one_each(SEED_INBOX)),
+    Loop("TOWN.RECLAIM of 10,000 messages", "town-reclaim-module", warmup_items=3, min_items=5, max_items=40,
+         per_op=True, note="one call moves a dead agent's 10,000 messages (by priority) to another agent"),
+    Loop("seed drain+resend of 10,000 messages", "town-reclaim-seed", warmup_items=1, min_items=1, max_items=3,
+         per_op=True, note="LPOP until nil, then LPUSH/RPUSH of each readdressed message: 20,001 round trips"),
+    Loop("TOWN.AGENT LIST, 1,000 agents", "town-list-module", warmup_items=5, min_items=10, max_items=200,
+         per_op=True, note="1,000 agents of 12 fields among 100,000 unrelated keys"),
+    Loop("seed KEYS+HGETALL, 1,000 agents", "town-list-seed", warmup_items=2, min_items=3, max_items=30,
+         per_op=True, note="KEYS tt:<town>:agent:* over 101,000 keys, then 1,000 HGETALL round trips"),
+]
+
 RECORD_NOTE = (
     "one region, default trigger: after the first call every record takes the "
     "'accumulated' path (the common one); the Lua gets generation 0, as the seed's record_write()"
@@ -182,7 +286,9 @@ WORKLOADS = (
         Loop("DREAMS.DRAIN+ACK, 8 consumers", "dreams-module", 8),
         Loop("seed drain()+acknowledge(), 8 consumers", "dreams-seed", 8),
     ]
+    + TOWN_ROWS
     + _rows(1, " [P=1]")
+    + _send_rows(1, " [P=1]")
 )
 
 # The goals are judged on the pipelined (server-bound) rows; the same goals
@@ -199,6 +305,14 @@ TARGETS = [
     Target("DREAMS.RECORD [P=1]", "HINCRBY [P=1]", 0.75),
     Target("DREAMS.FIRE [P=1]", "RPUSH [P=1]", 0.85),
     Target("DREAMS.FIRE [P=1]", "ENQUEUE_BOUNDED Lua (EVALSHA) [P=1]", None),
+    Target("TOWN.SEND normal", "RPUSH message", 0.85),
+    Target("TOWN.SEND high", "LPUSH message", 0.85),
+    Target("TOWN.RECV", "LPOP", None),
+    Target("TOWN.RECV BLOCK 1", "BLPOP 1", None),
+    Target("TOWN.RECLAIM of 10,000 messages", "seed drain+resend of 10,000 messages", None),
+    Target("TOWN.AGENT LIST, 1,000 agents", "seed KEYS+HGETALL, 1,000 agents", None),
+    Target("TOWN.SEND normal [P=1]", "RPUSH message [P=1]", 0.85),
+    Target("TOWN.SEND high [P=1]", "LPUSH message [P=1]", 0.85),
 ]
 
 # The server's configuration for every run.

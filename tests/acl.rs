@@ -446,3 +446,31 @@ fn a_read_only_user_can_inspect_but_not_write() {
     }
     assert_eq!(server.digest(), before);
 }
+
+/// The module looks the `default` user up once and keeps its handle (Redis
+/// never replaces that user object); its rules must still be the current
+/// ones at every call: narrowing them refuses the next call, widening them
+/// lets the next one through.
+#[test]
+fn changes_to_the_default_users_rules_apply_to_the_next_call() {
+    let server = Server::start();
+    let (own, other) = (tenant("acl-default"), tenant("acl-default-other"));
+    let mut default = server.connect();
+    let fire = |con: &mut redis::Connection, org: &str| {
+        common::run(con, &[b"DREAMS.FIRE", org.as_bytes(), b"web", b"1"])
+    };
+    assert!(fire(&mut default, &other).is_ok(), "all keys at first");
+
+    let narrow = format!("~exocortex:dreams:{{{own}}}:*");
+    cmd(&["ACL", "SETUSER", "default", "resetkeys", &narrow]).query::<()>(&mut default).unwrap();
+    let before = server.digest();
+    let error = fire(&mut default, &other).unwrap_err();
+    assert!(is_noperm(&error), "narrowed rules apply: {error}");
+    assert_eq!(server.digest(), before, "nothing changed");
+    assert!(fire(&mut default, &own).is_ok(), "its own keys still allowed");
+
+    cmd(&["ACL", "SETUSER", "default", "allkeys"]).query::<()>(&mut default).unwrap();
+    assert!(fire(&mut default, &other).is_ok(), "widened rules apply");
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", &other]).query(&mut default).unwrap();
+    assert_eq!(lengths, vec![2, 0, 0]);
+}

@@ -2,7 +2,7 @@
 //! never exceed the queue maximum; at the ceiling the newest fire is dropped
 //! and existing work is untouched.
 
-use super::message::{FireMessage, RegionWriteCounters};
+use super::message::{payload, RegionWriteCounters};
 use super::region::RegionKey;
 use super::store::{QueueStore, RegionStore};
 
@@ -39,15 +39,7 @@ pub fn fire(
     if queue.total_len() >= queue_max {
         return FireOutcome::Dropped;
     }
-    let message = FireMessage {
-        region: region.clone(),
-        fired_by: fired_by.to_owned(),
-        fired_at: None,
-        fire_id: Some(fire_id),
-        queued_payload: None,
-        quiet_deferred: false,
-    };
-    queue.push_ready(message.to_payload().as_bytes());
+    queue.push_ready(payload(region, fired_by, None, Some(&fire_id), false).as_bytes());
     FireOutcome::Queued
 }
 
@@ -66,15 +58,7 @@ pub(crate) fn enqueue_counted(
         return false;
     }
     counters.set_pending(&fire_id);
-    let message = FireMessage {
-        region: region.clone(),
-        fired_by: fired_by.to_owned(),
-        fired_at: Some(snapshot),
-        fire_id: Some(fire_id),
-        queued_payload: None,
-        quiet_deferred: false,
-    };
-    queue.push_ready(message.to_payload().as_bytes());
+    queue.push_ready(payload(region, fired_by, Some(snapshot), Some(&fire_id), false).as_bytes());
     true
 }
 

@@ -45,11 +45,103 @@ impl FireMessage {
         serde_json::from_slice(payload).ok()
     }
 
-    /// The payload bytes as stored in the queue.
+    /// The payload bytes as stored in the queue: byte for byte what
+    /// `serde_json::to_string` makes of the struct (the seed's format; a
+    /// unit test compares the two).
     pub fn to_payload(&self) -> String {
-        // Serializing plain strings and integers cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        payload(&self.region, &self.fired_by, self.fired_at, self.fire_id.as_deref(), self.quiet_deferred)
     }
+}
+
+/// The payload of a fire message with these fields, as
+/// [`FireMessage::to_payload`] writes it, from borrowed fields: written
+/// directly (not through serde) because every fire and counted record
+/// makes one, and without building the message first.
+pub fn payload(
+    region: &RegionKey,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<&str>,
+    quiet_deferred: bool,
+) -> String {
+    let strings = region.org.len() + region.project.len() + fired_by.len() + fire_id.map_or(0, str::len);
+    let mut out = String::with_capacity(200 + strings);
+    out.push_str("{\"region\":{\"org\":");
+    push_json_string(&mut out, &region.org);
+    out.push_str(",\"project\":");
+    push_json_string(&mut out, &region.project);
+    out.push_str(",\"memory_type\":");
+    push_decimal(&mut out, u64::from(region.memory_type));
+    out.push_str("},\"fired_by\":");
+    push_json_string(&mut out, fired_by);
+    if let Some(counters) = fired_at {
+        out.push_str(",\"fired_at\":{\"memories_since_last_cycle\":");
+        push_decimal(&mut out, u64::from(counters.memories_since_last_cycle));
+        out.push_str(",\"edges_since_last_cycle\":");
+        push_decimal(&mut out, u64::from(counters.edges_since_last_cycle));
+        out.push_str(",\"seconds_since_last_cycle\":");
+        push_decimal(&mut out, counters.seconds_since_last_cycle);
+        out.push('}');
+    }
+    if let Some(fire_id) = fire_id {
+        out.push_str(",\"fire_id\":");
+        push_json_string(&mut out, fire_id);
+    }
+    if quiet_deferred {
+        out.push_str(",\"quiet_deferred\":true");
+    }
+    out.push('}');
+    out
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes: `"` and `\\` with
+/// a backslash, the control characters with their short escape (`\\b \\t \\n
+/// \\f \\r`) or `\\u00xx` (lower-case hex), everything else as it is.
+fn push_json_string(out: &mut String, text: &str) {
+    let needs_escape = |byte: u8| byte < 0x20 || byte == b'"' || byte == b'\\';
+    out.push('"');
+    let mut rest = text;
+    while let Some(at) = rest.bytes().position(needs_escape) {
+        // `at` is an ASCII byte, so both sides of it are char boundaries.
+        out.push_str(rest.get(..at).unwrap_or_default());
+        let byte = rest.as_bytes().get(at).copied().unwrap_or_default();
+        out.push('\\');
+        match byte {
+            b'"' => out.push('"'),
+            b'\\' => out.push('\\'),
+            0x08 => out.push('b'),
+            b'\t' => out.push('t'),
+            b'\n' => out.push('n'),
+            0x0c => out.push('f'),
+            b'\r' => out.push('r'),
+            _ => {
+                let hex = |digit: u8| char::from_digit(u32::from(digit), 16).unwrap_or('0');
+                out.push_str("u00");
+                out.push(hex(byte >> 4));
+                out.push(hex(byte & 0xf));
+            }
+        }
+        rest = rest.get(at + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out.push('"');
+}
+
+/// `value` in decimal.
+fn push_decimal(out: &mut String, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(slot) = digits.get_mut(start) {
+            *slot = b'0' + (value % 10) as u8;
+        }
+        value /= 10;
+        if value == 0 || start == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(digits.get(start..).unwrap_or_default()).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -92,6 +184,53 @@ mod tests {
             message.to_payload(),
             r#"{"region":{"org":"o","project":"p","memory_type":3},"fired_by":"node-a","fired_at":{"memories_since_last_cycle":5,"edges_since_last_cycle":0,"seconds_since_last_cycle":0},"fire_id":"f","quiet_deferred":true}"#
         );
+    }
+
+    #[test]
+    fn payloads_are_what_serde_json_writes() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let pieces = ["", "a", "web", "\"", "\\", "/", "\u{7f}", "é", "日本", "\u{1F600}", "\u{2028}", " ", "{}", "\\u0000"];
+        let text = |next: &mut dyn FnMut() -> u64| -> String {
+            (0..next() % 5)
+                .map(|_| match next() % 3 {
+                    0 => char::from((next() % 0x20) as u8).to_string(),
+                    _ => pieces[(next() % pieces.len() as u64) as usize].to_owned(),
+                })
+                .collect()
+        };
+        for round in 0..5_000u64 {
+            let numbers = [0, 1, 9, 10, u64::from(u32::MAX), u64::MAX, next()];
+            let pick = |i: u64| numbers[(i % numbers.len() as u64) as usize];
+            let message = FireMessage {
+                region: RegionKey::new(text(&mut next), text(&mut next), pick(next()) as u32),
+                fired_by: text(&mut next),
+                fired_at: (round % 2 == 0).then(|| RegionWriteCounters {
+                    memories_since_last_cycle: pick(next()) as u32,
+                    edges_since_last_cycle: pick(next()) as u32,
+                    seconds_since_last_cycle: pick(next()),
+                }),
+                fire_id: (round % 3 != 0).then(|| text(&mut next)),
+                queued_payload: (round % 5 == 0).then(|| "never written".to_owned()),
+                quiet_deferred: round % 7 == 0,
+            };
+            assert_eq!(message.to_payload(), serde_json::to_string(&message).unwrap(), "{message:?}");
+        }
+        let every_byte: String = (0u8..0x80).map(char::from).collect();
+        let message = FireMessage {
+            region: RegionKey::new(every_byte.clone(), "p", 0),
+            fired_by: every_byte,
+            fired_at: None,
+            fire_id: None,
+            queued_payload: None,
+            quiet_deferred: false,
+        };
+        assert_eq!(message.to_payload(), serde_json::to_string(&message).unwrap());
     }
 
     #[test]

@@ -42,14 +42,45 @@ pub struct QueueKeys {
     pub dead: String,
 }
 
+/// One of an organization's queue keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKey {
+    /// The ready list.
+    Ready,
+    /// The deferred sorted set.
+    Deferred,
+    /// The in-flight list.
+    Processing,
+    /// The dead-letter list.
+    Dead,
+}
+
+/// `exocortex:dreams:{` — every Dreams key starts with it, then the
+/// organization and `}` (the hash tag).
+const PREFIX: &str = "exocortex:dreams:{";
+
+impl QueueKey {
+    /// The name of this key of `org`'s queue, as the parts to concatenate
+    /// (so the glue can build it without a `String` in between).
+    pub fn name_parts(self, org: &str) -> [&str; 4] {
+        let suffix = match self {
+            Self::Ready => ":queue",
+            Self::Deferred => ":deferred",
+            Self::Processing => ":processing",
+            Self::Dead => ":dead",
+        };
+        [PREFIX, org, "}", suffix]
+    }
+}
+
 impl QueueKeys {
     /// The keys of `org`'s queue.
     pub fn new(org: &str) -> Self {
         Self {
-            ready: tagged_key(org, &[":queue"]),
-            deferred: tagged_key(org, &[":deferred"]),
-            processing: tagged_key(org, &[":processing"]),
-            dead: tagged_key(org, &[":dead"]),
+            ready: QueueKey::Ready.name_parts(org).concat(),
+            deferred: QueueKey::Deferred.name_parts(org).concat(),
+            processing: QueueKey::Processing.name_parts(org).concat(),
+            dead: QueueKey::Dead.name_parts(org).concat(),
         }
     }
 }
@@ -67,28 +98,23 @@ impl RegionKeys {
     /// The keys of `region`.
     pub fn new(region: &RegionKey) -> Self {
         let mut digits = [0u8; 10];
-        let memory_type = decimal(region.memory_type, &mut digits);
+        let [counters, events] = Self::name_parts(region, &mut digits);
         Self {
-            counters: tagged_key(&region.org, &[":counters:", memory_type, ":", &region.project]),
-            events: tagged_key(&region.org, &[":events:", memory_type, ":", &region.project]),
+            counters: counters.concat(),
+            events: events.concat(),
         }
     }
-}
 
-/// `exocortex:dreams:{<org>}` followed by `parts`, in one allocation: every
-/// Dreams command builds several of these, and `format!` cost more than the
-/// rest of a key's handling.
-fn tagged_key(org: &str, parts: &[&str]) -> String {
-    const PREFIX: &str = "exocortex:dreams:{";
-    let length = PREFIX.len() + org.len() + 1 + parts.iter().map(|part| part.len()).sum::<usize>();
-    let mut key = String::with_capacity(length);
-    key.push_str(PREFIX);
-    key.push_str(org);
-    key.push('}');
-    for part in parts {
-        key.push_str(part);
+    /// The counters hash and event set names of `region`, as the parts to
+    /// concatenate; `digits` holds the memory type's decimal text.
+    pub fn name_parts<'a>(region: &'a RegionKey, digits: &'a mut [u8; 10]) -> [[&'a str; 7]; 2] {
+        let memory_type = decimal(region.memory_type, digits);
+        let (org, project) = (region.org.as_str(), region.project.as_str());
+        [
+            [PREFIX, org, "}", ":counters:", memory_type, ":", project],
+            [PREFIX, org, "}", ":events:", memory_type, ":", project],
+        ]
     }
-    key
 }
 
 /// `value` in decimal, written into `buffer`.

@@ -61,35 +61,63 @@ pub struct RegionCounters {
 pub struct NotNumeric(pub &'static str);
 
 impl RegionCounters {
+    /// The hash fields, in the order [`RegionCounters::from_values`] takes
+    /// their values (and checks them: the first bad one is reported).
+    pub const FIELDS: [&'static str; 5] = ["memories", "edges", "last_success", "settled_generation", "pending"];
+
     /// Parse the fields of a counters hash; `field` gives a field's bytes.
     pub fn parse<F>(field: F) -> Result<Self, NotNumeric>
     where
         F: Fn(&str) -> Option<Vec<u8>>,
     {
-        let number = |name: &'static str| -> Result<Option<i64>, NotNumeric> {
-            match field(name) {
+        let values = Self::FIELDS.map(field);
+        Self::from_values(values.each_ref().map(Option::as_deref))
+    }
+
+    /// Parse the values of [`RegionCounters::FIELDS`], in that order.
+    pub fn from_values(values: [Option<&[u8]>; 5]) -> Result<Self, NotNumeric> {
+        let [memories, edges, last_success, settled_generation, pending] = values;
+        let [memories_name, edges_name, success_name, settled_name, _] = Self::FIELDS;
+        let number = |name: &'static str, value: Option<&[u8]>| -> Result<Option<i64>, NotNumeric> {
+            match value {
                 None => Ok(None),
-                Some(bytes) => parse_integer(&bytes).map(Some).ok_or(NotNumeric(name)),
+                Some(bytes) => parse_integer(bytes).map(Some).ok_or(NotNumeric(name)),
             }
         };
         Ok(Self {
-            memories: number("memories")?,
-            edges: number("edges")?,
-            last_success: number("last_success")?,
-            settled_generation: number("settled_generation")?,
-            pending: field("pending"),
+            memories: number(memories_name, memories)?,
+            edges: number(edges_name, edges)?,
+            last_success: number(success_name, last_success)?,
+            settled_generation: number(settled_name, settled_generation)?,
+            pending: pending.map(<[u8]>::to_vec),
         })
     }
 }
 
 /// A decimal integer as Redis writes one: optional `-`, digits, in `i64`.
+/// Read straight from the bytes (every counted record parses its region's
+/// counters, so no UTF-8 pass and `str::parse`).
 pub fn parse_integer(bytes: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() {
         return None;
     }
-    text.parse().ok()
+    // Accumulated as a negative number, so i64::MIN fits.
+    let mut value: i64 = 0;
+    for &byte in digits {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_sub(i64::from(byte - b'0'))?;
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
 }
 
 /// One region's counters.
@@ -122,6 +150,43 @@ mod tests {
         assert_eq!(parse_integer(b"-7"), Some(-7));
         for bad in [&b""[..], b"-", b"+1", b" 1", b"1 ", b"1.5", b"x", b"99999999999999999999"] {
             assert_eq!(parse_integer(bad), None, "{bad:?}");
+        }
+    }
+
+    /// What the counters accepted before parse_integer read bytes directly:
+    /// UTF-8, an optional `-`, then only digits, parsed by `str::parse`.
+    fn parse_integer_by_str(bytes: &[u8]) -> Option<i64> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse().ok()
+    }
+
+    #[test]
+    fn integers_parse_as_str_parse_did() {
+        let mut cases: Vec<Vec<u8>> = ["0", "-0", "007", "-007", "9223372036854775807", "9223372036854775808",
+            "-9223372036854775808", "-9223372036854775809", "18446744073709551616", "--1", "1-", "\u{e9}", "12a"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        cases.push(vec![0xff, b'1']);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let length = (seed % 22) as usize;
+            let alphabet = b"0123456789-+ x9";
+            let case: Vec<u8> = (0..length)
+                .map(|i| alphabet[((seed >> (i % 60)) as usize + i) % alphabet.len()])
+                .collect();
+            cases.push(case);
+            cases.push((seed as i64).to_string().into_bytes());
+        }
+        for case in &cases {
+            assert_eq!(parse_integer(case), parse_integer_by_str(case), "{:?}", String::from_utf8_lossy(case));
         }
     }
 

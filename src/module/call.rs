@@ -9,18 +9,23 @@ use std::os::raw::{c_char, c_int};
 use redis_module::raw;
 
 use super::api::api;
+use super::string::OwnedString;
 
 /// Run `command key member` as the module (no ACL or OOM check: the caller
 /// checked), replicating it to replicas and the AOF if it changed anything
 /// (`RM_Call` flag `!`); its integer reply, or `None` for any other reply.
-pub fn integer_replicated(ctx: *mut raw::RedisModuleCtx, command: &CStr, key: &[u8], member: &[u8]) -> Option<i64> {
+pub fn integer_replicated(
+    ctx: *mut raw::RedisModuleCtx,
+    command: &CStr,
+    key: &OwnedString,
+    member: &[u8],
+) -> Option<i64> {
     let reply = unsafe {
         api!(RedisModule_Call)(
             ctx,
             command.as_ptr(),
-            c"!bb".as_ptr(),
-            key.as_ptr().cast::<c_char>(),
-            key.len(),
+            c"!sb".as_ptr(),
+            key.as_ptr(),
             member.as_ptr().cast::<c_char>(),
             member.len(),
         )

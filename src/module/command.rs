@@ -178,13 +178,26 @@ pub(crate) use wake_point;
 
 const BUG: &str = "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
 
-fn arguments<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
+/// Run `run` with the arguments after the command name, as bytes: up to
+/// 32 in a stack array (every call reads its arguments; most have a few).
+fn with_arguments<R>(argv: *mut *mut raw::RedisModuleString, argc: c_int, run: impl FnOnce(&[&[u8]]) -> R) -> R {
+    const INLINE: usize = 32;
     let count = usize::try_from(argc).unwrap_or(0);
     if argv.is_null() || count == 0 {
-        return Vec::new();
+        return run(&[]);
     }
     let all = unsafe { std::slice::from_raw_parts(argv, count) };
-    all.iter().skip(1).map(|arg| bytes_of(*arg)).collect()
+    let after_name = all.get(1..).unwrap_or_default();
+    if after_name.len() <= INLINE {
+        let mut inline: [&[u8]; INLINE] = [&[]; INLINE];
+        for (slot, arg) in inline.iter_mut().zip(after_name) {
+            *slot = bytes_of(*arg);
+        }
+        run(inline.get(..after_name.len()).unwrap_or_default())
+    } else {
+        let args: Vec<&[u8]> = after_name.iter().map(|arg| bytes_of(*arg)).collect();
+        run(&args)
+    }
 }
 
 /// Run `handler` for one call and send its reply.
@@ -195,10 +208,11 @@ pub fn dispatch(
     handler: Handler,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let args = arguments(argv, argc);
-        let session = Session::new(ctx);
-        let result = handler(&session, &args);
-        reply::send(ctx, &result);
+        with_arguments(argv, argc, |args| {
+            let session = Session::new(ctx);
+            let result = handler(&session, args);
+            reply::send(ctx, &result);
+        })
     }));
     if outcome.is_err() {
         reply::send_error(ctx, BUG);
@@ -214,15 +228,16 @@ pub fn dispatch_wake(
     handler: WakeHandler,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let args = arguments(argv, argc);
-        let session = Session::new(ctx);
-        match handler(&session, &args) {
-            Some(result) => {
-                reply::send(ctx, &result);
-                true
+        with_arguments(argv, argc, |args| {
+            let session = Session::new(ctx);
+            match handler(&session, args) {
+                Some(result) => {
+                    reply::send(ctx, &result);
+                    true
+                }
+                None => false,
             }
-            None => false,
-        }
+        })
     }));
     match outcome {
         Ok(true) => raw::REDISMODULE_OK as c_int,

@@ -15,7 +15,7 @@ use super::api::api;
 use super::args::parse_signed;
 use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
-use super::string::{bytes_of, take_bytes, OwnedString};
+use super::string::{bytes_of, take_bytes, Argv, OwnedString, StaticString};
 
 /// The type of value at a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,15 @@ impl KeyKind {
             _ => Self::Other,
         }
     }
+}
+
+/// A hash field's value in [`Key::hset_fields`].
+#[derive(Clone, Copy, Debug)]
+pub enum FieldValue<'a> {
+    /// Bytes as they are.
+    Bytes(&'a [u8]),
+    /// An integer, written in decimal.
+    Integer(i64),
 }
 
 /// Which end of a list.
@@ -142,18 +151,25 @@ impl Key {
         self.len() == 0
     }
 
-    fn effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
-        let strings: Vec<OwnedString> = args.iter().map(|arg| OwnedString::new(arg)).collect();
-        self.effect_strings(command, &strings, event);
+    /// The arguments of a write's effect, starting with the key's name.
+    fn argv(&self) -> Argv {
+        let mut argv = Argv::new();
+        argv.borrowed(self.name.as_ptr());
+        argv
     }
 
-    /// [`Key::effect`] with arguments already made Redis strings (for the
-    /// write itself): replicated as they are, after the key's own name.
-    fn effect_strings(&self, command: &CStr, args: &[OwnedString], event: Event) {
-        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(args.len() + 1);
-        argv.push(self.name.as_ptr());
-        argv.extend(args.iter().map(OwnedString::as_ptr));
-        replicate_strings(self.ctx, command, &argv);
+    fn effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
+        let mut argv = self.argv();
+        for arg in args {
+            argv.new_string(arg);
+        }
+        self.effect_argv(command, &argv, event);
+    }
+
+    /// The effect of a write whose Redis strings (made for the write
+    /// itself) are in `argv`: replicated as they are, no copies.
+    fn effect_argv(&self, command: &CStr, argv: &Argv, event: Event) {
+        replicate_strings(self.ctx, command, argv.as_slice());
         notify(self.ctx, event, self.name.as_ptr());
         self.modified.set(true);
     }
@@ -161,8 +177,8 @@ impl Key {
     /// A removal's effect. The key API deletes a list, set, hash or sorted
     /// set its last element left, as Redis's own commands do; those then
     /// fire `del` after their event, so this does too.
-    fn removal_effect(&self, command: &CStr, args: &[&[u8]], event: Event) {
-        self.effect(command, args, event);
+    fn removal_effect(&self, command: &CStr, argv: &Argv, event: Event) {
+        self.effect_argv(command, argv, event);
         if !self.exists() {
             notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
         }
@@ -176,13 +192,14 @@ impl Key {
             return;
         }
         let push = api!(RedisModule_ListPush);
-        let elements: Vec<OwnedString> = values.iter().map(|value| OwnedString::new(value)).collect();
-        for element in &elements {
-            unsafe { push(self.handle.get(), end.code(), element.as_ptr()) };
+        let mut argv = self.argv();
+        for value in values {
+            let element = argv.new_string(value);
+            unsafe { push(self.handle.get(), end.code(), element) };
         }
         match end {
-            End::Head => self.effect_strings(c"LPUSH", &elements, Event::List(c"lpush")),
-            End::Tail => self.effect_strings(c"RPUSH", &elements, Event::List(c"rpush")),
+            End::Head => self.effect_argv(c"LPUSH", &argv, Event::List(c"lpush")),
+            End::Tail => self.effect_argv(c"RPUSH", &argv, Event::List(c"rpush")),
         }
     }
 
@@ -193,8 +210,8 @@ impl Key {
         }
         let value = take_bytes(unsafe { api!(RedisModule_ListPop)(self.handle.get(), end.code()) })?;
         match end {
-            End::Head => self.removal_effect(c"LPOP", &[], Event::List(c"lpop")),
-            End::Tail => self.removal_effect(c"RPOP", &[], Event::List(c"rpop")),
+            End::Head => self.removal_effect(c"LPOP", &self.argv(), Event::List(c"lpop")),
+            End::Tail => self.removal_effect(c"RPOP", &self.argv(), Event::List(c"rpop")),
         }
         Some(value)
     }
@@ -214,10 +231,11 @@ impl Key {
         if values.is_empty() {
             return values;
         }
-        let popped = values.len().to_string();
+        let mut argv = self.argv();
+        argv.new_integer(i64::try_from(values.len()).unwrap_or(i64::MAX));
         match end {
-            End::Head => self.effect(c"LPOP", &[popped.as_bytes()], Event::List(c"lpop")),
-            End::Tail => self.effect(c"RPOP", &[popped.as_bytes()], Event::List(c"rpop")),
+            End::Head => self.effect_argv(c"LPOP", &argv, Event::List(c"lpop")),
+            End::Tail => self.effect_argv(c"RPOP", &argv, Event::List(c"rpop")),
         }
         values
     }
@@ -252,7 +270,10 @@ impl Key {
             return false;
         };
         unsafe { api!(RedisModule_ListDelete)(self.handle.get(), at) };
-        self.removal_effect(c"LREM", &[b"1", value], Event::List(c"lrem"));
+        let mut argv = self.argv();
+        argv.new_integer(1);
+        argv.new_string(value);
+        self.removal_effect(c"LREM", &argv, Event::List(c"lrem"));
         true
     }
 
@@ -266,33 +287,42 @@ impl Key {
         for _ in keep..len {
             unsafe { delete(self.handle.get(), -1) };
         }
-        let stop = (keep as i64 - 1).to_string();
-        self.removal_effect(c"LTRIM", &[b"0", stop.as_bytes()], Event::List(c"ltrim"));
+        let mut argv = self.argv();
+        argv.new_integer(0);
+        argv.new_integer(i64::try_from(keep).unwrap_or(i64::MAX) - 1);
+        self.removal_effect(c"LTRIM", &argv, Event::List(c"ltrim"));
     }
 
     // ---- sorted sets ----
 
     /// Add `member` with `score`, or rescore it (`ZADD`).
     pub fn zadd(&self, score: f64, member: &[u8]) {
-        let element = OwnedString::new(member);
+        let mut argv = self.argv();
+        // A score as Redis prints one, exact for every integer a command writes.
+        if score.fract() == 0.0 && score.abs() < 1e17 {
+            argv.new_integer(score as i64);
+        } else {
+            argv.new_string(format!("{score}").as_bytes());
+        }
+        let element = argv.new_string(member);
         let mut flags: c_int = 0;
-        unsafe { api!(RedisModule_ZsetAdd)(self.handle.get(), score, element.as_ptr(), &mut flags) };
-        let score_text = OwnedString::new(format_score(score).as_bytes());
-        self.effect_strings(c"ZADD", &[score_text, element], Event::ZSet(c"zadd"));
+        unsafe { api!(RedisModule_ZsetAdd)(self.handle.get(), score, element, &mut flags) };
+        self.effect_argv(c"ZADD", &argv, Event::ZSet(c"zadd"));
     }
 
     /// Remove `members` (one `ZREM`); how many were present.
     pub fn zrem(&self, members: &[&[u8]]) -> u64 {
         let remove = api!(RedisModule_ZsetRem);
         let mut removed = 0;
+        let mut argv = self.argv();
         for member in members {
-            let element = OwnedString::new(member);
+            let element = argv.new_string(member);
             let mut deleted: c_int = 0;
-            unsafe { remove(self.handle.get(), element.as_ptr(), &mut deleted) };
+            unsafe { remove(self.handle.get(), element, &mut deleted) };
             removed += u64::from(deleted != 0);
         }
         if removed > 0 {
-            self.removal_effect(c"ZREM", members, Event::ZSet(c"zrem"));
+            self.removal_effect(c"ZREM", &argv, Event::ZSet(c"zrem"));
         }
         removed
     }
@@ -364,13 +394,45 @@ impl Key {
         take_bytes(value)
     }
 
-    fn hash_set_raw(&self, name: &OwnedString, content: &OwnedString) {
+    /// The values of the hash fields `fields`, read with as few
+    /// `RM_HashGet` calls as its variadic form allows (up to five fields a
+    /// call): each value in its own Redis string, read in place.
+    pub fn hget_fields<const N: usize>(&self, fields: [&StaticString; N]) -> [Option<OwnedString>; N] {
+        let mut values = [ptr::null_mut::<raw::RedisModuleString>(); N];
+        if self.kind() == KeyKind::Hash {
+            let get = api!(RedisModule_HashGet);
+            let (key, none, end) = (self.handle.get(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
+            for (names, slots) in fields.chunks(5).zip(values.chunks_mut(5)) {
+                unsafe {
+                    match (names, slots) {
+                        ([a], [va]) => get(key, none, a.as_ptr(), va as *mut _, end),
+                        ([a, b], [va, vb]) => get(key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, end),
+                        ([a, b, c], [va, vb, vc]) => get(
+                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _, end,
+                        ),
+                        ([a, b, c, d], [va, vb, vc, vd]) => get(
+                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _,
+                            d.as_ptr(), vd as *mut _, end,
+                        ),
+                        ([a, b, c, d, e], [va, vb, vc, vd, ve]) => get(
+                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _,
+                            d.as_ptr(), vd as *mut _, e.as_ptr(), ve as *mut _, end,
+                        ),
+                        _ => 0,
+                    }
+                };
+            }
+        }
+        values.map(OwnedString::from_raw)
+    }
+
+    fn hash_set_raw(&self, name: *mut raw::RedisModuleString, content: *mut raw::RedisModuleString) {
         unsafe {
             api!(RedisModule_HashSet)(
                 self.handle.get(),
                 raw::REDISMODULE_HASH_NONE as c_int,
-                name.as_ptr(),
-                content.as_ptr(),
+                name,
+                content,
                 ptr::null_mut::<c_void>(),
             )
         };
@@ -381,15 +443,32 @@ impl Key {
         if pairs.is_empty() {
             return;
         }
-        let mut args: Vec<OwnedString> = Vec::with_capacity(pairs.len() * 2);
+        let mut argv = self.argv();
         for (field, value) in pairs {
-            let name = OwnedString::new(field);
-            let content = OwnedString::new(value);
-            self.hash_set_raw(&name, &content);
-            args.push(name);
-            args.push(content);
+            let name = argv.new_string(field);
+            let content = argv.new_string(value);
+            self.hash_set_raw(name, content);
         }
-        self.effect_strings(c"HSET", &args, Event::Hash(c"hset"));
+        self.effect_argv(c"HSET", &argv, Event::Hash(c"hset"));
+    }
+
+    /// [`Key::hset`] of fields with fixed names (made once) and values
+    /// given as bytes or integers.
+    pub fn hset_fields(&self, pairs: &[(&StaticString, FieldValue<'_>)]) {
+        if pairs.is_empty() {
+            return;
+        }
+        let mut argv = self.argv();
+        for (field, value) in pairs {
+            let name = field.as_ptr();
+            argv.borrowed(name);
+            let content = match value {
+                FieldValue::Bytes(bytes) => argv.new_string(bytes),
+                FieldValue::Integer(number) => argv.new_integer(*number),
+            };
+            self.hash_set_raw(name, content);
+        }
+        self.effect_argv(c"HSET", &argv, Event::Hash(c"hset"));
     }
 
     /// Add `by` to the integer in hash `field` (absent: 0), as `HINCRBY`
@@ -405,9 +484,11 @@ impl Key {
         let next = current
             .checked_add(by)
             .ok_or_else(|| CommandError::err("increment or decrement would overflow"))?;
-        let args = [OwnedString::new(field), OwnedString::new(next.to_string().as_bytes())];
-        self.hash_set_raw(&args[0], &args[1]);
-        self.effect_strings(c"HSET", &args, Event::Hash(c"hincrby"));
+        let mut argv = self.argv();
+        let name = argv.new_string(field);
+        let content = argv.new_integer(next);
+        self.hash_set_raw(name, content);
+        self.effect_argv(c"HSET", &argv, Event::Hash(c"hincrby"));
         Ok(next)
     }
 
@@ -416,17 +497,17 @@ impl Key {
         if self.kind() != KeyKind::Hash {
             return 0;
         }
-        let set = api!(RedisModule_HashSet);
         let mut deleted = 0u64;
+        let mut argv = self.argv();
         for field in fields {
-            let name = OwnedString::new(field);
+            let name = argv.new_string(field);
             // REDISMODULE_HASH_DELETE is the pointer value 1.
             let delete_marker = 1usize as *mut raw::RedisModuleString;
             let count = unsafe {
-                set(
+                api!(RedisModule_HashSet)(
                     self.handle.get(),
                     raw::REDISMODULE_HASH_NONE as c_int,
-                    name.as_ptr(),
+                    name,
                     delete_marker,
                     ptr::null_mut::<c_void>(),
                 )
@@ -434,7 +515,7 @@ impl Key {
             deleted += u64::from(count > 0);
         }
         if deleted > 0 {
-            self.removal_effect(c"HDEL", fields, Event::Hash(c"hdel"));
+            self.removal_effect(c"HDEL", &argv, Event::Hash(c"hdel"));
         }
         deleted
     }
@@ -497,11 +578,13 @@ impl Key {
     /// Set a string value expiring at `expire_at_ms` (unix ms), replicated
     /// with the absolute time so replicas expire it at the same instant.
     pub fn set_string_expiring(&self, value: &[u8], expire_at_ms: i64) {
-        let content = OwnedString::new(value);
-        unsafe { api!(RedisModule_StringSet)(self.handle.get(), content.as_ptr()) };
+        let mut argv = self.argv();
+        let content = argv.new_string(value);
+        unsafe { api!(RedisModule_StringSet)(self.handle.get(), content) };
         unsafe { api!(RedisModule_SetAbsExpire)(self.handle.get(), expire_at_ms) };
-        let at = expire_at_ms.to_string();
-        self.effect(c"SET", &[value, b"PXAT", at.as_bytes()], Event::String(c"set"));
+        argv.new_string(b"PXAT");
+        argv.new_integer(expire_at_ms);
+        self.effect_argv(c"SET", &argv, Event::String(c"set"));
     }
 
     /// Expire the key at `expire_at_ms` (unix ms).
@@ -510,8 +593,9 @@ impl Key {
             return;
         }
         unsafe { api!(RedisModule_SetAbsExpire)(self.handle.get(), expire_at_ms) };
-        let at = expire_at_ms.to_string();
-        self.effect(c"PEXPIREAT", &[at.as_bytes()], Event::Generic(c"expire"));
+        let mut argv = self.argv();
+        argv.new_integer(expire_at_ms);
+        self.effect_argv(c"PEXPIREAT", &argv, Event::Generic(c"expire"));
     }
 
     /// The absolute expire time in unix ms, if the key has one.
@@ -542,15 +626,6 @@ impl Key {
         unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
         let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx, self.name.as_ptr(), self.mode) };
         self.handle.set(handle);
-    }
-}
-
-/// A score as Redis prints one, exact for every integer a command writes.
-fn format_score(score: f64) -> String {
-    if score.fract() == 0.0 && score.abs() < 1e17 {
-        format!("{}", score as i64)
-    } else {
-        format!("{score}")
     }
 }
 

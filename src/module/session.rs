@@ -8,6 +8,7 @@
 
 use std::os::raw::c_int;
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -29,15 +30,15 @@ pub enum Access {
 pub struct Session {
     ctx: *mut raw::RedisModuleCtx,
     user: *mut raw::RedisModuleUser,
+    /// Whether `user` is this session's to free (not the shared default user).
+    owns_user: bool,
 }
 
 impl Session {
     /// The session of the command running in `ctx`.
     pub fn new(ctx: *mut raw::RedisModuleCtx) -> Self {
-        Self {
-            ctx,
-            user: current_user(ctx),
-        }
+        let (user, owns_user) = current_user(ctx);
+        Self { ctx, user, owns_user }
     }
 
     /// The raw context.
@@ -153,7 +154,15 @@ impl Session {
         names: [&[u8]; N],
         access: Access,
     ) -> Result<[OwnedString; N], CommandError> {
-        let names = names.map(OwnedString::new);
+        self.check_strings(names.map(OwnedString::new), access)
+    }
+
+    /// [`Session::check_all`] of names already made Redis strings.
+    pub fn check_strings<const N: usize>(
+        &self,
+        names: [OwnedString; N],
+        access: Access,
+    ) -> Result<[OwnedString; N], CommandError> {
         for name in &names {
             self.check_name(name, access)?;
         }
@@ -202,34 +211,57 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if !self.user.is_null() {
+        if self.owns_user && !self.user.is_null() {
             unsafe { api!(RedisModule_FreeModuleUser)(self.user) };
         }
     }
 }
 
-/// The ACL user of the calling client, or null when there is none to check:
-/// the replication link and AOF loading run as the server itself.
-fn current_user(ctx: *mut raw::RedisModuleCtx) -> *mut raw::RedisModuleUser {
+/// The module's handle on the ACL user `default`, looked up once. Redis
+/// never frees or replaces that user object (it cannot be deleted, and
+/// `ACL LOAD` copies the new rules into the same object: acl.c "This
+/// pointer must never change"), and the handle is only a pointer to it, so
+/// it stays valid, with the user's current rules, for the server's life.
+/// Main thread only; the atomic is the `Sync` way to keep it in a static.
+static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_mut());
+
+/// The ACL user of the calling client and whether the session must free
+/// it; null when there is none to check: the replication link and AOF
+/// loading run as the server itself.
+fn current_user(ctx: *mut raw::RedisModuleCtx) -> (*mut raw::RedisModuleUser, bool) {
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
     if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
-        return ptr::null_mut();
+        return (ptr::null_mut(), false);
     }
     let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }) else {
-        return ptr::null_mut();
+        return (ptr::null_mut(), false);
     };
-    unsafe { api!(RedisModule_GetModuleUserFromUserName)(name.as_ptr()) }
+    let lookup = || unsafe { api!(RedisModule_GetModuleUserFromUserName)(name.as_ptr()) };
+    if name.as_bytes() != b"default" {
+        return (lookup(), true);
+    }
+    let cached = DEFAULT_USER.load(Ordering::Relaxed);
+    if !cached.is_null() {
+        return (cached, false);
+    }
+    let user = lookup();
+    DEFAULT_USER.store(user, Ordering::Relaxed);
+    (user, false)
 }
 
 /// Validate a tenant name: non-empty, no `{`/`}` (they would break the hash
 /// tag that keeps a tenant in one slot).
 pub fn tenant(bytes: &[u8], what: &str) -> Result<String, CommandError> {
+    tenant_str(bytes, what).map(str::to_owned)
+}
+
+/// [`tenant`], borrowed from the argument.
+pub fn tenant_str<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, CommandError> {
     if bytes.is_empty() {
         return Err(CommandError::err(format_args!("{what} must not be empty")));
     }
     if bytes.iter().any(|b| *b == b'{' || *b == b'}') {
         return Err(CommandError::err(format_args!("{what} must not contain '{{' or '}}'")));
     }
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
+    std::str::from_utf8(bytes).map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
 }

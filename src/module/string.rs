@@ -1,8 +1,10 @@
 //! Redis strings owned by the module: created from bytes, read as bytes,
-//! freed when dropped.
+//! freed when dropped; and static ones made once for the fixed names the
+//! hot paths pass on every call.
 
 use std::os::raw::c_char;
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -17,6 +19,22 @@ impl OwnedString {
     pub fn new(bytes: &[u8]) -> Self {
         let create = api!(RedisModule_CreateString);
         Self(unsafe { create(ptr::null_mut(), bytes.as_ptr().cast::<c_char>(), bytes.len()) })
+    }
+
+    /// A new string holding `parts` concatenated (a key name): built in a
+    /// stack buffer, so a name up to 256 bytes costs no heap allocation
+    /// besides the Redis string itself.
+    pub fn concat(parts: &[&str]) -> Self {
+        let mut buffer = [0u8; 256];
+        let mut length = 0usize;
+        for part in parts {
+            match buffer.get_mut(length..length + part.len()) {
+                Some(slot) => slot.copy_from_slice(part.as_bytes()),
+                None => return Self::new(parts.concat().as_bytes()),
+            }
+            length += part.len();
+        }
+        Self::new(buffer.get(..length).unwrap_or_default())
     }
 
     /// Take ownership of a string the API returned to us (may be null).
@@ -37,12 +55,65 @@ impl OwnedString {
     pub fn as_bytes(&self) -> &[u8] {
         bytes_of(self.0)
     }
+
+    /// Give up ownership: the caller frees the string.
+    pub fn into_raw(self) -> *mut raw::RedisModuleString {
+        let string = self.0;
+        std::mem::forget(self);
+        string
+    }
+}
+
+impl Clone for OwnedString {
+    /// Another reference to the same string (a reference count, no copy).
+    fn clone(&self) -> Self {
+        unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.0) };
+        Self(self.0)
+    }
 }
 
 impl Drop for OwnedString {
     fn drop(&mut self) {
         let free = api!(RedisModule_FreeString);
         unsafe { free(ptr::null_mut(), self.0) };
+    }
+}
+
+/// A Redis string made on first use and kept for the server's lifetime,
+/// for a fixed name (a hash field) that would otherwise be created and
+/// freed on every call. Only ever touched on Redis's main thread; the
+/// atomic is just the `Sync` way to hold the pointer in a `static`. Redis
+/// takes its own reference (or copy) wherever it keeps one, so sharing
+/// the object between calls is safe; it is never freed.
+pub struct StaticString {
+    bytes: &'static [u8],
+    string: AtomicPtr<raw::RedisModuleString>,
+}
+
+impl StaticString {
+    /// The name `text` (made a Redis string when first used).
+    pub const fn new(text: &'static str) -> Self {
+        Self {
+            bytes: text.as_bytes(),
+            string: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The Redis string.
+    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
+        let made = self.string.load(Ordering::Relaxed);
+        if !made.is_null() {
+            return made;
+        }
+        let create = api!(RedisModule_CreateString);
+        let made = unsafe { create(ptr::null_mut(), self.bytes.as_ptr().cast::<c_char>(), self.bytes.len()) };
+        self.string.store(made, Ordering::Relaxed);
+        made
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &'static [u8] {
+        self.bytes
     }
 }
 
@@ -64,4 +135,90 @@ pub fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
 /// Copy out a string the API returned and free it.
 pub fn take_bytes(string: *mut raw::RedisModuleString) -> Option<Vec<u8>> {
     OwnedString::from_raw(string).map(|owned| owned.as_bytes().to_vec())
+}
+
+/// How many arguments an [`Argv`] holds without a heap allocation.
+const INLINE_ARGS: usize = 12;
+
+/// The arguments of one write, as Redis strings in order: ones made for it
+/// (freed on drop) and borrowed ones (a key's name, static field names).
+/// Up to [`INLINE_ARGS`] live on the stack; every key write builds one, so
+/// the common write allocates nothing on the Rust heap.
+pub struct Argv {
+    inline: [*mut raw::RedisModuleString; INLINE_ARGS],
+    inline_owned: [bool; INLINE_ARGS],
+    len: usize,
+    spilled: Vec<(*mut raw::RedisModuleString, bool)>,
+    spilled_view: Vec<*mut raw::RedisModuleString>,
+}
+
+impl Argv {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        Self {
+            inline: [ptr::null_mut(); INLINE_ARGS],
+            inline_owned: [false; INLINE_ARGS],
+            len: 0,
+            spilled: Vec::new(),
+            spilled_view: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, string: *mut raw::RedisModuleString, owned: bool) {
+        if self.spilled.is_empty() {
+            if let (Some(slot), Some(flag)) = (self.inline.get_mut(self.len), self.inline_owned.get_mut(self.len)) {
+                *slot = string;
+                *flag = owned;
+                self.len += 1;
+                return;
+            }
+            let inline = self.inline.iter().copied().zip(self.inline_owned.iter().copied());
+            self.spilled.extend(inline.take(self.len));
+            self.spilled_view.extend(self.inline.iter().copied().take(self.len));
+            self.len = 0;
+        }
+        self.spilled.push((string, owned));
+        self.spilled_view.push(string);
+    }
+
+    /// Append a string the caller keeps alive until this is dropped.
+    pub fn borrowed(&mut self, string: *mut raw::RedisModuleString) {
+        self.push(string, false);
+    }
+
+    /// Append a new string holding `bytes`; the new string, for the write.
+    pub fn new_string(&mut self, bytes: &[u8]) -> *mut raw::RedisModuleString {
+        let string = OwnedString::new(bytes).into_raw();
+        self.push(string, true);
+        string
+    }
+
+    /// Append a new string holding `value` in decimal.
+    pub fn new_integer(&mut self, value: i64) -> *mut raw::RedisModuleString {
+        let string = unsafe { api!(RedisModule_CreateStringFromLongLong)(ptr::null_mut(), value) };
+        self.push(string, true);
+        string
+    }
+
+    /// The arguments, in order.
+    pub fn as_slice(&self) -> &[*mut raw::RedisModuleString] {
+        if self.spilled.is_empty() {
+            self.inline.get(..self.len).unwrap_or_default()
+        } else {
+            &self.spilled_view
+        }
+    }
+}
+
+impl Drop for Argv {
+    fn drop(&mut self) {
+        let free = api!(RedisModule_FreeString);
+        let inline = self.inline.iter().zip(self.inline_owned.iter()).take(self.len);
+        let spilled = self.spilled.iter().map(|(string, owned)| (string, owned));
+        for (string, owned) in inline.chain(spilled) {
+            if *owned {
+                unsafe { free(ptr::null_mut(), *string) };
+            }
+        }
+    }
 }

@@ -3,11 +3,13 @@
 //! re-encoding anything else: other members keep their order, spacing,
 //! number spelling and string escapes byte for byte.
 //!
-//! serde_json validates the whole text first; the scanner then only walks
-//! text already known to be valid JSON, and still never indexes out of
-//! bounds (every step is checked and yields `None` instead).
+//! serde_json validates the whole text first (see [`super::checked`]); the
+//! scanner then only walks text already known to be valid JSON, and still
+//! never indexes out of bounds (every step is checked and yields `None`).
 
 use std::ops::Range;
+
+use super::checked::{check, Checked};
 
 /// One member of an object: its decoded name and where its value is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,10 +42,11 @@ impl<'a> Object<'a> {
     /// Parse `bytes` as a JSON object.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, NotAnObject> {
         let text = std::str::from_utf8(bytes).map_err(|_| NotAnObject::NotUtf8)?;
-        // Full validation (grammar, escapes, nesting limits) by serde_json.
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|_| NotAnObject::Invalid)?;
-        if !value.is_object() {
-            return Err(NotAnObject::OtherValue);
+        // Full validation (grammar, escapes, nesting limits) by serde_json,
+        // as a `Value` parse would do it, without building the `Value`.
+        match check(text, []).map_err(|_| NotAnObject::Invalid)? {
+            Checked::Object(_) => {}
+            Checked::Other => return Err(NotAnObject::OtherValue),
         }
         let members = scan_members(text).ok_or(NotAnObject::Invalid)?;
         Ok(Self { text, members })

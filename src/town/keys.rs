@@ -40,46 +40,108 @@ impl AgentKeys {
     }
 }
 
+/// One of an agent's own keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentKey {
+    /// `agent:<id>`, the record.
+    Record,
+    /// `inbox:<id>`.
+    Inbox,
+    /// `urgent:<id>`.
+    Urgent,
+    /// `pending:<id>`.
+    Pending,
+    /// `activity:<id>`.
+    Activity,
+    /// `stop:<id>`.
+    Stop,
+}
+
+impl AgentKey {
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Record => "agent",
+            Self::Inbox => "inbox",
+            Self::Urgent => "urgent",
+            Self::Pending => "pending",
+            Self::Activity => "activity",
+            Self::Stop => "stop",
+        }
+    }
+}
+
+/// One of a town's module-kept indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexKey {
+    /// `index:agents`.
+    Agents,
+    /// `index:tasks`.
+    Tasks,
+    /// `index:mailboxes`.
+    Mailboxes,
+}
+
 impl TownKeys {
     /// The keys of `town` (already validated: non-empty, no braces).
     pub fn new(town: &str) -> Self {
         Self {
-            base: format!("tt:{{{town}}}"),
+            base: ["tt:{", town, "}"].concat(),
         }
     }
 
+    /// `tt:{town}:<kind>:<id>` as the parts to concatenate (so the glue
+    /// can build a name without a `String` in between).
+    fn parts<'a>(&'a self, kind: &'a str, id: &'a str) -> [&'a str; 5] {
+        [&self.base, ":", kind, ":", id]
+    }
+
     fn of(&self, kind: &str, id: &str) -> String {
-        format!("{}:{kind}:{id}", self.base)
+        self.parts(kind, id).concat()
+    }
+
+    /// The name of `agent`'s `key`, as the parts to concatenate.
+    pub fn agent_key_parts<'a>(&'a self, key: AgentKey, agent: &'a str) -> [&'a str; 5] {
+        self.parts(key.kind(), agent)
+    }
+
+    /// The name of an index, as the parts to concatenate.
+    pub fn index_parts(&self, index: IndexKey) -> [&str; 5] {
+        let name = match index {
+            IndexKey::Agents => "agents",
+            IndexKey::Tasks => "tasks",
+            IndexKey::Mailboxes => "mailboxes",
+        };
+        self.parts("index", name)
     }
 
     /// `tt:{town}:inbox:<agent>`.
     pub fn inbox(&self, agent: &str) -> String {
-        self.of("inbox", agent)
+        self.agent_key_parts(AgentKey::Inbox, agent).concat()
     }
 
     /// `tt:{town}:urgent:<agent>`.
     pub fn urgent(&self, agent: &str) -> String {
-        self.of("urgent", agent)
+        self.agent_key_parts(AgentKey::Urgent, agent).concat()
     }
 
     /// `tt:{town}:pending:<agent>`.
     pub fn pending(&self, agent: &str) -> String {
-        self.of("pending", agent)
+        self.agent_key_parts(AgentKey::Pending, agent).concat()
     }
 
     /// `tt:{town}:agent:<agent>`.
     pub fn agent(&self, agent: &str) -> String {
-        self.of("agent", agent)
+        self.agent_key_parts(AgentKey::Record, agent).concat()
     }
 
     /// `tt:{town}:activity:<agent>`.
     pub fn activity(&self, agent: &str) -> String {
-        self.of("activity", agent)
+        self.agent_key_parts(AgentKey::Activity, agent).concat()
     }
 
     /// `tt:{town}:stop:<agent>`.
     pub fn stop(&self, agent: &str) -> String {
-        self.of("stop", agent)
+        self.agent_key_parts(AgentKey::Stop, agent).concat()
     }
 
     /// Every key of `agent`.
@@ -101,7 +163,7 @@ impl TownKeys {
 
     /// `tt:{town}:backlog`: task ids waiting for an agent (list).
     pub fn backlog(&self) -> String {
-        format!("{}:backlog", self.base)
+        [&self.base, ":backlog"].concat()
     }
 
     /// `tt:{town}:docket:tasks` (stream, plain commands).
@@ -116,28 +178,28 @@ impl TownKeys {
 
     /// `tt:{town}:events` (stream, plain commands).
     pub fn events(&self) -> String {
-        format!("{}:events", self.base)
+        [&self.base, ":events"].concat()
     }
 
     /// The pub/sub channel `tt:{town}:broadcast`.
     pub fn broadcast(&self) -> String {
-        format!("{}:broadcast", self.base)
+        [&self.base, ":broadcast"].concat()
     }
 
     /// `tt:{town}:index:agents`: hash of agent id to name.
     pub fn agent_index(&self) -> String {
-        self.of("index", "agents")
+        self.index_parts(IndexKey::Agents).concat()
     }
 
     /// `tt:{town}:index:tasks`: sorted set of task ids (score 0).
     pub fn task_index(&self) -> String {
-        self.of("index", "tasks")
+        self.index_parts(IndexKey::Tasks).concat()
     }
 
     /// `tt:{town}:index:mailboxes`: sorted set of agent ids that have any
     /// per-agent key the module created.
     pub fn mailbox_index(&self) -> String {
-        self.of("index", "mailboxes")
+        self.index_parts(IndexKey::Mailboxes).concat()
     }
 }
 

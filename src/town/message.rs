@@ -3,6 +3,7 @@
 //! decides its place in the inbox. Everything else is the sender's business
 //! and is stored byte for byte; reclaim rewrites only `to`.
 
+use super::checked::{check, Checked, MemberValue, Seen};
 use super::json::{FieldProblem, NotAnObject, Object};
 use super::priority::{Destination, Priority};
 
@@ -71,10 +72,35 @@ fn envelope_of(object: &Object<'_>) -> Result<Envelope, MessageError> {
     Ok(Envelope { to, priority })
 }
 
+/// `to` and `priority` as one pass of serde_json over a message saw them,
+/// judged as [`envelope_of`] judges the same members of an [`Object`].
+fn envelope_from_members(to: Seen<'_>, priority: Seen<'_>) -> Result<Envelope, MessageError> {
+    let to = match (to.count, to.first) {
+        (0, _) => return Err(MessageError::MissingTo),
+        (1, Some(MemberValue::Str(to))) if !to.is_empty() => to.into_owned(),
+        _ => return Err(MessageError::BadTo),
+    };
+    let priority = match (priority.count, priority.first) {
+        (0, _) => None,
+        (1, Some(MemberValue::Str(name))) => {
+            Some(Priority::parse(&name).ok_or_else(|| MessageError::UnknownPriority(name.into_owned()))?)
+        }
+        _ => return Err(MessageError::BadPriority),
+    };
+    Ok(Envelope { to, priority })
+}
+
 impl Envelope {
-    /// Validate `bytes` as a message.
+    /// Validate `bytes` as a message. One pass of serde_json, reading `to`
+    /// and `priority` on the way: the same verdict as [`Object::parse`]
+    /// followed by [`envelope_of`] (a unit test compares them), without
+    /// locating every member (the send path needs only these two).
     pub fn parse(bytes: &[u8]) -> Result<Self, MessageError> {
-        envelope_of(&object(bytes)?)
+        let text = std::str::from_utf8(bytes).map_err(|_| MessageError::NotJson)?;
+        match check(text, ["to", "priority"]).map_err(|_| MessageError::NotJson)? {
+            Checked::Object([to, priority]) => envelope_from_members(to, priority),
+            Checked::Other => Err(MessageError::NotObject),
+        }
     }
 
     /// Where sending this message puts it (`urgent`: the `URGENT` option).
@@ -151,6 +177,29 @@ mod tests {
             error(br#"{"to":"a","priority":"asap"}"#),
             MessageError::UnknownPriority("asap".into())
         );
+    }
+
+    #[test]
+    fn one_pass_parse_agrees_with_the_member_scan() {
+        let inputs = crate::town::checked::corpus::inputs();
+        let mut verdicts = std::collections::HashMap::new();
+        for bytes in &inputs {
+            let by_scan = object(bytes).and_then(|object| envelope_of(&object));
+            let one_pass = Envelope::parse(bytes);
+            assert_eq!(one_pass, by_scan, "{:?}", String::from_utf8_lossy(bytes));
+            let verdict = match one_pass {
+                Ok(envelope) => format!("ok {:?}", envelope.priority),
+                Err(MessageError::UnknownPriority(_)) => "unknown priority".into(),
+                Err(error) => format!("{error:?}"),
+            };
+            *verdicts.entry(verdict).or_insert(0) += 1;
+        }
+        // Every verdict occurs, so the comparison covers every path.
+        for verdict in ["NotJson", "NotObject", "MissingTo", "BadTo", "BadPriority", "unknown priority", "ok None",
+            "ok Some(High)", "ok Some(Low)"]
+        {
+            assert!(verdicts.get(verdict).copied().unwrap_or(0) > 20, "{verdict}: {verdicts:?}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod activity;
 pub mod agent;
+pub mod checked;
 pub mod fields;
 pub mod json;
 pub mod keys;

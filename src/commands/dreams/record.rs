@@ -89,13 +89,12 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         edges,
         delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }),
     };
-    let fired_by = fired_by.unwrap_or_else(|| DEFAULT_NODE.to_owned());
     let recorded = record(
         &mut queue,
         &mut counters,
         &region,
         write,
-        &fired_by,
+        fired_by.as_deref().unwrap_or(DEFAULT_NODE),
         &thresholds.unwrap_or_else(config::trigger),
         session.now_secs(),
         config::queue_max(),

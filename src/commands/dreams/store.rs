@@ -4,12 +4,25 @@
 
 use std::ffi::CStr;
 
-use crate::dreams::region::{QueueKeys, RegionKey, RegionKeys};
+use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
-use crate::module::key::{End, Key, KeyKind};
+use crate::module::key::{End, FieldValue, Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
+use crate::module::string::{OwnedString, StaticString};
+
+/// The counter hash's field names as Redis strings, made once.
+static COUNTER_FIELDS: [StaticString; 5] = {
+    let names = RegionCounters::FIELDS;
+    [
+        StaticString::new(names[0]),
+        StaticString::new(names[1]),
+        StaticString::new(names[2]),
+        StaticString::new(names[3]),
+        StaticString::new(names[4]),
+    ]
+};
 
 /// An organization's queue.
 pub struct RedisQueue {
@@ -22,11 +35,11 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let keys = QueueKeys::new(org);
-        let [ready, deferred, processing] =
-            session.check_all([&keys.ready, &keys.deferred, &keys.processing].map(|k| k.as_bytes()), access)?;
+        let name = |key: QueueKey| OwnedString::concat(&key.name_parts(org));
+        let names = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing].map(name);
+        let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
-            true => Some(session.check_all([keys.dead.as_bytes()], access)?),
+            true => Some(session.check_strings([name(QueueKey::Dead)], access)?),
             false => None,
         };
         let queue = Self {
@@ -100,7 +113,7 @@ impl QueueStore for RedisQueue {
 pub struct RedisRegion<'s> {
     session: &'s Session,
     counters: Key,
-    events: Vec<u8>,
+    events: OwnedString,
     fields: RegionCounters,
 }
 
@@ -108,21 +121,26 @@ impl<'s> RedisRegion<'s> {
     /// Open `region`'s keys and read its counters, refusing wrong types and
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
-        let keys = RegionKeys::new(region);
-        let [counters, events] = session.check_all([keys.counters.as_bytes(), keys.events.as_bytes()], access)?;
+        let mut digits = [0u8; 10];
+        let names = RegionKeys::name_parts(region, &mut digits).map(|parts| OwnedString::concat(&parts));
+        let [counters, events] = session.check_strings(names, access)?;
         let counters = session.open_checked(counters, access);
         counters.expect(KeyKind::Hash)?;
+        let events_name = events.clone();
         session.open_checked(events, Access::Read).expect(KeyKind::Set)?;
-        let fields = RegionCounters::parse(|name| counters.hget(name.as_bytes())).map_err(|bad| {
-            CommandError::err(format_args!(
-                "Dreams counter metadata is not numeric (field '{}' of {})",
-                bad.0, keys.counters
-            ))
-        })?;
+        let values = counters.hget_fields(COUNTER_FIELDS.each_ref());
+        let fields = RegionCounters::from_values(values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes)))
+            .map_err(|bad| {
+                CommandError::err(format_args!(
+                    "Dreams counter metadata is not numeric (field '{}' of {})",
+                    bad.0,
+                    String::from_utf8_lossy(counters.name())
+                ))
+            })?;
         Ok(Self {
             session,
             counters,
-            events: keys.events.into_bytes(),
+            events: events_name,
             fields,
         })
     }
@@ -146,17 +164,15 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn set_counts(&mut self, memories: i64, edges: i64, last_success: Option<i64>) {
-        let memories_text = memories.to_string();
-        let edges_text = edges.to_string();
-        let success_text = last_success.map(|at| at.to_string());
-        let mut pairs: Vec<(&[u8], &[u8])> = vec![
-            (b"memories", memories_text.as_bytes()),
-            (b"edges", edges_text.as_bytes()),
-        ];
-        if let Some(at) = &success_text {
-            pairs.push((b"last_success", at.as_bytes()));
+        let [memories_field, edges_field, success_field, _, _] = &COUNTER_FIELDS;
+        let counts = [(memories_field, FieldValue::Integer(memories)), (edges_field, FieldValue::Integer(edges))];
+        match last_success {
+            Some(at) => {
+                let [memories, edges] = counts;
+                self.counters.hset_fields(&[memories, edges, (success_field, FieldValue::Integer(at))]);
+            }
+            None => self.counters.hset_fields(&counts),
         }
-        self.counters.hset(&pairs);
         self.fields.memories = Some(memories);
         self.fields.edges = Some(edges);
         if last_success.is_some() {
@@ -165,7 +181,8 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn set_pending(&mut self, fire_id: &str) {
-        self.counters.hset(&[(b"pending", fire_id.as_bytes())]);
+        let [_, _, _, _, pending] = &COUNTER_FIELDS;
+        self.counters.hset_fields(&[(pending, FieldValue::Bytes(fire_id.as_bytes()))]);
         self.fields.pending = Some(fire_id.as_bytes().to_vec());
     }
 
@@ -175,8 +192,8 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn set_settled_generation(&mut self, generation: i64) {
-        let text = generation.to_string();
-        self.counters.hset(&[(b"settled_generation", text.as_bytes())]);
+        let [_, _, _, settled, _] = &COUNTER_FIELDS;
+        self.counters.hset_fields(&[(settled, FieldValue::Integer(generation))]);
         self.fields.settled_generation = Some(generation);
     }
 

@@ -9,10 +9,12 @@
 use crate::module::key::{Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
-use crate::town::keys::TownKeys;
+use crate::module::string::OwnedString;
+use crate::town::keys::{IndexKey, TownKeys};
 
-fn open(session: &Session, name: &str, kind: KeyKind, access: Access) -> Result<Key, CommandError> {
-    let key = session.open(name.as_bytes(), access)?;
+fn open(session: &Session, keys: &TownKeys, index: IndexKey, kind: KeyKind, access: Access) -> Result<Key, CommandError> {
+    let [name] = session.check_strings([OwnedString::concat(&keys.index_parts(index))], access)?;
+    let key = session.open_checked(name, access);
     key.expect(kind)?;
     Ok(key)
 }
@@ -23,12 +25,12 @@ pub struct IdIndex(Key);
 impl IdIndex {
     /// The mailbox index of `keys`' town.
     pub fn mailboxes(session: &Session, keys: &TownKeys, access: Access) -> Result<Self, CommandError> {
-        open(session, &keys.mailbox_index(), KeyKind::ZSet, access).map(Self)
+        open(session, keys, IndexKey::Mailboxes, KeyKind::ZSet, access).map(Self)
     }
 
     /// The task index of `keys`' town.
     pub fn tasks(session: &Session, keys: &TownKeys, access: Access) -> Result<Self, CommandError> {
-        open(session, &keys.task_index(), KeyKind::ZSet, access).map(Self)
+        open(session, keys, IndexKey::Tasks, KeyKind::ZSet, access).map(Self)
     }
 
     /// Make sure `id` is in the index.
@@ -60,7 +62,7 @@ pub struct AgentIndex(Key);
 impl AgentIndex {
     /// Open the agent index of `keys`' town.
     pub fn open(session: &Session, keys: &TownKeys, access: Access) -> Result<Self, CommandError> {
-        open(session, &keys.agent_index(), KeyKind::Hash, access).map(Self)
+        open(session, keys, IndexKey::Agents, KeyKind::Hash, access).map(Self)
     }
 
     /// Record `agent`'s `name`.

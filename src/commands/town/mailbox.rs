@@ -6,7 +6,8 @@
 use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
-use crate::town::keys::TownKeys;
+use crate::module::string::OwnedString;
+use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::priority::Destination;
 
 /// Check ACL for the list `name`, open it and refuse a non-list.
@@ -27,13 +28,11 @@ pub struct Inboxes {
 impl Inboxes {
     /// Open `agent`'s inboxes: both ACL checks first, then both type checks.
     pub fn open(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Self, CommandError> {
-        let inbox = keys.inbox(agent);
-        let urgent = keys.urgent(agent);
-        session.check(inbox.as_bytes(), access)?;
-        session.check(urgent.as_bytes(), access)?;
+        let names = [AgentKey::Inbox, AgentKey::Urgent].map(|key| OwnedString::concat(&keys.agent_key_parts(key, agent)));
+        let [inbox, urgent] = session.check_strings(names, access)?;
         let inboxes = Self {
-            inbox: session.open_unchecked(inbox.as_bytes(), access),
-            urgent: session.open_unchecked(urgent.as_bytes(), access),
+            inbox: session.open_checked(inbox, access),
+            urgent: session.open_checked(urgent, access),
         };
         inboxes.inbox.expect(KeyKind::List)?;
         inboxes.urgent.expect(KeyKind::List)?;

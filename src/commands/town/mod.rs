@@ -24,7 +24,7 @@ pub mod task;
 use crate::module::args::Args;
 use crate::module::command::{Arg, ArgKind};
 use crate::module::reply::{CommandError, Reply};
-use crate::module::session::tenant;
+use crate::module::session::tenant_str;
 use crate::town::keys::TownKeys;
 use crate::town::message::MessageError;
 
@@ -43,8 +43,7 @@ pub const FIELDS_ARG: Arg = Arg::new(
 
 /// Read `<town>` and name its keys.
 pub fn town(args: &mut Args<'_>) -> Result<TownKeys, CommandError> {
-    let name = tenant(args.required("town")?, "town")?;
-    Ok(TownKeys::new(&name))
+    Ok(TownKeys::new(tenant_str(args.required("town")?, "town")?))
 }
 
 /// Read an agent or task id: non-empty UTF-8 (`what` names it in errors).
