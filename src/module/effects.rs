@@ -23,8 +23,6 @@ pub enum Event {
     List(&'static CStr),
     /// Hash (`hset`, `hdel`).
     Hash(&'static CStr),
-    /// Set (`sadd`, `srem`).
-    Set(&'static CStr),
     /// Sorted set (`zadd`, `zrem`).
     ZSet(&'static CStr),
 }
@@ -36,7 +34,6 @@ impl Event {
             Self::String(_) => raw::REDISMODULE_NOTIFY_STRING,
             Self::List(_) => raw::REDISMODULE_NOTIFY_LIST,
             Self::Hash(_) => raw::REDISMODULE_NOTIFY_HASH,
-            Self::Set(_) => raw::REDISMODULE_NOTIFY_SET,
             Self::ZSet(_) => raw::REDISMODULE_NOTIFY_ZSET,
         }
     }
@@ -47,17 +44,9 @@ impl Event {
             | Self::String(name)
             | Self::List(name)
             | Self::Hash(name)
-            | Self::Set(name)
             | Self::ZSet(name) => name,
         }
     }
-}
-
-/// Replicate `command args...` to replicas and the AOF.
-pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&[u8]]) {
-    let strings: Vec<OwnedString> = args.iter().map(|arg| OwnedString::new(arg)).collect();
-    let argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(OwnedString::as_ptr).collect();
-    replicate_strings(ctx, command, &argv);
 }
 
 /// Replicate `command argv...`, arguments the caller already holds as Redis

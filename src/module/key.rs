@@ -530,16 +530,6 @@ impl Key {
         pairs
     }
 
-    /// Every member of a set.
-    pub fn smembers(&self) -> Vec<Vec<u8>> {
-        let mut members = Vec::new();
-        if self.kind() != KeyKind::Set {
-            return members;
-        }
-        self.scan(|member, _| members.push(member.to_vec()));
-        members
-    }
-
     fn scan<F: FnMut(&[u8], Option<&[u8]>)>(&self, mut visit: F) {
         unsafe extern "C" fn each<F: FnMut(&[u8], Option<&[u8]>)>(
             _key: *mut raw::RedisModuleKey,
@@ -559,21 +549,6 @@ impl Key {
     }
 
     // ---- strings and keys ----
-
-    /// The string value.
-    pub fn string(&self) -> Option<Vec<u8>> {
-        if self.kind() != KeyKind::String {
-            return None;
-        }
-        let mut len = 0usize;
-        let data = unsafe {
-            api!(RedisModule_StringDMA)(self.handle.get(), &mut len, raw::REDISMODULE_READ as c_int)
-        };
-        if data.is_null() {
-            return Some(Vec::new());
-        }
-        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec())
-    }
 
     /// Set a string value expiring at `expire_at_ms` (unix ms), replicated
     /// with the absolute time so replicas expire it at the same instant.
@@ -596,15 +571,6 @@ impl Key {
         let mut argv = self.argv();
         argv.new_integer(expire_at_ms);
         self.effect_argv(c"PEXPIREAT", &argv, Event::Generic(c"expire"));
-    }
-
-    /// The absolute expire time in unix ms, if the key has one.
-    pub fn expire_time_ms(&self) -> Option<i64> {
-        if !self.exists() {
-            return None;
-        }
-        let at = unsafe { api!(RedisModule_GetAbsExpire)(self.handle.get()) };
-        (at >= 0).then_some(at)
     }
 
     /// Delete the key; whether it existed.

@@ -31,11 +31,6 @@ impl Reply {
     /// `OK`.
     pub const OK: Reply = Reply::Status("OK");
 
-    /// A bulk string from text.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::Bulk(text.into().into_bytes())
-    }
-
     /// A bulk string, or nil.
     pub fn bulk_or_nil(value: Option<Vec<u8>>) -> Self {
         value.map_or(Self::Nil, Self::Bulk)
@@ -78,11 +73,6 @@ impl CommandError {
     /// `ERR syntax error`.
     pub fn syntax() -> Self {
         Self::err("syntax error")
-    }
-
-    /// Redis's wrong-arity error for `command`.
-    pub fn arity(command: &str) -> Self {
-        Self::err(format_args!("wrong number of arguments for '{command}' command"))
     }
 
     /// The full message.

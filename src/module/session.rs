@@ -136,16 +136,6 @@ impl Session {
         self.flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
     }
 
-    /// Check ACL for every key in `names`, then open them all.
-    pub fn open_all<const N: usize>(
-        &self,
-        names: [&str; N],
-        access: Access,
-    ) -> Result<[Key; N], CommandError> {
-        let checked = self.check_all(names.map(str::as_bytes), access)?;
-        Ok(checked.map(|name| self.open_checked(name, access)))
-    }
-
     /// Check ACL for every key in `names`; the names as Redis strings, for
     /// [`Session::open_checked`] (made once for both: this runs for every
     /// key of every command).

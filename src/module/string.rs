@@ -111,10 +111,6 @@ impl StaticString {
         made
     }
 
-    /// The bytes.
-    pub fn as_bytes(&self) -> &'static [u8] {
-        self.bytes
-    }
 }
 
 /// The bytes of a string the server owns for at least `'a`.
