@@ -1,4 +1,4 @@
-//! The ACL recipe of docs/client.md through the client: a tenant user
+//! The ACL recipe of the README through the client: a tenant user
 //! connects with the `redis` crate, does its organization's Dreams work and
 //! its town's Town work (docket and event stream included), and gets a
 //! typed `NOPERM` for another organization or town, with nothing changed.
@@ -13,7 +13,7 @@ use dreamtown_client::town::{
     Agent, AgentId, AgentType, Channel, EventType, Message, MessageType, Task, TaskId, TownEvent,
 };
 
-/// The recipe's rules for `org` (docs/client.md, "ACL").
+/// The recipe's rules for `org` (the README, "ACL").
 fn tenant_rules(org: &str) -> Vec<String> {
     let rules = format!(
         "on >secret resetkeys ~exocortex:dreams:{{{org}}}:* ~tt:{{{org}}}:* resetchannels &tt:{{{org}}}:* \
