@@ -351,7 +351,7 @@ fn broadcasting_needs_the_towns_channel_which_redis_7_0_does_not_grant_by_defaul
     let broadcast = owned(vec![vec!["TOWN.BROADCAST", &town, "{}"]]).remove(0);
     let before = server.digest();
     let error = run(&mut user, &broadcast).unwrap_err();
-    assert!(is_noperm(&error) && error.contains(&format!("'tt:{{{town}}}:broadcast' channel")), "{error}");
+    assert!(is_noperm(&error) && error.contains(&format!("channel 'tt:{{{town}}}:broadcast'")), "{error}");
     assert_eq!(server.digest(), before);
     let send = owned(vec![vec!["TOWN.SEND", &town, &message("m", "a", "normal")]]).remove(0);
     assert!(run(&mut user, &send).is_ok());

@@ -67,21 +67,7 @@ impl Session {
         if verdict == raw::REDISMODULE_OK as c_int {
             return Ok(());
         }
-        unsafe {
-            api!(RedisModule_ACLAddLogEntry)(
-                self.ctx,
-                self.user,
-                key.as_ptr(),
-                raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
-            )
-        };
-        Err(CommandError::coded(
-            "NOPERM",
-            format_args!(
-                "this user has no permissions to access the key '{}'",
-                String::from_utf8_lossy(key.as_bytes())
-            ),
-        ))
+        Err(self.refuse(key, raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY, "key"))
     }
 
     /// Refuse with `NOPERM` unless the caller may publish to `channel`.
@@ -100,21 +86,20 @@ impl Session {
         if verdict == raw::REDISMODULE_OK as c_int {
             return Ok(());
         }
-        unsafe {
-            api!(RedisModule_ACLAddLogEntry)(
-                self.ctx,
-                self.user,
-                name.as_ptr(),
-                raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL,
-            )
-        };
-        Err(CommandError::coded(
+        Err(self.refuse(&name, raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL, "channel"))
+    }
+
+    /// Log a refusal in `ACL LOG` (as Redis does for its own commands) and
+    /// make the `NOPERM` reply naming the refused `what`.
+    fn refuse(&self, object: &OwnedString, reason: raw::RedisModuleACLLogEntryReason, what: &str) -> CommandError {
+        unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, self.user, object.as_ptr(), reason) };
+        CommandError::coded(
             "NOPERM",
             format_args!(
-                "this user has no permissions to access the '{}' channel",
-                String::from_utf8_lossy(channel)
+                "this user has no permissions to access the {what} '{}'",
+                String::from_utf8_lossy(object.as_bytes())
             ),
-        ))
+        )
     }
 
     /// Refuse with Redis's `OOM` error while the server is over `maxmemory`.
