@@ -207,17 +207,7 @@ pub fn dispatch(
     argc: c_int,
     handler: Handler,
 ) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        with_arguments(argv, argc, |args| {
-            let session = Session::new(ctx);
-            let result = handler(&session, args);
-            reply::send(ctx, &result);
-        })
-    }));
-    if outcome.is_err() {
-        reply::send_error(ctx, BUG);
-    }
-    raw::REDISMODULE_OK as c_int
+    guarded(ctx, argv, argc, |session, args| Some(handler(session, args)))
 }
 
 /// Run a wake-up `handler`; keep the client blocked if it finds nothing.
@@ -227,16 +217,25 @@ pub fn dispatch_wake(
     argc: c_int,
     handler: WakeHandler,
 ) -> c_int {
+    guarded(ctx, argv, argc, handler)
+}
+
+/// Run `run` under `catch_unwind` and send what it answers; `None` sends
+/// nothing and tells Redis the client stays blocked.
+fn guarded(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    run: impl FnOnce(&Session, &[&[u8]]) -> Option<CommandResult>,
+) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         with_arguments(argv, argc, |args| {
             let session = Session::new(ctx);
-            match handler(&session, args) {
-                Some(result) => {
-                    reply::send(ctx, &result);
-                    true
-                }
-                None => false,
+            let result = run(&session, args);
+            if let Some(result) = &result {
+                reply::send(ctx, result);
             }
+            result.is_some()
         })
     }));
     match outcome {
