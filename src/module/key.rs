@@ -125,7 +125,7 @@ impl Key {
     }
 
     /// Fail with `WRONGTYPE` unless the key is empty or holds `kind`.
-    pub fn expect(&self, kind: KeyKind) -> Result<(), CommandError> {
+    pub fn require(&self, kind: KeyKind) -> Result<(), CommandError> {
         match self.kind() {
             KeyKind::Empty => Ok(()),
             actual if actual == kind => Ok(()),

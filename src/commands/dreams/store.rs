@@ -48,11 +48,11 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
         };
-        queue.ready.expect(KeyKind::List)?;
-        queue.deferred.expect(KeyKind::ZSet)?;
-        queue.processing.expect(KeyKind::List)?;
+        queue.ready.require(KeyKind::List)?;
+        queue.deferred.require(KeyKind::ZSet)?;
+        queue.processing.require(KeyKind::List)?;
         if let Some(dead) = &queue.dead {
-            dead.expect(KeyKind::List)?;
+            dead.require(KeyKind::List)?;
         }
         Ok(queue)
     }
@@ -125,9 +125,9 @@ impl<'s> RedisRegion<'s> {
         let names = RegionKeys::name_parts(region, &mut digits).map(|parts| OwnedString::concat(&parts));
         let [counters, events] = session.check_strings(names, access)?;
         let counters = session.open_checked(counters, access);
-        counters.expect(KeyKind::Hash)?;
+        counters.require(KeyKind::Hash)?;
         let events_name = events.clone();
-        session.open_checked(events, Access::Read).expect(KeyKind::Set)?;
+        session.open_checked(events, Access::Read).require(KeyKind::Set)?;
         let values = counters.hget_fields(COUNTER_FIELDS.each_ref());
         let fields = RegionCounters::from_values(values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes)))
             .map_err(|bad| {

@@ -15,7 +15,7 @@ use crate::town::keys::{IndexKey, TownKeys};
 fn open(session: &Session, keys: &TownKeys, index: IndexKey, kind: KeyKind, access: Access) -> Result<Key, CommandError> {
     let [name] = session.check_strings([OwnedString::concat(&keys.index_parts(index))], access)?;
     let key = session.open_checked(name, access);
-    key.expect(kind)?;
+    key.require(kind)?;
     Ok(key)
 }
 

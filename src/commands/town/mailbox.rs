@@ -13,7 +13,7 @@ use crate::town::priority::Destination;
 /// Check ACL for the list `name`, open it and refuse a non-list.
 pub fn open_list(session: &Session, name: &str, access: Access) -> Result<Key, CommandError> {
     let list = session.open(name.as_bytes(), access)?;
-    list.expect(KeyKind::List)?;
+    list.require(KeyKind::List)?;
     Ok(list)
 }
 
@@ -34,8 +34,8 @@ impl Inboxes {
             inbox: session.open_checked(inbox, access),
             urgent: session.open_checked(urgent, access),
         };
-        inboxes.inbox.expect(KeyKind::List)?;
-        inboxes.urgent.expect(KeyKind::List)?;
+        inboxes.inbox.require(KeyKind::List)?;
+        inboxes.urgent.require(KeyKind::List)?;
         Ok(inboxes)
     }
 

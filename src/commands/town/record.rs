@@ -11,7 +11,7 @@ use crate::town::fields::FieldSet;
 /// Check ACL for the record `name`, open it and refuse a non-hash.
 pub fn open(session: &Session, name: &str, access: Access) -> Result<Key, CommandError> {
     let record = session.open(name.as_bytes(), access)?;
-    record.expect(KeyKind::Hash)?;
+    record.require(KeyKind::Hash)?;
     Ok(record)
 }
 

@@ -45,7 +45,7 @@ const SUBCOMMANDS: &[&str] = &["REQUEST", "CHECK", "CLEAR"];
 
 fn open_flag(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Key, CommandError> {
     let flag = session.open(keys.stop(agent).as_bytes(), access)?;
-    flag.expect(KeyKind::String)?;
+    flag.require(KeyKind::String)?;
     Ok(flag)
 }
 
