@@ -15,17 +15,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{tenant, wait_until, Server, DEADLINE};
+use common::{blocked_clients, tenant, wait_until, Server, DEADLINE};
 use dreams_support::*;
-use redis::{Connection, Value};
-
-fn blocked_clients(con: &mut Connection) -> u64 {
-    let text: String = redis::cmd("INFO").arg("clients").query(con).unwrap();
-    text.lines()
-        .find_map(|line| line.trim().strip_prefix("blocked_clients:"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
+use redis::Value;
 
 /// Start `DREAMS.DRAIN org timeout NOQUIET` on its own connection in a
 /// thread; the reply (payload or nil) arrives on the channel.

@@ -12,17 +12,9 @@ mod dreams_support;
 use std::sync::mpsc;
 use std::thread;
 
-use common::{tenant, wait_until, Server, DEADLINE};
+use common::{blocked_clients, tenant, wait_until, Server, DEADLINE};
 use dreams_support::*;
 use redis::{Connection, Value};
-
-fn blocked_clients(con: &mut Connection) -> u64 {
-    let text: String = redis::cmd("INFO").arg("clients").query(con).unwrap();
-    text.lines()
-        .find_map(|line| line.trim().strip_prefix("blocked_clients:"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
 
 fn wait_for_same_digest(master: &Server, replica: &Server) {
     let mut m = master.connect();

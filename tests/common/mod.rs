@@ -184,6 +184,15 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// The number of blocked clients (`INFO clients`).
+pub fn blocked_clients(con: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("clients").query(con).expect("INFO clients");
+    info.lines()
+        .find_map(|line| line.strip_prefix("blocked_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// A tenant name unique to this test run and `label`.
 pub fn tenant(label: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

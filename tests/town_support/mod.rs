@@ -67,14 +67,7 @@ pub fn lengths(con: &mut Connection, town: &str, agent: &str) -> Vec<i64> {
     ok(con, &["TOWN.LEN", town, agent])
 }
 
-/// The number of blocked clients (`INFO clients`).
-pub fn blocked_clients(con: &mut Connection) -> u64 {
-    let info: String = ok(con, &["INFO", "clients"]);
-    info.lines()
-        .find_map(|line| line.strip_prefix("blocked_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
+pub use crate::common::blocked_clients;
 
 /// Wait until exactly `n` clients are blocked.
 pub fn wait_blocked(con: &mut Connection, n: u64) {
