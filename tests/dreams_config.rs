@@ -44,7 +44,7 @@ fn load_fails(module_args: &[&str]) -> bool {
     let dir = std::env::temp_dir().join(format!("dreamtown-badload-{}-{}", std::process::id(), tenant("d")));
     std::fs::create_dir_all(&dir).unwrap();
     let socket = dir.join("redis.sock");
-    let mut child = Command::new("redis-server")
+    let mut child = Command::new(common::server_bin())
         .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocket"])
         .arg(&socket)
         .arg("--dir")

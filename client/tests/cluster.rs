@@ -379,7 +379,7 @@ fn keyslot(con: &mut redis::Connection, key: &str) -> u16 {
 }
 
 fn redis_cli(args: &[&str]) -> String {
-    let output = Command::new("redis-cli").args(args).output().expect("redis-cli on PATH");
+    let output = Command::new(common::cli_bin()).args(args).output().expect("redis-cli on PATH");
     assert!(output.status.success(), "redis-cli {args:?}: {output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -555,7 +555,7 @@ fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
     let stopped = script.run("stop");
     assert!(stopped.status.success(), "stop: {stopped:?}");
     for offset in 0..3 {
-        let answered = Command::new("redis-cli").args(["-p", &(base + offset).to_string(), "PING"]).output().unwrap();
+        let answered = Command::new(common::cli_bin()).args(["-p", &(base + offset).to_string(), "PING"]).output().unwrap();
         assert!(!String::from_utf8_lossy(&answered.stdout).contains("PONG"), "node {} stopped", base + offset);
     }
     assert!(!dir.exists(), "its state is removed");
