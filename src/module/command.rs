@@ -17,6 +17,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::api::api;
+use super::migration_guard;
 use super::reply::{self, CommandError, CommandResult, Reply};
 use super::session::Session;
 use super::string::bytes_of;
@@ -221,7 +222,10 @@ pub fn dispatch_wake(
 }
 
 /// Run `run` under `catch_unwind` and send what it answers; `None` sends
-/// nothing and tells Redis the client stays blocked.
+/// nothing and tells Redis the client stays blocked. In a cluster, a call
+/// (or a blocked call's wake-up) whose tenant's slot this node may not
+/// touch now answers `-TRYAGAIN` without running (`migration_guard`): a
+/// blocked client woken there is unblocked with it and retries.
 fn guarded(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -230,6 +234,13 @@ fn guarded(
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         with_arguments(argv, argc, |args| {
+            // In a cluster, refuse before anything is opened while the
+            // tenant's slot is moving (see migration_guard).
+            let tenant = args.first().copied().unwrap_or_default();
+            if let Err(error) = migration_guard::check(ctx, tenant) {
+                reply::send(ctx, &Err(error));
+                return true;
+            }
             let session = Session::new(ctx);
             let result = run(&session, args);
             if let Some(result) = &result {

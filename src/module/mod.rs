@@ -9,6 +9,7 @@ pub mod command;
 pub mod config;
 pub mod effects;
 pub mod key;
+pub mod migration_guard;
 pub mod reply;
 pub mod session;
 pub mod stats;
