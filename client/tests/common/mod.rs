@@ -205,6 +205,11 @@ impl Server {
         redis::cmd("DEBUG").arg("DIGEST").query(&mut self.connect()).expect("DEBUG DIGEST")
     }
 
+    /// `CLUSTER MYID`.
+    pub fn node_id(&self) -> String {
+        redis::cmd("CLUSTER").arg("MYID").query(&mut self.connect()).expect("CLUSTER MYID")
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -239,13 +244,20 @@ pub struct SlotOwner {
 impl Cluster {
     /// Start `masters` nodes and join them with `redis-cli --cluster create`.
     pub fn start(masters: usize) -> Cluster {
-        let nodes: Vec<Server> = (0..masters).map(|_| Server::spawn("cluster", &[], true)).collect();
+        Self::start_with_replicas(masters, 0)
+    }
+
+    /// Start `masters` masters with `replicas` replicas each (`nodes`:
+    /// the masters first, as `redis-cli --cluster create` assigns them).
+    pub fn start_with_replicas(masters: usize, replicas: usize) -> Cluster {
+        let count = masters * (1 + replicas);
+        let nodes: Vec<Server> = (0..count).map(|_| Server::spawn("cluster", &[], true)).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let output = Command::new(cli_bin())
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
             .expect("redis-cli on PATH");
@@ -278,6 +290,11 @@ impl Cluster {
                 .unwrap_or(0);
             covered == 16_384 && maps.windows(2).all(|pair| pair[0] == pair[1])
         });
+    }
+
+    /// Wait until every node agrees on one full slot map (after a move).
+    pub fn wait_stable(&self) {
+        self.wait_converged();
     }
 
     /// `redis://` URLs of every node.

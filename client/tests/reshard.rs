@@ -1,0 +1,593 @@
+//! Redis Cluster operations under load: the slots of live tenants move
+//! (by the manual SETSLOT/MIGRATE procedure, by `redis-cli --cluster
+//! reshard` and by `rebalance`) while producers FIRE/RECORD/TOWN.SEND and
+//! slow consumers (100–200 ms per item) DRAIN/ACK and TOWN.RECV(/ACK), so
+//! items are in flight across every move; and a coordinated `CLUSTER
+//! FAILOVER` of the tenants' master under the same load.
+//!
+//! Each asserts: no `BUSYKEY` (every MIGRATE and every redis-cli run
+//! succeeds, without `--cluster-replace`), every fire queued and every
+//! message sent delivered exactly once, every ACK applied (no `stale`), no
+//! tenant key on a node that does not own its slot, and no consumer call
+//! that overran its deadline. The interleaving is forced: a holder drains a
+//! fire and reliably receives a message before the move starts and
+//! acknowledges both only after it ended, and the manual procedure pauses
+//! between `MIGRATING` and the first `MIGRATE` while the load runs.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Cluster, DEADLINE, cli_bin};
+use redis::Value;
+use redis::cluster_async::ClusterConnection;
+
+/// How long a consumer blocks in one call.
+const BLOCK_SECS: u64 = 1;
+/// The longest a consumer call may take: its block, a redirect from the
+/// cluster cron (~1 s after the move), retries while the slot moves, and a
+/// loaded machine's slack.
+const CALL_DEADLINE: Duration = Duration::from_secs(12);
+
+/// CRC16/XMODEM, Redis Cluster's key hash.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for byte in bytes {
+        crc ^= u16::from(*byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+/// The slot of a tenant (its name is the hash tag of all its keys).
+fn slot_of(tenant: &str) -> u16 {
+    crc16(tenant.as_bytes()) % 16_384
+}
+
+/// `count` tenant names whose slots are all different and in `slots`.
+fn tenants_in(slots: std::ops::Range<u16>, count: usize, label: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let mut used = BTreeSet::new();
+    for n in 0.. {
+        let name = format!("{label}-{n}");
+        let slot = slot_of(&name);
+        if slots.contains(&slot) && used.insert(slot) {
+            found.push(name);
+            if found.len() == count {
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// A cluster connection that retries quickly and long enough to outlast a
+/// slot move (TRYAGAIN while it runs), with no response timeout (blocking calls).
+async fn connect(cluster: &Cluster) -> ClusterConnection {
+    redis::cluster::ClusterClient::builder(cluster.urls())
+        .retries(60)
+        .min_retry_wait(10)
+        .max_retry_wait(250)
+        .build()
+        .expect("cluster client")
+        .get_async_connection()
+        .await
+        .expect("cluster connection")
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::Okay => Some("OK".into()),
+        _ => None,
+    }
+}
+
+/// What the load saw, per tenant.
+#[derive(Default)]
+struct Ledger {
+    /// Fires the server said it queued (FIRE and RECORD replies `queued`).
+    queued: BTreeMap<String, u64>,
+    /// Fire ids handed out by DRAIN.
+    drained: BTreeMap<String, Vec<String>>,
+    /// ACK outcomes that were not `acknowledged`.
+    bad_acks: Vec<String>,
+    /// Message ids sent.
+    sent: BTreeMap<String, Vec<String>>,
+    /// Message ids received.
+    received: BTreeMap<String, Vec<String>>,
+    /// Anything unexpected: error replies, drops, late calls.
+    problems: Vec<String>,
+    /// Holder ACKs that went through (fire and message).
+    held_acks: u64,
+}
+
+type Shared = Arc<Mutex<Ledger>>;
+
+fn note(ledger: &Shared, problem: String) {
+    ledger.lock().expect("ledger").problems.push(problem);
+}
+
+async fn call(conn: &mut ClusterConnection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd.query_async(conn).await
+}
+
+/// FIRE and RECORD (a low trigger, so it queues when its region has no
+/// pending fire) and TOWN.SEND to the plain and the reliable agent.
+async fn producer(cluster: Arc<Cluster>, tenant: String, stop: Arc<AtomicBool>, ledger: Shared) {
+    let mut conn = connect(&cluster).await;
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let project = format!("p{}", n % 3);
+        let dreams = if n % 2 == 0 {
+            call(&mut conn, &["DREAMS.FIRE", &tenant, &project, "3"]).await
+        } else {
+            call(&mut conn, &["DREAMS.RECORD", &tenant, &project, "4", "1", "0", "TRIGGER", "1", "0", "0", "0"])
+                .await
+        };
+        match dreams {
+            Ok(value) => {
+                let outcome = match &value {
+                    Value::Array(items) => items.first().and_then(text),
+                    other => text(other),
+                };
+                match outcome.as_deref() {
+                    Some("queued") => *ledger.lock().expect("ledger").queued.entry(tenant.clone()).or_default() += 1,
+                    Some("accumulated") => {}
+                    _ => note(&ledger, format!("{tenant}: producer got {value:?}")),
+                }
+            }
+            Err(error) => note(&ledger, format!("{tenant}: producer dreams error {error}")),
+        }
+        for agent in ["plain", "reliable"] {
+            let id = format!("{tenant}-{agent}-{n}");
+            let message = format!(r#"{{"id":"{id}","to":"{agent}","body":"n{n}"}}"#);
+            match call(&mut conn, &["TOWN.SEND", &tenant, &message]).await {
+                Ok(Value::Int(_)) => ledger.lock().expect("ledger").sent.entry(tenant.clone()).or_default().push(id),
+                other => note(&ledger, format!("{tenant}: TOWN.SEND got {other:?}")),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn fire_id(payload: &[u8]) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    json.get("fire_id")?.as_str().map(str::to_owned)
+}
+
+fn message_id(payload: &[u8]) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    json.get("id")?.as_str().map(str::to_owned)
+}
+
+/// Drain, work 150 ms, ACK SUCCESS; until stopped and nothing is left.
+async fn drainer(cluster: Arc<Cluster>, org: String, done: Arc<AtomicBool>, ledger: Shared) {
+    let mut conn = connect(&cluster).await;
+    let block = BLOCK_SECS.to_string();
+    loop {
+        let started = Instant::now();
+        let reply = call(&mut conn, &["DREAMS.DRAIN", &org, &block, "NOQUIET"]).await;
+        if started.elapsed() > CALL_DEADLINE {
+            note(&ledger, format!("{org}: DRAIN took {:?}", started.elapsed()));
+        }
+        match reply {
+            Ok(Value::BulkString(payload)) => {
+                let Some(id) = fire_id(&payload) else {
+                    note(&ledger, format!("{org}: drained a payload without fire id"));
+                    continue;
+                };
+                ledger.lock().expect("ledger").drained.entry(org.clone()).or_default().push(id);
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                let payload = String::from_utf8_lossy(&payload).into_owned();
+                match call(&mut conn, &["DREAMS.ACK", &org, &payload, "SUCCESS"]).await {
+                    Ok(Value::Array(items)) if items.first().and_then(text).as_deref() == Some("acknowledged") => {}
+                    other => ledger.lock().expect("ledger").bad_acks.push(format!("{org}: ACK got {other:?}")),
+                }
+            }
+            Ok(Value::Nil) if done.load(Ordering::Relaxed) => return,
+            Ok(Value::Nil) => {}
+            other => note(&ledger, format!("{org}: DRAIN got {other:?}")),
+        }
+    }
+}
+
+/// Receive one message at a time, work 100 ms (150 ms and ACK when reliable).
+async fn receiver(cluster: Arc<Cluster>, town: String, agent: &'static str, done: Arc<AtomicBool>, ledger: Shared) {
+    let mut conn = connect(&cluster).await;
+    let block = BLOCK_SECS.to_string();
+    let reliable = agent == "reliable";
+    loop {
+        let mut args = vec!["TOWN.RECV", &town, agent, "BLOCK", &block];
+        if reliable {
+            args.push("RELIABLE");
+        }
+        let started = Instant::now();
+        let reply = call(&mut conn, &args).await;
+        if started.elapsed() > CALL_DEADLINE {
+            note(&ledger, format!("{town}: RECV took {:?}", started.elapsed()));
+        }
+        match reply {
+            Ok(Value::Array(messages)) if !messages.is_empty() => {
+                for message in messages {
+                    let Value::BulkString(bytes) = message else { continue };
+                    let Some(id) = message_id(&bytes) else { continue };
+                    ledger.lock().expect("ledger").received.entry(town.clone()).or_default().push(id.clone());
+                    tokio::time::sleep(Duration::from_millis(if reliable { 150 } else { 100 })).await;
+                    if reliable {
+                        match call(&mut conn, &["TOWN.ACK", &town, agent, &id]).await {
+                            Ok(Value::Int(1)) => {}
+                            other => ledger.lock().expect("ledger").bad_acks.push(format!("{town}: TOWN.ACK {id} got {other:?}")),
+                        }
+                    }
+                }
+            }
+            Ok(Value::Nil) | Ok(Value::Array(_)) if done.load(Ordering::Relaxed) => return,
+            Ok(Value::Nil) | Ok(Value::Array(_)) => {}
+            other => note(&ledger, format!("{town}: RECV got {other:?}")),
+        }
+    }
+}
+
+/// Before a move: take one fire and one reliable message of `tenant` and
+/// hold them; `ack` acknowledges both (call it after the move).
+struct Held {
+    tenant: String,
+    fire: Option<String>,
+    message: Option<String>,
+}
+
+async fn hold(cluster: &Cluster, tenant: &str, ledger: &Shared) -> Held {
+    let mut conn = connect(cluster).await;
+    let mut held = Held { tenant: tenant.to_owned(), fire: None, message: None };
+    // A message for the holder's own agent, so no receiver competes.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = format!("{tenant}-holder-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let message = format!(r#"{{"id":"{id}","to":"holder"}}"#);
+    call(&mut conn, &["TOWN.SEND", tenant, &message]).await.expect("holder send");
+    ledger.lock().expect("ledger").sent.entry(tenant.to_owned()).or_default().push(id);
+    let started = Instant::now();
+    while held.fire.is_none() && started.elapsed() < DEADLINE {
+        if let Ok(Value::BulkString(payload)) = call(&mut conn, &["DREAMS.DRAIN", tenant, "1", "NOQUIET"]).await {
+            let id = fire_id(&payload).expect("fire id");
+            ledger.lock().expect("ledger").drained.entry(tenant.to_owned()).or_default().push(id);
+            held.fire = Some(String::from_utf8_lossy(&payload).into_owned());
+        }
+    }
+    if let Ok(Value::Array(messages)) = call(&mut conn, &["TOWN.RECV", tenant, "holder", "BLOCK", "5", "RELIABLE"]).await
+        && let Some(Value::BulkString(bytes)) = messages.first()
+    {
+        let id = message_id(bytes).expect("message id");
+        ledger.lock().expect("ledger").received.entry(tenant.to_owned()).or_default().push(id.clone());
+        held.message = Some(id);
+    }
+    assert!(held.fire.is_some() && held.message.is_some(), "{tenant}: the holder got a fire and a message before the move");
+    held
+}
+
+async fn release(cluster: &Cluster, held: Held, ledger: &Shared) {
+    let mut conn = connect(cluster).await;
+    let tenant = held.tenant;
+    let fire = held.fire.expect("held fire");
+    let ack = call(&mut conn, &["DREAMS.ACK", &tenant, &fire, "SUCCESS"]).await;
+    let outcome = match &ack {
+        Ok(Value::Array(items)) => items.first().and_then(text),
+        _ => None,
+    };
+    assert_eq!(outcome.as_deref(), Some("acknowledged"), "{tenant}: ACK after the move of a fire drained before it: {ack:?}");
+    let message = held.message.expect("held message");
+    let acked = call(&mut conn, &["TOWN.ACK", &tenant, "holder", &message]).await;
+    assert!(matches!(acked, Ok(Value::Int(1))), "{tenant}: TOWN.ACK after the move of a message received before it: {acked:?}");
+    ledger.lock().expect("ledger").held_acks += 2;
+}
+
+/// Give `tenant` `regions` more regions (a counters hash each, counting
+/// toward no fire), so moving its slot takes many MIGRATE batches and the
+/// load has time to reach the importing node while redis-cli moves it.
+async fn add_regions(cluster: &Cluster, tenant: &str, regions: usize) {
+    let mut conn = connect(cluster).await;
+    let mut pipe = redis::pipe();
+    for i in 0..regions {
+        pipe.cmd("DREAMS.RECORD").arg(tenant).arg(format!("idle{i}")).arg(3).arg(1).arg(0);
+    }
+    let _: Vec<Value> = pipe.query_async(&mut conn).await.expect("idle regions");
+}
+
+/// The load over `tenants`, running until [`Load::finish`].
+struct Load {
+    cluster: Arc<Cluster>,
+    tenants: Vec<String>,
+    ledger: Shared,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    producers: Vec<tokio::task::JoinHandle<()>>,
+    consumers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(cluster: Arc<Cluster>, tenants: &[String]) -> Load {
+        let ledger: Shared = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let mut producers = Vec::new();
+        let mut consumers = Vec::new();
+        for tenant in tenants {
+            producers.push(tokio::spawn(producer(cluster.clone(), tenant.clone(), stop.clone(), ledger.clone())));
+            for _ in 0..2 {
+                consumers.push(tokio::spawn(drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
+            }
+            for agent in ["plain", "reliable"] {
+                consumers.push(tokio::spawn(receiver(cluster.clone(), tenant.clone(), agent, done.clone(), ledger.clone())));
+            }
+        }
+        Load { cluster, tenants: tenants.to_vec(), ledger, stop, done, producers, consumers }
+    }
+
+    /// Wait until every tenant has had some traffic.
+    async fn warm_up(&self) {
+        let started = Instant::now();
+        loop {
+            let ready = {
+                let ledger = self.ledger.lock().expect("ledger");
+                self.tenants.iter().all(|t| {
+                    ledger.drained.get(t).is_some_and(|d| d.len() >= 2) && ledger.received.get(t).is_some_and(|r| r.len() >= 2)
+                })
+            };
+            if ready {
+                return;
+            }
+            assert!(started.elapsed() < DEADLINE, "the load did not get going");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stop producing, let the consumers empty every queue and inbox, and
+    /// check the books.
+    async fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for producer in self.producers {
+            producer.await.expect("producer");
+        }
+        let mut conn = connect(&self.cluster).await;
+        let started = Instant::now();
+        for tenant in &self.tenants {
+            loop {
+                let dreams = call(&mut conn, &["DREAMS.LEN", tenant]).await;
+                let plain = call(&mut conn, &["TOWN.LEN", tenant, "plain"]).await;
+                let reliable = call(&mut conn, &["TOWN.LEN", tenant, "reliable"]).await;
+                let zero = Value::Array(vec![Value::Int(0), Value::Int(0), Value::Int(0)]);
+                if [&dreams, &plain, &reliable].iter().all(|r| matches!(r, Ok(v) if *v == zero)) {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < DEADLINE * 2,
+                    "{tenant}: the consumers did not empty it: {dreams:?} {plain:?} {reliable:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        self.done.store(true, Ordering::Relaxed);
+        for consumer in self.consumers {
+            consumer.await.expect("consumer");
+        }
+        let ledger = self.ledger.lock().expect("ledger");
+        assert!(ledger.problems.is_empty(), "problems under load: {:#?}", ledger.problems);
+        assert!(ledger.bad_acks.is_empty(), "acknowledgements not applied: {:#?}", ledger.bad_acks);
+        for tenant in &self.tenants {
+            let drained = ledger.drained.get(tenant).cloned().unwrap_or_default();
+            let unique: BTreeSet<&String> = drained.iter().collect();
+            assert_eq!(unique.len(), drained.len(), "{tenant}: a fire was handed out twice");
+            let queued = ledger.queued.get(tenant).copied().unwrap_or(0);
+            assert_eq!(drained.len() as u64, queued, "{tenant}: fires queued vs handed out");
+            let mut sent = ledger.sent.get(tenant).cloned().unwrap_or_default();
+            let mut received = ledger.received.get(tenant).cloned().unwrap_or_default();
+            sent.sort();
+            received.sort();
+            assert_eq!(received, sent, "{tenant}: messages sent vs received (each exactly once)");
+        }
+    }
+}
+
+/// No node holds a key of a slot it does not own, and the guard's names never exist.
+fn assert_keys_where_owned(cluster: &Cluster, tenants: &[String]) {
+    let owners = cluster.slot_owners();
+    for tenant in tenants {
+        let slot = slot_of(tenant);
+        let owner = owners
+            .iter()
+            .find(|o| o.ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+            .map(|o| o.port)
+            .expect("owned slot");
+        for node in &cluster.nodes {
+            let mut con = node.connect();
+            let role: Vec<Value> = redis::cmd("ROLE").query(&mut con).expect("ROLE");
+            if role.first().and_then(text).as_deref() != Some("master") {
+                continue;
+            }
+            let count: u64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(&mut con).expect("COUNTKEYSINSLOT");
+            if node.port == owner {
+                assert!(count > 0, "{tenant}: its owner {} holds its keys", node.port);
+            } else {
+                assert_eq!(count, 0, "{tenant}: node {} holds keys of slot {slot} it does not own", node.port);
+            }
+        }
+    }
+}
+
+/// How many `TRYAGAIN` replies the masters sent (`INFO errorstats`).
+fn tryagain_replies(cluster: &Cluster) -> u64 {
+    cluster
+        .nodes
+        .iter()
+        .map(|node| {
+            let info: String = redis::cmd("INFO").arg("errorstats").query(&mut node.connect()).expect("INFO errorstats");
+            info.lines()
+                .find_map(|line| line.strip_prefix("errorstat_TRYAGAIN:count="))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// The manual procedure for one slot, pausing between `MIGRATING` and the
+/// first `MIGRATE` and between batches of 2 keys.
+fn move_slot(cluster: &Cluster, slot: u16, from: usize, to: usize) {
+    let source = &cluster.nodes[from];
+    let target = &cluster.nodes[to];
+    let (source_id, target_id) = (source.node_id(), target.node_id());
+    let mut src = source.connect();
+    let mut dst = target.connect();
+    let ok = |reply: redis::RedisResult<String>, what: &str| assert_eq!(reply.as_deref(), Ok("OK"), "{what}");
+    ok(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("IMPORTING").arg(&source_id).query(&mut dst), "IMPORTING");
+    ok(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("MIGRATING").arg(&target_id).query(&mut src), "MIGRATING");
+    std::thread::sleep(Duration::from_millis(800));
+    loop {
+        let keys: Vec<String> =
+            redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(2).query(&mut src).expect("GETKEYSINSLOT");
+        if keys.is_empty() {
+            break;
+        }
+        let reply: redis::RedisResult<String> = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(target.port)
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("KEYS")
+            .arg(&keys)
+            .query(&mut src);
+        ok(reply, &format!("MIGRATE of {keys:?} (no BUSYKEY)"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ok(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&target_id).query(&mut dst), "NODE on target");
+    ok(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&target_id).query(&mut src), "NODE on source");
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        if i != from && i != to {
+            let _: redis::RedisResult<String> =
+                redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&target_id).query(&mut node.connect());
+        }
+    }
+}
+
+/// `redis-cli --cluster <args>`, which must succeed and never mention BUSYKEY.
+fn redis_cli_cluster(args: &[String]) {
+    let output = Command::new(cli_bin()).arg("--cluster").args(args).output().expect("redis-cli");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let all = format!("{stdout}{stderr}");
+    assert!(
+        output.status.success() && !all.contains("BUSYKEY") && !all.contains("Target key exists") && !all.contains("[ERR]"),
+        "redis-cli --cluster {args:?} failed:\n{all}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn manual_procedure_moves_live_tenants_losing_nothing() {
+    let cluster = Arc::new(Cluster::start(3));
+    // Two tenants in two slots of one node (each is an organization and a town).
+    let first_owner = cluster.owner_of_slot(0);
+    let tenants = tenants_in(0..5_000, 2, "manual");
+    let from = cluster.owner_of_slot(slot_of(&tenants[0]));
+    assert_eq!(from, first_owner);
+    let to = (from + 1) % 3;
+    let load = Load::start(cluster.clone(), &tenants);
+    load.warm_up().await;
+    let mut held = Vec::new();
+    for tenant in &tenants {
+        held.push(hold(&cluster, tenant, &load.ledger).await);
+    }
+    for tenant in &tenants {
+        let (cluster, slot) = (cluster.clone(), slot_of(tenant));
+        tokio::task::spawn_blocking(move || move_slot(&cluster, slot, from, to)).await.expect("move");
+    }
+    let blocking = cluster.clone();
+    tokio::task::spawn_blocking(move || blocking.wait_stable()).await.expect("stable");
+    for held in held {
+        release(&cluster, held, &load.ledger).await;
+    }
+    // The load did reach the importing node during the pause (and was told to retry).
+    assert!(tryagain_replies(&cluster) > 0, "the load reached the importing node while the slot moved");
+    // Some more traffic on the new owner, then the books.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    load.finish().await;
+    assert_keys_where_owned(&cluster, &tenants);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_cli_reshard_and_rebalance_move_live_tenants_losing_nothing() {
+    let cluster = Arc::new(Cluster::start(3));
+    // redis-cli moves the lowest slots of a source first: tenants in slots 0..6.
+    const MOVED: u16 = 6;
+    let tenants = tenants_in(0..MOVED, 2, "cli");
+    let from = cluster.owner_of_slot(0);
+    let to = (from + 2) % 3;
+    for tenant in &tenants {
+        add_regions(&cluster, tenant, 300).await;
+    }
+    let load = Load::start(cluster.clone(), &tenants);
+    load.warm_up().await;
+    let mut held = Vec::new();
+    for tenant in &tenants {
+        held.push(hold(&cluster, tenant, &load.ledger).await);
+    }
+    let address = format!("127.0.0.1:{}", cluster.nodes[from].port);
+    let reshard = vec![
+        "reshard".to_string(),
+        address.clone(),
+        "--cluster-from".into(),
+        cluster.nodes[from].node_id(),
+        "--cluster-to".into(),
+        cluster.nodes[to].node_id(),
+        "--cluster-slots".into(),
+        MOVED.to_string(),
+        "--cluster-pipeline".into(),
+        "2".into(),
+        "--cluster-yes".into(),
+    ];
+    tokio::task::spawn_blocking(move || redis_cli_cluster(&reshard)).await.expect("reshard");
+    let blocking = cluster.clone();
+    tokio::task::spawn_blocking(move || blocking.wait_stable()).await.expect("stable");
+    for tenant in &tenants {
+        assert_eq!(cluster.owner_of_slot(slot_of(tenant)), to, "{tenant} moved by reshard");
+    }
+    for held in held {
+        release(&cluster, held, &load.ledger).await;
+    }
+    // Rebalance: the target now holds MOVED slots too many, the lowest
+    // ones first in its list, so they are the ones rebalance moves back.
+    let mut held = Vec::new();
+    for tenant in &tenants {
+        held.push(hold(&cluster, tenant, &load.ledger).await);
+    }
+    let rebalance = vec![
+        "rebalance".to_string(),
+        address,
+        "--cluster-threshold".into(),
+        "0.01".into(),
+        "--cluster-pipeline".into(),
+        "2".into(),
+    ];
+    tokio::task::spawn_blocking(move || redis_cli_cluster(&rebalance)).await.expect("rebalance");
+    let blocking = cluster.clone();
+    tokio::task::spawn_blocking(move || blocking.wait_stable()).await.expect("stable");
+    let moved_back = tenants.iter().filter(|t| cluster.owner_of_slot(slot_of(t)) != to).count();
+    assert!(moved_back > 0, "rebalance moved a live tenant's slot");
+    for held in held {
+        release(&cluster, held, &load.ledger).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    load.finish().await;
+    assert_keys_where_owned(&cluster, &tenants);
+}
