@@ -8,6 +8,9 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 
+/// How many times a call unblocked by a role change is sent again.
+pub(crate) const UNBLOCKED_RETRIES: u32 = 3;
+
 /// A stored hash as field/value pairs, in the server's order.
 pub(crate) type Record = Vec<(String, Vec<u8>)>;
 
@@ -37,12 +40,24 @@ impl Call {
         if condition { self.arg(arg) } else { self }
     }
 
-    /// Send it and wait for the reply.
+    /// Send it and wait for the reply. A command the server unblocked
+    /// without running it because the node changed role (a failover: the
+    /// blocked `DREAMS.DRAIN`/`TOWN.RECV` on the old master) is sent again,
+    /// up to [`UNBLOCKED_RETRIES`] times: a cluster connection then follows
+    /// the new master (the `redis` crate reconnects and retries on
+    /// `MOVED`/`ASK`/`TRYAGAIN`/connection loss itself).
     pub(crate) async fn send<C: ConnectionLike + Send>(self, conn: &mut C) -> Result<Reply> {
-        match conn.req_packed_command(&self.cmd).await {
-            Ok(Value::ServerError(error)) => Err(Error::from_redis(self.name, error.into())),
-            Ok(value) => Ok(Reply { command: self.name, value }),
-            Err(error) => Err(Error::from_redis(self.name, error)),
+        let mut attempts = 0;
+        loop {
+            let result = match conn.req_packed_command(&self.cmd).await {
+                Ok(Value::ServerError(error)) => Err(Error::from_redis(self.name, error.into())),
+                Ok(value) => Ok(Reply { command: self.name, value }),
+                Err(error) => Err(Error::from_redis(self.name, error)),
+            };
+            match result {
+                Err(error) if error.is_unblocked_by_role_change() && attempts < UNBLOCKED_RETRIES => attempts += 1,
+                other => return other,
+            }
         }
     }
 }

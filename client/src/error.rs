@@ -133,6 +133,45 @@ impl Error {
         }
     }
 
+    /// Did the server refuse the command without running it, in a way a
+    /// retry can get past? `TRYAGAIN` (the tenant's cluster slot is moving),
+    /// `MOVED`/`ASK` (another node serves it; cluster connections follow
+    /// these themselves), `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, and
+    /// `UNBLOCKED` after a failover turned the node into a replica.
+    ///
+    /// ```
+    /// use dreamtown_client::Error;
+    /// let moving = Error::Server { code: "TRYAGAIN".into(), message: "tenant 'acme' is being moved".into() };
+    /// assert!(moving.is_retryable());
+    /// assert!(!Error::Server { code: "WRONGTYPE".into(), message: String::new() }.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        if self.is_unblocked_by_role_change() {
+            return true;
+        }
+        match self {
+            Self::Redis(error) => error.redirect_node().is_some() || matches!(
+                error.code(),
+                Some("TRYAGAIN" | "MOVED" | "ASK" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN")
+            ),
+            _ => matches!(
+                self.server_code(),
+                Some("TRYAGAIN" | "MOVED" | "ASK" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN")
+            ),
+        }
+    }
+
+    /// Is this Redis's `UNBLOCKED ... instance state changed` (a blocked
+    /// command released, unrun, because its node became a replica)?
+    pub(crate) fn is_unblocked_by_role_change(&self) -> bool {
+        let (code, message) = match self {
+            Self::Server { code, message } => (Some(code.as_str()), message.as_str()),
+            Self::Redis(error) => (error.code(), error.detail().unwrap_or_default()),
+            _ => (None, ""),
+        };
+        code == Some("UNBLOCKED") && message.contains("instance state changed")
+    }
+
     /// Classify a transport error of `command`.
     pub(crate) fn from_redis(command: &'static str, error: redis::RedisError) -> Self {
         if error.is_timeout() {

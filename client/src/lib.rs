@@ -11,6 +11,11 @@
 //!   the shared command layer.
 //!
 //! Each call sends one command; errors are [`Error`], never a panic.
+//! [`Error::is_retryable`] tells which refusals changed nothing and may be
+//! sent again (a cluster connection already follows `MOVED`/`ASK` and
+//! retries `TRYAGAIN` and connection loss; a call whose blocking wait a
+//! failover interrupted is sent again by the client). Wrap a connection in
+//! [`Durable`] to `WAIT` for replicas after every write.
 //!
 //! ```no_run
 //! use dreamtown_client::dreams::{QuietHours, RedisFireQueue, RegionKey};
@@ -28,9 +33,11 @@
 
 mod call;
 pub mod dreams;
+mod durable;
 mod error;
 pub mod town;
 
+pub use durable::{Durable, Shortfall};
 pub use error::{Error, Result};
 
 /// The `redis` crate this client is built on, so connections match its version.
