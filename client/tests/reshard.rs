@@ -23,7 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Cluster, DEADLINE, cli_bin};
+use dreamtown_client::dreams::{AcknowledgeOutcome, DrainResult, DreamsTrigger, QuietHours, RedisFireQueue};
+use dreamtown_client::Durable;
 use redis::Value;
+use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 
 /// How long a consumer blocks in one call.
@@ -107,6 +110,8 @@ struct Ledger {
     problems: Vec<String>,
     /// Holder ACKs that went through (fire and message).
     held_acks: u64,
+    /// Raw blocked calls a failover released with `UNBLOCKED` (retryable; resent).
+    unblocked: u64,
 }
 
 type Shared = Arc<Mutex<Ledger>>;
@@ -115,7 +120,7 @@ fn note(ledger: &Shared, problem: String) {
     ledger.lock().expect("ledger").problems.push(problem);
 }
 
-async fn call(conn: &mut ClusterConnection, args: &[&str]) -> redis::RedisResult<Value> {
+async fn call<C: ConnectionLike + Send>(conn: &mut C, args: &[&str]) -> redis::RedisResult<Value> {
     let mut cmd = redis::Cmd::new();
     for arg in args {
         cmd.arg(*arg);
@@ -199,7 +204,35 @@ async fn drainer(cluster: Arc<Cluster>, org: String, done: Arc<AtomicBool>, ledg
             }
             Ok(Value::Nil) if done.load(Ordering::Relaxed) => return,
             Ok(Value::Nil) => {}
+            Err(error) if error.code() == Some("UNBLOCKED") => ledger.lock().expect("ledger").unblocked += 1,
             other => note(&ledger, format!("{org}: DRAIN got {other:?}")),
+        }
+    }
+}
+
+/// [`drainer`] through the client crate's queue (which resends a drain a
+/// failover unblocked).
+async fn crate_drainer(cluster: Arc<Cluster>, org: String, done: Arc<AtomicBool>, ledger: Shared) {
+    let mut queue = RedisFireQueue::new(connect(&cluster).await, QuietHours::none(), org.clone());
+    loop {
+        let started = Instant::now();
+        let drained = queue.drain(Duration::from_secs(BLOCK_SECS)).await;
+        if started.elapsed() > CALL_DEADLINE {
+            note(&ledger, format!("{org}: crate drain took {:?}", started.elapsed()));
+        }
+        match drained {
+            Ok(DrainResult::Ready(fire)) => {
+                let id = fire.fire_id.clone().unwrap_or_default();
+                ledger.lock().expect("ledger").drained.entry(org.clone()).or_default().push(id);
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                match queue.acknowledge(&fire, true, DreamsTrigger::default(), "node-a").await {
+                    Ok(AcknowledgeOutcome::Acknowledged(_)) => {}
+                    other => ledger.lock().expect("ledger").bad_acks.push(format!("{org}: crate ACK got {other:?}")),
+                }
+            }
+            Ok(_) if done.load(Ordering::Relaxed) => return,
+            Ok(_) => {}
+            Err(error) => note(&ledger, format!("{org}: crate drain error {error}")),
         }
     }
 }
@@ -236,6 +269,7 @@ async fn receiver(cluster: Arc<Cluster>, town: String, agent: &'static str, done
             }
             Ok(Value::Nil) | Ok(Value::Array(_)) if done.load(Ordering::Relaxed) => return,
             Ok(Value::Nil) | Ok(Value::Array(_)) => {}
+            Err(error) if error.code() == Some("UNBLOCKED") => ledger.lock().expect("ledger").unblocked += 1,
             other => note(&ledger, format!("{town}: RECV got {other:?}")),
         }
     }
@@ -318,6 +352,11 @@ struct Load {
 
 impl Load {
     fn start(cluster: Arc<Cluster>, tenants: &[String]) -> Load {
+        Self::start_with(cluster, tenants, false)
+    }
+
+    /// `through_crate`: one of the two drainers per tenant uses the client crate.
+    fn start_with(cluster: Arc<Cluster>, tenants: &[String], through_crate: bool) -> Load {
         let ledger: Shared = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
@@ -325,7 +364,10 @@ impl Load {
         let mut consumers = Vec::new();
         for tenant in tenants {
             producers.push(tokio::spawn(producer(cluster.clone(), tenant.clone(), stop.clone(), ledger.clone())));
-            for _ in 0..2 {
+            consumers.push(tokio::spawn(drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
+            if through_crate {
+                consumers.push(tokio::spawn(crate_drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
+            } else {
                 consumers.push(tokio::spawn(drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
             }
             for agent in ["plain", "reliable"] {
@@ -590,4 +632,130 @@ async fn redis_cli_reshard_and_rebalance_move_live_tenants_losing_nothing() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     load.finish().await;
     assert_keys_where_owned(&cluster, &tenants);
+}
+
+/// `INFO <section>` field `name` of a node, as text.
+fn info_field(node: &common::Server, section: &str, name: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg(section).query(&mut node.connect()).ok()?;
+    info.lines().find_map(|line| line.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_owned()))
+}
+
+/// The index of the replica of the master at `master`, once it is in sync.
+fn replica_of(cluster: &Cluster, master: usize) -> Option<usize> {
+    let port = cluster.nodes[master].port.to_string();
+    cluster.nodes.iter().position(|node| {
+        info_field(node, "replication", "role").as_deref() == Some("slave")
+            && info_field(node, "replication", "master_port").as_deref() == Some(port.as_str())
+            && info_field(node, "replication", "master_link_status").as_deref() == Some("up")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn coordinated_failover_under_load_loses_nothing() {
+    let cluster = Arc::new(Cluster::start_with_replicas(3, 1));
+    let names = tenants_in(0..5_000, 4, "failover");
+    let (tenants, idle) = (names[..2].to_vec(), names[2..].to_vec());
+    let master = cluster.owner_of_slot(slot_of(&tenants[0]));
+    common::wait_until("the master's replica is in sync", || replica_of(&cluster, master).is_some());
+    let replica = replica_of(&cluster, master).expect("replica");
+    let load = Load::start_with(cluster.clone(), &tenants, true);
+    load.warm_up().await;
+    let mut held = Vec::new();
+    for tenant in &tenants {
+        held.push(hold(&cluster, tenant, &load.ledger).await);
+    }
+    // Two drainers blocked on the old master: one raw, one through the crate.
+    let raw_waiter = {
+        let (cluster, org) = (cluster.clone(), idle[0].clone());
+        tokio::spawn(async move {
+            let mut conn = connect(&cluster).await;
+            let started = Instant::now();
+            (call(&mut conn, &["DREAMS.DRAIN", &org, "20", "NOQUIET"]).await, started.elapsed())
+        })
+    };
+    let crate_waiter = {
+        let (cluster, org) = (cluster.clone(), idle[1].clone());
+        tokio::spawn(async move {
+            let mut queue = RedisFireQueue::new(connect(&cluster).await, QuietHours::none(), org);
+            let started = Instant::now();
+            (queue.drain(Duration::from_secs(20)).await, started.elapsed())
+        })
+    };
+    let idle_keys_blocked = move |cluster: &Cluster| {
+        let mut con = cluster.nodes[master].connect();
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).expect("CLIENT LIST");
+        let clients = clients.to_ascii_lowercase();
+        clients.lines().filter(|line| line.contains("cmd=dreams.drain") && line.contains("flags=b")).count() >= 2
+    };
+    let blocking = cluster.clone();
+    tokio::task::spawn_blocking(move || common::wait_until("both idle drainers blocked", || idle_keys_blocked(&blocking)))
+        .await
+        .expect("blocked");
+
+    let promote = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let reply: String =
+            redis::cmd("CLUSTER").arg("FAILOVER").query(&mut promote.nodes[replica].connect()).expect("CLUSTER FAILOVER");
+        assert_eq!(reply, "OK");
+        common::wait_until("the replica took over the slots", || {
+            info_field(&promote.nodes[replica], "replication", "role").as_deref() == Some("master")
+                && promote.owner_of_slot(0) == replica
+        });
+        promote.wait_stable();
+    })
+    .await
+    .expect("failover");
+
+    // The raw waiter got the retryable UNBLOCKED at once, not at its timeout.
+    let (raw, raw_took) = raw_waiter.await.expect("raw waiter");
+    let raw_error = raw.expect_err("a drain blocked on the old master is released with an error");
+    assert_eq!(raw_error.code(), Some("UNBLOCKED"), "{raw_error}");
+    assert!(raw_took < Duration::from_secs(15), "released before its timeout: {raw_took:?}");
+    // The crate resent its drain to the new master, where a fire now arrives.
+    let mut conn = connect(&cluster).await;
+    assert_eq!(text(&call(&mut conn, &["DREAMS.FIRE", &idle[1], "p", "3"]).await.expect("fire")).as_deref(), Some("queued"));
+    let (drained, took) = crate_waiter.await.expect("crate waiter");
+    match drained {
+        Ok(DrainResult::Ready(fire)) => assert_eq!(fire.region.org, idle[1]),
+        other => panic!("the crate's drain across the failover: {other:?}"),
+    }
+    assert!(took < Duration::from_secs(20) + CALL_DEADLINE, "{took:?}");
+    let _ = call(&mut conn, &["DREAMS.RECOVER", &idle[1]]).await;
+
+    for held in held {
+        release(&cluster, held, &load.ledger).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    load.finish().await;
+    assert_keys_where_owned(&cluster, &tenants);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_connection_reports_writes_replicas_did_not_acknowledge() {
+    let master = common::Server::start();
+    let replica = common::Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    common::wait_until("the replica is in sync", || {
+        info_field(&replica, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let shortfalls = Arc::new(Mutex::new(Vec::new()));
+    let seen = shortfalls.clone();
+    let conn = Durable::new(master.multiplexed().await, 1, Duration::from_millis(300))
+        .on_shortfall(move |s| seen.lock().expect("hook").push(s.clone()));
+    let report = conn.clone();
+    let mut queue = RedisFireQueue::new(conn, QuietHours::none(), "acme");
+    let region = dreamtown_client::dreams::RegionKey::new("acme", "web", 3);
+    queue.fire(&region, "node-a").await.expect("fire");
+    queue.lengths().await.expect("lengths");
+    assert_eq!(report.shortfalls(), 0, "{:?}", report.last_shortfall());
+    // The replica stops acknowledging: the write still happens, and is reported.
+    let pid = replica.pid().to_string();
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().expect("kill").success());
+    let outcome = queue.fire(&region, "node-a").await;
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().expect("kill").success());
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(report.shortfalls(), 1);
+    let last = report.last_shortfall().expect("a shortfall");
+    assert_eq!((last.command.as_str(), last.wanted, last.acknowledged), ("DREAMS.FIRE", 1, 0));
+    assert_eq!(shortfalls.lock().expect("hook").len(), 1);
+    assert_eq!(queue.lengths().await.expect("lengths").ready, 2);
 }
