@@ -78,9 +78,11 @@ def free_port():
 
 
 class Server:
-    """One redis-server with the module, for the whole bench."""
+    """One redis-server with the module, for the whole bench; `cluster`: a
+    second one, a single-node Redis Cluster owning every slot, for the rows
+    that measure the module's cluster-mode cost (the migration guard)."""
 
-    def __init__(self, module, pin):
+    def __init__(self, module, pin, cluster=False):
         self.dir = tempfile.mkdtemp(prefix="dreamtown-bench-")
         self.port = free_port()
         argv = [
@@ -89,6 +91,8 @@ class Server:
             "--logfile", os.path.join(self.dir, "redis.log"),
             "--loadmodule", str(module),
         ]
+        if cluster:
+            argv += ["--cluster-enabled", "yes", "--cluster-config-file", os.path.join(self.dir, "nodes.conf")]
         if pin:
             argv = ["taskset", "-c", "0"] + argv
         # taskset execs redis-server: the pid is the server's.
@@ -105,6 +109,12 @@ class Server:
             except (OSError, ConnectionError):
                 if time.monotonic() > deadline:
                     raise SystemExit("redis-server did not answer PING within 20 s")
+                time.sleep(0.05)
+        if cluster:
+            self.client.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+            while b"cluster_state:ok" not in self.client.call("CLUSTER", "INFO"):
+                if time.monotonic() > deadline:
+                    raise SystemExit("the single-node cluster did not reach cluster_state:ok within 20 s")
                 time.sleep(0.05)
 
     def stop(self):
@@ -139,8 +149,8 @@ def build_loadgen():
 class Runner:
     """Runs one measurement of a row and returns (ops/s, server µs/op, busy)."""
 
-    def __init__(self, server, pin, loadgen, now, shas):
-        self.server = server
+    def __init__(self, servers, pin, loadgen, now, shas):
+        self.servers = servers
         self.prefix = ["taskset", "-c", "1"] if pin else []
         self.loadgen = loadgen
         self.now = now
@@ -155,22 +165,25 @@ class Runner:
 
         return [expand(arg) for arg in row.command]
 
-    def reset(self):
-        self.server.client.call("FLUSHALL")
+    def server(self, row):
+        return self.servers[getattr(row, "server", "single")]
+
+    def reset(self, row):
+        self.server(row).client.call("FLUSHALL")
 
     def prepare(self, row, requests):
-        self.reset()
+        self.reset(row)
         if isinstance(row, workloads.Bench) and row.setup is not None:
-            row.setup(self.server.client, requests)
+            row.setup(self.server(row).client, requests)
 
     def check_path(self, row):
         """One call before the run: is this the path the row claims to measure?"""
         if isinstance(row, workloads.Bench) and row.expect is not None:
             self.prepare(row, 1)
-            reply = self.server.client.call(*self.command(row))
+            reply = self.server(row).client.call(*self.command(row))
             if not row.expect(reply):
                 raise SystemExit(f"{row.name}: unexpected reply {reply!r} (not the path measured)")
-        self.reset()
+        self.reset(row)
 
     def run(self, row, size):
         self.prepare(row, size)
@@ -178,19 +191,20 @@ class Runner:
             result = self._redis_benchmark(row, size)
         else:
             result = self._loadgen(row, size)
-        self.reset()
+        self.reset(row)
         return result
 
     def _redis_benchmark(self, row, requests):
+        server = self.server(row)
         argv = self.prefix + [
-            "redis-benchmark", "-h", "127.0.0.1", "-p", str(self.server.port),
+            "redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port),
             "-c", str(row.clients), "-n", str(requests), "-P", str(row.pipeline), "--csv",
         ] + (["-r", str(row.random_keyspace)] if row.random_keyspace else []) + self.command(row)
-        before = thread_cpu_secs(self.server.pid)
+        before = thread_cpu_secs(server.pid)
         started = time.monotonic()
         done = subprocess.run(argv, capture_output=True, text=True)
         wall = time.monotonic() - started
-        cpu = thread_cpu_secs(self.server.pid) - before
+        cpu = thread_cpu_secs(server.pid) - before
         if done.returncode != 0:
             raise SystemExit(f"{row.name}: redis-benchmark failed:\n{done.stderr}")
         rows = [line for line in done.stdout.splitlines() if line.startswith('"') and not line.startswith('"test"')]
@@ -200,7 +214,7 @@ class Runner:
         # "rps" then six latency columns.
         ops = float(rows[-1].rsplit(",", 7)[1].strip('"'))
         if row.verify is not None:
-            problem = row.verify(self.server.client, requests)
+            problem = row.verify(server.client, requests)
             if problem:
                 raise SystemExit(f"{row.name}: {problem}")
         # The server's CPU over the tool's whole life (connections included):
@@ -209,10 +223,11 @@ class Runner:
         return ops, cpu / requests * 1e6, min(busy, 1.0), wall
 
     def _loadgen(self, row, items):
+        server = self.server(row)
         argv = self.prefix + [
-            str(self.loadgen), "--port", str(self.server.port), "--mode", row.mode,
+            str(self.loadgen), "--port", str(server.port), "--mode", row.mode,
             "--consumers", str(row.consumers), "--items", str(items), "--org", workloads.ORG,
-            "--lua-dir", str(LUA_DIR), "--server-pid", str(self.server.pid),
+            "--lua-dir", str(LUA_DIR), "--server-pid", str(server.pid),
         ]
         started = time.monotonic()
         done = subprocess.run(argv, capture_output=True, text=True)
@@ -331,14 +346,21 @@ def main():
 
     info = {"cpu": cpu_model(), "cores": cores, "load_before": loadavg()}
     server = Server(args.module, pin)
+    servers = {"single": server}
     try:
+        if any(getattr(row, "server", "single") == "cluster" for row in rows):
+            servers["cluster"] = Server(args.module, pin, cluster=True)
         client = server.client
         info["redis"] = re.search(r"redis_version:(\S+)", client.call("INFO", "server").decode()).group(1)
-        for name, value in workloads.SERVER_CONFIG:
-            client.call("CONFIG", "SET", name, value)
+        for each in servers.values():
+            for name, value in workloads.SERVER_CONFIG:
+                each.client.call("CONFIG", "SET", name, value)
         shas = {path.name: client.call("SCRIPT", "LOAD", path.read_bytes()).decode()
                 for path in sorted(LUA_DIR.glob("*.lua"))}
-        runner = Runner(server, pin, loadgen, int(time.time()), shas)
+        for each in servers.values():
+            for path in sorted(LUA_DIR.glob("*.lua")):
+                each.client.call("SCRIPT", "LOAD", path.read_bytes())
+        runner = Runner(servers, pin, loadgen, int(time.time()), shas)
         pinning = "server on CPU 0, load generator on CPU 1 (taskset)" if pin else "no CPU pinning"
         info["method"] = (
             f"{pinning}; one server for every row; per row a warm-up run sizes the measured runs to "
@@ -367,7 +389,8 @@ def main():
                     f"busy {busy * 100:3.0f}%  ({wall:.1f} s)")
         info["load_after"] = loadavg()
     finally:
-        server.stop()
+        for each in servers.values():
+            each.stop()
 
     results = {}
     for row in rows:

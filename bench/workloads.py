@@ -78,6 +78,9 @@ class Bench:
     # After a run of n requests: None, or what is wrong.
     verify: Optional[Callable[[object, int], Optional[str]]] = None
     note: str = ""
+    # "single": the plain server; "cluster": a single-node Redis Cluster
+    # owning every slot (the cost of running in cluster mode).
+    server: str = "single"
 
 
 @dataclass
@@ -259,6 +262,16 @@ EVENT_NOTE = (
 FIRE_NOTE = "ceiling raised to 1e9 (module and Lua): every call takes the queued path and pushes a payload"
 
 
+CLUSTER_NOTE = (
+    "a single-node cluster owning every slot: each module call first asks Redis, through "
+    "RM_Call of a two-key EXISTS, whether its tenant's slot is stable here (the migration guard)"
+)
+CLUSTER_ROWS = [
+    Bench("DREAMS.RECORD [cluster]", RECORD, expect=_counted("accumulated"), note=CLUSTER_NOTE, server="cluster"),
+    Bench("HINCRBY [cluster]", HINCRBY, expect=lambda r: isinstance(r, int), server="cluster"),
+]
+
+
 def _rows(pipeline, suffix):
     return [
         Bench(f"DREAMS.RECORD{suffix}", RECORD, pipeline, expect=_counted("accumulated"), note=RECORD_NOTE),
@@ -287,6 +300,7 @@ WORKLOADS = (
         Loop("seed drain()+acknowledge(), 8 consumers", "dreams-seed", 8),
     ]
     + TOWN_ROWS
+    + CLUSTER_ROWS
     + _rows(1, " [P=1]")
     + _send_rows(1, " [P=1]")
 )
@@ -311,6 +325,9 @@ TARGETS = [
     Target("TOWN.RECV BLOCK 1", "BLPOP 1", None),
     Target("TOWN.RECLAIM of 10,000 messages", "seed drain+resend of 10,000 messages", None),
     Target("TOWN.AGENT LIST, 1,000 agents", "seed KEYS+HGETALL, 1,000 agents", None),
+    # Cluster mode's cost: Redis's own (HINCRBY) and the module's (RECORD, with the guard).
+    Target("DREAMS.RECORD [cluster]", "DREAMS.RECORD", None, label="DREAMS.RECORD cluster / single server"),
+    Target("HINCRBY [cluster]", "HINCRBY", None, label="HINCRBY cluster / single server"),
     Target("TOWN.SEND normal [P=1]", "RPUSH message [P=1]", 0.85),
     Target("TOWN.SEND high [P=1]", "LPUSH message [P=1]", 0.85),
 ]
