@@ -539,8 +539,10 @@ fn redis_cli_cluster(args: &[String]) {
 async fn manual_procedure_moves_live_tenants_losing_nothing() {
     let cluster = Arc::new(Cluster::start(3));
     // Two tenants in two slots of one node (each is an organization and a town).
+    // And a third, idle one, whose drainer waits on the source through the move.
     let first_owner = cluster.owner_of_slot(0);
-    let tenants = tenants_in(0..5_000, 2, "manual");
+    let mut tenants = tenants_in(0..5_000, 3, "manual");
+    let idle = tenants.pop().expect("idle tenant");
     let from = cluster.owner_of_slot(slot_of(&tenants[0]));
     assert_eq!(from, first_owner);
     let to = (from + 1) % 3;
@@ -550,10 +552,35 @@ async fn manual_procedure_moves_live_tenants_losing_nothing() {
     for tenant in &tenants {
         held.push(hold(&cluster, tenant, &load.ledger).await);
     }
-    for tenant in &tenants {
+    let waiter = {
+        let mut conn = cluster.nodes[from].multiplexed().await;
+        let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("idle-waiter").query_async(&mut conn).await.expect("SETNAME");
+        let idle = idle.clone();
+        tokio::spawn(async move {
+            let reply = call(&mut conn, &["DREAMS.DRAIN", &idle, "30", "NOQUIET"]).await;
+            (reply, Instant::now())
+        })
+    };
+    let source = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        common::wait_until("the idle drainer blocked on the source", || {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut source.nodes[from].connect()).expect("CLIENT LIST");
+            list.lines().any(|line| line.contains("name=idle-waiter") && line.contains("flags=b"))
+        })
+    })
+    .await
+    .expect("blocked");
+    for tenant in tenants.iter().chain([&idle]) {
         let (cluster, slot) = (cluster.clone(), slot_of(tenant));
         tokio::task::spawn_blocking(move || move_slot(&cluster, slot, from, to)).await.expect("move");
     }
+    // The drainer blocked on the source is redirected once the move is
+    // complete (Redis's cluster cron, ~1 s), long before its 30 s timeout.
+    let moved_at = Instant::now();
+    let (reply, returned_at) = waiter.await.expect("waiter");
+    let error = reply.expect_err("the blocked drainer is redirected");
+    assert_eq!(error.code(), Some("MOVED"), "{error}");
+    assert!(returned_at.saturating_duration_since(moved_at) < Duration::from_secs(5), "redirected within the cron's second");
     let blocking = cluster.clone();
     tokio::task::spawn_blocking(move || blocking.wait_stable()).await.expect("stable");
     for held in held {
