@@ -136,7 +136,7 @@ async fn producer(cluster: Arc<Cluster>, tenant: String, stop: Arc<AtomicBool>, 
     while !stop.load(Ordering::Relaxed) {
         n += 1;
         let project = format!("p{}", n % 3);
-        let dreams = if n % 2 == 0 {
+        let dreams = if n.is_multiple_of(2) {
             call(&mut conn, &["DREAMS.FIRE", &tenant, &project, "3"]).await
         } else {
             call(&mut conn, &["DREAMS.RECORD", &tenant, &project, "4", "1", "0", "TRIGGER", "1", "0", "0", "0"])

@@ -39,6 +39,23 @@
 //! cluster row). Side effects a user can see: `EXISTS` counts in
 //! `INFO commandstats` and two keyspace misses per guarded command.
 
+//!
+//! Rules for code that blocks clients or runs on its own:
+//! * A blocked command's wake-up runs through `command::dispatch_wake`,
+//!   which checks the guard first (a refused wake-up answers `-TRYAGAIN`
+//!   and unblocks the client). Keep wake-ups on that path.
+//! * Block with `RedisModule_BlockClientOnKeys` on a key of the tenant:
+//!   Redis's cluster cron redirects (`MOVED`) clients blocked on keys of a
+//!   slot the node no longer serves, within about a second of the move's
+//!   completion, and it does NOT redirect clients blocked with plain
+//!   `RedisModule_BlockClient` (no keys): those would wait until their
+//!   timeout, or forever. A waiter mechanism without keys must redirect
+//!   them itself (check [`may_touch`] for each waiter's tenant, e.g. from a
+//!   timer, and unblock with `-TRYAGAIN`).
+//! * A timer (or anything without a client) that touches a tenant calls
+//!   [`may_touch`] first and leaves the tenant alone when it is false
+//!   (migrating, importing, not owned, or this node is a replica).
+
 use std::os::raw::{c_char, c_int};
 
 use redis_module::raw;
@@ -46,8 +63,9 @@ use redis_module::raw;
 use super::api::api;
 use super::reply::CommandError;
 
-/// The prefix of the two names the guard asks about: the tenant as hash
-/// tag, so they hash to its slot whatever the family's key prefix.
+/// What follows `{<tenant>` in the two names the guard asks about: the
+/// tenant is their hash tag, so they hash to its slot whatever the
+/// family's key prefix.
 const GUARD_SUFFIX: &[u8] = b"}dreamtown-migration-guard-";
 
 /// The two distinct names in `tenant`'s slot (Redis counts a repeated name
@@ -100,12 +118,13 @@ fn needed(ctx: *mut raw::RedisModuleCtx) -> bool {
         && flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0
 }
 
-/// The error a command answers while its tenant's slot is moving.
+/// The error a command answers while its tenant's slot is moving (or,
+/// for a blocked client woken after the move, is no longer served here).
 pub fn moving(tenant: &[u8]) -> CommandError {
     CommandError::coded(
         "TRYAGAIN",
         format_args!(
-            "tenant '{}' is being moved between cluster nodes (its slot is migrating); retry when the move completes",
+            "tenant '{}' is moving between cluster nodes (its slot is migrating or no longer served here); retry",
             String::from_utf8_lossy(tenant)
         ),
     )
