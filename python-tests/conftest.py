@@ -1,5 +1,8 @@
 """pytest fixtures: a real redis-server with the dreamtown module loaded.
 
+The server binary is DREAMTOWN_SERVER (``make test SERVER=...`` sets it: a
+redis-server or valkey-server), else ``redis-server`` on PATH.
+
 Each test gets its own server on a free loopback port (``--save ''``),
 started with ``--loadmodule <built .so>``, waited for with PING, and stopped
 by its own pid afterwards. The module path comes from DREAMTOWN_MODULE
@@ -35,6 +38,23 @@ def module_path():
     return str(max(builds, key=lambda path: path.stat().st_mtime))
 
 
+def server_bin():
+    """The server binary under test: DREAMTOWN_SERVER, else redis-server."""
+    return os.environ.get("DREAMTOWN_SERVER") or "redis-server"
+
+
+def cli_bin():
+    """The cli of ``server_bin()``: DREAMTOWN_CLI, else redis-cli/valkey-cli beside it."""
+    configured = os.environ.get("DREAMTOWN_CLI")
+    if configured:
+        return configured
+    server = pathlib.Path(server_bin())
+    name = "valkey-cli" if server.name.startswith("valkey") else "redis-cli"
+    if server.parent != pathlib.Path(".") and (server.parent / name).exists():
+        return str(server.parent / name)
+    return name
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -62,7 +82,7 @@ class Server:
         for _ in range(5):
             self.port = free_port()
             command = [
-                "redis-server",
+                server_bin(),
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
                 "--save", "",
@@ -80,11 +100,11 @@ class Server:
             except AssertionError as error:
                 last_error = error
                 self.stop()
-        raise RuntimeError(f"redis-server did not start: {last_error}")
+        raise RuntimeError(f"{server_bin()} did not start: {last_error}")
 
     def _answers(self):
         if self.process.poll() is not None:
-            raise AssertionError(f"redis-server exited with {self.process.returncode}")
+            raise AssertionError(f"{server_bin()} exited with {self.process.returncode}")
         try:
             return self.client().ping()
         except redis.exceptions.ConnectionError:
