@@ -334,7 +334,11 @@ def main():
     server = Server(args.module, pin)
     try:
         client = server.client
-        info["redis"] = re.search(r"redis_version:(\S+)", client.call("INFO", "server").decode()).group(1)
+        server_info = client.call("INFO", "server").decode()
+        valkey = re.search(r"valkey_version:(\S+)", server_info)
+        # Valkey also reports redis_version:7.2.4 (the Redis it forked).
+        info["redis"] = f"valkey {valkey.group(1)}" if valkey else \
+            re.search(r"redis_version:(\S+)", server_info).group(1)
         for name, value in workloads.SERVER_CONFIG:
             client.call("CONFIG", "SET", name, value)
         shas = {path.name: client.call("SCRIPT", "LOAD", path.read_bytes()).decode()
