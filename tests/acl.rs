@@ -555,3 +555,27 @@ fn changes_to_the_default_users_rules_apply_to_the_next_call() {
     let lengths: Vec<i64> = cmd(&["DREAMS.LEN", &other]).query(&mut default).unwrap();
     assert_eq!(lengths, vec![2, 0, 0]);
 }
+
+/// `@dreamtown` survives `MODULE UNLOAD` / `MODULE LOAD`: the server keeps
+/// a module's categories after unloading it, so the reload finds the name
+/// taken (EBUSY) and uses it, and a user granted `+@dreamtown` before keeps
+/// the commands. Only where the server has module categories.
+#[test]
+fn the_dreamtown_category_survives_a_module_reload() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut admin = server.connect();
+    if acl_support(&mut admin) != AclSupport::ModuleCategory {
+        return;
+    }
+    set_user(&server, "whole-module", "~* &* +@dreamtown");
+    cmd(&["MODULE", "UNLOAD", "dreamtown"]).query::<()>(&mut admin).unwrap();
+    let module = common::module_path().display().to_string();
+    cmd(&["MODULE", "LOAD", &module]).query::<()>(&mut admin).unwrap();
+    let categories: BTreeSet<String> = strings(&command_info(&mut admin, "DREAMS.FIRE")[6]).into_iter().collect();
+    assert!(categories.contains("@dreamtown"), "{categories:?}");
+    let org = tenant("acl-reload");
+    let mut user = server.connect_as("whole-module", "pw");
+    assert_eq!(run(&mut user, &owned(vec![vec!["DREAMS.FIRE", &org, "p", "1"]]).remove(0)).unwrap(), Value::SimpleString("queued".into()));
+    let refused = run(&mut user, &owned(vec![vec!["SET", &org, "1"]]).remove(0)).unwrap_err();
+    assert!(is_noperm(&refused), "{refused}");
+}
