@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from resp import Client, RedisError  # noqa: E402
+from servers import server_bin  # noqa: E402
 
 UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 RFC3339 = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00")
@@ -76,7 +77,7 @@ class Node:
     def _start(self, module, port):
         self.port = port
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            [server_bin(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir,
              "--enable-debug-command", "yes", "--loadmodule", str(module)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

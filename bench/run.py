@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 import workloads  # noqa: E402
 from resp import Client  # noqa: E402
+from servers import benchmark_bin, server_bin  # noqa: E402
 
 LUA_DIR = ROOT / "tests" / "fixtures" / "seed-lua"
 OUT_DIR = ROOT / "target" / "bench"
@@ -84,7 +85,7 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="dreamtown-bench-")
         self.port = free_port()
         argv = [
-            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            server_bin(), "--port", str(self.port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--dir", self.dir,
             "--logfile", os.path.join(self.dir, "redis.log"),
             "--loadmodule", str(module),
@@ -97,7 +98,7 @@ class Server:
         deadline = time.monotonic() + 20
         while True:
             if self.process.poll() is not None:
-                raise SystemExit(f"redis-server exited ({self.process.returncode}); see {self.dir}/redis.log")
+                raise SystemExit(f"{server_bin()} exited ({self.process.returncode}); see {self.dir}/redis.log")
             try:
                 self.client = Client(self.port)
                 self.client.call("PING")
@@ -183,7 +184,7 @@ class Runner:
 
     def _redis_benchmark(self, row, requests):
         argv = self.prefix + [
-            "redis-benchmark", "-h", "127.0.0.1", "-p", str(self.server.port),
+            benchmark_bin(), "-h", "127.0.0.1", "-p", str(self.server.port),
             "-c", str(row.clients), "-n", str(requests), "-P", str(row.pipeline), "--csv",
         ] + (["-r", str(row.random_keyspace)] if row.random_keyspace else []) + self.command(row)
         before = thread_cpu_secs(self.server.pid)
@@ -319,7 +320,7 @@ def main():
                         help="exit 1 if a target is missed")
     args = parser.parse_args()
 
-    for tool in ("redis-server", "redis-benchmark", "rustc"):
+    for tool in (server_bin(), benchmark_bin(), "rustc"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} not found (make deps installs redis; rustc comes with cargo)")
     if not Path(args.module).exists():
@@ -333,7 +334,11 @@ def main():
     server = Server(args.module, pin)
     try:
         client = server.client
-        info["redis"] = re.search(r"redis_version:(\S+)", client.call("INFO", "server").decode()).group(1)
+        server_info = client.call("INFO", "server").decode()
+        valkey = re.search(r"valkey_version:(\S+)", server_info)
+        # Valkey also reports redis_version:7.2.4 (the Redis it forked).
+        info["redis"] = f"valkey {valkey.group(1)}" if valkey else \
+            re.search(r"redis_version:(\S+)", server_info).group(1)
         for name, value in workloads.SERVER_CONFIG:
             client.call("CONFIG", "SET", name, value)
         shas = {path.name: client.call("SCRIPT", "LOAD", path.read_bytes()).decode()
