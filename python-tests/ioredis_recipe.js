@@ -1,4 +1,4 @@
-// The ioredis recipe of docs/servers-and-clients.md, run by
+// The ioredis recipe of docs/operations.md ("Cluster clients"), run by
 // python-tests/test_cluster_clients.py against its test cluster.
 //
 // ioredis routes a command by the keys its static command table lists; it

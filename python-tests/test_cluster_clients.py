@@ -11,7 +11,7 @@ commands over many tenants and requires no MOVED and no ASK anywhere, while
 A control call sent to a wrong node on purpose shows a MOVED is counted.
 
 ioredis (Node.js) does not know module commands: the recipe of
-docs/servers-and-clients.md (python-tests/ioredis_recipe.js) picks the
+docs/operations.md ("Cluster clients") (python-tests/ioredis_recipe.js) picks the
 tenant's node itself; run when node and ioredis are installed
 (``npm install --prefix target/node-ioredis ioredis``), skipped otherwise."""
 
