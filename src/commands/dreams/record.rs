@@ -3,12 +3,13 @@
 //! count a write against the region's shared counters and, when due, create
 //! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
 
-use super::store::{RedisQueue, RedisRegion};
+use super::store::{EventSet, RedisQueue, RedisRegion};
 use super::{
     counted_reply, node, once, region, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS,
     TRIGGER_ARG,
 };
-use crate::dreams::record::{record, Delivery, RecordOutcome, Write};
+use crate::dreams::record::{fire_due, record, Delivery, RecordOutcome, Write};
+use crate::dreams::store::RegionStore;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
@@ -82,24 +83,40 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             other => return Err(unknown_option(other)),
         }
     }
-    let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
-    let mut counters = RedisRegion::open(session, &region, Access::Write)?;
     let write = Write {
         memories,
         edges,
         delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }),
     };
+    let thresholds = thresholds.unwrap_or_else(config::trigger);
+    let now = session.now_secs();
+    // Only the keys this call's path reads or writes are checked and opened
+    // (docs/perf-notes.md, "differences"): the event set only with EVENT,
+    // the queue only when the write is due to fire, before anything is
+    // written.
+    let events = match write.delivery {
+        Some(_) => EventSet::CheckedByWrite,
+        None => EventSet::Untouched,
+    };
+    let mut counters = RedisRegion::open_with(session, &region, Access::Write, events)?;
+    let mut queue = match fire_due(counters.counters(), &write, &thresholds, now) {
+        true => Some(RedisQueue::open(session, &region.org, Access::Write, false)?),
+        false => None,
+    };
     let recorded = record(
-        &mut queue,
+        queue.as_mut(),
         &mut counters,
         &region,
         write,
         fired_by.as_deref().unwrap_or(DEFAULT_NODE),
-        &thresholds.unwrap_or_else(config::trigger),
-        session.now_secs(),
+        &thresholds,
+        now,
         config::queue_max(),
         super::new_fire_id,
     );
+    if let Some(refused) = counters.refused() {
+        return Err(refused);
+    }
     match recorded.outcome {
         RecordOutcome::Queued => stats::FIRED_RECORD.bump(),
         RecordOutcome::Dropped => stats::DROPPED_RECORD.bump(),
