@@ -74,6 +74,25 @@ pub fn new_fire_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// A fresh fire id (UUID v4, hyphenated lower case, as [`new_fire_id`])
+/// held on the stack: FIRE makes one per call and needs no heap string.
+pub struct FireId([u8; uuid::fmt::Hyphenated::LENGTH]);
+
+impl FireId {
+    /// A new random id.
+    pub fn new() -> Self {
+        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text);
+        Self(text)
+    }
+
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        // Always ASCII hex digits and hyphens, written by `encode_lower`.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
 /// The region arguments, for docs.
 pub const REGION_ARGS: [Arg; 3] = [
     Arg::tenant("org"),
