@@ -7,6 +7,7 @@ pub mod counters;
 pub mod drain;
 pub mod fire;
 pub mod len;
+pub mod queue_names;
 pub mod record;
 pub mod recover;
 pub mod settle;

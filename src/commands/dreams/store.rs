@@ -4,6 +4,7 @@
 
 use std::ffi::CStr;
 
+use super::queue_names::queue_names;
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
@@ -35,11 +36,10 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let name = |key: QueueKey| OwnedString::concat(&key.name_parts(org));
-        let names = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing].map(name);
+        let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
-            true => Some(session.check_strings([name(QueueKey::Dead)], access)?),
+            true => Some(session.check_strings(queue_names(org, [QueueKey::Dead]), access)?),
             false => None,
         };
         let queue = Self {
