@@ -69,6 +69,14 @@ pub struct Write<'a> {
 /// on the path that uses it. A write whose event identity turns out to be
 /// already counted does not fire even when this says it would.
 pub fn fire_due(current: &RegionCounters, write: &Write<'_>, trigger: &Trigger, now: i64) -> bool {
+    fire_due_unless_pending(current, write, trigger, now) && current.pending.is_none()
+}
+
+/// [`fire_due`] but for the region's pending fire: whether the write would
+/// fire if the region had none. Only then does the pending fire matter, so a
+/// store may read it only then (it is never validated, so reading it later
+/// changes no reply).
+pub fn fire_due_unless_pending(current: &RegionCounters, write: &Write<'_>, trigger: &Trigger, now: i64) -> bool {
     if let Some(delivery) = write.delivery {
         if delivery.generation <= current.settled_generation.unwrap_or(0) {
             return false;
@@ -77,7 +85,7 @@ pub fn fire_due(current: &RegionCounters, write: &Write<'_>, trigger: &Trigger, 
     let memories = saturating_add(current.memories.unwrap_or(0), write.memories);
     let edges = saturating_add(current.edges.unwrap_or(0), write.edges);
     let elapsed = now.saturating_sub(current.last_success.unwrap_or(now)).max(0);
-    trigger.interval_passed(elapsed) && trigger.threshold_met(memories, edges, elapsed) && current.pending.is_none()
+    trigger.interval_passed(elapsed) && trigger.threshold_met(memories, edges, elapsed)
 }
 
 /// Record a write (the seed's RECORD_WRITE script). `queue` is needed only

@@ -8,7 +8,7 @@ use super::{
     counted_reply, node, once, region, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS,
     TRIGGER_ARG,
 };
-use crate::dreams::record::{fire_due, record, Delivery, RecordOutcome, Write};
+use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
 use crate::dreams::store::RegionStore;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
@@ -74,13 +74,19 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let memories = args.unsigned("memories", u64::from(u32::MAX))?;
     let edges = args.unsigned("edges", u64::from(u32::MAX))?;
     let (mut fired_by, mut delivered, mut thresholds) = (None, None, None);
-    while let Some(option) = args.option() {
-        match option.as_str() {
-            "NODE" => once(&mut fired_by, node(&mut args)?, "NODE")?,
-            "EVENT" => once(&mut delivered, delivery(&mut args)?, "EVENT")?,
-            "GENERATION" => return Err(CommandError::err("GENERATION needs EVENT <event-id> before it")),
-            "TRIGGER" => once(&mut thresholds, trigger(&mut args)?, "TRIGGER")?,
-            other => return Err(unknown_option(other)),
+    // Options matched in place (no upper-cased copy: RECORD is the hot path).
+    while let Some(word) = args.next() {
+        let is = |name: &str| word.eq_ignore_ascii_case(name.as_bytes());
+        if is("NODE") {
+            once(&mut fired_by, node(&mut args)?, "NODE")?;
+        } else if is("EVENT") {
+            once(&mut delivered, delivery(&mut args)?, "EVENT")?;
+        } else if is("GENERATION") {
+            return Err(CommandError::err("GENERATION needs EVENT <event-id> before it"));
+        } else if is("TRIGGER") {
+            once(&mut thresholds, trigger(&mut args)?, "TRIGGER")?;
+        } else {
+            return Err(unknown_option(&String::from_utf8_lossy(word).to_ascii_uppercase()));
         }
     }
     let write = Write {
@@ -98,7 +104,12 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some(_) => EventSet::CheckedByWrite,
         None => EventSet::Untouched,
     };
-    let mut counters = RedisRegion::open_with(session, &region, Access::Write, events)?;
+    let mut counters = RedisRegion::open_with(session, &region, Access::Write, events, false)?;
+    // The pending fire matters (and is read) only when the write would
+    // otherwise fire; most records are far from that.
+    if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {
+        counters.read_pending();
+    }
     let mut queue = match fire_due(counters.counters(), &write, &thresholds, now) {
         true => Some(RedisQueue::open(session, &region.org, Access::Write, false)?),
         false => None,

@@ -139,15 +139,18 @@ impl<'s> RedisRegion<'s> {
     /// Open `region`'s keys and read its counters, refusing wrong types and
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
-        Self::open_with(session, region, access, EventSet::Open)
+        Self::open_with(session, region, access, EventSet::Open, true)
     }
 
-    /// [`RedisRegion::open`], using the event set as `events` says.
+    /// [`RedisRegion::open`], using the event set as `events` says, and
+    /// reading the `pending` field only if `read_pending` (else it reads as
+    /// absent until [`RedisRegion::read_pending`]).
     pub fn open_with(
         session: &'s Session,
         region: &RegionKey,
         access: Access,
         events: EventSet,
+        read_pending: bool,
     ) -> Result<Self, CommandError> {
         let mut digits = [0u8; 10];
         let [counters_parts, events_parts] = RegionKeys::name_parts(region, &mut digits);
@@ -168,8 +171,16 @@ impl<'s> RedisRegion<'s> {
         if let (EventSet::Open, Some(names)) = (use_of_events, &events) {
             session.open_checked(names.clone(), Access::Read).require(KeyKind::Set)?;
         }
-        let values = counters.hget_fields(COUNTER_FIELDS.each_ref());
-        let fields = RegionCounters::from_values(values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes)))
+        let [memories, edges, success, settled, pending] = COUNTER_FIELDS.each_ref();
+        let (values, pending) = match read_pending {
+            true => {
+                let [m, e, l, s, p] = counters.hget_fields([memories, edges, success, settled, pending]);
+                ([m, e, l, s], p)
+            }
+            false => (counters.hget_fields([memories, edges, success, settled]), None),
+        };
+        let [m, e, l, s] = values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes));
+        let fields = RegionCounters::from_values([m, e, l, s, pending.as_ref().map(OwnedString::as_bytes)])
             .map_err(|bad| {
                 CommandError::err(format_args!(
                     "Dreams counter metadata is not numeric (field '{}' of {})",
@@ -184,6 +195,13 @@ impl<'s> RedisRegion<'s> {
             fields,
             refused: None,
         })
+    }
+
+    /// Read the `pending` field skipped by [`RedisRegion::open_with`].
+    pub fn read_pending(&mut self) {
+        let [_, _, _, _, pending] = &COUNTER_FIELDS;
+        let [value] = self.counters.hget_fields([pending]);
+        self.fields.pending = value.map(|v| v.as_bytes().to_vec());
     }
 
     /// The error a write refused after the store was opened (the event
