@@ -63,11 +63,7 @@ pub fn once<T>(slot: &mut Option<T>, value: T, option: &str) -> Result<(), Comma
 
 /// `[outcome, memories, edges]`.
 pub fn counted_reply(outcome: &'static str, memories: i64, edges: i64) -> Reply {
-    Reply::Array(vec![
-        Reply::Status(outcome),
-        Reply::Integer(memories),
-        Reply::Integer(edges),
-    ])
+    Reply::Counted(outcome, memories, edges)
 }
 
 /// A fresh fire id (UUID v4).
