@@ -4,6 +4,12 @@
 #   make test    unit, integration (real redis-server), client and redis-py tests
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
+#
+# Every target runs against one server binary: SERVER=/path/to/redis-server
+# or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
+# default: redis-server on PATH. Its cli and benchmark tool are the ones
+# beside it (valkey-cli/valkey-benchmark for valkey-server), else on PATH.
+#   make test SERVER=/usr/bin/valkey-server
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -12,10 +18,31 @@ CLUSTER_PORT ?= 7001
 MODULE := $(CURDIR)/target/release/libdreamtown.so
 VENV := $(CURDIR)/.venv
 PYTHON := $(VENV)/bin/python
-APT_PACKAGES := redis-server clang libclang-dev python3-venv
+
+# The server under test. Only the default (no SERVER, no DREAMTOWN_SERVER)
+# makes `make deps` install Debian's redis-server.
+ifeq ($(strip $(SERVER)),)
+  SERVER := $(DREAMTOWN_SERVER)
+endif
+ifeq ($(strip $(SERVER)),)
+  SERVER := redis-server
+  APT_SERVER := redis-server
+endif
+# A path (it has a slash) is made absolute: the tests run from other directories.
+override SERVER := $(if $(findstring /,$(SERVER)),$(abspath $(SERVER)),$(SERVER))
+SERVER_KIND := $(if $(findstring valkey,$(notdir $(SERVER))),valkey,redis)
+beside_server = $(if $(findstring /,$(SERVER)),$(wildcard $(dir $(SERVER))$(1)))
+CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_KIND)-cli)
+BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
+# Read by the Rust harnesses (common::server_bin, cli_bin), python-tests,
+# scripts/cluster.sh and bench/.
+export DREAMTOWN_SERVER := $(SERVER)
+export DREAMTOWN_CLI := $(CLI)
+export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 
 .PHONY: all build deps venv run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
 
@@ -27,8 +54,10 @@ help:
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
 	@echo "make build  - build target/release/libdreamtown.so"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
+	@echo "any target: SERVER=/path/to/redis-server or /path/to/valkey-server (now: $(SERVER), cli $(CLI))"
 
-## deps: install redis-server, clang and libclang-dev from Debian if missing.
+## deps: install redis-server (unless SERVER is given), clang and
+## libclang-dev from Debian if missing; check the server binary runs.
 deps:
 	@missing=""; \
 	for pkg in $(APT_PACKAGES); do \
@@ -41,6 +70,8 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	else echo "== prerequisites present: $(APT_PACKAGES)"; fi
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
+	@$(SERVER) --version >/dev/null 2>&1 || { echo "server $(SERVER) does not run: set SERVER=/path/to/redis-server" >&2; exit 1; }
+	@echo "== server: $$($(SERVER) --version)"
 
 ## venv: a Python virtualenv with pytest and redis-py for python-tests/.
 venv: $(VENV)/.ready
@@ -56,25 +87,25 @@ build:
 	@ls -l $(MODULE)
 
 run: deps build
-	@echo "== starting redis-server on 127.0.0.1:$(PORT) with dreamtown loaded (Ctrl-C stops it)"
-	@echo "== connect with:  redis-cli -p $(PORT)    e.g.  redis-cli -p $(PORT) DREAMS.LEN acme"
-	exec redis-server --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
+	@echo "== starting $(SERVER) on 127.0.0.1:$(PORT) with dreamtown loaded (Ctrl-C stops it)"
+	@echo "== connect with:  $(notdir $(CLI)) -p $(PORT)    e.g.  $(notdir $(CLI)) -p $(PORT) DREAMS.LEN acme"
+	exec $(SERVER) --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
 
 test: build venv test-unit test-rust test-client test-python
-	@echo "== all tests passed"
+	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"
 
 test-unit:
 	@echo "== unit tests (pure core, no server)"
 	$(CARGO) test -p dreamtown --lib
 
 test-rust:
-	@echo "== integration tests against redis-server (module: $(MODULE))"
+	@echo "== integration tests against $(SERVER) (module: $(MODULE))"
 	$(CARGO) test -p dreamtown --test '*'
 
 # The client crate alone: built with the module crate's default `module`
 # feature it would link RedisAlloc, which aborts outside redis-server.
 test-client:
-	@echo "== client crate tests against redis-server and a local cluster (module: $(MODULE))"
+	@echo "== client crate tests against $(SERVER) and a local cluster (module: $(MODULE))"
 	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
 	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
 	$(CARGO) test -p dreamtown-client
@@ -86,14 +117,14 @@ cluster-stop:
 	CLUSTER_PORT=$(CLUSTER_PORT) scripts/cluster.sh stop
 
 test-python:
-	@echo "== python-tests (redis-py against redis-server)"
+	@echo "== python-tests (redis-py against $(SERVER))"
 	$(PYTHON) -m pytest -q python-tests
 
 ## bench: not part of `make test`. Knobs: BENCH_REPS (5), BENCH_SECONDS (1.0
 ## per run), BENCH_ONLY (regex of rows), BENCH_PIN=0 (no taskset),
 ## BENCH_STRICT=1 (exit 1 on a missed target). See bench/README.md.
 bench: build
-	@echo "== benchmark (one redis-server, module vs the seed's Lua vs native commands)"
+	@echo "== benchmark (one $(SERVER), module vs the seed's Lua vs native commands)"
 	python3 bench/run.py --module $(MODULE)
 
 clean:

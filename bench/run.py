@@ -31,8 +31,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import chart  # noqa: E402
+import instructions  # noqa: E402
 import workloads  # noqa: E402
 from resp import Client  # noqa: E402
+from servers import benchmark_bin, server_bin  # noqa: E402
 
 LUA_DIR = ROOT / "tests" / "fixtures" / "seed-lua"
 OUT_DIR = ROOT / "target" / "bench"
@@ -86,7 +89,7 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="dreamtown-bench-")
         self.port = free_port()
         argv = [
-            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            server_bin(), "--port", str(self.port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--dir", self.dir,
             "--logfile", os.path.join(self.dir, "redis.log"),
             "--loadmodule", str(module),
@@ -101,7 +104,7 @@ class Server:
         deadline = time.monotonic() + 20
         while True:
             if self.process.poll() is not None:
-                raise SystemExit(f"redis-server exited ({self.process.returncode}); see {self.dir}/redis.log")
+                raise SystemExit(f"{server_bin()} exited ({self.process.returncode}); see {self.dir}/redis.log")
             try:
                 self.client = Client(self.port)
                 self.client.call("PING")
@@ -197,7 +200,7 @@ class Runner:
     def _redis_benchmark(self, row, requests):
         server = self.server(row)
         argv = self.prefix + [
-            "redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port),
+            benchmark_bin(), "-h", "127.0.0.1", "-p", str(server.port),
             "-c", str(row.clients), "-n", str(requests), "-P", str(row.pipeline), "--csv",
         ] + (["-r", str(row.random_keyspace)] if row.random_keyspace else []) + self.command(row)
         before = thread_cpu_secs(server.pid)
@@ -256,6 +259,46 @@ def warmup_size(row):
     return 2_000 if row.consumers == 1 else 4_000
 
 
+# ------------------------------------------------------------------ memory
+
+MEMORY_COUNT = 100_000
+
+
+def used_memory(client):
+    return int(re.search(r"used_memory:(\d+)", client.call("INFO", "memory").decode()).group(1))
+
+
+def memory_figures(client, count=MEMORY_COUNT):
+    """Bytes per idle region, per queued fire (and per one-field hash, for
+    scale): used_memory before and after creating `count` of them, on an
+    empty keyspace, divided by `count` (keyspace table growth included)."""
+    w = workloads
+    figures = {}
+
+    def measured(what, commands, ok):
+        client.call("FLUSHALL")
+        before = used_memory(client)
+        for reply in client.pipeline(commands):
+            if not ok(reply):
+                raise SystemExit(f"memory ({what}): unexpected reply {reply!r}")
+        figures[what] = (used_memory(client) - before) / count
+        client.call("FLUSHALL")
+
+    project = "m:{:08d}"
+    region_key = f"exocortex:dreams:{{{w.ORG}}}:counters:{w.MEMORY_TYPE}:{project.format(0)}"
+    measured("idle region", [["DREAMS.RECORD", w.ORG, project.format(i), w.MEMORY_TYPE, "1", "0"]
+                             for i in range(count)], w._counted("accumulated"))
+    client.call("DREAMS.FIRE", *w.FIRE[1:])
+    payload = client.call("LINDEX", f"exocortex:dreams:{{{w.ORG}}}:queue", "0")
+    measured("queued fire", [w.FIRE] * count, w._queued)
+    measured("one-field hash (HINCRBY)", [["HINCRBY", f"bench:m:{i:08d}", "memories", "1"] for i in range(count)],
+             lambda r: r == 1)
+    figures["notes"] = (f"{count:,} of each on an empty keyspace; region key {len(region_key)} bytes "
+                        f"({region_key}), fields memories/edges/last_success; fire payload {len(payload)} bytes; "
+                        f"hash key {len('bench:m:00000000')} bytes")
+    return figures
+
+
 # ------------------------------------------------------------------ report
 
 def spread(values):
@@ -265,7 +308,34 @@ def spread(values):
     return (max(values) - min(values)) / median * 100
 
 
-def report(results, targets, info):
+def extra_sections(extra):
+    """Growth, memory and instruction sections as text lines."""
+    lines = []
+    if extra.get("growth"):
+        lines.append("")
+        header = f"{'keyspace growth (ops/s small / large)':<60} {'slowdown':>9} {'by cpu':>7}  result"
+        lines.append(header)
+        lines.append("-" * len(header))
+        for g in extra["growth"]:
+            for side in ("subject", "baseline"):
+                lines.append(f"{g[side + '_label']:<60} {g[side + '_slowdown']:>8.2f}x "
+                             f"{g[side + '_cpu_slowdown']:>6.2f}x  {g['verdict'] if side == 'subject' else ''}")
+    if extra.get("memory"):
+        m = extra["memory"]
+        lines.append("")
+        lines.append("memory (used_memory delta / count):")
+        for what, value in m.items():
+            if what != "notes":
+                lines.append(f"  {what:<28} {value:>8,.0f} bytes")
+        lines.append(f"  ({m['notes']})")
+    if extra.get("instructions"):
+        lines.append("")
+        lines.append("instructions per call (callgrind, under processCommand) beside the floor:")
+        lines.append(instructions.table(extra["instructions"]))
+    return lines
+
+
+def report(results, targets, info, extra=None):
     lines = []
     lines.append("")
     lines.append(f"Machine: {info['cpu']}, {info['cores']} CPUs; Redis {info['redis']}; "
@@ -294,6 +364,7 @@ def report(results, targets, info):
     lines.append("")
     lines.append("cpu ratio = baseline server µs/op / subject server µs/op (the same comparison by the "
                  "server's own CPU time, less sensitive to a busy machine)")
+    lines += extra_sections(extra or {})
     noisy = [name for name, r in results.items() if r["pipeline"] > 1 and (r["spread"] > 15 or r["busy"] < 0.9)]
     if noisy:
         lines.append(f"WARNING: noisy run (spread > 15% or server busy < 90% on {', '.join(noisy)}): "
@@ -301,7 +372,7 @@ def report(results, targets, info):
     return "\n".join(lines)
 
 
-def markdown(results, targets, info):
+def markdown(results, targets, info, extra=None):
     out = [
         f"Machine: {info['cpu']}, {info['cores']} CPUs; Redis {info['redis']}; load average "
         f"{info['load_before']} before, {info['load_after']} after. {info['method']}",
@@ -317,6 +388,25 @@ def markdown(results, targets, info):
     out += ["", "| ratio | measured | target | by server CPU | result |", "|---|--:|--:|--:|---|"]
     for t in targets:
         out.append(f"| {t['label']} | {t['ratio']:.2f}× | {t['goal']} | {t['cpu_ratio']:.2f}× | {t['verdict']} |")
+    extra = extra or {}
+    if extra.get("growth"):
+        out += ["", "| keyspace growth | slowdown (ops/s) | by server CPU | result |", "|---|--:|--:|---|"]
+        for g in extra["growth"]:
+            for side in ("subject", "baseline"):
+                verdict = g["verdict"] if side == "subject" else ""
+                out.append(f"| {g[side + '_label']} | {g[side + '_slowdown']:.2f}× | "
+                           f"{g[side + '_cpu_slowdown']:.2f}× | {verdict} |")
+    if extra.get("memory"):
+        m = extra["memory"]
+        out += ["", "| memory | bytes each |", "|---|--:|"]
+        out += [f"| {what} | {value:,.0f} |" for what, value in m.items() if what != "notes"]
+        out += ["", m["notes"]]
+    if extra.get("instructions"):
+        out += ["", "| command | instructions per call | floor (Redis around + API calls) | distance (module code + allocations) |",
+                "|---|--:|--:|--:|"]
+        for name, r in extra["instructions"].items():
+            out.append(f"| {name} | {r['instructions']:,} | {r['floor']:,} ({r['around']:,} + {r['api']:,}) | "
+                       f"{r['instructions'] - r['floor']:,} ({r['own']:,} + {r['alloc']:,}) |")
     return "\n".join(out) + "\n"
 
 
@@ -330,11 +420,16 @@ def main():
     parser.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
                         help="regex: measure only the rows whose name matches")
     parser.add_argument("--no-pin", action="store_true", default=os.environ.get("BENCH_PIN", "1") == "0")
+    parser.add_argument("--no-instructions", action="store_true",
+                        default=os.environ.get("BENCH_INSTRUCTIONS", "1") == "0",
+                        help="skip the callgrind instruction counts (BENCH_INSTRUCTIONS=0)")
+    parser.add_argument("--no-memory", action="store_true", default=os.environ.get("BENCH_MEMORY", "1") == "0",
+                        help="skip the memory figures (BENCH_MEMORY=0)")
     parser.add_argument("--strict", action="store_true", default=os.environ.get("BENCH_STRICT", "0") == "1",
                         help="exit 1 if a target is missed")
     args = parser.parse_args()
 
-    for tool in ("redis-server", "redis-benchmark", "rustc"):
+    for tool in (server_bin(), benchmark_bin(), "rustc"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} not found (make deps installs redis; rustc comes with cargo)")
     if not Path(args.module).exists():
@@ -351,7 +446,11 @@ def main():
         if any(getattr(row, "server", "single") == "cluster" for row in rows):
             servers["cluster"] = Server(args.module, pin, cluster=True)
         client = server.client
-        info["redis"] = re.search(r"redis_version:(\S+)", client.call("INFO", "server").decode()).group(1)
+        server_info = client.call("INFO", "server").decode()
+        valkey = re.search(r"valkey_version:(\S+)", server_info)
+        # Valkey also reports redis_version:7.2.4 (the Redis it forked).
+        info["redis"] = f"valkey {valkey.group(1)}" if valkey else \
+            re.search(r"redis_version:(\S+)", server_info).group(1)
         for each in servers.values():
             for name, value in workloads.SERVER_CONFIG:
                 each.client.call("CONFIG", "SET", name, value)
@@ -387,10 +486,20 @@ def main():
                 samples[row.name].append((ops, us, busy))
                 log(f"   run {rep}/{args.reps}  {row.name:<46} {ops:>12,.1f} ops/s  {us:9.2f} server µs/op  "
                     f"busy {busy * 100:3.0f}%  ({wall:.1f} s)")
+        extra = {}
+        if not args.no_memory:
+            log("== memory per idle region and per queued fire")
+            extra["memory"] = memory_figures(client)
         info["load_after"] = loadavg()
     finally:
         for each in servers.values():
             each.stop()
+    if not args.no_instructions:
+        if shutil.which("valgrind") and shutil.which("callgrind_control"):
+            log("== instructions per call (valgrind callgrind)")
+            extra["instructions"] = instructions.measure_all(Path(args.module).resolve(), log=log)
+        else:
+            log("== valgrind not found: no instruction counts")
 
     results = {}
     for row in rows:
@@ -426,12 +535,35 @@ def main():
             "ratio": ratio, "cpu_ratio": cpu_ratio, "goal": goal, "verdict": verdict,
         })
 
-    text = report(results, targets, info)
+    growth = []
+    for g in workloads.GROWTH:
+        names = {side: (getattr(g, side).format(f"{g.small:,}"), getattr(g, side).format(f"{g.large:,}"))
+                 for side in ("subject", "baseline")}
+        if not all(n in results for pair in names.values() for n in pair):
+            continue
+        entry = {}
+        for side, (small, large) in names.items():
+            entry[side + "_label"] = f"{large} vs {small}"
+            entry[side + "_slowdown"] = results[small]["ops"] / results[large]["ops"]
+            entry[side + "_cpu_slowdown"] = results[large]["us_per_op"] / results[small]["us_per_op"]
+        entry["verdict"] = "PASS" if entry["subject_slowdown"] <= entry["baseline_slowdown"] else "MISS"
+        missed += entry["verdict"] == "MISS"
+        growth.append(entry)
+    extra["growth"] = growth
+
+    text = report(results, targets, info, extra)
     log(text)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    (OUT_DIR / "results.md").write_text(markdown(results, targets, info))
-    (OUT_DIR / "results.json").write_text(json.dumps({"info": info, "rows": results, "targets": targets}, indent=2))
-    log(f"== results also in {(OUT_DIR / 'results.md').relative_to(ROOT)} and results.json")
+    (OUT_DIR / "results.md").write_text(markdown(results, targets, info, extra))
+    (OUT_DIR / "results.json").write_text(json.dumps(
+        {"info": info, "rows": results, "targets": targets, **extra}, indent=2))
+    picture = chart.svg(results, workloads.CHART, info)
+    (OUT_DIR / "bench.svg").write_text(picture)
+    log(f"== results also in {(OUT_DIR / 'results.md').relative_to(ROOT)}, results.json and bench.svg")
+    if not args.only:
+        # Only a full run replaces the committed chart.
+        (ROOT / "docs" / "bench.svg").write_text(picture)
+        log("== chart written to docs/bench.svg")
     if args.strict and missed:
         sys.exit(1)
 

@@ -8,7 +8,9 @@
 #
 # Settings (environment): CLUSTER_PORT (first port, default 7001; the nodes
 # use CLUSTER_PORT, +1, +2 and their bus ports +10000), CLUSTER_MASTERS (3),
-# CLUSTER_DIR (run/cluster), DREAMTOWN_MODULE (target/release/libdreamtown.so).
+# CLUSTER_DIR (run/cluster), DREAMTOWN_MODULE (target/release/libdreamtown.so),
+# DREAMTOWN_SERVER (redis-server or valkey-server; default redis-server on
+# PATH), DREAMTOWN_CLI (default: the cli beside the server, else on PATH).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,6 +19,17 @@ MASTERS="${CLUSTER_MASTERS:-3}"
 DIR="${CLUSTER_DIR:-$ROOT/run/cluster}"
 MODULE="${DREAMTOWN_MODULE:-$ROOT/target/release/libdreamtown.so}"
 DEADLINE_SECS=30
+SERVER="${DREAMTOWN_SERVER:-redis-server}"
+cli_name=redis-cli
+[[ "$(basename "$SERVER")" == valkey* ]] && cli_name=valkey-cli
+CLI="${DREAMTOWN_CLI:-}"
+if [[ -z "$CLI" ]]; then
+  if [[ "$SERVER" == */* && -x "$(dirname "$SERVER")/$cli_name" ]]; then
+    CLI="$(dirname "$SERVER")/$cli_name"
+  else
+    CLI="$cli_name"
+  fi
+fi
 
 ports() {
   local i
@@ -41,7 +54,7 @@ wait_for() { # description, command...
 }
 
 cluster_ok() { # port
-  redis-cli -p "$1" CLUSTER INFO | grep -q '^cluster_state:ok'
+  "$CLI" -p "$1" CLUSTER INFO | grep -q '^cluster_state:ok'
 }
 
 start() {
@@ -52,14 +65,14 @@ start() {
       echo "node $port is already running: scripts/cluster.sh stop first" >&2
       exit 1
     fi
-    if redis-cli -p "$port" PING >/dev/null 2>&1; then
+    if "$CLI" -p "$port" PING >/dev/null 2>&1; then
       echo "port $port is taken by another server; set CLUSTER_PORT" >&2
       exit 1
     fi
   done
   for port in $(ports); do
     mkdir -p "$DIR/$port"
-    redis-server --port "$port" --bind 127.0.0.1 \
+    "$SERVER" --port "$port" --bind 127.0.0.1 \
       --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
       --save '' --appendonly no --dir "$DIR/$port" \
       --daemonize yes --pidfile "$DIR/$port/redis.pid" --logfile "$DIR/$port/redis.log" \
@@ -67,9 +80,9 @@ start() {
     addresses+=("127.0.0.1:$port")
   done
   for port in $(ports); do
-    wait_for "node $port to answer" redis-cli -p "$port" PING
+    wait_for "node $port to answer" "$CLI" -p "$port" PING
   done
-  redis-cli --cluster create "${addresses[@]}" --cluster-replicas 0 --cluster-yes </dev/null
+  "$CLI" --cluster create "${addresses[@]}" --cluster-replicas 0 --cluster-yes </dev/null
   for port in $(ports); do
     wait_for "cluster_state:ok on $port" cluster_ok "$port"
   done
@@ -77,11 +90,11 @@ start() {
   first="$(ports | head -n1)"
   cat <<EOF
 
-== dreamtown cluster up: ${addresses[*]} (module on every node)
-== connect:   redis-cli -c -p $first
-== try:       redis-cli -c -p $first DREAMS.FIRE acme web 3
-==            redis-cli -c -p $first DREAMS.LEN acme
-== slot:      redis-cli -p $first CLUSTER KEYSLOT acme
+== dreamtown cluster up: ${addresses[*]} (module on every node, $SERVER)
+== connect:   $CLI -c -p $first
+== try:       $CLI -c -p $first DREAMS.FIRE acme web 3
+==            $CLI -c -p $first DREAMS.LEN acme
+== slot:      $CLI -p $first CLUSTER KEYSLOT acme
 == Rust:      redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:$first/"])
 == stop:      scripts/cluster.sh stop   (or: make cluster-stop)
 EOF
@@ -104,8 +117,8 @@ stop() {
 status() {
   local first
   first="$(ports | head -n1)"
-  redis-cli -p "$first" CLUSTER INFO | grep -E '^cluster_(state|slots_assigned|known_nodes)'
-  redis-cli -p "$first" CLUSTER NODES
+  "$CLI" -p "$first" CLUSTER INFO | grep -E '^cluster_(state|slots_assigned|known_nodes)'
+  "$CLI" -p "$first" CLUSTER NODES
 }
 
 case "${1:-}" in

@@ -85,12 +85,36 @@ fn command_info(con: &mut redis::Connection, name: &str) -> Vec<Value> {
     }
 }
 
-/// The server's major.minor version.
-fn version(con: &mut redis::Connection) -> (u32, u32) {
+/// What a server lets a module do with ACL categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AclSupport {
+    /// Redis 7.0: module commands are in no category; rules must name them.
+    NoCategories,
+    /// Redis 7.2 (and Valkey 7.2): `RedisModule_SetCommandACLCategories`,
+    /// so `@write`, `@read`, `@fast`... follow the flags.
+    FlagCategories,
+    /// Redis 7.4+, Valkey 8+: also `RedisModule_AddACLCategory`, so the
+    /// module's own `@dreamtown` exists.
+    ModuleCategory,
+}
+
+/// The server's ACL support, from its name and version in `INFO server`.
+fn acl_support(con: &mut redis::Connection) -> AclSupport {
     let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
-    let line = info.lines().find_map(|l| l.strip_prefix("redis_version:")).unwrap();
-    let mut parts = line.trim().split('.').map(|p| p.parse::<u32>().unwrap());
-    (parts.next().unwrap(), parts.next().unwrap())
+    let field = |name: &str| -> Option<(u32, u32)> {
+        let line = info.lines().find_map(|l| l.strip_prefix(name))?;
+        let mut parts = line.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+        Some((parts.next().unwrap(), parts.next().unwrap()))
+    };
+    // Valkey reports redis_version:7.2.4 (the Redis it forked) and its own
+    // version in valkey_version.
+    match (field("valkey_version:"), field("redis_version:").unwrap()) {
+        (Some(valkey), _) if valkey >= (8, 0) => AclSupport::ModuleCategory,
+        (Some(_), _) => AclSupport::FlagCategories,
+        (None, redis) if redis >= (7, 4) => AclSupport::ModuleCategory,
+        (None, redis) if redis >= (7, 2) => AclSupport::FlagCategories,
+        (None, _) => AclSupport::NoCategories,
+    }
 }
 
 #[test]
@@ -121,58 +145,115 @@ fn command_flags_and_key_specs_are_exact() {
     }
 }
 
+/// The ACL rules users write with categories, per server: what a user
+/// `+@all -@write`, `+@read +@write`, `+@all -@dangerous`, `+@dreamtown`
+/// and `+@all -@dreamtown` may run, checked by running the commands as
+/// that user (a refusal is `NOPERM` and changes nothing).
 #[test]
-fn acl_categories_follow_the_flags_where_redis_allows_it() {
+fn category_rules_grant_and_refuse_the_module_commands_as_each_server_allows() {
     let server = Server::start();
-    let mut con = server.connect();
-    let listed = |con: &mut redis::Connection, category: &str| -> BTreeSet<String> {
-        let names: Value = cmd(&["ACL", "CAT", category]).query(con).unwrap();
-        strings(&names)
-            .into_iter()
-            .map(|n| n.to_uppercase())
-            .filter(|n| n.starts_with("DREAMS.") || n.starts_with("TOWN."))
-            .collect()
+    let mut admin = server.connect();
+    let support = acl_support(&mut admin);
+    let org = tenant("acl-cat");
+    let town = tenant("acl-cat-town");
+    let fire = |n: usize| -> Vec<String> { owned(vec![vec!["DREAMS.FIRE", &org, &format!("p{n}"), "1"]]).remove(0) };
+    let send = |id: &str| -> Vec<String> { owned(vec![vec!["TOWN.SEND", &town, &message(id, "a", "normal")]]).remove(0) };
+    let len = owned(vec![vec!["DREAMS.LEN", &org]]).remove(0);
+    let town_len = owned(vec![vec!["TOWN.LEN", &town, "a"]]).remove(0);
+    let set = owned(vec![vec!["SET", &format!("{org}-plain"), "1"]]).remove(0);
+    // DREAMS.LEN's counts and the town's queue: what a write changes.
+    let state = |admin: &mut redis::Connection| -> (Vec<i64>, Vec<i64>) {
+        let dreams = cmd(&["DREAMS.LEN", &org]).query(admin).unwrap();
+        let town_queue = cmd(&["TOWN.LEN", &town, "a"]).query(admin).unwrap();
+        (dreams, town_queue)
     };
-    let commands = module_flags(&mut con);
-    let with_flag = |flag: &str| -> BTreeSet<String> {
-        commands
-            .iter()
-            .filter(|(_, flags)| flags.contains(flag))
-            .map(|(name, _)| name.clone())
-            .collect()
-    };
-    let slow: BTreeSet<String> = commands
-        .iter()
-        .filter(|(_, flags)| !flags.contains("fast"))
-        .map(|(name, _)| name.clone())
-        .collect();
-    if version(&mut con) >= (7, 2) {
-        assert_eq!(listed(&mut con, "write"), with_flag("write"));
-        assert_eq!(listed(&mut con, "read"), with_flag("readonly"));
-        assert_eq!(listed(&mut con, "fast"), with_flag("fast"));
-        assert_eq!(listed(&mut con, "blocking"), with_flag("blocking"));
-        assert_eq!(listed(&mut con, "pubsub"), with_flag("pubsub"));
-        assert_eq!(listed(&mut con, "slow"), slow);
-    } else {
-        // Redis 7.0 gives module commands no ACL category and no API to set
-        // one: `+@write` does not grant them, so ACL rules name them.
-        for category in ["write", "read", "fast", "slow", "blocking", "pubsub"] {
-            assert!(listed(&mut con, category).is_empty(), "@{category} on Redis 7.0");
-        }
-        cmd(&["ACL", "SETUSER", "writer", "on", "nopass", "~*", "+@write"]).query::<()>(&mut con).unwrap();
-        for call in [&["DREAMS.FIRE", "o", "p", "1"][..], &["TOWN.BACKLOG", "t", "PUSH", "x"]] {
-            let mut args = vec!["ACL", "DRYRUN", "writer"];
-            args.extend_from_slice(call);
-            let dry: Value = cmd(&args).query(&mut con).unwrap();
-            assert!(text(&dry).contains("no permissions"), "{call:?}: {dry:?}");
+    let categories = support != AclSupport::NoCategories;
+    let module_category = support == AclSupport::ModuleCategory;
+
+    // (user, rules, [(call, allowed)]): a write and a read of each family,
+    // and a core write.
+    let cases: Vec<(&str, &str, Vec<(Vec<String>, bool)>)> = vec![
+        // 7.0: module commands are in no category, so `-@write` does not
+        // take them away and `+@write`/`+@read` do not grant them.
+        ("no-writes", "+@all -@write", vec![
+            (fire(1), !categories), (send("w1"), !categories),
+            (len.clone(), true), (town_len.clone(), true), (set.clone(), false),
+        ]),
+        ("read-write", "+@read +@write", vec![
+            (fire(2), categories), (send("w2"), categories),
+            (len.clone(), categories), (town_len.clone(), categories), (set.clone(), true),
+        ]),
+        // No module command is @dangerous (none is an admin command).
+        ("no-dangerous", "+@all -@dangerous", vec![
+            (fire(3), true), (send("w3"), true), (len.clone(), true), (set.clone(), true),
+        ]),
+    ];
+    let mut cases = cases;
+    if module_category {
+        cases.push(("dreamtown", "+@dreamtown", vec![
+            (fire(4), true), (send("w4"), true), (len.clone(), true), (town_len.clone(), true),
+            (set.clone(), false),
+        ]));
+        cases.push(("not-dreamtown", "+@all -@dreamtown", vec![
+            (fire(5), false), (send("w5"), false), (len.clone(), false), (set.clone(), true),
+        ]));
+    }
+    for (user, rules, calls) in cases {
+        set_user(&server, user, &format!("~* &* {rules}"));
+        let mut con = server.connect_as(user, "pw");
+        for (call, allowed) in calls {
+            let before = state(&mut admin);
+            let result = run(&mut con, &call);
+            let writes = call[0] == "DREAMS.FIRE" || call[0] == "TOWN.SEND";
+            match result {
+                Ok(_) => {
+                    assert!(allowed, "{support:?}: user {rules} ran {call:?}");
+                    assert_eq!(state(&mut admin) != before, writes, "{call:?} ran: changed exactly when it writes");
+                }
+                Err(error) => {
+                    assert!(!allowed, "{support:?}: user {rules} was refused {call:?}: {error}");
+                    assert!(is_noperm(&error), "{call:?}: {error}");
+                    assert_eq!(state(&mut admin), before, "{call:?} refused: nothing changed");
+                }
+            }
         }
     }
-    let fields = command_info(&mut con, "DREAMS.FIRE");
-    let categories: BTreeSet<String> = strings(&fields[6]).into_iter().collect();
-    if version(&mut con) >= (7, 2) {
-        assert_eq!(categories, BTreeSet::from(["@write".to_owned(), "@fast".to_owned()]));
-    } else {
-        assert!(categories.is_empty(), "{categories:?}");
+
+    // Where the server has no module categories, `@dreamtown` does not
+    // exist: a rule naming it is an error, and the module loaded anyway.
+    if !module_category {
+        let refused = cmd(&["ACL", "SETUSER", "dreamtown", "on", "nopass", "+@dreamtown"]).query::<()>(&mut admin);
+        let error = refused.expect_err("+@dreamtown without module categories").to_string();
+        assert!(error.to_lowercase().contains("unknown"), "{error}");
+    }
+}
+
+/// The categories `COMMAND INFO` reports for every module command: none on
+/// Redis 7.0; from 7.2 the ones Redis gives a core command with the same
+/// flags, plus `@dreamtown` where the server has module categories.
+#[test]
+fn command_info_lists_the_categories_acl_applies() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let support = acl_support(&mut con);
+    for (name, flags) in module_flags(&mut con) {
+        let fields = command_info(&mut con, &name);
+        let categories: BTreeSet<String> = strings(&fields[6]).into_iter().collect();
+        let mut wanted = BTreeSet::new();
+        if support != AclSupport::NoCategories {
+            let has = |flag: &str| flags.contains(flag);
+            for (flag, category) in [("write", "@write"), ("readonly", "@read"), ("pubsub", "@pubsub"), ("blocking", "@blocking")] {
+                if has(flag) {
+                    wanted.insert(category.to_owned());
+                }
+            }
+            wanted.insert(if has("fast") { "@fast" } else { "@slow" }.to_owned());
+            assert!(!has("admin"), "{name} is no admin command (so not @dangerous)");
+        }
+        if support == AclSupport::ModuleCategory {
+            wanted.insert("@dreamtown".to_owned());
+        }
+        assert_eq!(categories, wanted, "{name} on {support:?}");
     }
 }
 
@@ -473,4 +554,28 @@ fn changes_to_the_default_users_rules_apply_to_the_next_call() {
     assert!(fire(&mut default, &other).is_ok(), "widened rules apply");
     let lengths: Vec<i64> = cmd(&["DREAMS.LEN", &other]).query(&mut default).unwrap();
     assert_eq!(lengths, vec![2, 0, 0]);
+}
+
+/// `@dreamtown` survives `MODULE UNLOAD` / `MODULE LOAD`: the server keeps
+/// a module's categories after unloading it, so the reload finds the name
+/// taken (EBUSY) and uses it, and a user granted `+@dreamtown` before keeps
+/// the commands. Only where the server has module categories.
+#[test]
+fn the_dreamtown_category_survives_a_module_reload() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut admin = server.connect();
+    if acl_support(&mut admin) != AclSupport::ModuleCategory {
+        return;
+    }
+    set_user(&server, "whole-module", "~* &* +@dreamtown");
+    cmd(&["MODULE", "UNLOAD", "dreamtown"]).query::<()>(&mut admin).unwrap();
+    let module = common::module_path().display().to_string();
+    cmd(&["MODULE", "LOAD", &module]).query::<()>(&mut admin).unwrap();
+    let categories: BTreeSet<String> = strings(&command_info(&mut admin, "DREAMS.FIRE")[6]).into_iter().collect();
+    assert!(categories.contains("@dreamtown"), "{categories:?}");
+    let org = tenant("acl-reload");
+    let mut user = server.connect_as("whole-module", "pw");
+    assert_eq!(run(&mut user, &owned(vec![vec!["DREAMS.FIRE", &org, "p", "1"]]).remove(0)).unwrap(), Value::SimpleString("queued".into()));
+    let refused = run(&mut user, &owned(vec![vec!["SET", &org, "1"]]).remove(0)).unwrap_err();
+    assert!(is_noperm(&refused), "{refused}");
 }

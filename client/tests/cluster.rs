@@ -538,12 +538,19 @@ fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
     let started = script.run("start");
     let printed = String::from_utf8_lossy(&started.stdout);
     assert!(started.status.success(), "start: {printed}{}", String::from_utf8_lossy(&started.stderr));
-    assert!(printed.contains(&format!("redis-cli -c -p {base}")), "it says how to connect: {printed}");
+    let cli = common::cli_bin();
+    assert!(printed.contains(&format!("{cli} -c -p {base}")), "it says how to connect: {printed}");
 
     for offset in 0..3 {
         let port = (base + offset).to_string();
         let info = redis_cli(&["-p", &port, "CLUSTER", "INFO"]);
         assert!(info.contains("cluster_state:ok"), "{port}: {info}");
+        // The script ran the server under test (DREAMTOWN_SERVER).
+        let server = common::server_bin();
+        if server.starts_with('/') {
+            let executable = redis_cli(&["-p", &port, "INFO", "server"]);
+            assert!(executable.contains(&format!("executable:{server}")), "{port} runs {server}: {executable}");
+        }
         let modules = redis_cli(&["-p", &port, "MODULE", "LIST"]);
         assert!(modules.contains("dreamtown"), "the module on {port}: {modules}");
     }

@@ -33,13 +33,13 @@ pub fn fire(
     queue: &mut impl QueueStore,
     region: &RegionKey,
     fired_by: &str,
-    fire_id: String,
+    fire_id: &str,
     queue_max: u64,
 ) -> FireOutcome {
     if queue.total_len() >= queue_max {
         return FireOutcome::Dropped;
     }
-    queue.push_ready(payload(region, fired_by, None, Some(&fire_id), false).as_bytes());
+    queue.push_ready(payload(region, fired_by, None, Some(fire_id), false).as_bytes());
     FireOutcome::Queued
 }
 
@@ -76,9 +76,9 @@ mod tests {
     fn fires_below_the_ceiling_and_drops_at_it() {
         let mut queue = MemoryQueue::default();
         let region = RegionKey::new("o", "p", 1);
-        assert_eq!(fire(&mut queue, &region, "n", "a".into(), 2), FireOutcome::Queued);
+        assert_eq!(fire(&mut queue, &region, "n", "a", 2), FireOutcome::Queued);
         queue.processing.push(b"in-flight".to_vec());
-        assert_eq!(fire(&mut queue, &region, "n", "b".into(), 2), FireOutcome::Dropped);
+        assert_eq!(fire(&mut queue, &region, "n", "b", 2), FireOutcome::Dropped);
         assert_eq!(queue.ready.len(), 1);
         let payload = String::from_utf8(queue.ready[0].clone()).unwrap();
         assert_eq!(
@@ -92,6 +92,6 @@ mod tests {
         let mut queue = MemoryQueue::default();
         queue.add_deferred(0, b"later");
         let region = RegionKey::new("o", "p", 1);
-        assert_eq!(fire(&mut queue, &region, "n", "a".into(), 1), FireOutcome::Dropped);
+        assert_eq!(fire(&mut queue, &region, "n", "a", 1), FireOutcome::Dropped);
     }
 }

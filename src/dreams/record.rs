@@ -5,7 +5,7 @@
 use super::fire::{enqueue_counted, snapshot_count};
 use super::message::RegionWriteCounters;
 use super::region::RegionKey;
-use super::store::{QueueStore, RegionStore};
+use super::store::{QueueStore, RegionCounters, RegionStore};
 use super::trigger::{Trigger, COUNTER_MAX};
 
 /// A durable effect's identity and its claim generation (positive).
@@ -63,10 +63,37 @@ pub struct Write<'a> {
     pub delivery: Option<Delivery<'a>>,
 }
 
-/// Record a write (the seed's RECORD_WRITE script).
+/// Would `write`, if counted now, create the region's pending fire? The
+/// decision [`record`] takes, made from what was read before anything is
+/// written, so that a caller opens (type-checks, ACL-checks) the queue only
+/// on the path that uses it. A write whose event identity turns out to be
+/// already counted does not fire even when this says it would.
+pub fn fire_due(current: &RegionCounters, write: &Write<'_>, trigger: &Trigger, now: i64) -> bool {
+    fire_due_unless_pending(current, write, trigger, now) && current.pending.is_none()
+}
+
+/// [`fire_due`] but for the region's pending fire: whether the write would
+/// fire if the region had none. Only then does the pending fire matter, so a
+/// store may read it only then (it is never validated, so reading it later
+/// changes no reply).
+pub fn fire_due_unless_pending(current: &RegionCounters, write: &Write<'_>, trigger: &Trigger, now: i64) -> bool {
+    if let Some(delivery) = write.delivery {
+        if delivery.generation <= current.settled_generation.unwrap_or(0) {
+            return false;
+        }
+    }
+    let memories = saturating_add(current.memories.unwrap_or(0), write.memories);
+    let edges = saturating_add(current.edges.unwrap_or(0), write.edges);
+    let elapsed = now.saturating_sub(current.last_success.unwrap_or(now)).max(0);
+    trigger.interval_passed(elapsed) && trigger.threshold_met(memories, edges, elapsed)
+}
+
+/// Record a write (the seed's RECORD_WRITE script). `queue` is needed only
+/// when [`fire_due`] holds for the same inputs: the caller opens it then
+/// (and may pass `None` otherwise).
 #[allow(clippy::too_many_arguments)]
-pub fn record(
-    queue: &mut impl QueueStore,
+pub fn record<Q: QueueStore>(
+    queue: Option<&mut Q>,
     counters: &mut impl RegionStore,
     region: &RegionKey,
     write: Write<'_>,
@@ -76,11 +103,13 @@ pub fn record(
     queue_max: u64,
     new_fire_id: impl FnOnce() -> String,
 ) -> Recorded {
-    let current = counters.counters().clone();
+    let current = counters.counters();
+    let due = fire_due(current, &write, trigger, now);
     let memories_before = current.memories.unwrap_or(0);
     let edges_before = current.edges.unwrap_or(0);
+    let settled = current.settled_generation.unwrap_or(0);
+    let last_success = current.last_success;
     if let Some(delivery) = write.delivery {
-        let settled = current.settled_generation.unwrap_or(0);
         // Remembering the event is the first write of a counted record, so
         // it doubles as the seen-before test.
         if delivery.generation <= settled || !counters.remember_event(delivery.event_id) {
@@ -94,22 +123,19 @@ pub fn record(
     }
     let memories = saturating_add(memories_before, write.memories);
     let edges = saturating_add(edges_before, write.edges);
-    let first_success = if current.last_success.is_none() { Some(now) } else { None };
+    let first_success = if last_success.is_none() { Some(now) } else { None };
     counters.set_counts(memories, edges, first_success);
-    let last_success = current.last_success.unwrap_or(now);
-    let elapsed = now.saturating_sub(last_success).max(0);
+    let elapsed = now.saturating_sub(last_success.unwrap_or(now)).max(0);
     let accumulated = Recorded {
         outcome: RecordOutcome::Accumulated,
         memories,
         edges,
         deduplicated: false,
     };
-    if !trigger.interval_passed(elapsed)
-        || !trigger.threshold_met(memories, edges, elapsed)
-        || current.pending.is_some()
-    {
+    // `fire_due` is the whole decision; the queue is there exactly when it holds.
+    let (true, Some(queue)) = (due, queue) else {
         return accumulated;
-    }
+    };
     let snapshot = RegionWriteCounters {
         memories_since_last_cycle: snapshot_count(memories),
         edges_since_last_cycle: snapshot_count(edges),
@@ -173,7 +199,7 @@ mod tests {
         now: i64,
     ) -> Recorded {
         let region = RegionKey::new("o", "p", 1);
-        record(queue, counters, &region, write, "n", trigger, now, 1000, || "fire-1".into())
+        record(Some(queue), counters, &region, write, "n", trigger, now, 1000, || "fire-1".into())
     }
 
     #[test]
@@ -235,7 +261,7 @@ mod tests {
         let (mut queue, mut counters): (MemoryQueue, MemoryCounters) = Default::default();
         let region = RegionKey::new("o", "p", 1);
         queue.ready.push(b"x".to_vec());
-        let result = record(&mut queue, &mut counters, &region, write(3), "n", &trigger(1, 0), NOW, 1, || "f".into());
+        let result = record(Some(&mut queue), &mut counters, &region, write(3), "n", &trigger(1, 0), NOW, 1, || "f".into());
         assert_eq!(result.outcome, RecordOutcome::Dropped);
         assert_eq!(counters.fields.memories, Some(3));
         assert_eq!(counters.fields.pending, None);
@@ -258,6 +284,56 @@ mod tests {
         assert!(!counters.events.contains(&b"e1".to_vec()));
         assert_eq!(run(&mut queue, &mut counters, once(5), &t, NOW).memories, 2, "generation <= settled");
         assert_eq!(run(&mut queue, &mut counters, once(6), &t, NOW).memories, 4);
+    }
+
+    /// The command opens the queue only when `fire_due` says so: it must be
+    /// exactly the condition under which `record` fires (or drops).
+    #[test]
+    fn fire_due_is_the_decision_record_takes() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let pick = |v: u64, options: &[Option<i64>]| options[(v % options.len() as u64) as usize];
+        let values = [None, Some(0), Some(5), Some(COUNTER_MAX), Some(COUNTER_MAX - 1)];
+        let times = [None, Some(NOW), Some(NOW - 59), Some(NOW - 60), Some(NOW + 5), Some(0)];
+        let (mut fired, mut quiet) = (0, 0);
+        for _ in 0..20_000 {
+            let mut counters = MemoryCounters::default();
+            counters.fields.memories = pick(next(99), &values);
+            counters.fields.edges = pick(next(99), &values);
+            counters.fields.last_success = pick(next(99), &times);
+            counters.fields.settled_generation = pick(next(99), &[None, Some(0), Some(2)]);
+            if next(4) == 0 {
+                counters.fields.pending = Some(b"p".to_vec());
+            }
+            if next(3) == 0 {
+                counters.events.insert(b"e".to_vec());
+            }
+            let write = Write {
+                memories: [0, 1, 9, u64::from(u32::MAX)][next(4) as usize],
+                edges: [0, 1, 9][next(3) as usize],
+                delivery: (next(2) == 0).then(|| Delivery { event_id: b"e", generation: 1 + next(3) as i64 }),
+            };
+            let t = Trigger {
+                memory_threshold: next(12),
+                edge_threshold: next(12),
+                min_interval_secs: [0, 60, u64::MAX][next(3) as usize],
+                age_floor_secs: [0, 30, u64::MAX][next(3) as usize],
+            };
+            let due = fire_due(&counters.fields, &write, &t, NOW);
+            let seen = write.delivery.is_some() && counters.events.contains(&b"e".to_vec());
+            let mut queue = MemoryQueue::default();
+            let region = RegionKey::new("o", "p", 1);
+            let result = record(Some(&mut queue), &mut counters, &region, write, "n", &t, NOW, 1000, || "f".into());
+            let fires = result.outcome != RecordOutcome::Accumulated;
+            assert_eq!(fires, due && !seen, "{write:?} {t:?} -> {result:?}");
+            if fires { fired += 1 } else { quiet += 1 }
+        }
+        assert!(fired > 1_000 && quiet > 1_000, "{fired} {quiet}");
     }
 
     #[test]

@@ -11,15 +11,21 @@ use redis_module::raw;
 use super::api::api;
 use super::string::OwnedString;
 
+/// The called command replied with an error (for `SADD`/`SREM`: the key
+/// holds another type; nothing was written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused;
+
 /// Run `command key member` as the module (no ACL or OOM check: the caller
 /// checked), replicating it to replicas and the AOF if it changed anything
-/// (`RM_Call` flag `!`); its integer reply, or `None` for any other reply.
+/// (`RM_Call` flag `!`); its integer reply, `None` for a call that did not
+/// run or replied something else, `Err` for an error reply.
 pub fn integer_replicated(
     ctx: *mut raw::RedisModuleCtx,
     command: &CStr,
     key: &OwnedString,
     member: &[u8],
-) -> Option<i64> {
+) -> Result<Option<i64>, Refused> {
     let reply = unsafe {
         api!(RedisModule_Call)(
             ctx,
@@ -31,11 +37,14 @@ pub fn integer_replicated(
         )
     };
     if reply.is_null() {
-        return None;
+        return Ok(None);
     }
-    let integer = raw::REDISMODULE_REPLY_INTEGER as c_int;
-    let value = (unsafe { api!(RedisModule_CallReplyType)(reply) } == integer)
-        .then(|| unsafe { api!(RedisModule_CallReplyInteger)(reply) });
+    let kind = unsafe { api!(RedisModule_CallReplyType)(reply) };
+    let value = match kind {
+        k if k == raw::REDISMODULE_REPLY_INTEGER as c_int => Ok(Some(unsafe { api!(RedisModule_CallReplyInteger)(reply) })),
+        k if k == raw::REDISMODULE_REPLY_ERROR as c_int => Err(Refused),
+        _ => Ok(None),
+    };
     unsafe { api!(RedisModule_FreeCallReply)(reply) };
     value
 }

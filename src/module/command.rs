@@ -309,8 +309,9 @@ pub fn keep_blocked_after_writing(session: &Session, key: &[u8]) {
     unsafe { api!(RedisModule_SignalKeyAsReady)(session.ctx(), name.as_ptr()) };
 }
 
-/// Register `spec` with the server.
-pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), String> {
+/// Register `spec` with the server; `module_category`: the server has the
+/// module's own ACL category (`acl_category::add`), which every command joins.
+pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_category: bool) -> Result<(), String> {
     let name = leak(spec.name);
     let flags = leak(spec.flags);
     let created =
@@ -328,9 +329,15 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(),
     }
     // Redis 7.0 puts module commands in no ACL category (so `+@write` does
     // not grant them) and has no API to change that; 7.2 and newer do, so
-    // there the categories follow the flags as they do for core commands.
+    // there the categories follow the flags as they do for core commands,
+    // plus `@dreamtown` where the server let the module add it (7.4, Valkey 8).
     if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
-        let categories = leak(&acl_categories(spec.flags));
+        let mut categories = acl_categories(spec.flags);
+        if module_category {
+            categories.push(' ');
+            categories.push_str(super::acl_category::NAME);
+        }
+        let categories = leak(&categories);
         if unsafe { set_categories(command, categories) } != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not set the ACL categories of command {}", spec.name));
         }

@@ -2,6 +2,7 @@
 //! the pieces every command is built from (guarded entry points, sessions
 //! with ACL checks, keys that replicate and notify their writes, replies).
 
+pub mod acl_category;
 pub mod api;
 pub mod args;
 pub mod call;
@@ -54,8 +55,14 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         )
     };
     unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
+    // Optional: a server without module ACL categories (Redis 7.0, 7.2) or
+    // one that refuses it still gets every command, without `@dreamtown`.
+    let module_category = acl_category::add(ctx.ctx).unwrap_or_else(|error| {
+        ctx.log_warning(&format!("dreamtown: {error}; ACL rules must name the commands"));
+        false
+    });
     for spec in crate::commands::all() {
-        if let Err(error) = command::register(ctx.ctx, spec) {
+        if let Err(error) = command::register(ctx.ctx, spec, module_category) {
             ctx.log_warning(&format!("dreamtown: {error}"));
             return Status::Err;
         }

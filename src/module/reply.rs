@@ -23,6 +23,9 @@ pub enum Reply {
     Nil,
     /// An array.
     Array(Vec<Reply>),
+    /// The array `[status, integer, integer]` (a counted write's reply:
+    /// RECORD, ACK), sent without building a `Vec` for it.
+    Counted(&'static str, i64, i64),
     /// Nothing now: the client was blocked and is answered later.
     Blocked,
 }
@@ -144,6 +147,14 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
                 for item in items {
                     send_reply(ctx, item);
                 }
+            }
+            Reply::Counted(status, first, second) => {
+                api!(RedisModule_ReplyWithArray)(ctx, 3);
+                with_c_string(status, |text| {
+                    api!(RedisModule_ReplyWithSimpleString)(ctx, text);
+                });
+                api!(RedisModule_ReplyWithLongLong)(ctx, *first);
+                api!(RedisModule_ReplyWithLongLong)(ctx, *second);
             }
             Reply::Blocked => {}
         }

@@ -35,7 +35,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
     let fired_by = fired_by.as_deref().unwrap_or(DEFAULT_NODE);
-    let outcome = fire(&mut queue, &region, fired_by, super::new_fire_id(), config::queue_max());
+    let fire_id = super::FireId::new();
+    let outcome = fire(&mut queue, &region, fired_by, fire_id.as_str(), config::queue_max());
     match outcome {
         FireOutcome::Queued => stats::FIRED_FIRE.bump(),
         FireOutcome::Dropped => stats::DROPPED_FIRE.bump(),

@@ -7,6 +7,7 @@ pub mod counters;
 pub mod drain;
 pub mod fire;
 pub mod len;
+pub mod queue_names;
 pub mod record;
 pub mod recover;
 pub mod settle;
@@ -62,16 +63,31 @@ pub fn once<T>(slot: &mut Option<T>, value: T, option: &str) -> Result<(), Comma
 
 /// `[outcome, memories, edges]`.
 pub fn counted_reply(outcome: &'static str, memories: i64, edges: i64) -> Reply {
-    Reply::Array(vec![
-        Reply::Status(outcome),
-        Reply::Integer(memories),
-        Reply::Integer(edges),
-    ])
+    Reply::Counted(outcome, memories, edges)
 }
 
 /// A fresh fire id (UUID v4).
 pub fn new_fire_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// A fresh fire id (UUID v4, hyphenated lower case, as [`new_fire_id`])
+/// held on the stack: FIRE makes one per call and needs no heap string.
+pub struct FireId([u8; uuid::fmt::Hyphenated::LENGTH]);
+
+impl FireId {
+    /// A new random id.
+    pub fn new() -> Self {
+        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text);
+        Self(text)
+    }
+
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        // Always ASCII hex digits and hyphens, written by `encode_lower`.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
 }
 
 /// The region arguments, for docs.

@@ -4,6 +4,7 @@
 
 use std::ffi::CStr;
 
+use super::queue_names::queue_names;
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
@@ -35,11 +36,10 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let name = |key: QueueKey| OwnedString::concat(&key.name_parts(org));
-        let names = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing].map(name);
+        let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
-            true => Some(session.check_strings([name(QueueKey::Dead)], access)?),
+            true => Some(session.check_strings(queue_names(org, [QueueKey::Dead]), access)?),
             false => None,
         };
         let queue = Self {
@@ -109,27 +109,78 @@ impl QueueStore for RedisQueue {
     }
 }
 
+/// How a command uses a region's counted-event set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventSet {
+    /// ACL-checked and type-checked when the region is opened (SETTLE, ACK,
+    /// COUNTERS: the seed's scripts check it on every call).
+    Open,
+    /// ACL-checked when opened; its type is checked by the one write that
+    /// touches it (`SADD`, the first write of a counted record), which
+    /// fails with `WRONGTYPE` before anything has changed.
+    CheckedByWrite,
+    /// Not used on this path: neither named, checked nor opened.
+    Untouched,
+}
+
 /// One region's counters and counted-event set.
 pub struct RedisRegion<'s> {
     session: &'s Session,
     counters: Key,
-    events: OwnedString,
+    events: Option<OwnedString>,
     fields: RegionCounters,
+    /// Set when the event set's `SADD` was refused for its type: the store
+    /// then reported the event as counted (nothing written) and the command
+    /// must reply with this error instead.
+    refused: Option<CommandError>,
 }
 
 impl<'s> RedisRegion<'s> {
     /// Open `region`'s keys and read its counters, refusing wrong types and
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
+        Self::open_with(session, region, access, EventSet::Open, true)
+    }
+
+    /// [`RedisRegion::open`], using the event set as `events` says, and
+    /// reading the `pending` field only if `read_pending` (else it reads as
+    /// absent until [`RedisRegion::read_pending`]).
+    pub fn open_with(
+        session: &'s Session,
+        region: &RegionKey,
+        access: Access,
+        events: EventSet,
+        read_pending: bool,
+    ) -> Result<Self, CommandError> {
         let mut digits = [0u8; 10];
-        let names = RegionKeys::name_parts(region, &mut digits).map(|parts| OwnedString::concat(&parts));
-        let [counters, events] = session.check_strings(names, access)?;
+        let [counters_parts, events_parts] = RegionKeys::name_parts(region, &mut digits);
+        let use_of_events = events;
+        let (counters, events) = match use_of_events {
+            EventSet::Untouched => {
+                let [counters] = session.check_strings([OwnedString::concat(&counters_parts)], access)?;
+                (counters, None)
+            }
+            EventSet::Open | EventSet::CheckedByWrite => {
+                let names = [counters_parts, events_parts].map(|parts| OwnedString::concat(&parts));
+                let [counters, events] = session.check_strings(names, access)?;
+                (counters, Some(events))
+            }
+        };
         let counters = session.open_checked(counters, access);
         counters.require(KeyKind::Hash)?;
-        let events_name = events.clone();
-        session.open_checked(events, Access::Read).require(KeyKind::Set)?;
-        let values = counters.hget_fields(COUNTER_FIELDS.each_ref());
-        let fields = RegionCounters::from_values(values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes)))
+        if let (EventSet::Open, Some(names)) = (use_of_events, &events) {
+            session.open_checked(names.clone(), Access::Read).require(KeyKind::Set)?;
+        }
+        let [memories, edges, success, settled, pending] = COUNTER_FIELDS.each_ref();
+        let (values, pending) = match read_pending {
+            true => {
+                let [m, e, l, s, p] = counters.hget_fields([memories, edges, success, settled, pending]);
+                ([m, e, l, s], p)
+            }
+            false => (counters.hget_fields([memories, edges, success, settled]), None),
+        };
+        let [m, e, l, s] = values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes));
+        let fields = RegionCounters::from_values([m, e, l, s, pending.as_ref().map(OwnedString::as_bytes)])
             .map_err(|bad| {
                 CommandError::err(format_args!(
                     "Dreams counter metadata is not numeric (field '{}' of {})",
@@ -140,9 +191,23 @@ impl<'s> RedisRegion<'s> {
         Ok(Self {
             session,
             counters,
-            events: events_name,
+            events,
             fields,
+            refused: None,
         })
+    }
+
+    /// Read the `pending` field skipped by [`RedisRegion::open_with`].
+    pub fn read_pending(&mut self) {
+        let [_, _, _, _, pending] = &COUNTER_FIELDS;
+        let [value] = self.counters.hget_fields([pending]);
+        self.fields.pending = value.map(|v| v.as_bytes().to_vec());
+    }
+
+    /// The error a write refused after the store was opened (the event
+    /// set's type, see [`EventSet::CheckedByWrite`]); nothing was written.
+    pub fn refused(&mut self) -> Option<CommandError> {
+        self.refused.take()
     }
 
     /// The counters hash key.
@@ -153,8 +218,19 @@ impl<'s> RedisRegion<'s> {
     /// `SADD`/`SREM` of the counted-event set. Through RM_Call, which fires
     /// the keyspace event, signals the key and (`!`) replicates the command
     /// when it changed the set.
-    fn set_command(&self, command: &CStr, member: &[u8]) -> i64 {
-        call::integer_replicated(self.session.ctx(), command, &self.events, member).unwrap_or(0)
+    fn set_command(&mut self, command: &CStr, member: &[u8]) -> i64 {
+        // Only a path that names the set calls this (a store opened with
+        // `EventSet::Untouched` is never asked to count an event).
+        let Some(events) = &self.events else { return 0 };
+        match call::integer_replicated(self.session.ctx(), command, events, member) {
+            Ok(count) => count.unwrap_or(0),
+            Err(call::Refused) => {
+                // The set has another type (checked by this write when it
+                // was opened `CheckedByWrite`); nothing has been written.
+                self.refused = Some(CommandError::wrong_type(events.as_bytes()));
+                0
+            }
+        }
     }
 }
 

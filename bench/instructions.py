@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Instructions per call of each hot command, beside its floor: the
+distance to the limit, printed on every `make bench` run.
+
+One redis-server runs under valgrind callgrind, collecting only under
+`processCommand`. For each hot command: its state is set up (counted fires
+for DRAIN, drained payloads for ACK, a filled inbox for RECV), one call
+checks the path, the counters are zeroed (`callgrind_control -z`), N calls
+are made (redis-benchmark, or pipelined from here when each call needs its
+own argument), and the profile is dumped (`callgrind_control -d`) and split
+as bench/budget.py splits it:
+
+  total  = Redis around the module + API calls + allocations + own code
+  floor  = Redis around the module + the module API calls it made
+
+The floor is what the path cannot do without under the spec's rules (Redis's
+dispatch and reply buffer, opening and ACL-checking each key the path
+touches, reading and writing the values, replicating the effects, the
+reply; docs/bench.md counts them piece by piece); the distance to it is
+the module's own code and heap allocations.
+
+    python3 bench/instructions.py [--calls 5000] [--module target/release/libdreamtown.so]
+
+Needs valgrind (callgrind_control). Counts are within about 1% run to run
+(the server's hash seed is random).
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import budget  # noqa: E402
+import workloads as w  # noqa: E402
+from resp import Client  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Profiled:
+    """redis-server with the module, under callgrind."""
+
+    def __init__(self, module):
+        self.dir = tempfile.mkdtemp(prefix="dreamtown-instructions-")
+        self.port = free_port()
+        self.out = os.path.join(self.dir, "callgrind.out")
+        self.dumps = 0
+        self.process = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=processCommand",
+             f"--callgrind-out-file={self.out}",
+             "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--loadmodule", str(module)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.client = Client(self.port, timeout=300)
+                self.client.call("PING")
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise SystemExit("redis-server under valgrind did not start")
+                time.sleep(0.2)
+        for name, value in w.SERVER_CONFIG:
+            self.client.call("CONFIG", "SET", name, value)
+
+    def control(self, flag):
+        subprocess.run(["callgrind_control", flag, str(self.process.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def measure(self, run, calls):
+        """Zero, run, dump: the split per call of what `run` did."""
+        self.control("-z")
+        run()
+        self.control("-d")
+        self.dumps += 1
+        path = f"{self.out}.{self.dumps}"
+        costs = budget.parse(path)
+        everything = budget.total(path)
+        is_module = lambda obj: obj is not None and budget.MODULE in obj  # noqa: E731
+        entry = sum(c for (ob, _, cob, _), c in costs.items() if not is_module(ob) and is_module(cob))
+        api = alloc = 0
+        for (ob, _, cob, callee), cost in costs.items():
+            if is_module(ob) and not is_module(cob) and callee and not callee.startswith("0x"):
+                if "libc.so" in (cob or "") or "ld-linux" in (cob or ""):
+                    continue
+                if callee in budget.ALLOCATOR:
+                    alloc += cost
+                else:
+                    api += cost
+        per = lambda cost: round(cost / calls)  # noqa: E731
+        return {
+            "instructions": per(everything),
+            "around": per(everything - entry),
+            "api": per(api),
+            "alloc": per(alloc),
+            "own": per(entry - api - alloc),
+            "floor": per(everything - entry + api),
+        }
+
+    def benchmark(self, command, calls, random_keyspace=None):
+        argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(self.port), "-n", str(calls), "-P", "32",
+                "-c", "1", "-q"] + (["-r", str(random_keyspace)] if random_keyspace else []) + command
+        return lambda: subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        try:
+            self.client.call("SHUTDOWN", "NOSAVE")
+        except (OSError, ConnectionError):
+            pass
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _expect(ok, what, reply):
+    if not ok:
+        raise SystemExit(f"instructions: {what}: unexpected reply {reply!r} (not the path measured)")
+
+
+def measure_all(module, calls=5000, log=print):
+    """{command: split per call} for the hot commands."""
+    server = Profiled(module)
+    c = server.client
+    results = {}
+    try:
+        def simple(name, command, expect, random_keyspace=None, setup=None):
+            c.call("FLUSHALL")
+            if setup:
+                setup()
+            first = [a.replace("__rand_int__", "first") for a in command]
+            reply = c.call(*first)
+            _expect(expect(reply), name, reply)
+            results[name] = server.measure(server.benchmark(command, calls, random_keyspace), calls)
+            log(f"   {name:<24} {results[name]['instructions']:>8,} instructions per call")
+
+        simple("DREAMS.RECORD", w.RECORD, w._counted("accumulated"))
+        simple("DREAMS.RECORD EVENT", w.RECORD_EVENT, w._counted("accumulated"), random_keyspace=w.EVENT_KEYSPACE)
+        simple("DREAMS.FIRE", w.FIRE, w._queued)
+
+        # DRAIN and ACK: `calls` counted fires, one per region (as loadgen's
+        # consumer loop), drained one per call, then each acknowledged.
+        c.call("FLUSHALL")
+        fills = [["DREAMS.RECORD", w.ORG, f"p{i}", w.MEMORY_TYPE, "1", "1", "NODE", w.NODE,
+                  "TRIGGER", "1", "1000000", "0", "999999999"] for i in range(calls + 1)]
+        for reply in c.pipeline(fills):
+            _expect(isinstance(reply, list) and reply[0] == "queued", "fill", reply)
+        first = c.call("DREAMS.DRAIN", w.ORG, "5", "NOQUIET")
+        _expect(isinstance(first, bytes), "DREAMS.DRAIN", first)
+        drained = []
+
+        def drain():
+            drained.extend(c.pipeline([["DREAMS.DRAIN", w.ORG, "5", "NOQUIET"]] * calls))
+
+        results["DREAMS.DRAIN"] = server.measure(drain, calls)
+        for reply in drained:
+            _expect(isinstance(reply, bytes), "DREAMS.DRAIN", reply)
+        reply = c.call("DREAMS.ACK", w.ORG, first, "SUCCESS", "NODE", w.NODE)
+        _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
+        acked = []
+
+        def ack():
+            acked.extend(c.pipeline([["DREAMS.ACK", w.ORG, p, "SUCCESS", "NODE", w.NODE] for p in drained]))
+
+        results["DREAMS.ACK"] = server.measure(ack, calls)
+        for reply in acked:
+            _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
+        for name in ("DREAMS.DRAIN", "DREAMS.ACK"):
+            log(f"   {name:<24} {results[name]['instructions']:>8,} instructions per call")
+
+        send = ["TOWN.SEND", w.TOWN, w.MESSAGE_NORMAL]
+        simple("TOWN.SEND", send, lambda r: r == 1)
+        fill = lambda: c.call("EVAL", w.PREFILL_LUA, "1", w.MODULE_INBOX, w.MESSAGE_NORMAL, str(calls + 10))  # noqa: E731
+        simple("TOWN.RECV", ["TOWN.RECV", w.TOWN, w.AGENT], w._one_message, setup=fill)
+        for name, command in (("HINCRBY", w.HINCRBY), ("RPUSH", w.RPUSH)):
+            simple(name, command, lambda r: isinstance(r, int))
+    finally:
+        server.stop()
+    return results
+
+
+def table(results):
+    lines = [f"{'command':<22} {'instructions':>12} {'floor':>8} {'distance':>9}  "
+             f"(floor = Redis around {'+':>1} API calls; distance = module code + allocations)"]
+    for name, r in results.items():
+        distance = r["instructions"] - r["floor"]
+        lines.append(f"{name:<22} {r['instructions']:>12,} {r['floor']:>8,} {distance:>9,}  "
+                     f"({r['around']:,} + {r['api']:,}; {r['own']:,} + {r['alloc']:,})")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--module", default=str(ROOT / "target" / "release" / "libdreamtown.so"))
+    parser.add_argument("--calls", type=int, default=5000)
+    args = parser.parse_args()
+    print(table(measure_all(Path(args.module).resolve(), args.calls)))
+
+
+if __name__ == "__main__":
+    main()

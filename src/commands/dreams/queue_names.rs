@@ -1,0 +1,63 @@
+//! The Redis strings naming the most recent organization's queue keys,
+//! kept from one command to the next.
+//!
+//! Every FIRE, DRAIN, ACK, LEN and RECOVER (and a RECORD that fires) names
+//! the same three or four keys of its organization; making and freeing those
+//! strings costs about 400 instructions per key. Consecutive calls usually
+//! come from the same organization, so the names of the last one are kept
+//! (one entry: a workload spread over many organizations pays one byte
+//! comparison more than before, nothing else). The strings are shared, not
+//! lent: each caller gets its own reference (`RM_RetainString`), and Redis
+//! takes its own reference or copy wherever it keeps a key name, so a
+//! shared string is never changed under anyone. They are never freed (a
+//! few dozen bytes), like [`crate::module::string::StaticString`].
+
+use std::sync::Mutex;
+
+use crate::dreams::region::QueueKey;
+use crate::module::string::OwnedString;
+
+/// The names of one organization's queue keys, in [`QueueKey`] order:
+/// ready, deferred, processing, dead.
+struct Names {
+    org: String,
+    keys: [OwnedString; 4],
+}
+
+/// The last organization's names. Only ever used on Redis's main thread
+/// (module commands run there); the mutex is the `Sync` way to hold them
+/// in a `static`, uncontended.
+struct Cache(Option<Names>);
+
+// SAFETY: the strings are only touched on Redis's main thread (see above).
+unsafe impl Send for Cache {}
+
+static LAST: Mutex<Cache> = Mutex::new(Cache(None));
+
+const ORDER: [QueueKey; 4] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead];
+
+/// The names of `org`'s `keys`, each a reference of its own.
+pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [OwnedString; N] {
+    let Ok(mut last) = LAST.lock() else {
+        // Poisoned (a panic while holding it cannot happen: nothing here
+        // panics); make the names afresh rather than fail.
+        return keys.map(|key| OwnedString::concat(&key.name_parts(org)));
+    };
+    let names = match &mut last.0 {
+        Some(names) if names.org == org => names,
+        slot => slot.insert(Names {
+            org: org.to_owned(),
+            keys: ORDER.map(|key| OwnedString::concat(&key.name_parts(org))),
+        }),
+    };
+    keys.map(|key| names.keys[index(key)].clone())
+}
+
+fn index(key: QueueKey) -> usize {
+    match key {
+        QueueKey::Ready => 0,
+        QueueKey::Deferred => 1,
+        QueueKey::Processing => 2,
+        QueueKey::Dead => 3,
+    }
+}
