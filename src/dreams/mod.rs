@@ -10,6 +10,7 @@
 pub mod ack;
 pub mod drain;
 pub mod fire;
+pub mod lease;
 pub mod message;
 pub mod quiet;
 pub mod record;

@@ -361,6 +361,17 @@ impl Key {
             .collect()
     }
 
+    /// The score of `member`, if it is in the sorted set.
+    pub fn zscore(&self, member: &[u8]) -> Option<f64> {
+        if self.kind() != KeyKind::ZSet {
+            return None;
+        }
+        let element = OwnedString::new(member);
+        let mut score = 0f64;
+        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle.get(), element.as_ptr(), &mut score) };
+        (found == raw::REDISMODULE_OK as c_int).then_some(score)
+    }
+
     /// Is `member` in the sorted set?
     pub fn zcontains(&self, member: &[u8]) -> bool {
         if self.kind() != KeyKind::ZSet {
