@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -257,7 +257,7 @@ fn scan(ctx: *mut raw::RedisModuleCtx, pattern: &str) -> Vec<Vec<u8>> {
             api!(RedisModule_Call)(
                 ctx,
                 c"SCAN".as_ptr(),
-                c"cccccccc".as_ptr(),
+                c"ccccccc".as_ptr(),
                 cursor.as_ptr(),
                 c"MATCH".as_ptr(),
                 pattern.as_ptr(),
@@ -265,7 +265,6 @@ fn scan(ctx: *mut raw::RedisModuleCtx, pattern: &str) -> Vec<Vec<u8>> {
                 c"1000".as_ptr(),
                 c"TYPE".as_ptr(),
                 c"zset".as_ptr(),
-                std::ptr::null::<c_char>(),
             )
         };
         if reply.is_null() {

@@ -131,7 +131,7 @@ fn sections() -> Vec<Section> {
             (c"messages_acked", TOWN_ACKED.get()),
             (c"messages_requeued", TOWN_REQUEUED.get()),
             (c"messages_reclaimed", TOWN_RECLAIMED.get()),
-            (c"leases_expired", TOWN_LEASES_EXPIRED.get()),
+            (c"messages_lease_expired", TOWN_LEASES_EXPIRED.get()),
             (c"messages_reclaimed_unparsed", TOWN_RECLAIMED_UNPARSED.get()),
             (c"broadcasts", TOWN_BROADCASTS.get()),
             (c"stop_requests", TOWN_STOP_REQUESTS.get()),
