@@ -9,7 +9,7 @@ use crate::module::leases::LeaseFamily;
 
 /// The tenant families whose in-flight work can be leased.
 pub fn lease_families() -> Vec<&'static LeaseFamily> {
-    vec![&dreams::expiry::FAMILY]
+    vec![&dreams::expiry::FAMILY, &town::expiry::FAMILY]
 }
 
 /// Every command the module registers.
@@ -29,6 +29,7 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &town::recv::SPEC,
         &town::ack::SPEC,
         &town::requeue::SPEC,
+        &town::extend::SPEC,
         &town::len::SPEC,
         &town::peek::SPEC,
         &town::reclaim::SPEC,

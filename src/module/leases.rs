@@ -42,8 +42,6 @@ const TENANTS_PER_TICK: usize = 2_000;
 
 /// What a family of tenants (Dreams organizations, towns) provides.
 pub struct LeaseFamily {
-    /// The family's name, for logs.
-    pub name: &'static str,
     /// `SCAN MATCH` pattern of its lease keys.
     pub pattern: &'static str,
     /// The tenant of a lease key name, if it is one.
@@ -107,6 +105,7 @@ impl DeadlineIndex {
     }
 
     /// Tenants indexed.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_tenant.len()
     }
@@ -120,7 +119,11 @@ impl DeadlineIndex {
 static INDEX: Mutex<Option<DeadlineIndex>> = Mutex::new(None);
 static FAMILIES: Mutex<Vec<&'static LeaseFamily>> = Mutex::new(Vec::new());
 /// Set when the index must be rebuilt from the keyspace at the next tick.
-static REBUILD: AtomicBool = AtomicBool::new(true);
+static REBUILD: AtomicBool = AtomicBool::new(false);
+/// Is a tick scheduled? The timer runs only while there is something to
+/// do (leases indexed, or a rebuild pending on a master), so a server
+/// without leases pays nothing and the module can be unloaded.
+static ARMED: AtomicBool = AtomicBool::new(false);
 
 fn with_index<R>(run: impl FnOnce(&mut DeadlineIndex) -> R) -> R {
     let mut guard = match INDEX.lock() {
@@ -146,6 +149,7 @@ fn family_index(family: &'static LeaseFamily) -> usize {
 pub fn note(session: &Session, family: &'static LeaseFamily, tenant: &str, deadline_ms: i64) {
     let db = unsafe { api!(RedisModule_GetSelectedDb)(session.ctx()) };
     with_index(|index| index.note((family_index(family), db, tenant.to_owned()), deadline_ms));
+    arm(session.ctx());
 }
 
 /// Signal the ready list `key` so that a client blocked on it (DREAMS.DRAIN,
@@ -172,18 +176,35 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
             return Err(format!("could not subscribe to server event {id}"));
         }
     }
-    arm(ctx);
+    // Loaded into a running server (MODULE LOAD): its leases are indexed
+    // now. At startup the dataset loads later, and the loading event
+    // rebuilds then.
+    if is_master(ctx) {
+        rebuild(&Session::internal(ctx), &families());
+        if with_index(|index| !index.is_empty()) {
+            arm(ctx);
+        }
+    }
     Ok(())
 }
 
+/// Schedule a tick unless one is.
 fn arm(ctx: *mut raw::RedisModuleCtx) {
+    if ARMED.swap(true, Ordering::Relaxed) {
+        return;
+    }
     if let Some(create) = unsafe { raw::RedisModule_CreateTimer } {
         unsafe { create(ctx, TICK_MS, Some(on_tick), std::ptr::null_mut()) };
     }
 }
 
+fn is_master(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
+    flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && flags & raw::REDISMODULE_CTX_FLAGS_LOADING == 0
+}
+
 unsafe extern "C" fn on_server_event(
-    _ctx: *mut raw::RedisModuleCtx,
+    ctx: *mut raw::RedisModuleCtx,
     event: raw::RedisModuleEvent,
     subevent: u64,
     _data: *mut c_void,
@@ -193,19 +214,25 @@ unsafe extern "C" fn on_server_event(
     let loaded = event.id == raw::REDISMODULE_EVENT_LOADING && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED;
     if becomes_master || loaded {
         REBUILD.store(true, Ordering::Relaxed);
+        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx)));
     }
 }
 
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| tick(ctx)));
-    arm(ctx);
+    ARMED.store(false, Ordering::Relaxed);
+    let again = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(true);
+    if again {
+        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx)));
+    }
 }
 
-fn tick(ctx: *mut raw::RedisModuleCtx) {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
-    // Only a master expires; a replica applies its master's expiries.
-    if flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0 || flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 {
-        return;
+/// One tick; whether another is needed.
+fn tick(ctx: *mut raw::RedisModuleCtx) -> bool {
+    // Only a master expires; a replica applies its master's expiries. A
+    // replica keeps no index: becoming master rebuilds it.
+    if !is_master(ctx) {
+        with_index(DeadlineIndex::clear);
+        return false;
     }
     let session = Session::internal(ctx);
     let families = families();
@@ -225,6 +252,7 @@ fn tick(ctx: *mut raw::RedisModuleCtx) {
         }
     }
     unsafe { select(ctx, 0) };
+    with_index(|index| !index.is_empty())
 }
 
 /// Rebuild the index from the lease keys of every database.

@@ -55,6 +55,8 @@ pub enum AgentKey {
     Activity,
     /// `stop:<id>`.
     Stop,
+    /// `leases:<id>`: reliably received message ids by lease deadline.
+    Leases,
 }
 
 impl AgentKey {
@@ -66,6 +68,7 @@ impl AgentKey {
             Self::Pending => "pending",
             Self::Activity => "activity",
             Self::Stop => "stop",
+            Self::Leases => "leases",
         }
     }
 }
@@ -122,6 +125,11 @@ impl TownKeys {
     /// `tt:{town}:urgent:<agent>`.
     pub fn urgent(&self, agent: &str) -> String {
         self.agent_key_parts(AgentKey::Urgent, agent).concat()
+    }
+
+    /// `tt:{town}:leases:<agent>`.
+    pub fn leases(&self, agent: &str) -> String {
+        self.agent_key_parts(AgentKey::Leases, agent).concat()
     }
 
     /// `tt:{town}:pending:<agent>`.

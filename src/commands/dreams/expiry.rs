@@ -15,7 +15,6 @@ const EXPIRE_PER_TICK: u64 = 10_000;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily {
-    name: "dreams",
     pattern: "exocortex:dreams:{*}:leases",
     tenant_of,
     expire,

@@ -123,7 +123,8 @@ impl QueueStore for RedisQueue {
     }
 }
 
-/// An organization's lease set (`exocortex:dreams:{<org>}:leases`).
+/// A lease set: an organization's (`exocortex:dreams:{<org>}:leases`), or
+/// a Town agent's (`tt:{<town>}:leases:<agent>`).
 pub struct RedisLeases {
     key: Key,
 }
@@ -131,7 +132,12 @@ pub struct RedisLeases {
 impl RedisLeases {
     /// Open `org`'s lease set with ACL and type checks.
     pub fn open(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
-        let [name] = session.check_strings([OwnedString::concat(&QueueKey::Leases.name_parts(org))], access)?;
+        Self::open_name(session, OwnedString::concat(&QueueKey::Leases.name_parts(org)), access)
+    }
+
+    /// Open the lease set named `name` (Town keeps one per agent).
+    pub fn open_name(session: &Session, name: OwnedString, access: Access) -> Result<Self, CommandError> {
+        let [name] = session.check_strings([name], access)?;
         let key = session.open_checked(name, access);
         key.require(KeyKind::ZSet)?;
         Ok(Self { key })
