@@ -19,4 +19,4 @@ pub mod store;
 pub mod trigger;
 
 #[cfg(test)]
-mod memory;
+pub(crate) mod memory;
