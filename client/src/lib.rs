@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod call;
+pub mod lease;
 pub mod dreams;
 mod error;
 pub mod town;
