@@ -270,6 +270,10 @@ impl Key {
             return false;
         };
         unsafe { api!(RedisModule_ListDelete)(self.handle.get(), at) };
+        // Redis 7.0 asserts in its list iterator when a later `get` on the
+        // same handle follows a delete (module.c moduleListIteratorSeek):
+        // a lease expiry removes many items from one list. Start afresh.
+        self.reopen();
         let mut argv = self.argv();
         argv.new_integer(1);
         argv.new_string(value);

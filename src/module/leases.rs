@@ -36,9 +36,13 @@ use super::session::Session;
 /// How often the timer looks for due leases (ms): expiry is exact to this.
 pub const TICK_MS: i64 = 100;
 
-/// Most tenants handled per tick: a burst of due tenants spreads over ticks
-/// instead of stalling the server (the rest stay due for the next tick).
-const TENANTS_PER_TICK: usize = 2_000;
+/// Time one tick may spend expiring (ms): a burst of due tenants spreads
+/// over ticks 1 ms apart instead of stalling the server for long.
+const TICK_BUDGET_MS: i64 = 25;
+/// Due tenants taken from the index at a time, between budget checks.
+const BATCH: usize = 256;
+/// Delay before the next tick when due tenants are left over (ms).
+const CATCH_UP_MS: i64 = 1;
 
 /// What a family of tenants (Dreams organizations, towns) provides.
 pub struct LeaseFamily {
@@ -149,7 +153,7 @@ fn family_index(family: &'static LeaseFamily) -> usize {
 pub fn note(session: &Session, family: &'static LeaseFamily, tenant: &str, deadline_ms: i64) {
     let db = unsafe { api!(RedisModule_GetSelectedDb)(session.ctx()) };
     with_index(|index| index.note((family_index(family), db, tenant.to_owned()), deadline_ms));
-    arm(session.ctx());
+    arm(session.ctx(), TICK_MS);
 }
 
 /// Signal the ready list `key` so that a client blocked on it (DREAMS.DRAIN,
@@ -182,19 +186,19 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
     if is_master(ctx) {
         rebuild(&Session::internal(ctx), &families());
         if with_index(|index| !index.is_empty()) {
-            arm(ctx);
+            arm(ctx, TICK_MS);
         }
     }
     Ok(())
 }
 
-/// Schedule a tick unless one is.
-fn arm(ctx: *mut raw::RedisModuleCtx) {
+/// Schedule a tick in `delay_ms` unless one is scheduled.
+fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
     if ARMED.swap(true, Ordering::Relaxed) {
         return;
     }
     if let Some(create) = unsafe { raw::RedisModule_CreateTimer } {
-        unsafe { create(ctx, TICK_MS, Some(on_tick), std::ptr::null_mut()) };
+        unsafe { create(ctx, delay_ms, Some(on_tick), std::ptr::null_mut()) };
     }
 }
 
@@ -214,25 +218,25 @@ unsafe extern "C" fn on_server_event(
     let loaded = event.id == raw::REDISMODULE_EVENT_LOADING && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED;
     if becomes_master || loaded {
         REBUILD.store(true, Ordering::Relaxed);
-        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx)));
+        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, TICK_MS)));
     }
 }
 
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     ARMED.store(false, Ordering::Relaxed);
-    let again = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(true);
-    if again {
-        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx)));
+    let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
+    if let Some(delay) = next {
+        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, delay)));
     }
 }
 
-/// One tick; whether another is needed.
-fn tick(ctx: *mut raw::RedisModuleCtx) -> bool {
+/// One tick; when the next is needed (ms), if at all.
+fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
     // Only a master expires; a replica applies its master's expiries. A
     // replica keeps no index: becoming master rebuilds it.
     if !is_master(ctx) {
         with_index(DeadlineIndex::clear);
-        return false;
+        return None;
     }
     let session = Session::internal(ctx);
     let families = families();
@@ -240,19 +244,33 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> bool {
         rebuild(&session, &families);
     }
     let now = session.now_ms();
-    let due = with_index(|index| index.take_due(now, TENANTS_PER_TICK));
     let select = api!(RedisModule_SelectDb);
-    for (family, db, tenant) in due {
-        let Some(lease_family) = families.get(family) else { continue };
-        if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
-            continue;
+    let mut left_over = false;
+    loop {
+        let due = with_index(|index| index.take_due(now, BATCH));
+        if due.is_empty() {
+            break;
         }
-        if let Some(next) = (lease_family.expire)(&session, &tenant, now) {
-            with_index(|index| index.note((family, db, tenant), next));
+        for (family, db, tenant) in due {
+            let Some(lease_family) = families.get(family) else { continue };
+            if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+                continue;
+            }
+            if let Some(next) = (lease_family.expire)(&session, &tenant, now) {
+                with_index(|index| index.note((family, db, tenant), next));
+            }
+        }
+        if session.now_ms() - now >= TICK_BUDGET_MS {
+            left_over = true;
+            break;
         }
     }
     unsafe { select(ctx, 0) };
-    with_index(|index| !index.is_empty())
+    match (left_over, with_index(|index| index.is_empty())) {
+        (true, _) => Some(CATCH_UP_MS),
+        (false, false) => Some(TICK_MS),
+        (false, true) => None,
+    }
 }
 
 /// Rebuild the index from the lease keys of every database.
