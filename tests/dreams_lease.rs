@@ -325,3 +325,25 @@ fn leases_are_checked_against_acl() {
     assert!(error_of(&mut worker, &["DREAMS.EXTEND", &org, "p", "5"]).starts_with("NOPERM"));
     assert!(error_of(&mut worker, &["DREAMS.INFLIGHT", &org]).starts_with("NOPERM"));
 }
+
+#[test]
+fn the_new_commands_are_described_and_routed_by_tenant() {
+    let server = Server::start();
+    let mut con = server.connect();
+    for (name, arity) in [("DREAMS.EXTEND", 4), ("DREAMS.INFLIGHT", 2), ("DREAMS.DRAIN", -3)] {
+        let info = ok(&mut con, &["COMMAND", "INFO", name]);
+        let Value::Array(entries) = info else { panic!("{info:?}") };
+        let Some(Value::Array(fields)) = entries.first() else { panic!("{name} not registered") };
+        assert_eq!(fields[1], Value::Int(arity), "{name} arity");
+        assert_eq!(&fields[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)], "{name} first key");
+        let docs = format!("{:?}", ok(&mut con, &["COMMAND", "DOCS", name]));
+        for part in ["summary", "complexity", "arguments", "org"] {
+            assert!(docs.contains(part), "{name} docs lack {part}: {docs}");
+        }
+        if name != "DREAMS.INFLIGHT" {
+            assert!(docs.contains("secs"), "{name} documents its lease: {docs}");
+        }
+    }
+    let docs = format!("{:?}", ok(&mut con, &["COMMAND", "DOCS", "TOWN.RECV"]));
+    assert!(docs.contains("LEASE"), "{docs}");
+}
