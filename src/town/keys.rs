@@ -24,11 +24,13 @@ pub struct AgentKeys {
     pub activity: String,
     /// Stop request flag (string with a TTL).
     pub stop: String,
+    /// Lease deadlines of pending messages (sorted set).
+    pub leases: String,
 }
 
 impl AgentKeys {
     /// Every key of the agent.
-    pub fn all(&self) -> [&str; 6] {
+    pub fn all(&self) -> [&str; 7] {
         [
             &self.record,
             &self.inbox,
@@ -36,6 +38,7 @@ impl AgentKeys {
             &self.pending,
             &self.activity,
             &self.stop,
+            &self.leases,
         ]
     }
 }
@@ -161,6 +164,7 @@ impl TownKeys {
             pending: self.pending(agent),
             activity: self.activity(agent),
             stop: self.stop(agent),
+            leases: self.leases(agent),
         }
     }
 
@@ -247,6 +251,7 @@ mod tests {
                 "tt:{acme}:pending:a1",
                 "tt:{acme}:activity:a1",
                 "tt:{acme}:stop:a1",
+                "tt:{acme}:leases:a1",
             ]
         );
     }
