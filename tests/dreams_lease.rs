@@ -347,3 +347,30 @@ fn the_new_commands_are_described_and_routed_by_tenant() {
     let docs = format!("{:?}", ok(&mut con, &["COMMAND", "DOCS", "TOWN.RECV"]));
     assert!(docs.contains("LEASE"), "{docs}");
 }
+
+#[test]
+fn a_blocked_leased_drain_is_leased_when_woken_and_replicas_agree() {
+    let master = Server::start();
+    let replica = master.start_replica();
+    let mut con = master.connect();
+    let org = tenant("lease-blocked");
+    let (sender, receiver) = mpsc::channel();
+    let mut waiter = master.connect();
+    let waiting_org = org.clone();
+    let handle = thread::spawn(move || {
+        let got = Dreams::new(&mut waiter, &waiting_org).drain("0", &["NOQUIET", "LEASE", "0.3"]);
+        sender.send(got).unwrap();
+    });
+    wait_until("the drainer blocks", || blocked_clients(&mut con) == 1);
+    Dreams::new(&mut con, &org).fire("a", 1, &[]);
+    let got = receiver.recv_timeout(DEADLINE).expect("woken").expect("a payload");
+    handle.join().unwrap();
+    let listed = inflight(&mut con, &org);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].0, got);
+    assert!(listed[0].1.is_some(), "leased in the wake-up callback");
+    let mut dreams = Dreams::new(&mut con, &org);
+    wait_until("it expires", || dreams.ready() == vec![got.clone()]);
+    let mut r = replica.connect();
+    wait_until("replica digest equal", || digest(&mut con) == digest(&mut r));
+}
