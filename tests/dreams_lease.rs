@@ -374,3 +374,28 @@ fn a_blocked_leased_drain_is_leased_when_woken_and_replicas_agree() {
     let mut r = replica.connect();
     wait_until("replica digest equal", || digest(&mut con) == digest(&mut r));
 }
+
+#[test]
+fn a_restored_lease_set_is_indexed_and_expires() {
+    // What a cluster slot migration does to the importing node: the keys
+    // arrive by RESTORE, and the node must learn of their leases.
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("lease-restore");
+    let keys = Keys::new(&org);
+    let mut dreams = Dreams::new(&mut con, &org);
+    dreams.fire("a", 1, &[]);
+    let leased = dreams.drain("0.01", &["NOQUIET", "LEASE", "1.5"]).unwrap();
+    let dump = |con: &mut Connection, key: &str| -> Vec<u8> { redis::cmd("DUMP").arg(key).query(con).unwrap() };
+    let processing = dump(dreams.con, &keys.processing);
+    let lease_set = dump(dreams.con, &leases_key(&org));
+    // Moved to another organization name (another tenant the index never saw).
+    let moved = tenant("lease-restored");
+    let moved_keys = Keys::new(&moved);
+    let payload_elsewhere = leased.clone();
+    redis::cmd("RESTORE").arg(&moved_keys.processing).arg(0).arg(processing).query::<()>(dreams.con).unwrap();
+    redis::cmd("RESTORE").arg(leases_key(&moved)).arg(0).arg(lease_set).query::<()>(dreams.con).unwrap();
+    ok(dreams.con, &["DEL", &keys.processing, &leases_key(&org)]);
+    wait_until("the restored lease expires", || lrange(&mut con, &moved_keys.ready) == vec![payload_elsewhere.clone()]);
+    assert!(lrange(&mut con, &moved_keys.processing).is_empty());
+}

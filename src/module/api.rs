@@ -76,6 +76,7 @@ required!(
     RedisModule_CallReplyStringPtr,
     RedisModule_CallReplyLength,
     RedisModule_SelectDb,
+    RedisModule_SubscribeToKeyspaceEvents,
     RedisModule_GetSelectedDb,
     RedisModule_NotifyKeyspaceEvent,
     RedisModule_SignalModifiedKey,

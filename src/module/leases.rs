@@ -17,9 +17,12 @@
 //! leases its old master granted. Replicas never expire: the master's
 //! expiries reach them as effects.
 //!
-//! Cluster: only a master acts, and only on keys it holds; a node whose
-//! slot migrated away no longer has the lease key, so the tenant drops out
-//! of the index at its next tick (the family finds nothing).
+//! Cluster: only a master acts, and only on tenants whose keys it serves:
+//! before expiring, an `EXISTS` of the tenant's keys through `RM_Call`
+//! (which applies cluster routing) must succeed. `MOVED` (the slot is
+//! elsewhere) drops the tenant; `ASK`/`TRYAGAIN` (the slot is migrating and
+//! keys are split) retries a second later. A node importing a slot learns
+//! of the lease keys it receives from their `restore` keyspace event.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
@@ -55,6 +58,8 @@ pub struct LeaseFamily {
     pub expire: fn(&Session, &str, i64) -> Option<i64>,
     /// The tenant's earliest live deadline (for the rebuild).
     pub earliest: fn(&Session, &str) -> Option<i64>,
+    /// The keys an expiry of the tenant touches (for the cluster check).
+    pub keys: fn(&str) -> Vec<String>,
 }
 
 /// One tenant in the index: family, database, name.
@@ -174,6 +179,12 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
     let (Some(subscribe), Some(_)) = (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer }) else {
         return Err("this server lacks module timers or server events (needed for leases)".into());
     };
+    let subscribe_keys = api!(RedisModule_SubscribeToKeyspaceEvents);
+    if unsafe { subscribe_keys(ctx, raw::REDISMODULE_NOTIFY_GENERIC as c_int, Some(on_key_event)) }
+        != raw::REDISMODULE_OK as c_int
+    {
+        return Err("could not subscribe to keyspace events".into());
+    }
     for id in [raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, raw::REDISMODULE_EVENT_LOADING] {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
@@ -222,6 +233,57 @@ unsafe extern "C" fn on_server_event(
     }
 }
 
+/// A key arrived by `RESTORE` (a cluster slot migration, or by hand): if
+/// it is a lease set, index its tenant.
+unsafe extern "C" fn on_key_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: c_int,
+    event: *const std::os::raw::c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if event.is_null() || unsafe { std::ffi::CStr::from_ptr(event) }.to_bytes() != b"restore" {
+            return;
+        }
+        let name = super::string::bytes_of(key);
+        let session = Session::internal(ctx);
+        for family in families() {
+            let Some(tenant) = (family.tenant_of)(name) else { continue };
+            if let Some(earliest) = (family.earliest)(&session, &tenant) {
+                note(&session, family, &tenant, earliest);
+            }
+        }
+    }));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Whether this node serves `keys` now (cluster routing of an `EXISTS`):
+/// `Some(true)` yes, `Some(false)` not now (migrating: retry), `None`
+/// never (the slot is elsewhere).
+fn serves(ctx: *mut raw::RedisModuleCtx, keys: &[String]) -> Option<bool> {
+    let strings: Vec<super::string::OwnedString> =
+        keys.iter().map(|key| super::string::OwnedString::new(key.as_bytes())).collect();
+    let mut argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(|s| s.as_ptr()).collect();
+    let reply = unsafe {
+        api!(RedisModule_Call)(ctx, c"EXISTS".as_ptr(), c"v".as_ptr(), argv.as_mut_ptr(), argv.len())
+    };
+    if reply.is_null() {
+        return Some(false);
+    }
+    let is_error = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
+    let moved = is_error && {
+        let mut len = 0usize;
+        let text = unsafe { api!(RedisModule_CallReplyStringPtr)(reply, &mut len) };
+        !text.is_null() && unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) }.starts_with(b"MOVED")
+    };
+    unsafe { api!(RedisModule_FreeCallReply)(reply) };
+    match (is_error, moved) {
+        (false, _) => Some(true),
+        (true, true) => None,
+        (true, false) => Some(false),
+    }
+}
+
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     ARMED.store(false, Ordering::Relaxed);
     let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
@@ -244,6 +306,7 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
         rebuild(&session, &families);
     }
     let now = session.now_ms();
+    let in_cluster = session.in_cluster();
     let select = api!(RedisModule_SelectDb);
     let mut left_over = false;
     loop {
@@ -255,6 +318,16 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
             let Some(lease_family) = families.get(family) else { continue };
             if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
                 continue;
+            }
+            if in_cluster {
+                match serves(ctx, &(lease_family.keys)(&tenant)) {
+                    Some(true) => {}
+                    Some(false) => {
+                        with_index(|index| index.note((family, db, tenant), now.saturating_add(1_000)));
+                        continue;
+                    }
+                    None => continue,
+                }
             }
             if let Some(next) = (lease_family.expire)(&session, &tenant, now) {
                 with_index(|index| index.note((family, db, tenant), next));

@@ -5,7 +5,7 @@
 
 use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::lease::{expire_due, LeaseStore};
-use crate::dreams::region::QueueKeys;
+use crate::dreams::region::{QueueKey, QueueKeys};
 use crate::module::leases::{self, LeaseFamily};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
@@ -19,7 +19,13 @@ pub static FAMILY: LeaseFamily = LeaseFamily {
     tenant_of,
     expire,
     earliest,
+    keys,
 };
+
+fn keys(org: &str) -> Vec<String> {
+    let queue = QueueKeys::new(org);
+    vec![QueueKey::Leases.name_parts(org).concat(), queue.ready, queue.processing]
+}
 
 fn tenant_of(key: &[u8]) -> Option<String> {
     let inner = key.strip_prefix(b"exocortex:dreams:{")?.strip_suffix(b"}:leases")?;

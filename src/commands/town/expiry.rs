@@ -25,7 +25,18 @@ pub static FAMILY: LeaseFamily = LeaseFamily {
     tenant_of,
     expire,
     earliest,
+    keys,
 };
+
+fn keys(tenant: &str) -> Vec<String> {
+    match split(tenant) {
+        Some((town, agent)) => {
+            let keys = TownKeys::new(town);
+            vec![tenant.to_owned(), keys.pending(agent), keys.inbox(agent)]
+        }
+        None => vec![tenant.to_owned()],
+    }
+}
 
 /// `(town, agent)` of a lease key name.
 fn split(key: &str) -> Option<(&str, &str)> {
