@@ -105,3 +105,28 @@ async fn a_held_town_lease_outlives_its_length_and_ack_ends_it() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn leases_expire_in_a_cluster_on_the_node_that_owns_the_tenant() {
+    let cluster = common::Cluster::start(3);
+    // Several organizations, so they land on different nodes.
+    let orgs: Vec<String> = (0..4).map(|i| tenant(&format!("cluster-lease-{i}"))).collect();
+    let mut queues = Vec::new();
+    for org in &orgs {
+        let mut queue = RedisFireQueue::new(cluster.connection().await, QuietHours::none(), org.clone());
+        queue.fire(&RegionKey::new(org.as_str(), "web", 3), "n").await.unwrap();
+        ready(queue.drain_leased(Duration::from_secs(1), Duration::from_millis(200)).await.unwrap());
+        queues.push(queue);
+    }
+    for queue in &mut queues {
+        let mut lengths = QueueLengths::default();
+        for _ in 0..2_000 {
+            lengths = queue.lengths().await.unwrap();
+            if lengths.ready == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(lengths, QueueLengths { ready: 1, deferred: 0, processing: 0 }, "{}", queue.org());
+    }
+}
