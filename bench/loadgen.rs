@@ -6,6 +6,7 @@
 //!
 //! Modes (`--mode`):
 //! - `dreams-module`: `DREAMS.DRAIN` + `DREAMS.ACK` per item (2 round trips).
+//! - `dreams-module-lease`: the same with `DREAMS.DRAIN ... LEASE 30`.
 //! - `dreams-seed`: the round trips of the seed's `drain()` + `acknowledge()`:
 //!   PROMOTE_DEFERRED (EVALSHA), BLMOVE, the LLEN/ZCARD pipeline,
 //!   ACKNOWLEDGE (EVALSHA) (4 round trips).
@@ -345,8 +346,12 @@ fn prefill_seed(conn: &mut Conn, o: &Options, record_sha: &str) -> Result<(), St
 }
 
 /// One consumer of `dreams-module`: drain, then acknowledge what it got.
-fn consume_module(conn: &mut Conn, org: &str) -> Result<(), String> {
-    let payload = conn.call(&[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET"])?.bulk()?;
+fn consume_module(conn: &mut Conn, org: &str, lease: bool) -> Result<(), String> {
+    let payload = if lease {
+        conn.call(&[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET", b"LEASE", b"30"])?.bulk()?
+    } else {
+        conn.call(&[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET"])?.bulk()?
+    };
     let acked = conn.call(&[b"DREAMS.ACK", org.as_bytes(), &payload, b"SUCCESS", b"NODE", NODE.as_bytes()])?;
     match acked.array()?.first() {
         Some(Reply::Status(outcome)) if outcome == "acknowledged" => Ok(()),
@@ -403,10 +408,11 @@ fn consume_seed(conn: &mut Conn, org: &str, scripts: &SeedScripts, ids: &mut u64
 }
 
 fn run_dreams(o: &Options) -> Result<(), String> {
-    let seed = match o.mode.as_str() {
-        "dreams-module" => false,
-        "dreams-seed" => true,
-        other => return Err(format!("unknown mode {other:?} (dreams-module, dreams-seed)")),
+    let (seed, lease) = match o.mode.as_str() {
+        "dreams-module" => (false, false),
+        "dreams-module-lease" => (false, true),
+        "dreams-seed" => (true, false),
+        other => return Err(format!("unknown mode {other:?} (dreams-module, dreams-module-lease, dreams-seed)")),
     };
     let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
     let scripts = if seed {
@@ -435,7 +441,7 @@ fn run_dreams(o: &Options) -> Result<(), String> {
             while claimed.fetch_add(1, Ordering::Relaxed) < items {
                 match scripts.as_ref() {
                     Some(scripts) => consume_seed(&mut conn, &org, scripts, &mut ids)?,
-                    None => consume_module(&mut conn, &org)?,
+                    None => consume_module(&mut conn, &org, lease)?,
                 }
             }
             Ok(())

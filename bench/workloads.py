@@ -358,8 +358,10 @@ WORKLOADS = (
     ]
     + [
         Loop("DREAMS.DRAIN+ACK, 1 consumer", "dreams-module", 1),
+        Loop("DREAMS.DRAIN LEASE+ACK, 1 consumer", "dreams-module-lease", 1),
         Loop("seed drain()+acknowledge(), 1 consumer", "dreams-seed", 1),
         Loop("DREAMS.DRAIN+ACK, 8 consumers", "dreams-module", 8),
+        Loop("DREAMS.DRAIN LEASE+ACK, 8 consumers", "dreams-module-lease", 8),
         Loop("seed drain()+acknowledge(), 8 consumers", "dreams-seed", 8),
     ]
     + TOWN_ROWS
@@ -385,6 +387,9 @@ TARGETS = [
     Target("DREAMS.RECORD [P=1]", "RECORD_WRITE Lua (EVALSHA) [P=1]", None),
     Target("DREAMS.RECORD [P=1]", "HINCRBY [P=1]", None),
     Target("DREAMS.FIRE [P=1]", "RPUSH [P=1]", None),
+    # Leases cost at most 1.3x (issue 11): baseline / subject >= 1/1.3.
+    Target("DREAMS.DRAIN LEASE+ACK, 1 consumer", "DREAMS.DRAIN+ACK, 1 consumer", 0.77),
+    Target("DREAMS.DRAIN LEASE+ACK, 8 consumers", "DREAMS.DRAIN+ACK, 8 consumers", 0.77),
     Target("DREAMS.FIRE [P=1]", "ENQUEUE_BOUNDED Lua (EVALSHA) [P=1]", None),
     Target("TOWN.SEND normal", "RPUSH message", None),
     Target("TOWN.SEND high", "LPUSH message", None),

@@ -195,6 +195,8 @@ class TestConfigAndInfo:
             "dreamtown.edge-threshold": "200",
             "dreamtown.min-interval": "3600",
             "dreamtown.age-floor": "604800",
+            "dreamtown.lease": "0",
+            "dreamtown.town-lease": "0",
         }
         r.config_set("dreamtown.quiet-hours", "23-07")
         assert r.config_get("dreamtown.quiet-hours") == {"dreamtown.quiet-hours": "23-07"}

@@ -16,8 +16,10 @@ use common::{module_path, tenant, Server, DEADLINE};
 use dreams_support::*;
 use redis::Connection;
 
-const DEFAULTS: [(&str, &str); 8] = [
+const DEFAULTS: [(&str, &str); 10] = [
     ("queue-max", "1000"),
+    ("lease", "0"),
+    ("town-lease", "0"),
     ("quiet-hours", "02-06"),
     ("quiet-utc-offset", "0"),
     ("quiet-backlog-min", "32"),

@@ -34,9 +34,9 @@ impl Rng {
     }
 }
 
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 10] = [
     "DREAMS.FIRE", "DREAMS.RECORD", "DREAMS.SETTLE", "DREAMS.DRAIN", "DREAMS.ACK", "DREAMS.RECOVER", "DREAMS.LEN",
-    "DREAMS.COUNTERS",
+    "DREAMS.COUNTERS", "DREAMS.EXTEND", "DREAMS.INFLIGHT",
 ];
 
 /// Timeouts a DRAIN may get: malformed ones, or short enough to keep the
@@ -60,6 +60,7 @@ impl Pool {
             "0x10", " 1", "1 ", "NODE", "node", "EVENT", "event", "GENERATION", "TRIGGER", "trigger", "QUIET", "quiet",
             "OFFSET", "NOQUIET", "RETAIN", "retain", "SUCCESS", "FAILURE", "success", "failure", "MAYBE", "02-06", "23-07",
             "00-00", "2-6", "24-01", "-", "--", "02-06-08", "1439", "-1439", "1440", "-1440", "3153600000", "3153600001",
+            "LEASE", "lease", "0.05", "0.001", "1e-9", "-0",
         ]
         .iter()
         .map(|t| t.as_bytes().to_vec())
@@ -115,7 +116,7 @@ fn invocation(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
             // Mostly the real organization, so the commands get past it.
             (_, 1) if rng.chance(80) => org.as_bytes().to_vec(),
             ("DREAMS.DRAIN", 2) => TIMEOUTS[rng.below(TIMEOUTS.len())].as_bytes().to_vec(),
-            ("DREAMS.ACK", 2) if rng.chance(80) => pool.payloads[rng.below(pool.payloads.len())].clone(),
+            ("DREAMS.ACK" | "DREAMS.EXTEND", 2) if rng.chance(80) => pool.payloads[rng.below(pool.payloads.len())].clone(),
             _ => pool.token(rng),
         };
         args.push(arg);
@@ -160,6 +161,12 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
             options.push(vec!["QUIET".into(), any(rng, &["02-06", "23-07", "00-23"]).into()]);
             options.push(vec!["OFFSET".into(), any(rng, &["0", "1439", "-1439", "60"]).into()]);
             options.push(vec!["NOQUIET".into()]);
+            // Short leases, so some run out during the run.
+            options.push(vec!["LEASE".into(), any(rng, &["0.05", "0.2", "0.3", "0", "-1", "x"]).into()]);
+        }
+        "DREAMS.EXTEND" => {
+            args.push(String::new()); // the payload, set below as bytes
+            args.push(any(rng, &["0.05", "1", "0", "nan"]).into());
         }
         "DREAMS.ACK" => {
             args.push(String::new()); // the payload, set below as bytes
@@ -178,7 +185,7 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
         }
     }
     let mut bytes: Vec<Vec<u8>> = args.into_iter().map(String::into_bytes).collect();
-    if command == "DREAMS.ACK" {
+    if command == "DREAMS.ACK" || command == "DREAMS.EXTEND" {
         bytes[2] = pool.payloads[rng.below(pool.payloads.len())].clone();
     }
     if rng.chance(50) && bytes.len() > 2 {
@@ -196,7 +203,8 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
 fn mutate(con: &mut Connection, rng: &mut Rng, pool: &Pool, keys: &Keys) {
     let counters = keys.counters("p", 1);
     let events = keys.events("p", 1);
-    let all = [&keys.ready, &keys.deferred, &keys.processing, &keys.dead, &counters, &events];
+    let leases = format!("exocortex:dreams:{{{}}}:leases", keys.org);
+    let all = [&keys.ready, &keys.deferred, &keys.processing, &keys.dead, &counters, &events, &leases];
     let key = all[rng.below(all.len())].as_str();
     let value = pool.token(rng);
     let field = ["memories", "edges", "last_success", "settled_generation", "pending"][rng.below(5)];
@@ -259,10 +267,26 @@ fn malformed_invocations_leave_replica_and_aof_equal_to_the_master() {
     fuzz(&master, seed ^ 0xa0f, rounds, Mix { corrupt: 1, work: 20 });
     let mut con = master.connect();
     let mut replica_con = replica.connect();
+    wait_for_short_leases(&mut con);
     let expected = digest(&mut con);
     wait_until("the replica's digest equals the master's", || digest(&mut replica_con) == expected);
     ok(&mut con, &["DEBUG", "LOADAOF"]);
     assert_eq!(digest(&mut con), expected, "reloading the AOF gave another dataset");
+}
+
+/// Wait until no lease of any organization falls due in the next few
+/// seconds (the run's leases are short; corrupted ones may be far off), so
+/// no expiry changes the dataset while digests are compared.
+fn wait_for_short_leases(con: &mut Connection) {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("exocortex:dreams:{*}:leases").query(con).unwrap();
+    wait_until("the run's short leases expired", || {
+        let (secs, _): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+        let soon = (secs + 5) * 1000;
+        keys.iter().all(|key| {
+            let due: i64 = redis::cmd("ZCOUNT").arg(key).arg(1).arg(soon).query(con).unwrap_or(0);
+            due == 0
+        })
+    });
 }
 
 /// Percentages of rounds that corrupt a key with a plain command, and (of
@@ -298,6 +322,10 @@ fn fuzz(server: &Server, seed: u64, rounds: usize, mix: Mix) {
             let _ = call(&mut con, &["DREAMS.RECORD", &org, "p", "1", "3", "0", "TRIGGER", "1", "1", "0", "0"]);
             if rng.chance(50) {
                 let _ = call(&mut con, &["DREAMS.DRAIN", &org, "0.001", "NOQUIET"]);
+            }
+            if rng.chance(30) {
+                // Leased: it runs out during the run and comes back.
+                let _ = call(&mut con, &["DREAMS.DRAIN", &org, "0.001", "NOQUIET", "LEASE", "0.05"]);
             }
         } else {
             let args = if rng.chance(50) { invocation(&mut rng, &pool, &org) } else { structured(&mut rng, &pool, &org) };

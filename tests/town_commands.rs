@@ -36,6 +36,7 @@ fn commands_have_their_flags_arity_and_first_key() {
         ("TOWN.ACTIVITY", -4, &["write", "fast"]),
         ("TOWN.BACKLOG", -3, &["write"]),
         ("TOWN.RESET", -2, &["write"]),
+        ("TOWN.EXTEND", 5, &["write", "fast"]),
     ];
     for (name, arity, flags) in expected {
         let info: Value = redis::cmd("COMMAND").arg("INFO").arg(*name).query(&mut con).unwrap();
@@ -61,6 +62,7 @@ fn commands_are_documented() {
     for name in [
         "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
         "TOWN.BROADCAST", "TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG", "TOWN.RESET",
+        "TOWN.EXTEND",
     ] {
         let docs: Value = redis::cmd("COMMAND").arg("DOCS").arg(name).query(&mut con).unwrap();
         let rendered = format!("{docs:?}");

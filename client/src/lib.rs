@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 mod call;
+pub mod lease;
 pub mod dreams;
 mod durable;
 mod error;

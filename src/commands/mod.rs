@@ -5,6 +5,12 @@ pub mod dreams;
 pub mod town;
 
 use crate::module::command::CommandSpec;
+use crate::module::leases::LeaseFamily;
+
+/// The tenant families whose in-flight work can be leased.
+pub fn lease_families() -> Vec<&'static LeaseFamily> {
+    vec![&dreams::expiry::FAMILY, &town::expiry::FAMILY]
+}
 
 /// Every command the module registers.
 pub fn all() -> Vec<&'static CommandSpec> {
@@ -17,10 +23,13 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &dreams::recover::SPEC,
         &dreams::len::SPEC,
         &dreams::counters::SPEC,
+        &dreams::extend::SPEC,
+        &dreams::inflight::SPEC,
         &town::send::SPEC,
         &town::recv::SPEC,
         &town::ack::SPEC,
         &town::requeue::SPEC,
+        &town::extend::SPEC,
         &town::len::SPEC,
         &town::peek::SPEC,
         &town::reclaim::SPEC,

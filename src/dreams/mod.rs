@@ -10,6 +10,7 @@
 pub mod ack;
 pub mod drain;
 pub mod fire;
+pub mod lease;
 pub mod message;
 pub mod quiet;
 pub mod record;
@@ -18,4 +19,4 @@ pub mod store;
 pub mod trigger;
 
 #[cfg(test)]
-mod memory;
+pub(crate) mod memory;

@@ -53,6 +53,8 @@ pub enum QueueKey {
     Processing,
     /// The dead-letter list.
     Dead,
+    /// The lease set: in-flight payloads scored by deadline (ms).
+    Leases,
 }
 
 /// `exocortex:dreams:{` — every Dreams key starts with it, then the
@@ -68,6 +70,7 @@ impl QueueKey {
             Self::Deferred => ":deferred",
             Self::Processing => ":processing",
             Self::Dead => ":dead",
+            Self::Leases => ":leases",
         };
         [PREFIX, org, "}", suffix]
     }

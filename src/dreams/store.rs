@@ -16,8 +16,12 @@ pub trait QueueStore {
     fn processing_len(&self) -> u64;
     /// Append to the ready list.
     fn push_ready(&mut self, payload: &[u8]);
+    /// Put an item at the head of the ready list (it runs next).
+    fn push_ready_head(&mut self, payload: &[u8]);
     /// Remove and return the head of the ready list.
     fn pop_ready(&mut self) -> Option<Vec<u8>>;
+    /// Remove the first ready item equal to `payload`; whether one was.
+    fn remove_ready(&mut self, payload: &[u8]) -> bool;
     /// Append to the in-flight list.
     fn push_processing(&mut self, payload: &[u8]);
     /// Remove the first in-flight item equal to `payload`; whether one was.

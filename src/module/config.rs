@@ -26,6 +26,11 @@ pub static EDGE_THRESHOLD: AtomicI64 = AtomicI64::new(200);
 pub static MIN_INTERVAL: AtomicI64 = AtomicI64::new(3_600);
 /// `age-floor`: default seconds after which a region fires anyway.
 pub static AGE_FLOOR: AtomicI64 = AtomicI64::new(604_800);
+/// `lease`: seconds a drained Dreams item is leased when DRAIN names no
+/// `LEASE` (0: no lease).
+pub static LEASE: AtomicI64 = AtomicI64::new(0);
+/// `town-lease`: the same for `TOWN.RECV ... RELIABLE`.
+pub static TOWN_LEASE: AtomicI64 = AtomicI64::new(0);
 /// `quiet-hours`: the quiet window, `HH-HH` or empty for none.
 pub static QUIET_HOURS: QuietSetting = QuietSetting(Mutex::new(String::new()));
 
@@ -43,10 +48,15 @@ pub const THRESHOLD_RANGE: (i64, i64) = (0, 4_294_967_295);
 /// `min-interval`'s and `age-floor`'s inclusive range (seconds, 100 years).
 pub const SECONDS_RANGE: (i64, i64) = (0, 3_153_600_000);
 
+/// `lease`'s and `town-lease`'s inclusive range (seconds, 100 years).
+pub const LEASE_RANGE: (i64, i64) = (0, 3_153_600_000);
+
 /// Each numeric setting by name, with its range. Redis enforces the ranges
 /// on `CONFIG SET`, but installs `loadmodule` arguments (the defaults the
 /// module registers) unchecked: [`check_module_args`] applies them there.
-pub const NUMERIC_RANGES: [(&str, (i64, i64)); 7] = [
+pub const NUMERIC_RANGES: [(&str, (i64, i64)); 9] = [
+    ("lease", LEASE_RANGE),
+    ("town-lease", LEASE_RANGE),
     ("queue-max", QUEUE_MAX_RANGE),
     ("quiet-utc-offset", QUIET_UTC_OFFSET_RANGE),
     ("quiet-backlog-min", QUIET_BACKLOG_MIN_RANGE),
@@ -156,6 +166,18 @@ pub fn quiet_hours() -> QuietHours {
     let offset = i16::try_from(QUIET_UTC_OFFSET.load(Ordering::Relaxed)).unwrap_or(0);
     let window = QUIET_HOURS.window();
     window.with_utc_offset_minutes(offset).unwrap_or(window)
+}
+
+/// The configured Dreams lease in seconds, if any.
+pub fn lease_secs() -> Option<f64> {
+    let secs = LEASE.load(Ordering::Relaxed);
+    (secs > 0).then_some(secs as f64)
+}
+
+/// The configured Town lease in seconds, if any.
+pub fn town_lease_secs() -> Option<f64> {
+    let secs = TOWN_LEASE.load(Ordering::Relaxed);
+    (secs > 0).then_some(secs as f64)
 }
 
 /// The configured trigger defaults.

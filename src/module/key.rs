@@ -270,6 +270,10 @@ impl Key {
             return false;
         };
         unsafe { api!(RedisModule_ListDelete)(self.handle.get(), at) };
+        // Redis 7.0 asserts in its list iterator when a later `get` on the
+        // same handle follows a delete (module.c moduleListIteratorSeek):
+        // a lease expiry removes many items from one list. Start afresh.
+        self.reopen();
         let mut argv = self.argv();
         argv.new_integer(1);
         argv.new_string(value);
@@ -359,6 +363,17 @@ impl Key {
             .into_iter()
             .map(|(member, _)| member)
             .collect()
+    }
+
+    /// The score of `member`, if it is in the sorted set.
+    pub fn zscore(&self, member: &[u8]) -> Option<f64> {
+        if self.kind() != KeyKind::ZSet {
+            return None;
+        }
+        let element = OwnedString::new(member);
+        let mut score = 0f64;
+        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle.get(), element.as_ptr(), &mut score) };
+        (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
     /// Is `member` in the sorted set?

@@ -10,6 +10,7 @@ pub mod command;
 pub mod config;
 pub mod effects;
 pub mod key;
+pub mod leases;
 pub mod migration_guard;
 pub mod reply;
 pub mod session;
@@ -67,6 +68,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    if let Err(error) = leases::start(ctx.ctx, crate::commands::lease_families()) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
+        return Status::Err;
+    }
     Status::Ok
 }
 
@@ -85,6 +90,8 @@ redis_module! {
             ["memory-threshold", &MEMORY_THRESHOLD, 50, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["edge-threshold", &EDGE_THRESHOLD, 200, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["min-interval", &MIN_INTERVAL, 3_600, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["lease", &LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["town-lease", &TOWN_LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
         ],
         string: [

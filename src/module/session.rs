@@ -41,6 +41,12 @@ impl Session {
         Self { ctx, user, owns_user }
     }
 
+    /// A session of the server itself (a module timer): no ACL user, as
+    /// for the replication link; the module's own housekeeping.
+    pub fn internal(ctx: *mut raw::RedisModuleCtx) -> Self {
+        Self { ctx, user: ptr::null_mut(), owns_user: false }
+    }
+
     /// The raw context.
     pub fn ctx(&self) -> *mut raw::RedisModuleCtx {
         self.ctx

@@ -62,6 +62,11 @@ pub static ACKS_STALE: Total = Total::new();
 /// Items moved back to ready by `DREAMS.RECOVER`.
 pub static RECOVERED: Total = Total::new();
 
+/// Dreams items whose lease ran out and went back to ready.
+pub static LEASES_EXPIRED: Total = Total::new();
+/// Town messages whose lease ran out and went back to the inbox.
+pub static TOWN_LEASES_EXPIRED: Total = Total::new();
+
 /// Messages stored by `TOWN.SEND` (urgent ones included).
 pub static TOWN_SENT: Total = Total::new();
 /// Of those, sent to an urgent inbox.
@@ -114,6 +119,7 @@ fn sections() -> Vec<Section> {
             (c"acks_acknowledged", ACKS_ACKNOWLEDGED.get()),
             (c"acks_stale", ACKS_STALE.get()),
             (c"recovered", RECOVERED.get()),
+            (c"leases_expired", LEASES_EXPIRED.get()),
         ],
     ), (
         c"town",
@@ -125,6 +131,7 @@ fn sections() -> Vec<Section> {
             (c"messages_acked", TOWN_ACKED.get()),
             (c"messages_requeued", TOWN_REQUEUED.get()),
             (c"messages_reclaimed", TOWN_RECLAIMED.get()),
+            (c"messages_lease_expired", TOWN_LEASES_EXPIRED.get()),
             (c"messages_reclaimed_unparsed", TOWN_RECLAIMED_UNPARSED.get()),
             (c"broadcasts", TOWN_BROADCASTS.get()),
             (c"stop_requests", TOWN_STOP_REQUESTS.get()),

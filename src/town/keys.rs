@@ -24,11 +24,13 @@ pub struct AgentKeys {
     pub activity: String,
     /// Stop request flag (string with a TTL).
     pub stop: String,
+    /// Lease deadlines of pending messages (sorted set).
+    pub leases: String,
 }
 
 impl AgentKeys {
     /// Every key of the agent.
-    pub fn all(&self) -> [&str; 6] {
+    pub fn all(&self) -> [&str; 7] {
         [
             &self.record,
             &self.inbox,
@@ -36,6 +38,7 @@ impl AgentKeys {
             &self.pending,
             &self.activity,
             &self.stop,
+            &self.leases,
         ]
     }
 }
@@ -55,6 +58,8 @@ pub enum AgentKey {
     Activity,
     /// `stop:<id>`.
     Stop,
+    /// `leases:<id>`: reliably received message ids by lease deadline.
+    Leases,
 }
 
 impl AgentKey {
@@ -66,6 +71,7 @@ impl AgentKey {
             Self::Pending => "pending",
             Self::Activity => "activity",
             Self::Stop => "stop",
+            Self::Leases => "leases",
         }
     }
 }
@@ -124,6 +130,11 @@ impl TownKeys {
         self.agent_key_parts(AgentKey::Urgent, agent).concat()
     }
 
+    /// `tt:{town}:leases:<agent>`.
+    pub fn leases(&self, agent: &str) -> String {
+        self.agent_key_parts(AgentKey::Leases, agent).concat()
+    }
+
     /// `tt:{town}:pending:<agent>`.
     pub fn pending(&self, agent: &str) -> String {
         self.agent_key_parts(AgentKey::Pending, agent).concat()
@@ -153,6 +164,7 @@ impl TownKeys {
             pending: self.pending(agent),
             activity: self.activity(agent),
             stop: self.stop(agent),
+            leases: self.leases(agent),
         }
     }
 
@@ -239,6 +251,7 @@ mod tests {
                 "tt:{acme}:pending:a1",
                 "tt:{acme}:activity:a1",
                 "tt:{acme}:stop:a1",
+                "tt:{acme}:leases:a1",
             ]
         );
     }

@@ -13,6 +13,7 @@ pub mod checked;
 pub mod fields;
 pub mod json;
 pub mod keys;
+pub mod lease;
 pub mod message;
 pub mod priority;
 pub mod receive;

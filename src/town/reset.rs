@@ -55,6 +55,7 @@ mod tests {
                 "tt:{t}:pending:a",
                 "tt:{t}:activity:a",
                 "tt:{t}:stop:a",
+                "tt:{t}:leases:a",
                 "tt:{t}:index:agents",
                 "tt:{t}:index:mailboxes",
             ]
@@ -65,7 +66,7 @@ mod tests {
     fn full_reset_takes_everything_indexed() {
         let keys = TownKeys::new("t");
         let doomed = doomed(&keys, &["a".into()], &["x".into(), "y".into()], Scope::All);
-        assert_eq!(doomed.len(), 6 + 2 + 2 + 5);
+        assert_eq!(doomed.len(), 7 + 2 + 2 + 5);
         for name in [
             "tt:{t}:task:x",
             "tt:{t}:task:y",

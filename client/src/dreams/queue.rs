@@ -14,6 +14,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLengths, RecordWriteOutcome};
 use crate::call::{Call, timeout_secs};
+use crate::lease::{Held, renew_period};
 use crate::error::{Error, Result};
 
 /// One organization's Dreams fire queue on a server with the dreamtown
@@ -332,6 +333,61 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn drain(&mut self, timeout: Duration) -> Result<DrainResult> {
+        self.drain_with(timeout, None).await
+    }
+
+    /// [`drain`](Self::drain), leasing the fire for `lease`
+    /// (`DREAMS.DRAIN ... LEASE <secs>`): unless acknowledged or
+    /// [`extend`](Self::extend)ed in time, the server puts it back at the
+    /// head of ready by itself, for another worker.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::dreams::{DrainResult, RedisFireQueue};
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// if let DrainResult::Ready(fire) = queue.drain_leased(Duration::from_secs(1), Duration::from_secs(30)).await? {
+    ///     let held = queue.hold_lease(&fire, Duration::from_secs(30), async { /* consolidate */ true }).await?;
+    ///     println!("worked: {}, lease kept: {}", held.output, held.lease_kept);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn drain_leased(&mut self, timeout: Duration, lease: Duration) -> Result<DrainResult> {
+        self.drain_with(timeout, Some(lease)).await
+    }
+
+    /// Push the lease of a drained `fire` out to now + `lease`
+    /// (`DREAMS.EXTEND`); false when it is leased to no one any more (its
+    /// lease ran out, or it was acknowledged).
+    pub async fn extend(&mut self, fire: &FireMessage, lease: Duration) -> Result<bool> {
+        let Some(payload) = &fire.queued_payload else {
+            return Ok(false);
+        };
+        let call = Call::new("DREAMS.EXTEND")
+            .arg(&self.org)
+            .arg(payload)
+            .arg(timeout_secs(lease));
+        call.send(&mut self.conn).await?.flag()
+    }
+
+    /// Run `work` while keeping `fire`'s lease alive: extended by `lease`
+    /// every third of it until `work` finishes (as BullMQ renews job
+    /// locks). If an extension finds the lease lost, renewing stops and the
+    /// work still runs to its end; [`Held::lease_kept`] tells.
+    pub async fn hold_lease<F: Future>(&mut self, fire: &FireMessage, lease: Duration, work: F) -> Result<Held<F::Output>> {
+        let mut work = std::pin::pin!(work);
+        let period = renew_period(lease);
+        loop {
+            tokio::select! {
+                output = &mut work => return Ok(Held { output, lease_kept: true }),
+                () = tokio::time::sleep(period) => {}
+            }
+            if !self.extend(fire, lease).await? {
+                return Ok(Held { output: work.await, lease_kept: false });
+            }
+        }
+    }
+
+    async fn drain_with(&mut self, timeout: Duration, lease: Option<Duration>) -> Result<DrainResult> {
         let call = Call::new("DREAMS.DRAIN")
             .arg(&self.org)
             .arg(timeout_secs(timeout));
@@ -342,6 +398,10 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
                 .arg(self.quiet_hours.utc_offset_minutes)
         } else {
             call.arg("NOQUIET")
+        };
+        let call = match lease {
+            Some(lease) => call.arg("LEASE").arg(timeout_secs(lease)),
+            None => call,
         };
         let reply = call.send(&mut self.conn).await?;
         let Some(payload) = reply.optional_bulk()? else {

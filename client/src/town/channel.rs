@@ -417,6 +417,77 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         Ok(optional_deliveries(&self.run(call).await?)?.unwrap_or_default())
     }
 
+    /// [`receive_reliable`](Self::receive_reliable), leasing each message
+    /// for `lease` (`TOWN.RECV ... RELIABLE LEASE <secs>`): unless
+    /// acknowledged or [`extend_message`](Self::extend_message)ed in time,
+    /// the server puts it back at the head of the inbox by itself.
+    pub async fn receive_leased(
+        &self,
+        agent_id: AgentId,
+        count: usize,
+        wait: Option<Duration>,
+        lease: Duration,
+    ) -> Result<Vec<Delivery>> {
+        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
+        if let Some(timeout) = wait {
+            call = call.arg("BLOCK").arg(timeout_secs(timeout));
+        }
+        let call = call.arg("COUNT").arg(count).arg("RELIABLE").arg("LEASE").arg(timeout_secs(lease));
+        Ok(optional_deliveries(&self.run(call).await?)?.unwrap_or_default())
+    }
+
+    /// Push the lease of a message received with
+    /// [`receive_leased`](Self::receive_leased) out to now + `lease`
+    /// (`TOWN.EXTEND`); false when it is leased to no one any more.
+    pub async fn extend_message(&self, agent_id: AgentId, message_id: impl Display, lease: Duration) -> Result<bool> {
+        let call = self
+            .call("TOWN.EXTEND")
+            .arg(agent_id.to_string())
+            .arg(message_id.to_string())
+            .arg(timeout_secs(lease));
+        self.run(call).await?.flag()
+    }
+
+    /// Run `work` while keeping a leased message's lease alive: extended
+    /// by `lease` every third of it until `work` finishes. If an extension
+    /// finds the lease lost, renewing stops and the work still runs to its
+    /// end; [`Held::lease_kept`](crate::lease::Held) tells.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// let lease = Duration::from_secs(30);
+    /// for delivery in channel.receive_leased(me, 1, Some(Duration::from_secs(5)), lease).await? {
+    ///     let Some(id) = delivery.ack_id() else { continue };
+    ///     let held = channel.hold_lease(me, &id, lease, async { /* work */ }).await?;
+    ///     if held.lease_kept {
+    ///         channel.ack_message(me, &id).await?;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn hold_lease<F: std::future::Future>(
+        &self,
+        agent_id: AgentId,
+        message_id: impl Display,
+        lease: Duration,
+        work: F,
+    ) -> Result<crate::lease::Held<F::Output>> {
+        let message_id = message_id.to_string();
+        let mut work = std::pin::pin!(work);
+        let period = crate::lease::renew_period(lease);
+        loop {
+            tokio::select! {
+                output = &mut work => return Ok(crate::lease::Held { output, lease_kept: true }),
+                () = tokio::time::sleep(period) => {}
+            }
+            if !self.extend_message(agent_id, &message_id, lease).await? {
+                return Ok(crate::lease::Held { output: work.await, lease_kept: false });
+            }
+        }
+    }
+
     /// Acknowledge a message received with [`receive_reliable`](Self::receive_reliable):
     /// remove the first pending message whose `id` is `message_id`
     /// (`TOWN.ACK`). Whether one was there. Takes a [`MessageId`](super::MessageId)

@@ -2,7 +2,8 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::store::{RedisQueue, RedisRegion};
+use super::store::{RedisLeases, RedisQueue, RedisRegion};
+use crate::dreams::lease::LeaseAwareQueue;
 use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::ack::{acknowledge, AckOutcome};
 use crate::dreams::message::FireMessage;
@@ -61,6 +62,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
     let mut counters = RedisRegion::open(session, &message.region, Access::Write)?;
+    // An acknowledgement also ends the payload's lease, and finds a fire
+    // whose lease ran out back in ready.
+    let mut leases = RedisLeases::open(session, &org, Access::Write)?;
+    let mut queue = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
     let fired_by = fired_by.unwrap_or_else(|| message.fired_by.clone());
     let acked = acknowledge(
         &mut queue,

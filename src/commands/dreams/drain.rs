@@ -3,9 +3,15 @@
 //! quiet-hours rule, and return the first item that should run; block up to
 //! the timeout (decimal seconds, 0 = forever) until work is ready; nil on
 //! timeout. Inside MULTI or a script it never blocks.
+//!
+//! `LEASE <secs>` (or the `dreamtown.lease` config when absent and above 0)
+//! leases the returned item: unless acknowledged or extended in time, it
+//! goes back to the head of ready by itself (see `crate::dreams::lease`).
 
-use super::store::RedisQueue;
-use super::{organization, unknown_option};
+use super::expiry;
+use super::store::{RedisLeases, RedisQueue};
+use super::{lease_secs, organization, unknown_option};
+use crate::dreams::lease::{deadline, grant};
 use crate::dreams::drain::{drain, DrainPolicy};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::QueueKeys;
@@ -42,6 +48,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             ]),
         )
         .optional(),
+        Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
     ],
 };
 
@@ -49,6 +56,8 @@ struct DrainRequest {
     org: String,
     timeout_ms: i64,
     policy: DrainPolicy,
+    /// Lease length in seconds, if the item is leased.
+    lease: Option<f64>,
 }
 
 fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
@@ -58,6 +67,7 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
     let mut window: Option<QuietHours> = None;
     let mut offset: Option<i16> = None;
     let mut no_quiet = false;
+    let mut lease = None;
     while let Some(option) = args.option() {
         match option.as_str() {
             "QUIET" if window.is_none() => {
@@ -72,7 +82,8 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
                 offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
             }
             "NOQUIET" => no_quiet = true,
-            "QUIET" | "OFFSET" => return Err(CommandError::err(format_args!("{option} given more than once"))),
+            "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
+            "QUIET" | "OFFSET" | "LEASE" => return Err(CommandError::err(format_args!("{option} given more than once"))),
             other => return Err(unknown_option(other)),
         }
     }
@@ -95,6 +106,7 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
             backlog_min: config::quiet_backlog_min(),
             queue_max: config::queue_max(),
         },
+        lease: lease.or_else(config::lease_secs),
     })
 }
 
@@ -102,12 +114,23 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
 /// drain wrote anything (promotions, quiet deferrals, dead letters).
 fn drain_now(session: &Session, request: &DrainRequest) -> Result<(Option<Vec<u8>>, bool), CommandError> {
     let mut queue = RedisQueue::open(session, &request.org, Access::Write, true)?;
+    // Opened (ACL and type checked) before anything is written.
+    let leases = match request.lease {
+        Some(_) => Some(RedisLeases::open(session, &request.org, Access::Write)?),
+        None => None,
+    };
     let drained = drain(&mut queue, &request.org, session.now_secs(), &request.policy);
     stats::PROMOTED.add(drained.promoted);
     stats::QUIET_DEFERRED.add(drained.quiet_deferred);
     stats::DEAD_LETTERED.add(drained.dead_lettered);
-    if drained.ready.is_some() {
+    if let Some(payload) = &drained.ready {
         stats::DRAINED.bump();
+        if let (Some(mut leases), Some(secs)) = (leases, request.lease) {
+            let now_ms = session.now_ms();
+            let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
+            grant(&mut leases, payload, until);
+            expiry::note(session, &request.org, until);
+        }
     }
     let wrote = drained.ready.is_some() || drained.promoted + drained.quiet_deferred + drained.dead_lettered > 0;
     Ok((drained.ready, wrote))

@@ -2,7 +2,7 @@
 //! kept from one command to the next.
 //!
 //! Every FIRE, DRAIN, ACK, LEN and RECOVER (and a RECORD that fires) names
-//! the same three or four keys of its organization; making and freeing those
+//! the same three to five keys of its organization; making and freeing those
 //! strings costs about 400 instructions per key. Consecutive calls usually
 //! come from the same organization, so the names of the last one are kept
 //! (one entry: a workload spread over many organizations pays one byte
@@ -18,10 +18,10 @@ use crate::dreams::region::QueueKey;
 use crate::module::string::OwnedString;
 
 /// The names of one organization's queue keys, in [`QueueKey`] order:
-/// ready, deferred, processing, dead.
+/// ready, deferred, processing, dead, leases.
 struct Names {
     org: String,
-    keys: [OwnedString; 4],
+    keys: [OwnedString; 5],
 }
 
 /// The last organization's names. Only ever used on Redis's main thread
@@ -34,7 +34,7 @@ unsafe impl Send for Cache {}
 
 static LAST: Mutex<Cache> = Mutex::new(Cache(None));
 
-const ORDER: [QueueKey; 4] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead];
+const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];
 
 /// The names of `org`'s `keys`, each a reference of its own.
 pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [OwnedString; N] {
@@ -59,5 +59,6 @@ fn index(key: QueueKey) -> usize {
         QueueKey::Deferred => 1,
         QueueKey::Processing => 2,
         QueueKey::Dead => 3,
+        QueueKey::Leases => 4,
     }
 }

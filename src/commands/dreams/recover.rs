@@ -1,8 +1,8 @@
 //! `DREAMS.RECOVER <org>`: move everything in flight back to the tail of
-//! ready (after a worker died). Reply: how many moved.
+//! ready (after a worker died) and drop their leases. Reply: how many moved.
 
 use super::organization;
-use super::store::RedisQueue;
+use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::drain::recover;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
@@ -29,7 +29,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         return Err(CommandError::syntax());
     }
     let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
+    let leases = RedisLeases::open(session, &org, Access::Write)?;
     let moved = recover(&mut queue);
+    // Nothing is in flight any more, so nothing is leased.
+    leases.clear();
     stats::RECOVERED.add(moved);
     Ok(Reply::count(moved))
 }

@@ -5,6 +5,7 @@
 use std::ffi::CStr;
 
 use super::queue_names::queue_names;
+use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
@@ -58,6 +59,13 @@ impl RedisQueue {
     }
 }
 
+impl RedisQueue {
+    /// Every in-flight payload, oldest first.
+    pub fn in_flight(&self) -> Vec<Vec<u8>> {
+        self.processing.all()
+    }
+}
+
 impl QueueStore for RedisQueue {
     fn ready_len(&self) -> u64 {
         self.ready.len()
@@ -71,8 +79,14 @@ impl QueueStore for RedisQueue {
     fn push_ready(&mut self, payload: &[u8]) {
         self.ready.push(End::Tail, &[payload]);
     }
+    fn push_ready_head(&mut self, payload: &[u8]) {
+        self.ready.push(End::Head, &[payload]);
+    }
     fn pop_ready(&mut self) -> Option<Vec<u8>> {
         self.ready.pop(End::Head)
+    }
+    fn remove_ready(&mut self, payload: &[u8]) -> bool {
+        self.ready.remove_first(payload)
     }
     fn push_processing(&mut self, payload: &[u8]) {
         self.processing.push(End::Tail, &[payload]);
@@ -121,6 +135,67 @@ pub enum EventSet {
     CheckedByWrite,
     /// Not used on this path: neither named, checked nor opened.
     Untouched,
+}
+
+/// A lease set: an organization's (`exocortex:dreams:{<org>}:leases`), or
+/// a Town agent's (`tt:{<town>}:leases:<agent>`).
+pub struct RedisLeases {
+    key: Key,
+}
+
+impl RedisLeases {
+    /// Open `org`'s lease set with ACL and type checks.
+    pub fn open(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
+        let [name] = queue_names(org, [QueueKey::Leases]);
+        Self::open_name(session, name, access)
+    }
+
+    /// Open the lease set named `name` (Town keeps one per agent).
+    pub fn open_name(session: &Session, name: OwnedString, access: Access) -> Result<Self, CommandError> {
+        let [name] = session.check_strings([name], access)?;
+        let key = session.open_checked(name, access);
+        key.require(KeyKind::ZSet)?;
+        Ok(Self { key })
+    }
+
+    /// Every entry, lowest score first (markers, then deadlines).
+    pub fn entries(&self) -> Vec<(Vec<u8>, i64)> {
+        self.key
+            .zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, u64::MAX)
+            .into_iter()
+            .map(|(member, score)| (member, score as i64))
+            .collect()
+    }
+
+    /// Delete the whole set (everything in flight went back to ready).
+    pub fn clear(&self) {
+        self.key.delete();
+    }
+}
+
+impl LeaseStore for RedisLeases {
+    fn score(&self, payload: &[u8]) -> Option<i64> {
+        self.key.zscore(payload).map(|score| score as i64)
+    }
+    fn set(&mut self, payload: &[u8], score: i64) {
+        self.key.zadd(score as f64, payload);
+    }
+    fn remove(&mut self, payload: &[u8]) -> bool {
+        self.key.zrem(&[payload]) > 0
+    }
+    fn due(&self, now_ms: i64, limit: u64) -> Vec<Vec<u8>> {
+        self.key
+            .zrange_by_score((EXPIRED + 1) as f64, now_ms as f64, limit)
+            .into_iter()
+            .map(|(member, _)| member)
+            .collect()
+    }
+    fn earliest(&self) -> Option<i64> {
+        self.key
+            .zrange_by_score((EXPIRED + 1) as f64, f64::INFINITY, 1)
+            .first()
+            .map(|(_, score)| *score as i64)
+    }
 }
 
 /// One region's counters and counted-event set.

@@ -1,15 +1,16 @@
 //! `TOWN.ACK <town> <agent> <message-id>`: acknowledge a message received
 //! with `RELIABLE`, removing the first pending message whose `id` is
-//! `<message-id>`. Reply: 1 if one was removed, else 0.
+//! `<message-id>`; when that message's lease ran out, it is removed from
+//! the inbox it went back to. Reply: 1 if one was removed, else 0.
 
-use super::mailbox::open_list;
+use super::expiry::{open_leases, RedisMail};
 use super::{end, id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
-use crate::town::message::message_id;
+use crate::town::lease::acknowledge;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -29,12 +30,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let agent = id(&mut args, "agent id")?;
     let wanted = args.required("message id")?;
     end(&args)?;
-    let pending = open_list(session, &keys.pending(&agent), Access::Write)?;
-    let found = pending
-        .all()
-        .into_iter()
-        .find(|message| message_id(message).is_some_and(|id| id.as_bytes() == wanted));
-    let removed = found.is_some_and(|message| pending.remove_first(&message));
+    let mut mail = RedisMail::open(session, &keys, &agent)?;
+    let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
+    let removed = acknowledge(&mut mail, &mut leases, wanted);
     if removed {
         stats::TOWN_ACKED.bump();
     }

@@ -8,6 +8,8 @@ pub mod activity;
 pub mod agent;
 pub mod backlog;
 pub mod broadcast;
+pub mod expiry;
+pub mod extend;
 pub mod index;
 pub mod len;
 pub mod mailbox;

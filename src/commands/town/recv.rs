@@ -9,9 +9,17 @@
 //! it does not block (empty array). Nothing is taken until the reply is
 //! made, so a client that disconnects while blocked loses nothing.
 //! `RELIABLE` also appends each message to the agent's pending list until
-//! `TOWN.ACK`.
+//! `TOWN.ACK`. `RELIABLE LEASE <secs>` (or the `dreamtown.town-lease`
+//! config when absent and above 0) also leases each message by id: unless
+//! acknowledged or extended in time, it goes back to the head of the inbox
+//! by itself (see `crate::town::lease`).
 
+use super::expiry::{self, open_leases};
 use super::index::IdIndex;
+use crate::commands::dreams::lease_secs;
+use crate::dreams::lease::{deadline, grant};
+use crate::module::config;
+use crate::town::message::message_id;
 use super::mailbox::{open_list, Inboxes};
 use super::{id, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
@@ -39,6 +47,7 @@ pub const SPEC: CommandSpec = CommandSpec {
         Arg::new("count", ArgKind::Integer).token("COUNT").optional(),
         Arg::flag("URGENT"),
         Arg::flag("RELIABLE"),
+        Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
     ],
 };
 
@@ -48,6 +57,8 @@ struct Request {
     block_ms: Option<i64>,
     receive: ReceiveRequest,
     reliable: bool,
+    /// Lease length in seconds (reliable receives only).
+    lease: Option<f64>,
 }
 
 fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
@@ -57,6 +68,7 @@ fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
     let mut block_ms = None;
     let mut count = None;
     let (mut urgent_only, mut reliable) = (false, false);
+    let mut lease = None;
     while let Some(option) = args.option() {
         match option.as_str() {
             "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
@@ -69,18 +81,27 @@ fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
             }
             "URGENT" => once(&mut urgent_only, "URGENT")?,
             "RELIABLE" => once(&mut reliable, "RELIABLE")?,
-            "BLOCK" | "COUNT" => {
+            "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
+            "BLOCK" | "COUNT" | "LEASE" => {
                 return Err(CommandError::err(format_args!("{option} given more than once")))
             }
             other => return Err(unknown_option(other)),
         }
     }
+    if lease.is_some() && !reliable {
+        return Err(CommandError::err("LEASE needs RELIABLE (only pending messages can be leased)"));
+    }
+    let lease = match reliable {
+        true => lease.or_else(config::town_lease_secs),
+        false => None,
+    };
     Ok(Request {
         keys,
         agent,
         block_ms,
         receive: ReceiveRequest { count, urgent_only },
         reliable,
+        lease,
     })
 }
 
@@ -93,6 +114,10 @@ fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, Com
             IdIndex::mailboxes(session, &request.keys, Access::Write)?,
         )),
         false => None,
+    };
+    let leases = match request.lease {
+        Some(_) => Some(open_leases(session, &request.keys, &request.agent, Access::Write)?),
+        None => None,
     };
     let take = request.receive.take(inboxes.urgent.len(), inboxes.inbox.len());
     if take.is_empty() {
@@ -107,6 +132,21 @@ fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, Com
         pending.push(End::Tail, &values);
         mailboxes.add(&request.agent);
         stats::TOWN_RECEIVED_RELIABLE.add(count);
+    }
+    if let (Some(mut leases), Some(secs)) = (leases, request.lease) {
+        let now_ms = session.now_ms();
+        let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
+        let mut granted = false;
+        for message in &messages {
+            // A message without an id cannot be acknowledged, so not leased.
+            if let Some(id) = message_id(message) {
+                grant(&mut leases, id.as_bytes(), until);
+                granted = true;
+            }
+        }
+        if granted {
+            expiry::note(session, &request.keys, &request.agent, until);
+        }
     }
     Ok(messages)
 }

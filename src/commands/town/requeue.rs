@@ -2,6 +2,7 @@
 //! back to the head of the agent's inbox, in the order they were received,
 //! so they are the next to be received again. Reply: how many moved.
 
+use super::expiry::open_leases;
 use super::index::IdIndex;
 use super::mailbox::open_list;
 use super::{end, id, town, AGENT_ARG, TOWN_ARG};
@@ -32,7 +33,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let pending = open_list(session, &keys.pending(&agent), Access::Write)?;
     let inbox = open_list(session, &keys.inbox(&agent), Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+    let leases = open_leases(session, &keys, &agent, Access::Write)?;
     let messages = pending.all();
+    // Nothing stays pending, so nothing stays leased.
+    leases.clear();
     if messages.is_empty() {
         return Ok(Reply::Integer(0));
     }

@@ -1,0 +1,68 @@
+//! The Dreams lease family for the lease timer ([`crate::module::leases`]):
+//! which keys hold an organization's leases, how to expire what is due.
+//! Granting and extending live in DRAIN and EXTEND; the state machine in
+//! [`crate::dreams::lease`].
+
+use super::store::{RedisLeases, RedisQueue};
+use crate::dreams::lease::{expire_due, LeaseStore};
+use crate::dreams::region::{QueueKey, QueueKeys};
+use crate::module::leases::{self, LeaseFamily};
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+
+/// Leases expired per organization per tick; more wait for the next tick.
+const EXPIRE_PER_TICK: u64 = 10_000;
+
+/// The family.
+pub static FAMILY: LeaseFamily = LeaseFamily {
+    pattern: "exocortex:dreams:{*}:leases",
+    tenant_of,
+    expire,
+    earliest,
+    keys,
+};
+
+fn keys(org: &str) -> Vec<String> {
+    let queue = QueueKeys::new(org);
+    vec![QueueKey::Leases.name_parts(org).concat(), queue.ready, queue.processing]
+}
+
+fn tenant_of(key: &[u8]) -> Option<String> {
+    let inner = key.strip_prefix(b"exocortex:dreams:{")?.strip_suffix(b"}:leases")?;
+    let org = std::str::from_utf8(inner).ok()?;
+    (!org.is_empty() && !org.contains(['{', '}'])).then(|| org.to_owned())
+}
+
+/// A lease of `org` was granted or extended until `deadline_ms`.
+pub fn note(session: &Session, org: &str, deadline_ms: i64) {
+    leases::note(session, &FAMILY, org, deadline_ms);
+}
+
+fn expire(session: &Session, org: &str, now_ms: i64) -> Option<i64> {
+    // A key of the wrong type (written by something else) is left alone.
+    let mut queue = RedisQueue::open(session, org, Access::Write, false).ok()?;
+    let mut leases = RedisLeases::open(session, org, Access::Write).ok()?;
+    let requeued = expire_due(&mut queue, &mut leases, now_ms, EXPIRE_PER_TICK);
+    if requeued > 0 {
+        stats::LEASES_EXPIRED.add(requeued);
+        leases::wake_receivers(session, QueueKeys::new(org).ready.as_bytes());
+    }
+    leases.earliest()
+}
+
+fn earliest(session: &Session, org: &str) -> Option<i64> {
+    RedisLeases::open(session, org, Access::Read).ok()?.earliest()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tenant_of;
+
+    #[test]
+    fn lease_keys_name_their_organization() {
+        assert_eq!(tenant_of(b"exocortex:dreams:{acme}:leases").as_deref(), Some("acme"));
+        assert_eq!(tenant_of(b"exocortex:dreams:{}:leases"), None);
+        assert_eq!(tenant_of(b"exocortex:dreams:{a}b}:leases"), None);
+        assert_eq!(tenant_of(b"exocortex:dreams:{acme}:queue"), None);
+    }
+}

@@ -1,0 +1,46 @@
+//! `DREAMS.EXTEND <org> <payload> <secs>`: a worker still busy with a
+//! drained fire pushes its lease out to now + `<secs>`. Reply 1, or 0 when
+//! the payload is leased to no one (acknowledged, or its lease ran out and
+//! it went back to ready).
+
+use super::expiry;
+use super::store::RedisLeases;
+use super::{lease_secs, organization};
+use crate::dreams::lease::{deadline, extend};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.EXTEND",
+    entry: entry_point!(run),
+    flags: "write fast",
+    tenant: TenantUse::Write,
+    arity: 4,
+    summary: "Push the lease of a drained fire out to now + seconds",
+    complexity: "O(log N) where N is the number of leased items",
+    args: &[
+        Arg::tenant("org"),
+        Arg::new("payload", ArgKind::String),
+        Arg::new("secs", ArgKind::Double),
+    ],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    let payload = args.required("payload")?;
+    let secs = lease_secs(&mut args)?;
+    if !args.is_empty() {
+        return Err(CommandError::syntax());
+    }
+    let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
+    let mut leases = RedisLeases::open(session, &org, Access::Write)?;
+    if !extend(&mut leases, payload, until) {
+        return Ok(Reply::Integer(0));
+    }
+    expiry::note(session, &org, until);
+    Ok(Reply::Integer(1))
+}

@@ -1,0 +1,44 @@
+//! `DREAMS.INFLIGHT <org>`: for operators, every in-flight item, oldest
+//! first, each as `[payload, deadline-ms]` (nil deadline: not leased).
+//! Expired items back in ready are not in flight and not listed.
+
+use super::organization;
+use super::store::{RedisLeases, RedisQueue};
+use crate::dreams::lease::EXPIRED;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "DREAMS.INFLIGHT",
+    entry: entry_point!(run),
+    flags: "readonly",
+    tenant: TenantUse::Read,
+    arity: 2,
+    summary: "List the in-flight fires with their lease deadlines (unix ms, nil when not leased)",
+    complexity: "O(N log M) where N is the number of in-flight items and M of leased ones",
+    args: &[Arg::tenant("org")],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    if !args.is_empty() {
+        return Err(CommandError::syntax());
+    }
+    let queue = RedisQueue::open(session, &org, Access::Read, false)?;
+    let leases = RedisLeases::open(session, &org, Access::Read)?;
+    let deadlines: std::collections::HashMap<Vec<u8>, i64> =
+        leases.entries().into_iter().filter(|(_, score)| *score > EXPIRED).collect();
+    let items = queue
+        .in_flight()
+        .into_iter()
+        .map(|payload| {
+            let deadline = deadlines.get(&payload).map_or(Reply::Nil, |ms| Reply::Integer(*ms));
+            Reply::Array(vec![Reply::Bulk(payload), deadline])
+        })
+        .collect();
+    Ok(Reply::Array(items))
+}

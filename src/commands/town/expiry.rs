@@ -1,0 +1,129 @@
+//! The Town lease family for the lease timer ([`crate::module::leases`]):
+//! one lease set per agent, `tt:{<town>}:leases:<agent>`; the index tenant
+//! is that key's name. Expiry moves due pending messages back to the head
+//! of the agent's inbox (state machine: [`crate::town::lease`]).
+
+use crate::commands::dreams::store::RedisLeases;
+use crate::dreams::lease::LeaseStore;
+use crate::module::key::{End, Key};
+use crate::module::leases::{self, LeaseFamily};
+use crate::module::reply::CommandError;
+use crate::module::session::{Access, Session};
+use crate::module::stats;
+use crate::module::string::OwnedString;
+use crate::town::keys::TownKeys;
+use crate::town::lease::{expire_due, AgentMail};
+
+use super::mailbox::open_list;
+
+/// Leases expired per agent per tick; more wait for the next tick.
+const EXPIRE_PER_TICK: u64 = 10_000;
+
+/// The family.
+pub static FAMILY: LeaseFamily = LeaseFamily {
+    pattern: "tt:{*}:leases:*",
+    tenant_of,
+    expire,
+    earliest,
+    keys,
+};
+
+fn keys(tenant: &str) -> Vec<String> {
+    match split(tenant) {
+        Some((town, agent)) => {
+            let keys = TownKeys::new(town);
+            vec![tenant.to_owned(), keys.pending(agent), keys.inbox(agent)]
+        }
+        None => vec![tenant.to_owned()],
+    }
+}
+
+/// `(town, agent)` of a lease key name.
+fn split(key: &str) -> Option<(&str, &str)> {
+    let rest = key.strip_prefix("tt:{")?;
+    let (town, rest) = rest.split_once('}')?;
+    let agent = rest.strip_prefix(":leases:")?;
+    (!town.is_empty() && !town.contains('{') && !agent.is_empty()).then_some((town, agent))
+}
+
+fn tenant_of(key: &[u8]) -> Option<String> {
+    let key = std::str::from_utf8(key).ok()?;
+    split(key).map(|_| key.to_owned())
+}
+
+/// A lease of `agent` in the town of `keys` was granted or extended.
+pub fn note(session: &Session, keys: &TownKeys, agent: &str, deadline_ms: i64) {
+    leases::note(session, &FAMILY, &keys.leases(agent), deadline_ms);
+}
+
+/// An agent's pending list and inbox.
+pub struct RedisMail {
+    pending: Key,
+    inbox: Key,
+}
+
+impl RedisMail {
+    /// Open `agent`'s pending list and inbox (ACL and type checked).
+    pub fn open(session: &Session, keys: &TownKeys, agent: &str) -> Result<Self, CommandError> {
+        Ok(Self {
+            pending: open_list(session, &keys.pending(agent), Access::Write)?,
+            inbox: open_list(session, &keys.inbox(agent), Access::Write)?,
+        })
+    }
+}
+
+impl AgentMail for RedisMail {
+    fn pending(&self) -> Vec<Vec<u8>> {
+        self.pending.all()
+    }
+    fn remove_pending(&mut self, message: &[u8]) -> bool {
+        self.pending.remove_first(message)
+    }
+    fn inbox(&self) -> Vec<Vec<u8>> {
+        self.inbox.all()
+    }
+    fn remove_inbox(&mut self, message: &[u8]) -> bool {
+        self.inbox.remove_first(message)
+    }
+    fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
+        // Pushed one by one at the head: push the last first.
+        let reversed: Vec<&[u8]> = messages.iter().rev().map(Vec::as_slice).collect();
+        self.inbox.push(End::Head, &reversed);
+    }
+}
+
+/// Open an agent's lease set.
+pub fn open_leases(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<RedisLeases, CommandError> {
+    RedisLeases::open_name(session, OwnedString::new(keys.leases(agent).as_bytes()), access)
+}
+
+fn expire(session: &Session, tenant: &str, now_ms: i64) -> Option<i64> {
+    let (town, agent) = split(tenant)?;
+    let keys = TownKeys::new(town);
+    let mut leases = open_leases(session, &keys, agent, Access::Write).ok()?;
+    let mut mail = RedisMail::open(session, &keys, agent).ok()?;
+    let requeued = expire_due(&mut mail, &mut leases, now_ms, EXPIRE_PER_TICK);
+    if requeued > 0 {
+        stats::TOWN_LEASES_EXPIRED.add(requeued);
+        leases::wake_receivers(session, keys.inbox(agent).as_bytes());
+    }
+    leases.earliest()
+}
+
+fn earliest(session: &Session, tenant: &str) -> Option<i64> {
+    let (town, agent) = split(tenant)?;
+    open_leases(session, &TownKeys::new(town), agent, Access::Read).ok()?.earliest()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn lease_keys_name_town_and_agent() {
+        assert_eq!(split("tt:{t}:leases:a:b"), Some(("t", "a:b")));
+        assert_eq!(split("tt:{}:leases:a"), None);
+        assert_eq!(split("tt:{t}:pending:a"), None);
+        assert_eq!(split("tt:{t}:leases:"), None);
+    }
+}

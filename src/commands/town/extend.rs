@@ -1,0 +1,46 @@
+//! `TOWN.EXTEND <town> <agent> <message-id> <secs>`: an agent still busy
+//! with a message received `RELIABLE LEASE` pushes its lease out to now +
+//! `<secs>`. Reply 1, or 0 when the message is leased to no one
+//! (acknowledged, or its lease ran out and it went back to the inbox).
+
+use super::expiry::{self, open_leases};
+use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use crate::commands::dreams::lease_secs;
+use crate::dreams::lease::{deadline, extend};
+use crate::module::args::Args;
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.EXTEND",
+    entry: entry_point!(run),
+    flags: "write fast",
+    tenant: TenantUse::Write,
+    arity: 5,
+    summary: "Push the lease of a reliably received message out to now + seconds",
+    complexity: "O(log N) where N is the number of the agent's leased messages",
+    args: &[
+        TOWN_ARG,
+        AGENT_ARG,
+        Arg::new("message-id", ArgKind::String),
+        Arg::new("secs", ArgKind::Double),
+    ],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    let agent = id(&mut args, "agent id")?;
+    let message = args.required("message id")?;
+    let secs = lease_secs(&mut args)?;
+    end(&args)?;
+    let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
+    let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
+    if !extend(&mut leases, message, until) {
+        return Ok(Reply::Integer(0));
+    }
+    expiry::note(session, &keys, &agent, until);
+    Ok(Reply::Integer(1))
+}

@@ -1,0 +1,180 @@
+//! Leases on reliably received Town messages: `TOWN.RECV ... RELIABLE
+//! LEASE <secs>` leases each message by id; when a lease runs out without
+//! `TOWN.ACK`, that message leaves the agent's pending list for the head of
+//! its inbox (received again next) and nothing else moves. The lease set
+//! (one sorted set per agent, member = message id, score = deadline ms)
+//! works as Dreams' does ([`crate::dreams::lease`]): after an expiry the id
+//! stays with the score [`EXPIRED`], so a late `TOWN.ACK` still finds the
+//! message in the inbox and removes it.
+
+use crate::dreams::lease::{LeaseStore, EXPIRED};
+
+use super::message::message_id;
+
+/// One agent's mail as leases see it.
+pub trait AgentMail {
+    /// The pending list, oldest first.
+    fn pending(&self) -> Vec<Vec<u8>>;
+    /// Remove the first pending message equal to `message`.
+    fn remove_pending(&mut self, message: &[u8]) -> bool;
+    /// The inbox, head first.
+    fn inbox(&self) -> Vec<Vec<u8>>;
+    /// Remove the first inbox message equal to `message`.
+    fn remove_inbox(&mut self, message: &[u8]) -> bool;
+    /// Put `messages` at the head of the inbox, the first at the very head.
+    fn push_inbox_head(&mut self, messages: &[Vec<u8>]);
+}
+
+/// Expire up to `limit` leases due at `now_ms`: the pending messages with
+/// those ids go to the head of the inbox, in the order they were received,
+/// and keep an [`EXPIRED`] marker; an id no longer pending just loses its
+/// lease. How many messages went back.
+pub fn expire_due(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> u64 {
+    let due = leases.due(now_ms, limit);
+    if due.is_empty() {
+        return 0;
+    }
+    let mut back = Vec::new();
+    let mut found: Vec<&[u8]> = Vec::new();
+    for message in mail.pending() {
+        let Some(id) = message_id(&message) else { continue };
+        if let Some(wanted) = due.iter().find(|wanted| wanted.as_slice() == id.as_bytes()) {
+            if !found.contains(&wanted.as_slice()) {
+                found.push(wanted.as_slice());
+                back.push(message);
+            }
+        }
+    }
+    for message in &back {
+        mail.remove_pending(message);
+    }
+    mail.push_inbox_head(&back);
+    for id in &due {
+        if found.contains(&id.as_slice()) {
+            leases.set(id, EXPIRED);
+        } else {
+            leases.remove(id);
+        }
+    }
+    back.len() as u64
+}
+
+/// Acknowledge message `id`: the first pending message with it, or, when
+/// its lease ran out and it went back, the first inbox message with it.
+/// The id's lease entry goes in any case. Whether a message was removed.
+pub fn acknowledge(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, id: &[u8]) -> bool {
+    let expired = leases.score(id) == Some(EXPIRED);
+    leases.remove(id);
+    let has_id = |message: &Vec<u8>| message_id(message).is_some_and(|found| found.as_bytes() == id);
+    if let Some(message) = mail.pending().into_iter().find(has_id) {
+        return mail.remove_pending(&message);
+    }
+    if expired {
+        if let Some(message) = mail.inbox().into_iter().find(has_id) {
+            return mail.remove_inbox(&message);
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dreams::lease::grant;
+    use crate::dreams::memory::MemoryLeases;
+
+    #[derive(Default)]
+    struct Mail {
+        pending: Vec<Vec<u8>>,
+        inbox: Vec<Vec<u8>>,
+    }
+
+    impl AgentMail for Mail {
+        fn pending(&self) -> Vec<Vec<u8>> {
+            self.pending.clone()
+        }
+        fn remove_pending(&mut self, message: &[u8]) -> bool {
+            match self.pending.iter().position(|m| m == message) {
+                Some(at) => {
+                    self.pending.remove(at);
+                    true
+                }
+                None => false,
+            }
+        }
+        fn inbox(&self) -> Vec<Vec<u8>> {
+            self.inbox.clone()
+        }
+        fn remove_inbox(&mut self, message: &[u8]) -> bool {
+            match self.inbox.iter().position(|m| m == message) {
+                Some(at) => {
+                    self.inbox.remove(at);
+                    true
+                }
+                None => false,
+            }
+        }
+        fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
+            let mut head = messages.to_vec();
+            head.append(&mut self.inbox);
+            self.inbox = head;
+        }
+    }
+
+    fn msg(id: &str) -> Vec<u8> {
+        format!("{{\"id\":\"{id}\",\"body\":1}}").into_bytes()
+    }
+
+    #[test]
+    fn due_messages_go_to_the_inbox_head_in_received_order() {
+        let mut mail = Mail { pending: vec![msg("a"), msg("b"), msg("c")], inbox: vec![msg("x")] };
+        let mut leases = MemoryLeases::default();
+        grant(&mut leases, b"a", 10);
+        grant(&mut leases, b"c", 10);
+        grant(&mut leases, b"b", 99);
+        assert_eq!(expire_due(&mut mail, &mut leases, 10, 100), 2);
+        assert_eq!(mail.inbox, vec![msg("a"), msg("c"), msg("x")]);
+        assert_eq!(mail.pending, vec![msg("b")]);
+        assert_eq!(leases.score(b"a"), Some(EXPIRED));
+        assert_eq!(leases.earliest(), Some(99));
+    }
+
+    #[test]
+    fn an_id_no_longer_pending_just_loses_its_lease() {
+        let mut mail = Mail::default();
+        let mut leases = MemoryLeases::default();
+        grant(&mut leases, b"gone", 1);
+        assert_eq!(expire_due(&mut mail, &mut leases, 5, 100), 0);
+        assert_eq!(leases.score(b"gone"), None);
+    }
+
+    #[test]
+    fn ack_removes_the_message_wherever_its_lease_left_it() {
+        let mut mail = Mail { pending: vec![msg("a")], inbox: vec![msg("z")] };
+        let mut leases = MemoryLeases::default();
+        grant(&mut leases, b"a", 1);
+        expire_due(&mut mail, &mut leases, 1, 100);
+        assert!(acknowledge(&mut mail, &mut leases, b"a"));
+        assert_eq!(mail.inbox, vec![msg("z")]);
+        assert!(!acknowledge(&mut mail, &mut leases, b"a"), "once");
+        // Without a marker, the inbox is never touched.
+        assert!(!acknowledge(&mut mail, &mut leases, b"z"));
+        assert_eq!(mail.inbox, vec![msg("z")]);
+    }
+
+    #[test]
+    fn ack_of_a_message_received_again_takes_it_from_pending() {
+        let mut mail = Mail { pending: vec![msg("a")], inbox: vec![] };
+        let mut leases = MemoryLeases::default();
+        grant(&mut leases, b"a", 1);
+        expire_due(&mut mail, &mut leases, 1, 100);
+        // Received again, leased again.
+        let again = mail.inbox.remove(0);
+        mail.pending.push(again);
+        grant(&mut leases, b"a", 50);
+        assert!(acknowledge(&mut mail, &mut leases, b"a"));
+        assert!(mail.pending.is_empty() && mail.inbox.is_empty());
+        assert_eq!(leases.earliest(), None);
+        assert!(!acknowledge(&mut mail, &mut leases, b"a"), "the second holder's ACK finds nothing");
+    }
+}
