@@ -13,6 +13,7 @@ pub mod reply;
 pub mod session;
 pub mod stats;
 pub mod string;
+pub mod waiters;
 
 use std::os::raw::c_int;
 
@@ -53,6 +54,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         )
     };
     unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
+    if let Err(error) = waiters::subscribe(ctx.ctx) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
+        return Status::Err;
+    }
     for spec in crate::commands::all() {
         if let Err(error) = command::register(ctx.ctx, spec) {
             ctx.log_warning(&format!("dreamtown: {error}"));
