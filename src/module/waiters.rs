@@ -98,6 +98,8 @@ pub static EMPTY_WAKEUPS: Total = Total::new();
 pub static TIMED_OUT: Total = Total::new();
 /// Waiters that went away (disconnect, CLIENT UNBLOCK ERROR, redirect).
 pub static GONE: Total = Total::new();
+/// Served waiters freed before their reply could be sent.
+pub static UNDELIVERED: Total = Total::new();
 
 /// The names of a queue: its database and first watched key.
 type QueueId = (c_int, Vec<u8>);
@@ -199,6 +201,7 @@ pub fn info_fields() -> Vec<(&'static CStr, u64)> {
         (c"waiters_timed_out", TIMED_OUT.get()),
         (c"waiters_gone", GONE.get()),
         (c"empty_wakeups", EMPTY_WAKEUPS.get()),
+        (c"waiters_undelivered", UNDELIVERED.get()),
     ]
 }
 
@@ -444,6 +447,14 @@ unsafe extern "C" fn free_ticket(ctx: *mut raw::RedisModuleCtx, privdata: *mut c
         if with_registry(|r| r.remove(ctx, &ticket.queue, ticket.interest, ticket.seq)).is_some() {
             GONE.bump();
         }
+        if ticket.delivery.is_some() {
+            // The client was freed between the pass and its reply (7.4
+            // replies just before the event loop sleeps): a Dreams item
+            // stays in flight (DREAMS.RECOVER), as for a worker that died.
+            UNDELIVERED.bump();
+            let message = c"dreamtown: a served waiter went away before its reply was sent";
+            unsafe { raw::RedisModule_Log.map(|log| log(ctx, c"warning".as_ptr(), message.as_ptr())) };
+        }
     }));
 }
 
@@ -579,7 +590,7 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
             Err(error) => Some(Err(error)),
         };
         match result {
-            Some(result) => deliver(ctx, waiter, result),
+            Some(result) => deliver(waiter, result),
             None => {
                 EMPTY_WAKEUPS.bump();
                 put_back(id, interest, seq, waiter);
@@ -599,18 +610,17 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
 }
 
 /// Hand `result` to `waiter` (already out of its queue) and unblock it.
-fn deliver(ctx: *mut raw::RedisModuleCtx, waiter: Waiter, result: CommandResult) {
+/// Redis 7.0 (and Valkey) runs our timeout callback, which sends the
+/// reply, inside `RedisModule_UnblockClient`; Redis 7.4 runs it in the
+/// blocked-client handling before the event loop sleeps, with no command
+/// in between. Either way the work moved in this pass.
+fn deliver(waiter: Waiter, result: CommandResult) {
     with_registry(|r| r.waiters = r.waiters.saturating_sub(1));
     SERVED.bump();
     if let Some(ticket) = unsafe { waiter.ticket.as_mut() } {
         ticket.delivery = Some(result);
     }
     unsafe { api!(RedisModule_UnblockClient)(waiter.bc, ptr::null_mut()) };
-    let undelivered = unsafe { waiter.ticket.as_mut() }.and_then(|t| t.delivery.take());
-    if undelivered.is_some() {
-        let message = c"dreamtown: a woken waiter could not take its reply (its work stays where the command left it)";
-        unsafe { raw::RedisModule_Log.map(|log| log(ctx, c"warning".as_ptr(), message.as_ptr())) };
-    }
 }
 
 #[cfg(test)]
