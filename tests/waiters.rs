@@ -270,6 +270,21 @@ fn timeouts_and_client_unblock_leave_no_waiter() {
     assert_eq!(receiver.recv_timeout(DEADLINE).unwrap(), Ok(Value::Nil), "unblocked as on a timeout");
     assert_eq!(gauge(&mut con, "waiters"), 0);
     assert_eq!(gauge(&mut con, "waiter_queues"), 0);
+    // CLIENT UNBLOCK ... ERROR: an error reply, and the waiter is gone too.
+    let mut receiver = server.connect();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut receiver).unwrap();
+    let (sender, errored) = mpsc::channel();
+    let town2 = town.clone();
+    thread::spawn(move || {
+        let _ = sender.send(call(&mut receiver, &["TOWN.RECV", &town2, "a", "BLOCK", "0"]));
+    });
+    wait_until("blocked", || gauge(&mut con, "waiters") == 1);
+    let _: i64 = redis::cmd("CLIENT").arg("UNBLOCK").arg(id).arg("ERROR").query(&mut con).unwrap();
+    let reply = errored.recv_timeout(DEADLINE).unwrap();
+    assert!(matches!(&reply, Err(e) if e.contains("UNBLOCKED")), "{reply:?}");
+    assert_eq!(gauge(&mut con, "waiters"), 0);
+    assert_eq!(gauge(&mut con, "waiters_gone"), 1);
+    assert_eq!(gauge(&mut con, "waiters_timed_out"), 3);
     // Inside MULTI nothing blocks and nobody waits.
     let (nil,): (Value,) = redis::pipe().atomic().cmd("DREAMS.DRAIN").arg(&org).arg("0").arg("NOQUIET").query(&mut con).unwrap();
     assert_eq!(nil, Value::Nil);
