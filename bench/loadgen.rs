@@ -19,6 +19,14 @@
 //!   100,000 unrelated keys: `TOWN.AGENT LIST`, or the seed's `KEYS
 //!   tt:<town>:agent:*` then one `HGETALL` per key. `--items` listings.
 //!
+//! - `handoff-dreams` / `handoff-native` / `handoff-town` /
+//!   `handoff-town-native`: `--consumers` K waiters blocked on one queue
+//!   (`DREAMS.DRAIN` then `DREAMS.ACK`; `BLMOVE` then `LREM`; `TOWN.RECV
+//!   ... BLOCK`; `BLPOP`), one producer (`DREAMS.FIRE`; `RPUSH`;
+//!   `TOWN.SEND`; `RPUSH`) that sends the next item only once the waiter
+//!   served last has sent its next blocking call, so K waiters are blocked
+//!   at each push. Measures the server CPU per handed-off item (issue 9).
+//!
 //! The Dreams modes first fill the queue (untimed, pipelined) with `--items`
 //! counted fires, one per region, each its region's pending fire, so every
 //! acknowledgement takes the representative `acknowledged` path. The Town
@@ -33,7 +41,7 @@ use std::process::exit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 // ---------------------------------------------------------------- RESP
 
@@ -719,8 +727,177 @@ fn run_town(o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- hand-off
+
+/// What one hand-off flavour sends.
+struct Handoff {
+    /// The blocking call of a waiter.
+    block: Vec<Vec<u8>>,
+    /// The producer's push of item `i` (`None`: the stop marker).
+    push: fn(&str, Option<u64>) -> Vec<Vec<u8>>,
+    /// What a waiter sends after taking `reply` (none: nothing).
+    ack: fn(&str, &Reply) -> Result<Option<Vec<Vec<u8>>>, String>,
+}
+
+const HANDOFF_AGENT: &str = "w";
+
+fn handoff_message(id: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","from":"lead","to":"{HANDOFF_AGENT}","type":"task","description":"do {id}","priority":"normal","created_at":"2025-01-01T00:00:00Z","correlation_id":null}}"#
+    )
+}
+
+fn handoff_of(mode: &str, org: &str) -> Result<Handoff, String> {
+    let native_ready = format!("bench:handoff:{org}:ready");
+    Ok(match mode {
+        "handoff-dreams" => Handoff {
+            block: args(&["DREAMS.DRAIN", org, "0", "NOQUIET"]),
+            push: |org, i| match i {
+                Some(i) => args(&["DREAMS.FIRE", org, &format!("{PROJECT_PREFIX}{i}"), MEMORY_TYPE]),
+                None => args(&["DREAMS.FIRE", org, "stop", MEMORY_TYPE]),
+            },
+            ack: |org, reply| {
+                let payload = reply.clone().bulk()?;
+                Ok(Some(vec![b"DREAMS.ACK".to_vec(), org.as_bytes().to_vec(), payload, b"SUCCESS".to_vec()]))
+            },
+        },
+        "handoff-native" => Handoff {
+            block: args(&["BLMOVE", &native_ready, &format!("{native_ready}:processing"), "LEFT", "RIGHT", "0"]),
+            push: |org, i| {
+                let item = i.map_or("stop".to_string(), |i| format!("{{\"item\":{i}}}"));
+                args(&["RPUSH", &format!("bench:handoff:{org}:ready"), &item])
+            },
+            ack: |org, reply| {
+                let payload = reply.clone().bulk()?;
+                Ok(Some(vec![
+                    b"LREM".to_vec(),
+                    format!("bench:handoff:{org}:ready:processing").into_bytes(),
+                    b"1".to_vec(),
+                    payload,
+                ]))
+            },
+        },
+        "handoff-town" => Handoff {
+            block: args(&["TOWN.RECV", TOWN, HANDOFF_AGENT, "BLOCK", "0"]),
+            push: |_, i| args(&["TOWN.SEND", TOWN, &handoff_message(&i.map_or("stop".into(), |i| format!("m{i}")))]),
+            ack: |_, _| Ok(None),
+        },
+        "handoff-town-native" => Handoff {
+            block: args(&["BLPOP", &format!("tt:{TOWN}:inbox:{HANDOFF_AGENT}"), "0"]),
+            push: |_, i| {
+                let message = handoff_message(&i.map_or("stop".into(), |i| format!("m{i}")));
+                args(&["RPUSH", &format!("tt:{TOWN}:inbox:{HANDOFF_AGENT}"), &message])
+            },
+            ack: |_, _| Ok(None),
+        },
+        other => return Err(format!("unknown mode {other:?}")),
+    })
+}
+
+fn is_stop(reply: &Reply) -> bool {
+    let text = |r: &Reply| match r {
+        Reply::Bulk(bytes) => String::from_utf8_lossy(bytes).contains("stop"),
+        _ => false,
+    };
+    match reply {
+        Reply::Array(items) => items.iter().any(text),
+        other => text(other),
+    }
+}
+
+fn blocked_clients(conn: &mut Conn) -> Result<u64, String> {
+    let info = conn.call(&[b"INFO", b"clients"])?.bulk()?;
+    let info = String::from_utf8_lossy(&info).into_owned();
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0))
+}
+
+fn run_handoff(o: &Options) -> Result<(), String> {
+    let flavour = Arc::new(handoff_of(&o.mode, &o.org)?);
+    let mut producer = Conn::open(o.port).map_err(|e| e.to_string())?;
+    let (served, next) = std::sync::mpsc::channel::<()>();
+    let mut workers = Vec::new();
+    for _ in 0..o.consumers {
+        let mut conn = Conn::open(o.port).map_err(|e| e.to_string())?;
+        let (flavour, served, org) = (flavour.clone(), served.clone(), o.org.clone());
+        workers.push(thread::spawn(move || -> Result<(), String> {
+            let block: Vec<&[u8]> = flavour.block.iter().map(Vec::as_slice).collect();
+            conn.send(&block).map_err(|e| e.to_string())?;
+            conn.flush().map_err(|e| e.to_string())?;
+            loop {
+                let reply = conn.read()?;
+                if let Reply::Error(e) = &reply {
+                    return Err(format!("blocking call failed: {e}"));
+                }
+                let stop = is_stop(&reply);
+                if let Some(ack) = (flavour.ack)(&org, &reply)? {
+                    let ack: Vec<&[u8]> = ack.iter().map(Vec::as_slice).collect();
+                    if let Reply::Error(e) = conn.call(&ack)? {
+                        return Err(format!("acknowledgement failed: {e}"));
+                    }
+                }
+                if stop {
+                    return Ok(());
+                }
+                conn.send(&block).map_err(|e| e.to_string())?;
+                conn.flush().map_err(|e| e.to_string())?;
+                let _ = served.send(());
+            }
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while blocked_clients(&mut producer)? < o.consumers {
+        if Instant::now() > deadline {
+            return Err("the waiters did not all block".into());
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let cpu_before = o.server_pid.and_then(cpu_secs);
+    let began = Instant::now();
+    for i in 0..o.items {
+        let push = (flavour.push)(&o.org, Some(i));
+        let push: Vec<&[u8]> = push.iter().map(Vec::as_slice).collect();
+        if let Reply::Error(e) = producer.call(&push)? {
+            return Err(format!("push failed: {e}"));
+        }
+        next.recv_timeout(Duration::from_secs(30)).map_err(|_| "no waiter took an item".to_string())?;
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    let cpu = match (cpu_before, o.server_pid.and_then(cpu_secs)) {
+        (Some(before), Some(after)) => after - before,
+        _ => f64::NAN,
+    };
+    for _ in 0..o.consumers {
+        let push = (flavour.push)(&o.org, None);
+        let push: Vec<&[u8]> = push.iter().map(Vec::as_slice).collect();
+        producer.call(&push)?;
+    }
+    for worker in workers {
+        worker.join().map_err(|_| "a waiter thread panicked".to_string())??;
+    }
+    println!(
+        "mode={} consumers={} items={} seconds={seconds:.4} ops_per_sec={:.1} server_cpu_secs={cpu:.4}",
+        o.mode,
+        o.consumers,
+        o.items,
+        o.items as f64 / seconds
+    );
+    Ok(())
+}
+
 fn main() {
-    let result = options().and_then(|o| if o.mode.starts_with("town-") { run_town(&o) } else { run_dreams(&o) });
+    let result = options().and_then(|o| {
+        if o.mode.starts_with("handoff-") {
+            run_handoff(&o)
+        } else if o.mode.starts_with("town-") {
+            run_town(&o)
+        } else {
+            run_dreams(&o)
+        }
+    });
     if let Err(e) = result {
         eprintln!("loadgen: {e}");
         exit(1);

@@ -348,6 +348,46 @@ class Growth:
 
 GROWTH = [Growth("DREAMS.RECORD over {} regions", "HINCRBY over {} keys")]
 
+
+# ---------------------------------------------------------------- hand-off (issue 9)
+
+HANDOFF_KS = (1, 16, 128, 512)
+HANDOFF_NOTE = ("K waiters blocked on one queue, one producer sending the next item once the last "
+                "served waiter blocked again; server CPU per handed-off item")
+HANDOFF_KINDS = [
+    ("DREAMS.FIRE->DRAIN->ACK", "handoff-dreams"),
+    ("native RPUSH->BLMOVE->LREM", "handoff-native"),
+    ("TOWN.SEND->RECV BLOCK", "handoff-town"),
+    ("native RPUSH->BLPOP", "handoff-town-native"),
+]
+
+
+def handoff_name(kind, k):
+    return f"{kind}, {k} blocked"
+
+
+HANDOFF_ROWS = [
+    Loop(handoff_name(kind, k), mode, k, note=HANDOFF_NOTE, warmup_items=300, min_items=300, max_items=5000)
+    for kind, mode in HANDOFF_KINDS
+    for k in HANDOFF_KS
+]
+
+# Per item, the server CPU with K waiters stays within 1.25x of one waiter:
+# judged on the cpu ratio (K=1 µs / K µs >= 0.8), which a busy machine
+# disturbs less than throughput.
+HANDOFF_TARGETS = [
+    Target(handoff_name(kind, k), handoff_name(kind, 1), 0.8 if not mode.endswith("native") else None,
+           label=f"{kind}: cpu/item K=1 / K={k} (>= 0.8 = within 1.25x)", extra={"by_cpu": True})
+    for kind, mode in HANDOFF_KINDS
+    for k in HANDOFF_KS[1:]
+] + [
+    Target(handoff_name(module, k), handoff_name(native, k), None, label=f"{module} / {native}, K={k}",
+           extra={"by_cpu": True})
+    for module, native in (("DREAMS.FIRE->DRAIN->ACK", "native RPUSH->BLMOVE->LREM"),
+                           ("TOWN.SEND->RECV BLOCK", "native RPUSH->BLPOP"))
+    for k in HANDOFF_KS
+]
+
 WORKLOADS = (
     _rows(PIPELINE, "")
     + [
@@ -367,6 +407,7 @@ WORKLOADS = (
     + TOWN_ROWS
     + _growth_rows()
     + CLUSTER_ROWS
+    + HANDOFF_ROWS
     + _rows(1, " [P=1]")
     + _send_rows(1, " [P=1]")
 )
@@ -402,7 +443,7 @@ TARGETS = [
     Target("HINCRBY [cluster]", "HINCRBY", None, label="HINCRBY cluster / single server"),
     Target("TOWN.SEND normal [P=1]", "RPUSH message [P=1]", None),
     Target("TOWN.SEND high [P=1]", "LPUSH message [P=1]", None),
-]
+] + HANDOFF_TARGETS
 
 # The chart (target/bench/bench.svg, docs/bench.svg): one panel per
 # workload, its rows side by side as module / seed / native.

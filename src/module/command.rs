@@ -18,15 +18,12 @@ use redis_module::raw;
 
 use super::api::api;
 use super::migration_guard;
-use super::reply::{self, CommandError, CommandResult, Reply};
+use super::reply::{self, CommandResult};
 use super::session::Session;
 use super::string::bytes_of;
 
 /// A command handler: the session and the arguments after the name.
 pub type Handler = fn(&Session, &[&[u8]]) -> CommandResult;
-
-/// A blocked command's wake-up handler: `None` keeps the client blocked.
-pub type WakeHandler = fn(&Session, &[&[u8]]) -> Option<CommandResult>;
 
 /// The C entry point Redis calls.
 pub type RawCommand =
@@ -162,21 +159,6 @@ macro_rules! entry_point {
 }
 pub(crate) use entry_point;
 
-/// Wrap a [`WakeHandler`] as the reply callback of a blocked command.
-macro_rules! wake_point {
-    ($handler:path) => {{
-        unsafe extern "C" fn __dreamtown_wake(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::os::raw::c_int,
-        ) -> std::os::raw::c_int {
-            $crate::module::command::dispatch_wake(ctx, argv, argc, $handler)
-        }
-        __dreamtown_wake as $crate::module::command::RawCommand
-    }};
-}
-pub(crate) use wake_point;
-
 const BUG: &str = "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
 
 /// Run `run` with the arguments after the command name, as bytes: up to
@@ -211,21 +193,9 @@ pub fn dispatch(
     guarded(ctx, argv, argc, |session, args| Some(handler(session, args)))
 }
 
-/// Run a wake-up `handler`; keep the client blocked if it finds nothing.
-pub fn dispatch_wake(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    handler: WakeHandler,
-) -> c_int {
-    guarded(ctx, argv, argc, handler)
-}
-
-/// Run `run` under `catch_unwind` and send what it answers; `None` sends
-/// nothing and tells Redis the client stays blocked. In a cluster, a call
-/// (or a blocked call's wake-up) whose tenant's slot this node may not
-/// touch now answers `-TRYAGAIN` without running (`migration_guard`): a
-/// blocked client woken there is unblocked with it and retries.
+/// Run `run` under `catch_unwind` and send what it answers. In a cluster,
+/// a call whose tenant's slot this node may not touch now answers
+/// `-TRYAGAIN` without running (`migration_guard`).
 fn guarded(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -257,56 +227,6 @@ fn guarded(
             raw::REDISMODULE_OK as c_int
         }
     }
-}
-
-/// The timeout callback of a blocked command: reply nil.
-pub unsafe extern "C" fn reply_nil_on_timeout(
-    ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
-    reply::send(ctx, &Ok(Reply::Nil));
-    raw::REDISMODULE_OK as c_int
-}
-
-/// Block the client of `session` until one of `keys` is signalled ready
-/// (list pushes through the key API do it), then call `wake`; after
-/// `timeout_ms` (0: never) reply nil.
-pub fn block_on_keys(session: &Session, keys: &[&[u8]], timeout_ms: i64, wake: RawCommand) -> CommandResult {
-    let strings: Vec<super::string::OwnedString> =
-        keys.iter().map(|key| super::string::OwnedString::new(key)).collect();
-    let mut argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(|s| s.as_ptr()).collect();
-    let blocked = unsafe {
-        api!(RedisModule_BlockClientOnKeys)(
-            session.ctx(),
-            Some(wake),
-            Some(reply_nil_on_timeout),
-            None,
-            timeout_ms,
-            argv.as_mut_ptr(),
-            argv.len() as c_int,
-            ptr::null_mut(),
-        )
-    };
-    if blocked.is_null() {
-        return Err(CommandError::err("could not block the client"));
-    }
-    Ok(Reply::Blocked)
-}
-
-/// Call from a wake-up handler that wrote but keeps its client blocked
-/// (returns `None`), once it has emptied `key`, the key it blocks on.
-///
-/// Redis 7.0 propagates a blocked client's reply-callback effects (our
-/// `Key` writes replicate through `RedisModule_Replicate`) only when the
-/// callback serves its client. Otherwise they stay queued, and the next
-/// round of blocked-client handling asserts `also_propagate.numops == 0`
-/// (blocked.c) and aborts the server, whenever a replica or the AOF is
-/// attached. Signalling the emptied key (Redis deleted it) makes the same
-/// round revisit it, find it gone, and propagate what is queued.
-pub fn keep_blocked_after_writing(session: &Session, key: &[u8]) {
-    let name = super::string::OwnedString::new(key);
-    unsafe { api!(RedisModule_SignalKeyAsReady)(session.ctx(), name.as_ptr()) };
 }
 
 /// Register `spec` with the server; `module_category`: the server has the

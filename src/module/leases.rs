@@ -162,12 +162,11 @@ pub fn note(session: &Session, family: &'static LeaseFamily, tenant: &str, deadl
     arm(session.ctx(), TICK_MS);
 }
 
-/// Signal the ready list `key` so that a client blocked on it (DREAMS.DRAIN,
-/// TOWN.RECV) is woken at once, as a push from FIRE/RECOVER/SEND wakes it.
+/// Hand the work now in `key` (a ready list or inbox) to the first waiter
+/// blocked on it (`waiters`), as a push from FIRE/RECOVER/SEND does.
 /// The one place where expiry wakes receivers.
 pub fn wake_receivers(session: &Session, key: &[u8]) {
-    let name = super::string::OwnedString::new(key);
-    unsafe { api!(RedisModule_SignalKeyAsReady)(session.ctx(), name.as_ptr()) };
+    super::waiters::work_arrived(session.ctx(), key);
 }
 
 /// Register the families, subscribe to the server events that call for a

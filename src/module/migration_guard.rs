@@ -41,17 +41,14 @@
 
 //!
 //! Rules for code that blocks clients or runs on its own:
-//! * A blocked command's wake-up runs through `command::dispatch_wake`,
-//!   which checks the guard first (a refused wake-up answers `-TRYAGAIN`
-//!   and unblocks the client). Keep wake-ups on that path.
-//! * Block with `RedisModule_BlockClientOnKeys` on a key of the tenant:
-//!   Redis's cluster cron redirects (`MOVED`) clients blocked on keys of a
-//!   slot the node no longer serves, within about a second of the move's
-//!   completion, and it does NOT redirect clients blocked with plain
-//!   `RedisModule_BlockClient` (no keys): those would wait until their
-//!   timeout, or forever. A waiter mechanism without keys must redirect
-//!   them itself (check [`may_touch`] for each waiter's tenant, e.g. from a
-//!   timer, and unblock with `-TRYAGAIN`).
+//! * Blocked `DREAMS.DRAIN` / `TOWN.RECV` are served by the waiter pass
+//!   (`waiters`), which asks [`may_touch`] before it serves a waiter and
+//!   answers `-TRYAGAIN` instead when the tenant's slot is moving.
+//! * Waiters block with `RedisModule_BlockClientOnKeys` on a private key in
+//!   the tenant's slot: Redis's cluster cron redirects (`MOVED`) clients
+//!   blocked on keys of a slot the node no longer serves, within about a
+//!   second of the move's completion; it does not redirect clients blocked
+//!   with plain `RedisModule_BlockClient` (no keys).
 //! * A timer (or anything without a client) that touches a tenant calls
 //!   [`may_touch`] first and leaves the tenant alone when it is false
 //!   (migrating, importing, not owned, or this node is a replica).
@@ -148,7 +145,6 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Result<(), Command
 /// true outside cluster mode. A timer that gets false must leave the
 /// tenant alone (the node that owns the slot when the move completes runs
 /// its own timers on the keys it then holds).
-#[allow(dead_code)] // for timers; none runs per tenant yet
 pub fn may_touch(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> bool {
     !needed(ctx) || serves(ctx, tenant).unwrap_or(false)
 }

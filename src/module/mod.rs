@@ -16,6 +16,7 @@ pub mod reply;
 pub mod session;
 pub mod stats;
 pub mod string;
+pub mod waiters;
 
 use std::os::raw::c_int;
 
@@ -62,6 +63,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}; ACL rules must name the commands"));
         false
     });
+    if let Err(error) = waiters::subscribe(ctx.ctx) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
+        return Status::Err;
+    }
     for spec in crate::commands::all() {
         if let Err(error) = command::register(ctx.ctx, spec, module_category) {
             ctx.log_warning(&format!("dreamtown: {error}"));

@@ -47,6 +47,34 @@ impl Session {
         Self { ctx, user: ptr::null_mut(), owns_user: false }
     }
 
+    /// A session in `ctx` (a timer's) acting for the ACL user `name`, as
+    /// if that user ran the command; `None`: the server itself (no checks).
+    /// Refused when the user no longer exists.
+    pub fn acting_as(ctx: *mut raw::RedisModuleCtx, name: Option<&[u8]>) -> Result<Self, CommandError> {
+        let Some(name) = name else {
+            return Ok(Self { ctx, user: ptr::null_mut(), owns_user: false });
+        };
+        if name == b"default" {
+            let cached = DEFAULT_USER.load(Ordering::Relaxed);
+            if !cached.is_null() {
+                return Ok(Self { ctx, user: cached, owns_user: false });
+            }
+        }
+        let string = OwnedString::new(name);
+        let user = unsafe { api!(RedisModule_GetModuleUserFromUserName)(string.as_ptr()) };
+        if user.is_null() {
+            return Err(CommandError::coded(
+                "NOPERM",
+                format_args!("the user '{}' of this blocked call no longer exists", String::from_utf8_lossy(name)),
+            ));
+        }
+        if name == b"default" {
+            DEFAULT_USER.store(user, Ordering::Relaxed);
+            return Ok(Self { ctx, user, owns_user: false });
+        }
+        Ok(Self { ctx, user, owns_user: true })
+    }
+
     /// The raw context.
     pub fn ctx(&self) -> *mut raw::RedisModuleCtx {
         self.ctx

@@ -13,7 +13,8 @@ use super::api::api;
 pub struct Total(AtomicU64);
 
 impl Total {
-    const fn new() -> Self {
+    /// Zero.
+    pub const fn new() -> Self {
         Self(AtomicU64::new(0))
     }
 
@@ -98,6 +99,7 @@ pub static TOWN_RESET_KEYS: Total = Total::new();
 type Section = (&'static CStr, Vec<(&'static CStr, u64)>);
 
 fn sections() -> Vec<Section> {
+    let waiters = super::waiters::info_fields();
     let fired = FIRED_FIRE.get() + FIRED_RECORD.get() + FIRED_ACK_REQUEUE.get();
     let dropped = DROPPED_FIRE.get() + DROPPED_RECORD.get() + DROPPED_ACK.get();
     vec![(
@@ -139,7 +141,7 @@ fn sections() -> Vec<Section> {
             (c"resets", TOWN_RESETS.get()),
             (c"reset_keys_deleted", TOWN_RESET_KEYS.get()),
         ],
-    )]
+    ), (c"waiters", waiters)]
 }
 
 /// The INFO callback: one section per concern, `dreamtown_<section>`.

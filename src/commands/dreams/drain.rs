@@ -16,7 +16,9 @@ use crate::dreams::drain::{drain, DrainPolicy};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::QueueKeys;
 use crate::module::args::Args;
-use crate::module::command::{block_on_keys, entry_point, keep_blocked_after_writing, wake_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::key::KeyKind;
+use crate::module::waiters::{self, Available, WaitOn};
 use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
@@ -144,27 +146,96 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if !session.may_block() {
         return Ok(Reply::Nil);
     }
-    let ready = QueueKeys::new(&request.org).ready;
-    block_on_keys(session, &[ready.as_bytes()], request.timeout_ms, wake_point!(wake))
+    let keys = QueueKeys::new(&request.org);
+    let due_ms = next_due_ms(session, &keys.deferred);
+    let wait = WaitOn {
+        watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],
+        interest: READY,
+        probe,
+        serve,
+        due_ms,
+    };
+    waiters::block(session, argv, request.timeout_ms, wait)
 }
 
-/// Work arrived while blocked: serve it, or keep waiting if another
-/// drainer took it first.
-fn wake(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
+/// The one kind of work a drainer waits for.
+const READY: u8 = 1;
+
+/// When the earliest deferred item not yet due falls due (unix ms): the
+/// module defers with the current time, so only items other clients wrote
+/// with a later score get here.
+fn next_due_ms(session: &Session, deferred: &str) -> Option<i64> {
+    let key = session.open_unchecked(deferred.as_bytes(), Access::Read);
+    if key.kind() != KeyKind::ZSet {
+        return None;
+    }
+    let (_, score) = key.zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, 1).into_iter().next()?;
+    due_after(score, session.now_secs())
+}
+
+/// The first millisecond at which a deferral scored `score` is due, if that
+/// is after `now_secs` (a drain promotes scores up to the current second).
+fn due_after(score: f64, now_secs: i64) -> Option<i64> {
+    if !score.is_finite() || score <= now_secs as f64 {
+        return None;
+    }
+    let secs = score.floor().min(1e15) as i64;
+    Some(secs.saturating_add(if score.fract() == 0.0 { 0 } else { 1 }).saturating_mul(1000))
+}
+
+/// Is there work for a drainer: anything in ready (garbage included: the
+/// drain that looks at it dead-letters it), or a deferred item due now?
+fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
+    let (Some(ready), Some(deferred)) = (watched.first(), watched.get(1)) else {
+        return Available::default();
+    };
+    let ready = session.open_unchecked(ready, Access::Read);
+    // Another type: the drain replies WRONGTYPE to the waiter, as before.
+    if ready.kind() != KeyKind::Empty && (ready.kind() != KeyKind::List || ready.len() > 0) {
+        return Available { mask: READY, due_ms: None };
+    }
+    let deferred = session.open_unchecked(deferred, Access::Read);
+    match deferred.kind() {
+        KeyKind::Empty => Available::default(),
+        KeyKind::ZSet => {
+            let first = deferred.zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, 1).into_iter().next();
+            match first {
+                Some((_, score)) => match due_after(score, session.now_secs()) {
+                    None => Available { mask: READY, due_ms: None },
+                    due => Available { mask: 0, due_ms: due },
+                },
+                None => Available::default(),
+            }
+        }
+        _ => Available { mask: READY, due_ms: None },
+    }
+}
+
+/// Work arrived while blocked: serve it, or keep waiting if there is
+/// nothing that should run (only dead letters, say).
+fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     let request = match parse(argv) {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
     match drain_now(session, &request) {
         Ok((Some(payload), _)) => Some(Ok(Reply::Bulk(payload))),
-        Ok((None, wrote)) => {
-            if wrote {
-                // Only dead letters were found: the ready list is now empty
-                // (so gone), and the client keeps waiting.
-                keep_blocked_after_writing(session, QueueKeys::new(&request.org).ready.as_bytes());
-            }
-            None
-        }
+        Ok((None, _)) => None,
         Err(error) => Some(Err(error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::due_after;
+
+    #[test]
+    fn deferrals_fall_due_at_their_second() {
+        assert_eq!(due_after(100.0, 100), None);
+        assert_eq!(due_after(99.0, 100), None);
+        assert_eq!(due_after(101.0, 100), Some(101_000));
+        assert_eq!(due_after(101.5, 100), Some(102_000));
+        assert_eq!(due_after(f64::INFINITY, 100), None);
+        assert_eq!(due_after(f64::NAN, 100), None);
     }
 }

@@ -23,7 +23,9 @@ use crate::town::message::message_id;
 use super::mailbox::{open_list, Inboxes};
 use super::{id, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
-use crate::module::command::{block_on_keys, entry_point, wake_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::key::KeyKind;
+use crate::module::waiters::{self, Available, WaitOn};
 use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
@@ -165,17 +167,38 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     let urgent = request.keys.urgent(&request.agent);
     let inbox = request.keys.inbox(&request.agent);
-    let watched: Vec<&[u8]> = if request.receive.urgent_only {
-        vec![urgent.as_bytes()]
-    } else {
-        vec![urgent.as_bytes(), inbox.as_bytes()]
+    let interest = if request.receive.urgent_only { URGENT } else { URGENT | INBOX };
+    let wait = WaitOn {
+        watched: &[(inbox.as_bytes(), INBOX), (urgent.as_bytes(), URGENT)],
+        interest,
+        probe,
+        serve,
+        due_ms: None,
     };
-    block_on_keys(session, &watched, timeout_ms, wake_point!(wake))
+    waiters::block(session, argv, timeout_ms, wait)
 }
 
-/// A watched inbox was written: take what is there now, or keep waiting
-/// if another receiver got it first.
-fn wake(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
+/// Work in the inbox.
+const INBOX: u8 = 1;
+/// Work in the urgent inbox.
+const URGENT: u8 = 2;
+
+/// Which of the agent's inboxes hold messages (another type counts: the
+/// receive replies WRONGTYPE to the waiter, as before).
+fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
+    let mut mask = 0;
+    for (name, kind) in watched.iter().zip([INBOX, URGENT]) {
+        let key = session.open_unchecked(name, Access::Read);
+        if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || key.len() > 0) {
+            mask |= kind;
+        }
+    }
+    Available { mask, due_ms: None }
+}
+
+/// A watched inbox got messages: take what is there now, or keep waiting
+/// if another receiver got them first.
+fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     let request = match parse(argv) {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),

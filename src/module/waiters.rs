@@ -1,0 +1,657 @@
+//! Waiter queues: the clients blocked in `DREAMS.DRAIN` and `TOWN.RECV ...
+//! BLOCK`, kept in a FIFO per organization (per agent for Town), and the
+//! one-waiter-per-item hand-off that serves them.
+//!
+//! Why not block every waiter on the watched list itself: Redis then runs
+//! the reply callback of *every* client blocked on that key for every push
+//! (blocked.c `serveClientsBlockedOnKeyByModule`), so one item costs O(K)
+//! with K idle waiters. Instead:
+//!
+//! * Each waiter is blocked with `RedisModule_BlockClientOnKeys` on a key
+//!   of its own, `dreamtown:waiter:{<tenant>}:<n>`, that is never created
+//!   (nothing is written to the keyspace, nothing is replicated). Being
+//!   blocked on a key of the tenant's slot keeps the cluster's MOVED
+//!   redirection of blocked clients; Redis handles the timeout.
+//! * The module keeps the waiters of each queue in arrival order.
+//! * When work arrives ([`work_arrived`]; a keyspace-event subscription
+//!   calls it for every push onto a watched list or sorted set, whoever
+//!   made it, native commands included), the queue is marked and one
+//!   zero-delay timer runs a pass after the current command (MULTI, script)
+//!   is over. The pass looks (cheaply, by length) whether there is work for
+//!   the first waiter; if so it runs that waiter's command (as that
+//!   waiter's ACL user) in the timer's context, and hands the reply over
+//!   with `RedisModule_UnblockClient`, which for a client blocked on keys
+//!   calls our timeout callback synchronously (module.c
+//!   `RM_UnblockClient` → `moduleBlockedClientTimedOut`): the item moves
+//!   and the reply is made in the same step, nothing runs in between. It
+//!   repeats while work and waiters remain. Only the served waiter runs.
+//! * Redis 7.0 serves module clients blocked on keys only when the key
+//!   exists (blocked.c `handleClientsBlockedOnKeys`), so signalling a
+//!   never-created per-waiter key would not work there; the unblock above
+//!   works on 7.0 and every later version.
+//! * A waiter that times out, disconnects, is unblocked by `CLIENT
+//!   UNBLOCK`, redirected, or dropped when the server becomes a replica
+//!   leaves its queue at once (timeout and disconnect callbacks; the
+//!   private-data free is the last resort), so nothing leaks; work it was
+//!   not given stays for the next waiter, because a pass always looks at
+//!   whoever is first when it runs.
+//! * Dreams deferred items scored in the future (written by other clients)
+//!   arm a timer for when they fall due, while a drainer waits.
+//!
+//! State is in memory only, on the server that has the blocked clients
+//! (a master: both commands are write commands, refused by replicas).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{c_void, CStr};
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use redis_module::raw;
+
+use super::api::api;
+use super::migration_guard;
+use super::reply::{self, CommandError, CommandResult, Reply};
+use super::session::Session;
+use super::stats::Total;
+use super::string::{bytes_of, OwnedString};
+
+/// Run a blocked command's work for a woken waiter: `Some` is its reply
+/// (it is then served), `None` means it found nothing and keeps waiting.
+pub type Serve = fn(&Session, &[&[u8]]) -> Option<CommandResult>;
+
+/// Look, without writing and without ACL checks, at what work the watched
+/// keys (in the order given to [`block`]) hold.
+pub type Probe = fn(&Session, &[Vec<u8>]) -> Available;
+
+/// What a [`Probe`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Available {
+    /// The kinds of work present (the masks of [`WaitOn::watched`]).
+    pub mask: u8,
+    /// Work that falls due later: unix milliseconds.
+    pub due_ms: Option<i64>,
+}
+
+/// How a blocking command waits.
+pub struct WaitOn<'a> {
+    /// The keys whose new work serves this waiter, each with the kind of
+    /// work it holds (a bit). The first names the queue: every waiter
+    /// with the same first key (in the same database) shares one FIFO.
+    pub watched: &'a [(&'a [u8], u8)],
+    /// The kinds of work this waiter takes (waiters with different
+    /// interests are kept apart, and served in arrival order across).
+    pub interest: u8,
+    /// See [`Probe`].
+    pub probe: Probe,
+    /// See [`Serve`].
+    pub serve: Serve,
+    /// Work already known to fall due later (unix ms), to wake for it.
+    pub due_ms: Option<i64>,
+}
+
+/// Waiters handed an item (or an error).
+pub static SERVED: Total = Total::new();
+/// Waiters whose command ran on a wake-up and found nothing.
+pub static EMPTY_WAKEUPS: Total = Total::new();
+/// Waiters that timed out.
+pub static TIMED_OUT: Total = Total::new();
+/// Waiters that went away (disconnect, CLIENT UNBLOCK ERROR, redirect).
+pub static GONE: Total = Total::new();
+/// Served waiters freed before their reply could be sent.
+pub static UNDELIVERED: Total = Total::new();
+
+/// The names of a queue: its database and first watched key.
+type QueueId = (c_int, Vec<u8>);
+
+struct Waiter {
+    bc: *mut raw::RedisModuleBlockedClient,
+    ticket: *mut Ticket,
+    user: Option<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+    serve: Serve,
+}
+
+/// The private data of one blocked client: where its entry is, and the
+/// reply handed to it by a pass.
+struct Ticket {
+    queue: QueueId,
+    interest: u8,
+    seq: u64,
+    delivery: Option<CommandResult>,
+}
+
+struct Queue {
+    /// One FIFO per interest, keyed by arrival number.
+    fifos: Vec<(u8, BTreeMap<u64, Waiter>)>,
+    watched: Vec<(Vec<u8>, u8)>,
+    probe: Probe,
+    pending_mask: u8,
+    serving: bool,
+    due_timer: Option<(raw::RedisModuleTimerID, i64)>,
+}
+
+impl Queue {
+    fn len(&self) -> usize {
+        self.fifos.iter().map(|(_, fifo)| fifo.len()).sum()
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    next_seq: u64,
+    waiters: u64,
+    queues: HashMap<QueueId, Queue>,
+    /// Watched key (per database) → its queue's first key and work kind.
+    watched: HashMap<c_int, HashMap<Vec<u8>, (Vec<u8>, u8)>>,
+    pending: Vec<QueueId>,
+    timer_armed: bool,
+}
+
+impl Registry {
+    /// Take `seq` out of its queue; drop the queue when it empties.
+    fn remove(&mut self, ctx: *mut raw::RedisModuleCtx, id: &QueueId, interest: u8, seq: u64) -> Option<Waiter> {
+        let queue = self.queues.get_mut(id)?;
+        let waiter = queue
+            .fifos
+            .iter_mut()
+            .find(|(i, _)| *i == interest)
+            .and_then(|(_, fifo)| fifo.remove(&seq))?;
+        self.waiters = self.waiters.saturating_sub(1);
+        self.drop_if_idle(ctx, id);
+        Some(waiter)
+    }
+
+    fn drop_if_idle(&mut self, ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+        let idle = self.queues.get(id).is_some_and(|q| q.len() == 0 && !q.serving);
+        if !idle {
+            return;
+        }
+        let Some(queue) = self.queues.remove(id) else { return };
+        if let Some(names) = self.watched.get_mut(&id.0) {
+            for (name, _) in &queue.watched {
+                names.remove(name);
+            }
+            if names.is_empty() {
+                self.watched.remove(&id.0);
+            }
+        }
+        self.pending.retain(|pending| pending != id);
+        if let Some((timer, _)) = queue.due_timer {
+            stop_due_timer(ctx, timer);
+        }
+    }
+}
+
+thread_local! {
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    REGISTRY.with(|registry| f(&mut registry.borrow_mut()))
+}
+
+/// The `INFO dreamtown` fields of this mechanism.
+pub fn info_fields() -> Vec<(&'static CStr, u64)> {
+    let (waiters, queues) = with_registry(|r| (r.waiters, r.queues.len() as u64));
+    vec![
+        (c"waiters", waiters),
+        (c"waiter_queues", queues),
+        (c"waiters_served", SERVED.get()),
+        (c"waiters_timed_out", TIMED_OUT.get()),
+        (c"waiters_gone", GONE.get()),
+        (c"empty_wakeups", EMPTY_WAKEUPS.get()),
+        (c"waiters_undelivered", UNDELIVERED.get()),
+    ]
+}
+
+/// Subscribe to the keyspace events that can bring work (module load).
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let types = raw::REDISMODULE_NOTIFY_LIST | raw::REDISMODULE_NOTIFY_ZSET | raw::REDISMODULE_NOTIFY_GENERIC;
+    let done = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx, types as c_int, Some(on_keyspace_event)) };
+    if done != raw::REDISMODULE_OK as c_int {
+        return Err("could not subscribe to keyspace events".into());
+    }
+    Ok(())
+}
+
+/// Events that add elements to (or create) a key; the rest cannot bring work.
+fn adds_work(event: &[u8]) -> bool {
+    matches!(
+        event,
+        b"lpush" | b"rpush" | b"linsert" | b"lset" | b"zadd" | b"zincr" | b"restore" | b"rename_to" | b"copy_to"
+            | b"move_to" | b"sortstore"
+    ) || event.ends_with(b"store")
+}
+
+unsafe extern "C" fn on_keyspace_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: c_int,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if with_registry(|r| r.watched.is_empty()) || event.is_null() {
+            return;
+        }
+        let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+        if !adds_work(event) {
+            return;
+        }
+        let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+        work_arrived_in(ctx, db, bytes_of(key));
+    }));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// THE wake-up: call after putting work into a watched key (a Dreams
+/// organization's ready list or deferred set, a Town agent's inbox or
+/// urgent inbox) from anywhere, with the context in use and the key's
+/// name; the first waiter that takes that kind of work is served after the
+/// current command. Writes through the module's keys fire keyspace events
+/// that already call this, as do native pushes; calling it again is cheap
+/// and harmless (one pass per queue, whatever the number of calls).
+#[allow(dead_code)] // the entry point for writers outside the notifying key API (leases)
+pub fn work_arrived(ctx: *mut raw::RedisModuleCtx, key: &[u8]) {
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    work_arrived_in(ctx, db, key);
+}
+
+fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
+    let arm = with_registry(|r| {
+        let Some((first, mask)) = r.watched.get(&db).and_then(|names| names.get(key)).cloned() else {
+            return false;
+        };
+        let id = (db, first);
+        let Some(queue) = r.queues.get_mut(&id) else { return false };
+        if queue.serving {
+            // A pass over this queue is running: it looks again after each serve.
+            return false;
+        }
+        if queue.pending_mask == 0 {
+            r.pending.push(id);
+        }
+        queue.pending_mask |= mask;
+        if r.timer_armed {
+            return false;
+        }
+        r.timer_armed = true;
+        true
+    });
+    if arm {
+        unsafe { api!(RedisModule_CreateTimer)(ctx, 0, Some(on_pending_timer), ptr::null_mut()) };
+    }
+}
+
+/// Block the client of `session` as a waiter of `wait`, for `timeout_ms`
+/// (0: forever); `argv` (the arguments after the command name) are given
+/// back to `wait.serve` when work arrives; nil on timeout.
+pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_>) -> CommandResult {
+    let ctx = session.ctx();
+    let Some(&(first, _)) = wait.watched.first() else {
+        return Err(CommandError::err("nothing to wait for"));
+    };
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let seq = with_registry(|r| {
+        r.next_seq += 1;
+        r.next_seq
+    });
+    let private = OwnedString::new(&private_key(first, seq));
+    let ticket = Box::into_raw(Box::new(Ticket {
+        queue: (db, first.to_vec()),
+        interest: wait.interest,
+        seq,
+        delivery: None,
+    }));
+    let mut keys = [private.as_ptr()];
+    let bc = unsafe {
+        api!(RedisModule_BlockClientOnKeys)(
+            ctx,
+            Some(keep_waiting),
+            Some(on_timeout),
+            Some(free_ticket),
+            timeout_ms,
+            keys.as_mut_ptr(),
+            1,
+            ticket.cast(),
+        )
+    };
+    if bc.is_null() {
+        drop(unsafe { Box::from_raw(ticket) });
+        return Err(CommandError::err("could not block the client"));
+    }
+    unsafe { api!(RedisModule_SetDisconnectCallback)(bc, Some(on_disconnect)) };
+    let user = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec());
+    let waiter = Waiter {
+        bc,
+        ticket,
+        user,
+        args: argv.iter().map(|a| a.to_vec()).collect(),
+        serve: wait.serve,
+    };
+    let arm_due = with_registry(|r| {
+        let id = (db, first.to_vec());
+        if !r.queues.contains_key(&id) {
+            let names = r.watched.entry(db).or_default();
+            for (name, mask) in wait.watched {
+                names.insert(name.to_vec(), (first.to_vec(), *mask));
+            }
+            r.queues.insert(
+                id.clone(),
+                Queue {
+                    fifos: Vec::new(),
+                    watched: wait.watched.iter().map(|(n, m)| (n.to_vec(), *m)).collect(),
+                    probe: wait.probe,
+                    pending_mask: 0,
+                    serving: false,
+                    due_timer: None,
+                },
+            );
+        }
+        let queue = r.queues.get_mut(&id)?;
+        match queue.fifos.iter_mut().find(|(i, _)| *i == wait.interest) {
+            Some((_, fifo)) => {
+                fifo.insert(seq, waiter);
+            }
+            None => queue.fifos.push((wait.interest, BTreeMap::from([(seq, waiter)]))),
+        }
+        r.waiters += 1;
+        wait.due_ms.map(|due| (id, due))
+    });
+    if let Some((id, due)) = arm_due {
+        arm_due_timer(ctx, &id, due);
+    }
+    Ok(Reply::Blocked)
+}
+
+/// `dreamtown:waiter:{<tag>}:<seq>`: the hash tag of `first` keeps the slot.
+fn private_key(first: &[u8], seq: u64) -> Vec<u8> {
+    let tag = first
+        .iter()
+        .position(|b| *b == b'{')
+        .and_then(|open| {
+            let rest = first.get(open + 1..)?;
+            let close = rest.iter().position(|b| *b == b'}')?;
+            (close > 0).then(|| rest.get(..close)).flatten()
+        })
+        .unwrap_or(first);
+    let mut name = b"dreamtown:waiter:{".to_vec();
+    name.extend_from_slice(tag);
+    name.extend_from_slice(b"}:");
+    name.extend_from_slice(seq.to_string().as_bytes());
+    name
+}
+
+/// Someone wrote the never-created private key: not our signal.
+unsafe extern "C" fn keep_waiting(
+    _ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    raw::REDISMODULE_ERR as c_int
+}
+
+fn ticket_of(ctx: *mut raw::RedisModuleCtx) -> *mut Ticket {
+    unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast()
+}
+
+/// The timeout callback: a pass handing over a reply (synchronously, from
+/// `RedisModule_UnblockClient`), or a real timeout (also `CLIENT UNBLOCK`).
+unsafe extern "C" fn on_timeout(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let ticket = ticket_of(ctx);
+        let delivery = unsafe { ticket.as_mut() }.and_then(|t| t.delivery.take());
+        match delivery {
+            Some(result) => reply::send(ctx, &result),
+            None => {
+                if let Some(t) = unsafe { ticket.as_ref() } {
+                    let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
+                    if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
+                        TIMED_OUT.bump();
+                    }
+                }
+                reply::send(ctx, &Ok(Reply::Nil));
+            }
+        }
+    }));
+    if outcome.is_err() {
+        reply::send_error(ctx, "internal error in a blocked call; please report this as a dreamtown bug");
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The client went away while waiting: leave the queue now.
+unsafe extern "C" fn on_disconnect(ctx: *mut raw::RedisModuleCtx, _bc: *mut raw::RedisModuleBlockedClient) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if let Some(t) = unsafe { ticket_of(ctx).as_ref() } {
+            let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
+            if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
+                GONE.bump();
+            }
+        }
+    }));
+}
+
+/// The blocked client is freed: make sure its entry is gone, free the ticket.
+unsafe extern "C" fn free_ticket(ctx: *mut raw::RedisModuleCtx, privdata: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let ticket: *mut Ticket = privdata.cast();
+        if ticket.is_null() {
+            return;
+        }
+        let ticket = unsafe { Box::from_raw(ticket) };
+        if with_registry(|r| r.remove(ctx, &ticket.queue, ticket.interest, ticket.seq)).is_some() {
+            GONE.bump();
+        }
+        if ticket.delivery.is_some() {
+            // The client was freed between the pass and its reply (7.4
+            // replies just before the event loop sleeps): a Dreams item
+            // stays in flight (DREAMS.RECOVER), as for a worker that died.
+            UNDELIVERED.bump();
+            let message = c"dreamtown: a served waiter went away before its reply was sent";
+            unsafe { raw::RedisModule_Log.map(|log| log(ctx, c"warning".as_ptr(), message.as_ptr())) };
+        }
+    }));
+}
+
+unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let pending = with_registry(|r| {
+            r.timer_armed = false;
+            std::mem::take(&mut r.pending)
+        });
+        for id in pending {
+            serve_queue(ctx, &id);
+        }
+    }));
+}
+
+unsafe extern "C" fn on_due_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if data.is_null() {
+            return;
+        }
+        let id: Box<QueueId> = unsafe { Box::from_raw(data.cast()) };
+        let present = with_registry(|r| match r.queues.get_mut(&id) {
+            Some(queue) => {
+                queue.due_timer = None;
+                // Due work is whatever the first watched key's kind is.
+                queue.pending_mask |= queue.watched.iter().fold(0, |all, (_, m)| all | m);
+                r.pending.retain(|p| *p != *id);
+                true
+            }
+            None => false,
+        });
+        if present {
+            serve_queue(ctx, &id);
+        }
+    }));
+}
+
+fn arm_due_timer(ctx: *mut raw::RedisModuleCtx, id: &QueueId, due_ms: i64) {
+    let now = unsafe { api!(RedisModule_Milliseconds)() };
+    let earlier = with_registry(|r| {
+        let queue = r.queues.get_mut(id)?;
+        match queue.due_timer {
+            Some((_, at)) if at <= due_ms => None,
+            Some((timer, _)) => {
+                queue.due_timer = None;
+                Some(Some(timer))
+            }
+            None => Some(None),
+        }
+    });
+    let Some(replaced) = earlier else { return };
+    if let Some(timer) = replaced {
+        stop_due_timer(ctx, timer);
+    }
+    let data = Box::into_raw(Box::new(id.clone()));
+    let delay = due_ms.saturating_sub(now).max(0);
+    let timer = unsafe { api!(RedisModule_CreateTimer)(ctx, delay, Some(on_due_timer), data.cast()) };
+    with_registry(|r| {
+        if let Some(queue) = r.queues.get_mut(id) {
+            queue.due_timer = Some((timer, due_ms));
+        }
+    });
+}
+
+fn stop_due_timer(ctx: *mut raw::RedisModuleCtx, timer: raw::RedisModuleTimerID) {
+    let mut data: *mut c_void = ptr::null_mut();
+    let stopped = unsafe { api!(RedisModule_StopTimer)(ctx, timer, &mut data) };
+    if stopped == raw::REDISMODULE_OK as c_int && !data.is_null() {
+        drop(unsafe { Box::<QueueId>::from_raw(data.cast()) });
+    }
+}
+
+/// The first waiter (lowest arrival number) among the FIFOs whose interest
+/// meets `mask` and that are not `exhausted`, taken out.
+fn take_first(id: &QueueId, mask: u8, exhausted: u8) -> Option<(u8, u64, Waiter)> {
+    with_registry(|r| {
+        let queue = r.queues.get_mut(id)?;
+        let (interest, seq) = queue
+            .fifos
+            .iter()
+            .filter(|(interest, fifo)| interest & mask != 0 && interest & !exhausted != 0 && !fifo.is_empty())
+            .filter_map(|(interest, fifo)| fifo.keys().next().map(|seq| (*interest, *seq)))
+            .min_by_key(|(_, seq)| *seq)?;
+        let waiter = queue.fifos.iter_mut().find(|(i, _)| *i == interest)?.1.remove(&seq)?;
+        Some((interest, seq, waiter))
+    })
+}
+
+fn put_back(id: &QueueId, interest: u8, seq: u64, waiter: Waiter) {
+    with_registry(|r| {
+        if let Some((_, fifo)) = r.queues.get_mut(id).and_then(|q| q.fifos.iter_mut().find(|(i, _)| *i == interest)) {
+            fifo.insert(seq, waiter);
+        }
+    });
+}
+
+/// Serve the waiters of one queue, first come first served, while there is
+/// work for them.
+fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+    let Some((mask, probe, names)) = with_registry(|r| {
+        let queue = r.queues.get_mut(id)?;
+        let mask = std::mem::take(&mut queue.pending_mask);
+        queue.serving = true;
+        Some((mask, queue.probe, queue.watched.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()))
+    }) else {
+        return;
+    };
+    unsafe { api!(RedisModule_SelectDb)(ctx, id.0) };
+    // A replica never serves (it has no waiters; a demoted master dropped
+    // them): only a master writes.
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
+    let master = flags & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0;
+    let server = Session::acting_as(ctx, None).ok();
+    let mut exhausted = 0u8;
+    let mut due: Option<i64> = None;
+    while let (true, Some(server)) = (master, server.as_ref()) {
+        let Some((interest, seq, waiter)) = take_first(id, mask, exhausted) else { break };
+        let available = catch_unwind(AssertUnwindSafe(|| probe(server, &names))).unwrap_or_default();
+        if let Some(at) = available.due_ms {
+            due = Some(due.map_or(at, |d| d.min(at)));
+        }
+        if available.mask & interest == 0 {
+            put_back(id, interest, seq, waiter);
+            exhausted |= interest;
+            continue;
+        }
+        // In a cluster, a waiter whose tenant's slot is moving (or no longer
+        // served here) is answered -TRYAGAIN instead of served: nothing of a
+        // tenant runs on a node that may hold only part of its keys
+        // (migration_guard); its client retries where the tenant now is.
+        let tenant = waiter.args.first().map(Vec::as_slice).unwrap_or_default();
+        if !migration_guard::may_touch(ctx, tenant) {
+            let refusal = migration_guard::moving(tenant);
+            deliver(waiter, Err(refusal));
+            continue;
+        }
+        let result = match Session::acting_as(ctx, waiter.user.as_deref()) {
+            Ok(session) => {
+                let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
+                catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args)))
+                    .unwrap_or_else(|_| Some(Err(CommandError::err("internal error: the blocked call failed; please report this as a dreamtown bug"))))
+            }
+            Err(error) => Some(Err(error)),
+        };
+        match result {
+            Some(result) => deliver(waiter, result),
+            None => {
+                EMPTY_WAKEUPS.bump();
+                put_back(id, interest, seq, waiter);
+                exhausted |= interest;
+            }
+        }
+    }
+    with_registry(|r| {
+        if let Some(queue) = r.queues.get_mut(id) {
+            queue.serving = false;
+        }
+    });
+    if let Some(at) = due {
+        arm_due_timer(ctx, id, at);
+    }
+    with_registry(|r| r.drop_if_idle(ctx, id));
+}
+
+/// Hand `result` to `waiter` (already out of its queue) and unblock it.
+/// Redis 7.0 (and Valkey) runs our timeout callback, which sends the
+/// reply, inside `RedisModule_UnblockClient`; Redis 7.4 runs it in the
+/// blocked-client handling before the event loop sleeps, with no command
+/// in between. Either way the work moved in this pass.
+fn deliver(waiter: Waiter, result: CommandResult) {
+    with_registry(|r| r.waiters = r.waiters.saturating_sub(1));
+    SERVED.bump();
+    if let Some(ticket) = unsafe { waiter.ticket.as_mut() } {
+        ticket.delivery = Some(result);
+    }
+    unsafe { api!(RedisModule_UnblockClient)(waiter.bc, ptr::null_mut()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_private_key_keeps_the_hash_tag() {
+        assert_eq!(private_key(b"exocortex:dreams:{acme}:queue", 7), b"dreamtown:waiter:{acme}:7".to_vec());
+        assert_eq!(private_key(b"tt:{town}:inbox:a", 12), b"dreamtown:waiter:{town}:12".to_vec());
+        assert_eq!(private_key(b"plain", 1), b"dreamtown:waiter:{plain}:1".to_vec());
+    }
+
+    #[test]
+    fn only_adding_events_bring_work() {
+        for event in ["lpush", "rpush", "linsert", "zadd", "restore", "rename_to", "copy_to", "sortstore", "zunionstore"] {
+            assert!(adds_work(event.as_bytes()), "{event}");
+        }
+        for event in ["lpop", "rpop", "lrem", "ltrim", "del", "zrem", "expired", "rename_from"] {
+            assert!(!adds_work(event.as_bytes()), "{event}");
+        }
+    }
+}
