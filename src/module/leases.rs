@@ -17,13 +17,12 @@
 //! leases its old master granted. Replicas never expire: the master's
 //! expiries reach them as effects.
 //!
-//! Cluster: only a master acts, and only on tenants whose keys it serves:
-//! before expiring, an `EXISTS` of the tenant's keys through `RM_Call`
-//! (which applies cluster routing) must succeed. `MOVED` (the slot is
-//! elsewhere) drops the tenant unless its lease set is here (a node
-//! importing the slot, before the move completes); `ASK`/`TRYAGAIN` (the
-//! slot is migrating and keys are split) retries a second later. A node importing a slot learns
-//! of the lease keys it receives from their `restore` keyspace event.
+//! Cluster: only a master acts, and only on tenants the migration guard
+//! lets it touch (`migration_guard::may_touch`: the slot is stable and
+//! served here). A tenant whose slot is moving waits; one whose lease set
+//! arrived by `RESTORE` on an importing node (learnt from the `restore`
+//! keyspace event) is kept until the move completes; one whose lease set is
+//! gone from this node is forgotten.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
@@ -35,6 +34,7 @@ use std::sync::Mutex;
 use redis_module::raw;
 
 use super::api::api;
+use super::migration_guard;
 use super::session::Session;
 
 /// How often the timer looks for due leases (ms): expiry is exact to this.
@@ -59,8 +59,10 @@ pub struct LeaseFamily {
     pub expire: fn(&Session, &str, i64) -> Option<i64>,
     /// The tenant's earliest live deadline (for the rebuild).
     pub earliest: fn(&Session, &str) -> Option<i64>,
-    /// The keys an expiry of the tenant touches (for the cluster check).
-    pub keys: fn(&str) -> Vec<String>,
+    /// The tenant whose hash tag names the slot of an index entry (the
+    /// organization; the town of an agent's lease key), for the cluster
+    /// check (`migration_guard::may_touch`).
+    pub slot_tenant: fn(&str) -> Option<&str>,
 }
 
 /// One tenant in the index: family, database, name.
@@ -257,33 +259,6 @@ unsafe extern "C" fn on_key_event(
     raw::REDISMODULE_OK as c_int
 }
 
-/// Whether this node serves `keys` now (cluster routing of an `EXISTS`):
-/// `Some(true)` yes, `Some(false)` not now (migrating: retry), `None`
-/// never (the slot is elsewhere).
-fn serves(ctx: *mut raw::RedisModuleCtx, keys: &[String]) -> Option<bool> {
-    let strings: Vec<super::string::OwnedString> =
-        keys.iter().map(|key| super::string::OwnedString::new(key.as_bytes())).collect();
-    let mut argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(|s| s.as_ptr()).collect();
-    let reply = unsafe {
-        api!(RedisModule_Call)(ctx, c"EXISTS".as_ptr(), c"v".as_ptr(), argv.as_mut_ptr(), argv.len())
-    };
-    if reply.is_null() {
-        return Some(false);
-    }
-    let is_error = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
-    let moved = is_error && {
-        let mut len = 0usize;
-        let text = unsafe { api!(RedisModule_CallReplyStringPtr)(reply, &mut len) };
-        !text.is_null() && unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) }.starts_with(b"MOVED")
-    };
-    unsafe { api!(RedisModule_FreeCallReply)(reply) };
-    match (is_error, moved) {
-        (false, _) => Some(true),
-        (true, true) => None,
-        (true, false) => Some(false),
-    }
-}
-
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     ARMED.store(false, Ordering::Relaxed);
     let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
@@ -319,24 +294,19 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
             if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
                 continue;
             }
+            // In a cluster, leave a tenant alone while its slot moves or
+            // when another node owns it (migration_guard). A node importing
+            // the slot already holds the lease set (it arrived by RESTORE):
+            // keep such a tenant and look again in a second; forget one
+            // whose lease set is not here.
             if in_cluster {
-                match serves(ctx, &(lease_family.keys)(&tenant)) {
-                    Some(true) => {}
-                    Some(false) => {
+                let here = (lease_family.slot_tenant)(&tenant)
+                    .is_some_and(|slot_tenant| migration_guard::may_touch(ctx, slot_tenant.as_bytes()));
+                if !here {
+                    if (lease_family.earliest)(&session, &tenant).is_some() {
                         with_index(|index| index.note((family, db, tenant), now.saturating_add(1_000)));
-                        continue;
                     }
-                    // The slot is owned elsewhere. A node importing the
-                    // slot already holds the lease set (it arrived by
-                    // RESTORE) but gets MOVED until the move completes:
-                    // keep such a tenant and look again in a second;
-                    // forget one whose keys are not here.
-                    None => {
-                        if (lease_family.earliest)(&session, &tenant).is_some() {
-                            with_index(|index| index.note((family, db, tenant), now.saturating_add(1_000)));
-                        }
-                        continue;
-                    }
+                    continue;
                 }
             }
             if let Some(next) = (lease_family.expire)(&session, &tenant, now) {

@@ -5,7 +5,7 @@
 
 use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::lease::{expire_due, LeaseStore};
-use crate::dreams::region::{QueueKey, QueueKeys};
+use crate::dreams::region::QueueKeys;
 use crate::module::leases::{self, LeaseFamily};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
@@ -19,12 +19,12 @@ pub static FAMILY: LeaseFamily = LeaseFamily {
     tenant_of,
     expire,
     earliest,
-    keys,
+    slot_tenant,
 };
 
-fn keys(org: &str) -> Vec<String> {
-    let queue = QueueKeys::new(org);
-    vec![QueueKey::Leases.name_parts(org).concat(), queue.ready, queue.processing]
+/// An organization's index entry is the organization itself.
+fn slot_tenant(org: &str) -> Option<&str> {
+    Some(org)
 }
 
 fn tenant_of(key: &[u8]) -> Option<String> {

@@ -25,17 +25,12 @@ pub static FAMILY: LeaseFamily = LeaseFamily {
     tenant_of,
     expire,
     earliest,
-    keys,
+    slot_tenant,
 };
 
-fn keys(tenant: &str) -> Vec<String> {
-    match split(tenant) {
-        Some((town, agent)) => {
-            let keys = TownKeys::new(town);
-            vec![tenant.to_owned(), keys.pending(agent), keys.inbox(agent)]
-        }
-        None => vec![tenant.to_owned()],
-    }
+/// An agent's index entry is its lease key; the town is the hash tag.
+fn slot_tenant(lease_key: &str) -> Option<&str> {
+    split(lease_key).map(|(town, _)| town)
 }
 
 /// `(town, agent)` of a lease key name.
