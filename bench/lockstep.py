@@ -32,6 +32,15 @@ events and keyspace hit/miss counts are not compared (a key not opened is
 not looked up), and a NOPERM error is compared without the key it names
 (the first refused key depends on the order of the checks). Everything
 else must still be identical.
+
+--merged-moves compares a build that replicates a drain's pop of the ready
+list and push onto the in-flight list as one `LMOVE ready processing LEFT
+RIGHT` with one that replicates `LPOP ready` + `RPUSH processing <item>`:
+both AOFs are rewritten into the merged form (an `LPOP` of an
+organization's ready list directly followed by an `RPUSH` of one item onto
+the same organization's in-flight list becomes that `LMOVE`, and a
+MULTI/EXEC left around a single command is unwrapped) before they are
+compared. Everything else must still be identical.
 """
 
 import argparse
@@ -169,6 +178,49 @@ class Node:
                 process.kill()
                 process.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def resp_commands(aof):
+    """The commands of an AOF (RESP arrays of bulk strings), in order."""
+    commands, at = [], 0
+    while at < len(aof):
+        end = aof.index(b"\r\n", at)
+        count = int(aof[at + 1:end])
+        at = end + 2
+        command = []
+        for _ in range(count):
+            end = aof.index(b"\r\n", at)
+            length = int(aof[at + 1:end])
+            command.append(aof[end + 2:end + 2 + length])
+            at = end + 2 + length + 2
+        commands.append(command)
+    return commands
+
+
+def merge_moves(aof):
+    """The AOF with each drain's LPOP + RPUSH as one LMOVE and single-command
+    MULTI/EXEC blocks unwrapped, as RESP again (see --merged-moves)."""
+    commands = resp_commands(aof)
+    merged = []
+    for command in commands:
+        previous = merged[-1] if merged else None
+        if (previous is not None and len(previous) == 2 and previous[0].upper() == b"LPOP"
+                and previous[1].endswith(b"}:queue") and len(command) == 3 and command[0].upper() == b"RPUSH"
+                and command[1] == previous[1][:-len(b"queue")] + b"processing"):
+            merged[-1] = [b"LMOVE", previous[1], command[1], b"LEFT", b"RIGHT"]
+            continue
+        merged.append(command)
+    unwrapped = []
+    for index, command in enumerate(merged):
+        unwrapped.append(command)
+        if (len(unwrapped) >= 3 and command[0].upper() == b"EXEC" and unwrapped[-3][0].upper() == b"MULTI"):
+            unwrapped[-3:] = [unwrapped[-2]]
+    out = bytearray()
+    for command in unwrapped:
+        out += b"*%d\r\n" % len(command)
+        for arg in command:
+            out += b"$%d\r\n%s\r\n" % (len(arg), arg)
+    return bytes(out)
 
 
 # ---------------------------------------------------------------- workload
@@ -394,7 +446,11 @@ def run(args):
                 if events[0] != events[1]:
                     report("events", index, call, *events)
         stats = (lambda n: n.stats()[1]) if args.touched_keys else (lambda n: n.stats())
-        checks = [("AOF", lambda n: normalise(n.aof())), ("stats", stats),
+        aofs = {id(n): n.aof() for n in nodes}
+        if args.merged_moves:
+            aofs[id(nodes[0])] = merge_moves(aofs[id(nodes[0])])
+            aofs[id(nodes[1])] = merge_moves(aofs[id(nodes[1])])
+        checks = [("AOF", lambda n: normalise(aofs[id(n)])), ("stats", stats),
                   ("keyspace", lambda n: n.keyspace())]
         for what, get in checks:
             a, b = get(nodes[0]), get(nodes[1])
@@ -420,6 +476,8 @@ def main():
     parser.add_argument("--touched-keys", action="store_true",
                         help="NEW checks only the keys on a command's path; see above")
     parser.add_argument("--summary", action="store_true", help="print what kinds of replies each command got")
+    parser.add_argument("--merged-moves", action="store_true",
+                        help="NEW replicates a drain's LPOP + RPUSH as one LMOVE; see above")
     args = parser.parse_args()
     differences, kinds, aof_size = run(args)
     note = ""

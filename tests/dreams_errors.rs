@@ -95,8 +95,8 @@ fn wrong_type_keys_are_refused_by_every_command_that_opens_them() {
         (|k| k.processing.clone(), "hash", &["fire", "record-fire", "drain", "ack", "recover", "len"]),
         (|k| k.dead.clone(), "set", &["drain"]),
         (|k| k.counters("p", 1), "list", &["record", "record-event", "settle", "ack", "counters"]),
-        (|k| k.events("p", 1), "zset", &["record-event", "settle", "ack", "counters"]),
-        (|k| k.events("p", 1), "string", &["record-event", "settle", "ack", "counters"]),
+        (|k| k.events("p", 1), "zset", &["record-event", "settle", "counters"]),
+        (|k| k.events("p", 1), "string", &["record-event", "settle", "counters"]),
     ];
     for (key_of, kind, commands) in cases {
         let org = tenant("wrongtype");
@@ -142,6 +142,26 @@ fn an_accumulating_record_ignores_the_queue_and_event_set_it_does_not_touch() {
     let refused = record(&mut con, &["EVENT", "e-x", "GENERATION", "9"]).expect_err("event set is a string");
     assert!(refused.starts_with("WRONGTYPE"), "{refused}");
     assert_eq!(digest(&mut con), digest_before);
+}
+
+/// The seed's ACKNOWLEDGE never names the counted-event set, and neither
+/// does DREAMS.ACK: a wrong-typed event set does not refuse it, and the
+/// set is left as it was.
+#[test]
+fn an_ack_ignores_the_event_set_as_the_seed_does() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("ack-events");
+    let keys = Keys::new(&org);
+    let payload = busy(&mut con, &org);
+    retype(&mut con, &keys.events("p", 1), "string");
+    let ack: Vec<&[u8]> = vec![b"DREAMS.ACK", org.as_bytes(), &payload, b"SUCCESS"];
+    let reply = call_bytes(&mut con, &ack).expect("the ACK does not look at the event set");
+    let (outcome, _, _): (String, i64, i64) = redis::from_redis_value(reply.clone()).unwrap();
+    assert!(outcome == "acknowledged" || outcome == "requeued", "{reply:?}");
+    let events: String = redis::cmd("GET").arg(keys.events("p", 1)).query(&mut con).unwrap();
+    assert_eq!(events, "x");
+    assert_eq!(Dreams::new(&mut con, &org).len().2, 0, "the fire left flight");
 }
 
 #[test]

@@ -81,7 +81,7 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
             drained.quiet_deferred += 1;
             continue;
         }
-        queue.push_processing(&payload);
+        queue.push_popped_to_processing(&payload);
         drained.ready = Some(payload);
         return drained;
     }

@@ -114,6 +114,9 @@ impl<Q: QueueStore, L: LeaseStore> QueueStore for LeaseAwareQueue<'_, Q, L> {
     fn push_processing(&mut self, payload: &[u8]) {
         self.queue.push_processing(payload);
     }
+    fn push_popped_to_processing(&mut self, payload: &[u8]) {
+        self.queue.push_popped_to_processing(payload);
+    }
     fn remove_processing(&mut self, payload: &[u8]) -> bool {
         let expired = self.leases.score(payload) == Some(EXPIRED);
         if self.queue.remove_processing(payload) {

@@ -41,8 +41,10 @@ pub struct FireMessage {
 
 impl FireMessage {
     /// Parse a queue member. `None` if it is not a fire message.
+    /// Payloads in the layout this module writes are read directly
+    /// ([`super::canonical`]); any other JSON goes through serde_json.
     pub fn parse(payload: &[u8]) -> Option<Self> {
-        serde_json::from_slice(payload).ok()
+        super::canonical::read(payload).or_else(|| serde_json::from_slice(payload).ok())
     }
 
     /// The payload bytes as stored in the queue: byte for byte what

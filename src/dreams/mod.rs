@@ -8,6 +8,7 @@
 //! [`store::RegionStore`], so it is tested without a server.
 
 pub mod ack;
+pub mod canonical;
 pub mod drain;
 pub mod fire;
 pub mod lease;

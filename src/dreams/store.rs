@@ -24,6 +24,12 @@ pub trait QueueStore {
     fn remove_ready(&mut self, payload: &[u8]) -> bool;
     /// Append to the in-flight list.
     fn push_processing(&mut self, payload: &[u8]);
+    /// Append to the in-flight list the item [`QueueStore::pop_ready`] just
+    /// returned (nothing written in between): a drain handing work out. A
+    /// store may record the pop and this push as one move.
+    fn push_popped_to_processing(&mut self, payload: &[u8]) {
+        self.push_processing(payload);
+    }
     /// Remove the first in-flight item equal to `payload`; whether one was.
     fn remove_processing(&mut self, payload: &[u8]) -> bool;
     /// Remove every in-flight item, oldest first.

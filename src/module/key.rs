@@ -69,6 +69,14 @@ pub enum End {
 }
 
 impl End {
+    /// `LMOVE`'s word for this end.
+    fn word(self) -> &'static StaticString {
+        match self {
+            Self::Head => &LEFT,
+            Self::Tail => &RIGHT,
+        }
+    }
+
     fn code(self) -> c_int {
         match self {
             Self::Head => raw::REDISMODULE_LIST_HEAD as c_int,
@@ -77,6 +85,25 @@ impl End {
     }
 }
 
+/// An element [`Key::take`] popped, its effect not yet replicated.
+pub struct Taken {
+    value: OwnedString,
+    end: End,
+}
+
+impl Taken {
+    /// The element.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.value.as_bytes()
+    }
+}
+
+/// `LMOVE`'s words for the head and the tail, made once.
+static LEFT: StaticString = StaticString::new("LEFT");
+static RIGHT: StaticString = StaticString::new("RIGHT");
+/// `LREM`'s count of one, made once.
+static ONE: StaticString = StaticString::new("1");
+
 /// An open key; closed (and signalled modified, if written) on drop.
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
@@ -84,6 +111,11 @@ pub struct Key {
     mode: c_int,
     name: OwnedString,
     modified: Cell<bool>,
+    /// A list element was deleted through this handle: Redis 7.0 asserts
+    /// in its list iterator (module.c moduleListIteratorSeek) when the
+    /// same handle reads or deletes again, so the next list operation
+    /// reopens the key first. Closing it, its type and length are safe.
+    list_iterator_spent: Cell<bool>,
 }
 
 impl Key {
@@ -108,6 +140,7 @@ impl Key {
             mode,
             name,
             modified: Cell::new(false),
+            list_iterator_spent: Cell::new(false),
         }
     }
 
@@ -195,7 +228,7 @@ impl Key {
         let mut argv = self.argv();
         for value in values {
             let element = argv.new_string(value);
-            unsafe { push(self.handle.get(), end.code(), element) };
+            unsafe { push(self.list_handle(), end.code(), element) };
         }
         match end {
             End::Head => self.effect_argv(c"LPUSH", &argv, Event::List(c"lpush")),
@@ -208,12 +241,61 @@ impl Key {
         if self.is_empty() {
             return None;
         }
-        let value = take_bytes(unsafe { api!(RedisModule_ListPop)(self.handle.get(), end.code()) })?;
+        let value = take_bytes(unsafe { api!(RedisModule_ListPop)(self.list_handle(), end.code()) })?;
         match end {
             End::Head => self.removal_effect(c"LPOP", &self.argv(), Event::List(c"lpop")),
             End::Tail => self.removal_effect(c"RPOP", &self.argv(), Event::List(c"rpop")),
         }
         Some(value)
+    }
+
+    /// Pop one element from `end` for a move: its event fires now (and
+    /// `del` if the list emptied, as `LPOP` would), its effect is replicated
+    /// by what the caller does with it next: [`Key::push_taken`] onto
+    /// another list replicates the pair as one `LMOVE`,
+    /// [`Key::replicate_taken`] as the plain pop. The caller must do one of
+    /// the two before any other write, so the effects keep their order.
+    pub fn take(&self, end: End) -> Option<Taken> {
+        if self.is_empty() {
+            return None;
+        }
+        let value = OwnedString::from_raw(unsafe { api!(RedisModule_ListPop)(self.list_handle(), end.code()) })?;
+        let event = match end {
+            End::Head => c"lpop",
+            End::Tail => c"rpop",
+        };
+        notify(self.ctx, Event::List(event), self.name.as_ptr());
+        if !self.exists() {
+            notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
+        }
+        self.modified.set(true);
+        Some(Taken { value, end })
+    }
+
+    /// Replicate a [`Key::take`] that went nowhere else as the pop it was.
+    pub fn replicate_taken(&self, taken: &Taken) {
+        let command = match taken.end {
+            End::Head => c"LPOP",
+            End::Tail => c"RPOP",
+        };
+        replicate_strings(self.ctx, command, self.argv().as_slice());
+    }
+
+    /// Push an element [`Key::take`] popped from `source` onto `end` of this
+    /// list (the same Redis string, no copy), replicating pop and push as
+    /// one `LMOVE source this <from> <to>` and firing this key's push event,
+    /// as `LMOVE` does.
+    pub fn push_taken(&self, source: &Key, taken: &Taken, end: End) {
+        unsafe { api!(RedisModule_ListPush)(self.list_handle(), end.code(), taken.value.as_ptr()) };
+        let mut argv = source.argv();
+        argv.borrowed(self.name.as_ptr());
+        argv.borrowed(taken.end.word().as_ptr());
+        argv.borrowed(end.word().as_ptr());
+        let event = match end {
+            End::Head => c"lpush",
+            End::Tail => c"rpush",
+        };
+        self.effect_argv(c"LMOVE", &argv, Event::List(event));
     }
 
     /// Pop up to `count` elements from `end` (as one `LPOP key count` /
@@ -223,7 +305,7 @@ impl Key {
         let pop = api!(RedisModule_ListPop);
         let mut values = Vec::new();
         for _ in 0..wanted {
-            match take_bytes(unsafe { pop(self.handle.get(), end.code()) }) {
+            match take_bytes(unsafe { pop(self.list_handle(), end.code()) }) {
                 Some(value) => values.push(value),
                 None => break,
             }
@@ -245,8 +327,14 @@ impl Key {
         if index >= self.len() {
             return None;
         }
+        self.element(index).map(|element| element.as_bytes().to_vec())
+    }
+
+    /// The element at `index`, as the Redis string the API returns (a copy
+    /// of the list's own, so it outlives a delete).
+    fn element(&self, index: u64) -> Option<OwnedString> {
         let at = c_long::try_from(index).ok()?;
-        take_bytes(unsafe { api!(RedisModule_ListGet)(self.handle.get(), at) })
+        OwnedString::from_raw(unsafe { api!(RedisModule_ListGet)(self.list_handle(), at) })
     }
 
     /// Up to `count` elements from `start`, head first.
@@ -263,20 +351,20 @@ impl Key {
     /// Remove the first element equal to `value` (`LREM key 1 value`).
     pub fn remove_first(&self, value: &[u8]) -> bool {
         let len = self.len();
-        let Some(index) = (0..len).find(|&i| self.get(i).as_deref() == Some(value)) else {
+        let found = (0..len).find_map(|i| Some((i, self.element(i)?)).filter(|(_, element)| element.as_bytes() == value));
+        let Some((index, element)) = found else {
             return false;
         };
         let Ok(at) = c_long::try_from(index) else {
             return false;
         };
-        unsafe { api!(RedisModule_ListDelete)(self.handle.get(), at) };
-        // Redis 7.0 asserts in its list iterator when a later `get` on the
-        // same handle follows a delete (module.c moduleListIteratorSeek):
-        // a lease expiry removes many items from one list. Start afresh.
-        self.reopen();
+        unsafe { api!(RedisModule_ListDelete)(self.list_handle(), at) };
+        // A lease expiry removes many items from one list: the next list
+        // operation starts afresh (see `list_iterator_spent`).
+        self.list_iterator_spent.set(true);
         let mut argv = self.argv();
-        argv.new_integer(1);
-        argv.new_string(value);
+        argv.borrowed(ONE.as_ptr());
+        argv.borrowed(element.as_ptr());
         self.removal_effect(c"LREM", &argv, Event::List(c"lrem"));
         true
     }
@@ -288,9 +376,11 @@ impl Key {
             return;
         }
         let delete = api!(RedisModule_ListDelete);
+        let handle = self.list_handle();
         for _ in keep..len {
-            unsafe { delete(self.handle.get(), -1) };
+            unsafe { delete(handle, -1) };
         }
+        self.list_iterator_spent.set(true);
         let mut argv = self.argv();
         argv.new_integer(0);
         argv.new_integer(i64::try_from(keep).unwrap_or(i64::MAX) - 1);
@@ -316,6 +406,9 @@ impl Key {
 
     /// Remove `members` (one `ZREM`); how many were present.
     pub fn zrem(&self, members: &[&[u8]]) -> u64 {
+        if self.kind() != KeyKind::ZSet {
+            return 0;
+        }
         let remove = api!(RedisModule_ZsetRem);
         let mut removed = 0;
         let mut argv = self.argv();
@@ -512,10 +605,29 @@ impl Key {
         if self.kind() != KeyKind::Hash {
             return 0;
         }
-        let mut deleted = 0u64;
         let mut argv = self.argv();
         for field in fields {
-            let name = argv.new_string(field);
+            argv.new_string(field);
+        }
+        self.hdel_argv(&argv)
+    }
+
+    /// [`Key::hdel`] of fields with fixed names (made once).
+    pub fn hdel_fields(&self, fields: &[&StaticString]) -> u64 {
+        if self.kind() != KeyKind::Hash {
+            return 0;
+        }
+        let mut argv = self.argv();
+        for field in fields {
+            argv.borrowed(field.as_ptr());
+        }
+        self.hdel_argv(&argv)
+    }
+
+    /// Delete the fields named in `argv` after the key's name.
+    fn hdel_argv(&self, argv: &Argv) -> u64 {
+        let mut deleted = 0u64;
+        for &name in argv.as_slice().iter().skip(1) {
             // REDISMODULE_HASH_DELETE is the pointer value 1.
             let delete_marker = 1usize as *mut raw::RedisModuleString;
             let count = unsafe {
@@ -530,7 +642,7 @@ impl Key {
             deleted += u64::from(count > 0);
         }
         if deleted > 0 {
-            self.removal_effect(c"HDEL", &argv, Event::Hash(c"hdel"));
+            self.removal_effect(c"HDEL", argv, Event::Hash(c"hdel"));
         }
         deleted
     }
@@ -607,6 +719,16 @@ impl Key {
         unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
         let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx, self.name.as_ptr(), self.mode) };
         self.handle.set(handle);
+        self.list_iterator_spent.set(false);
+    }
+
+    /// The handle for a list operation, reopened first if an earlier
+    /// delete spent its list iterator.
+    fn list_handle(&self) -> *mut raw::RedisModuleKey {
+        if self.list_iterator_spent.get() {
+            self.reopen();
+        }
+        self.handle.get()
     }
 }
 

@@ -2,7 +2,7 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::store::{RedisLeases, RedisQueue, RedisRegion};
+use super::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
 use crate::dreams::lease::LeaseAwareQueue;
 use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::ack::{acknowledge, AckOutcome};
@@ -61,7 +61,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         )));
     }
     let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
-    let mut counters = RedisRegion::open(session, &message.region, Access::Write)?;
+    // The seed's ACKNOWLEDGE never names the counted-event set; neither
+    // does this path (docs/perf-notes.md, "the keys of the path it takes").
+    let mut counters = RedisRegion::open_with(session, &message.region, Access::Write, EventSet::Untouched, true)?;
     // An acknowledgement also ends the payload's lease, and finds a fire
     // whose lease ran out back in ready.
     let mut leases = RedisLeases::open(session, &org, Access::Write)?;

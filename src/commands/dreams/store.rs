@@ -9,7 +9,7 @@ use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
-use crate::module::key::{End, FieldValue, Key, KeyKind};
+use crate::module::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
 use crate::module::string::{OwnedString, StaticString};
@@ -32,6 +32,10 @@ pub struct RedisQueue {
     deferred: Key,
     processing: Key,
     dead: Option<Key>,
+    /// The head of ready just popped, its `LPOP` not yet replicated: if it
+    /// goes in flight next, pop and push replicate as one `LMOVE`; any
+    /// other write (or the end of the command) replicates the `LPOP` first.
+    popped: Option<Taken>,
 }
 
 impl RedisQueue {
@@ -48,6 +52,7 @@ impl RedisQueue {
             deferred: session.open_checked(deferred, access),
             processing: session.open_checked(processing, access),
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
+            popped: None,
         };
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
@@ -64,6 +69,19 @@ impl RedisQueue {
     pub fn in_flight(&self) -> Vec<Vec<u8>> {
         self.processing.all()
     }
+
+    /// Replicate a pop still held back, before the next write.
+    fn settle(&mut self) {
+        if let Some(popped) = self.popped.take() {
+            self.ready.replicate_taken(&popped);
+        }
+    }
+}
+
+impl Drop for RedisQueue {
+    fn drop(&mut self) {
+        self.settle();
+    }
 }
 
 impl QueueStore for RedisQueue {
@@ -77,29 +95,51 @@ impl QueueStore for RedisQueue {
         self.processing.len()
     }
     fn push_ready(&mut self, payload: &[u8]) {
+        self.settle();
         self.ready.push(End::Tail, &[payload]);
     }
     fn push_ready_head(&mut self, payload: &[u8]) {
+        self.settle();
         self.ready.push(End::Head, &[payload]);
     }
     fn pop_ready(&mut self) -> Option<Vec<u8>> {
-        self.ready.pop(End::Head)
+        self.settle();
+        let popped = self.ready.take(End::Head)?;
+        let payload = popped.as_bytes().to_vec();
+        self.popped = Some(popped);
+        Some(payload)
+    }
+    fn push_popped_to_processing(&mut self, payload: &[u8]) {
+        match self.popped.take() {
+            Some(popped) if popped.as_bytes() == payload => {
+                self.processing.push_taken(&self.ready, &popped, End::Tail);
+            }
+            other => {
+                self.popped = other;
+                self.push_processing(payload);
+            }
+        }
     }
     fn remove_ready(&mut self, payload: &[u8]) -> bool {
+        self.settle();
         self.ready.remove_first(payload)
     }
     fn push_processing(&mut self, payload: &[u8]) {
+        self.settle();
         self.processing.push(End::Tail, &[payload]);
     }
     fn remove_processing(&mut self, payload: &[u8]) -> bool {
+        self.settle();
         self.processing.remove_first(payload)
     }
     fn take_processing(&mut self) -> Vec<Vec<u8>> {
+        self.settle();
         let payloads = self.processing.all();
         self.processing.delete();
         payloads
     }
     fn add_deferred(&mut self, score: i64, payload: &[u8]) {
+        self.settle();
         self.deferred.zadd(score as f64, payload);
     }
     fn due_deferred(&self, now: i64, limit: u64) -> Vec<Vec<u8>> {
@@ -110,11 +150,13 @@ impl QueueStore for RedisQueue {
             .collect()
     }
     fn promote(&mut self, payloads: &[Vec<u8>]) {
+        self.settle();
         let members: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         self.deferred.zrem(&members);
         self.ready.push(End::Tail, &members);
     }
     fn push_dead(&mut self, payload: &[u8]) {
+        self.settle();
         match &self.dead {
             Some(dead) => dead.push(End::Tail, &[payload]),
             // Only a drain dead-letters, and it opens the list; never drop data.
@@ -126,7 +168,7 @@ impl QueueStore for RedisQueue {
 /// How a command uses a region's counted-event set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventSet {
-    /// ACL-checked and type-checked when the region is opened (SETTLE, ACK,
+    /// ACL-checked and type-checked when the region is opened (SETTLE and
     /// COUNTERS: the seed's scripts check it on every call).
     Open,
     /// ACL-checked when opened; its type is checked by the one write that
@@ -338,7 +380,8 @@ impl RegionStore for RedisRegion<'_> {
     }
 
     fn clear_pending(&mut self) {
-        self.counters.hdel(&[b"pending"]);
+        let [_, _, _, _, pending] = &COUNTER_FIELDS;
+        self.counters.hdel_fields(&[pending]);
         self.fields.pending = None;
     }
 
