@@ -5,7 +5,7 @@
 //! stale: it changes no counter, and its payload leaves the in-flight list.
 
 use super::fire::{enqueue_counted, snapshot_count};
-use super::message::{FireMessage, RegionWriteCounters};
+use super::message::{FireRef, RegionWriteCounters};
 use super::store::{QueueStore, RegionStore};
 use super::trigger::Trigger;
 
@@ -51,12 +51,13 @@ impl Acked {
     }
 }
 
-/// Acknowledge `message`, read from the queue as `payload`.
+/// Acknowledge `message`, read from the queue as `payload` (its fields
+/// borrowed: the command reads them in place from its argument).
 #[allow(clippy::too_many_arguments)]
 pub fn acknowledge(
     queue: &mut impl QueueStore,
     counters: &mut impl RegionStore,
-    message: &FireMessage,
+    message: FireRef<'_>,
     payload: &[u8],
     success: bool,
     fired_by: &str,
@@ -74,19 +75,21 @@ pub fn acknowledge(
         };
         return Acked::counts(outcome, 0, 0);
     };
-    let current = counters.counters().clone();
-    let is_pending = match (&message.fire_id, &current.pending) {
+    // The fields used below, copied out (the pending id is only compared).
+    let current = counters.counters();
+    let is_pending = match (message.fire_id, &current.pending) {
         (Some(fire_id), Some(pending)) => fire_id.as_bytes() == pending.as_slice(),
         _ => false,
     };
+    let (memories, edges, last_success) = (current.memories, current.edges, current.last_success);
     queue.remove_processing(payload);
     if !is_pending {
         return Acked::counts(AckOutcome::Stale, 0, 0);
     }
-    let mut memories = current.memories.unwrap_or(0);
-    let mut edges = current.edges.unwrap_or(0);
+    let mut memories = memories.unwrap_or(0);
+    let mut edges = edges.unwrap_or(0);
     let mut retry = fired_at;
-    let mut last_success = current.last_success;
+    let mut last_success = last_success;
     if success {
         memories = memories
             .saturating_sub(i64::from(fired_at.memories_since_last_cycle))
@@ -112,11 +115,11 @@ pub fn acknowledge(
     };
     // A failure may be an ambiguous success, so it keeps its identity; a
     // success's follow-up fire is a new one.
-    let fire_id = match (&message.fire_id, success) {
-        (Some(fire_id), false) => fire_id.clone(),
+    let fire_id = match (message.fire_id, success) {
+        (Some(fire_id), false) => fire_id.to_owned(),
         _ => new_fire_id(),
     };
-    if enqueue_counted(queue, counters, &message.region, fired_by, snapshot, fire_id, queue_max) {
+    if enqueue_counted(queue, counters, message.region, fired_by, snapshot, fire_id, queue_max) {
         Acked::counts(AckOutcome::Requeued, memories, edges)
     } else {
         Acked::counts(AckOutcome::Dropped, memories, edges)
@@ -127,6 +130,7 @@ pub fn acknowledge(
 mod tests {
     use super::*;
     use crate::dreams::memory::{MemoryCounters, MemoryQueue};
+    use crate::dreams::message::FireMessage;
     use crate::dreams::region::RegionKey;
 
     const NOW: i64 = 2_000_000;
@@ -172,7 +176,7 @@ mod tests {
         trigger: &Trigger,
     ) -> Acked {
         let (queue, counters, message, payload) = state;
-        acknowledge(queue, counters, message, payload, success, "acker", trigger, NOW, 1000, || "f2".into())
+        acknowledge(queue, counters, message.borrowed(), payload, success, "acker", trigger, NOW, 1000, || "f2".into())
     }
 
     #[test]
@@ -236,7 +240,7 @@ mod tests {
     fn requeue_respects_the_ceiling() {
         let (mut queue, mut counters, message, payload) = pending(12, 10);
         queue.ready.push(b"other".to_vec());
-        let result = acknowledge(&mut queue, &mut counters, &message, &payload, false, "n", &trigger(0), NOW, 1, || "x".into());
+        let result = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, false, "n", &trigger(0), NOW, 1, || "x".into());
         assert_eq!(result.outcome, AckOutcome::Dropped);
         assert_eq!(counters.fields.pending, None);
         assert!(queue.processing.is_empty());
@@ -256,9 +260,9 @@ mod tests {
         let mut queue = MemoryQueue::default();
         let mut counters = MemoryCounters::default();
         queue.processing.push(payload.clone());
-        let first = acknowledge(&mut queue, &mut counters, &message, &payload, false, "n", &trigger(0), NOW, 1000, || "y".into());
+        let first = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, false, "n", &trigger(0), NOW, 1000, || "y".into());
         assert_eq!(first.outcome, AckOutcome::Acknowledged);
-        let second = acknowledge(&mut queue, &mut counters, &message, &payload, false, "n", &trigger(0), NOW, 1000, || "y".into());
+        let second = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, false, "n", &trigger(0), NOW, 1000, || "y".into());
         assert_eq!(second.outcome, AckOutcome::Stale);
         assert!(queue.ready.is_empty());
     }
@@ -269,7 +273,7 @@ mod tests {
         message.fire_id = None;
         let payload = message.to_payload().into_bytes();
         queue.processing.push(payload.clone());
-        let result = acknowledge(&mut queue, &mut counters, &message, &payload, true, "n", &trigger(0), NOW, 1000, || "y".into());
+        let result = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, true, "n", &trigger(0), NOW, 1000, || "y".into());
         assert_eq!(result.outcome, AckOutcome::Stale);
         assert_eq!(queue.processing.len(), 1, "only the exact payload leaves");
     }

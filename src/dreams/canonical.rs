@@ -10,11 +10,17 @@
 //! reads the same either way (a unit test compares the two on canonical,
 //! escaped, reordered and damaged payloads).
 
-use super::message::{FireMessage, RegionWriteCounters};
-use super::region::RegionKey;
+use super::message::{FireMessage, FireRef, RegionWriteCounters};
+use super::region::RegionRef;
 
 /// The message in `payload`, if it is in the canonical layout.
 pub fn read(payload: &[u8]) -> Option<FireMessage> {
+    view(payload).map(|view| view.to_message())
+}
+
+/// The fields of the message in `payload`, read in place, if it is in the
+/// canonical layout.
+pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
     let mut at = Cursor { rest: payload };
     at.literal(b"{\"region\":{\"org\":")?;
     let org = at.string()?;
@@ -49,16 +55,11 @@ pub fn read(payload: &[u8]) -> Option<FireMessage> {
     if !at.rest.is_empty() {
         return None;
     }
-    Some(FireMessage {
-        region: RegionKey {
-            org: org.to_owned(),
-            project: project.to_owned(),
-            memory_type,
-        },
-        fired_by: fired_by.to_owned(),
+    Some(FireRef {
+        region: RegionRef { org, project, memory_type },
+        fired_by,
         fired_at,
-        fire_id: fire_id.map(str::to_owned),
-        queued_payload: None,
+        fire_id,
         quiet_deferred,
     })
 }
@@ -110,7 +111,8 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dreams::message::payload;
+    use crate::dreams::message::{payload, ReadFire};
+    use crate::dreams::region::RegionKey;
 
     fn serde_read(bytes: &[u8]) -> Option<FireMessage> {
         serde_json::from_slice(bytes).ok()
@@ -138,7 +140,7 @@ mod tests {
 
     fn message(rng: &mut Rng) -> FireMessage {
         let numbers = [0, 1, 9, 10, u64::from(u32::MAX), u64::from(u32::MAX) + 1, u64::MAX];
-        let mut number = |rng: &mut Rng| numbers[rng.below(numbers.len())];
+        let number = |rng: &mut Rng| numbers[rng.below(numbers.len())];
         FireMessage {
             region: RegionKey::new(text(rng), text(rng), number(rng) as u32),
             fired_by: text(rng),
@@ -218,6 +220,23 @@ mod tests {
     }
 
     #[test]
+    fn in_place_reads_agree_with_the_whole_message() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for round in 0..50_000 {
+            let message = message(&mut rng);
+            let mut bytes = message.to_payload().into_bytes();
+            if round % 2 == 0 {
+                bytes = damaged(&mut rng, &bytes);
+            }
+            let org = if round % 3 == 0 { "other" } else { message.region.org.as_str() };
+            let whole = FireMessage::parse(&bytes).filter(|m| m.region.org == org).map(|m| m.quiet_deferred);
+            assert_eq!(FireMessage::quiet_mark_if_of(&bytes, org), whole, "{}", String::from_utf8_lossy(&bytes));
+            let read = ReadFire::read(&bytes).map(|read| read.get().to_message());
+            assert_eq!(read, FireMessage::parse(&bytes), "{}", String::from_utf8_lossy(&bytes));
+        }
+    }
+
+    #[test]
     fn other_layouts_are_left_to_serde() {
         let cases: [&[u8]; 9] = [
             br#"{"region":{"org":"o","project":"p","memory_type":1},"fired_by":"n","quiet_deferred":false}"#,
@@ -243,7 +262,7 @@ mod tests {
     #[test]
     fn the_writer_and_the_reader_agree() {
         let region = RegionKey::new("acme", "web", 7);
-        let bytes = payload(&region, "node-1", Some(RegionWriteCounters::default()), Some("f-1"), true);
+        let bytes = payload(region.borrowed(), "node-1", Some(RegionWriteCounters::default()), Some("f-1"), true);
         let read = read(bytes.as_bytes()).unwrap();
         assert_eq!(read.region, region);
         assert_eq!(read.fire_id.as_deref(), Some("f-1"));

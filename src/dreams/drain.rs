@@ -57,18 +57,20 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
         let Some(payload) = queue.pop_ready() else {
             return drained;
         };
-        let mut message = match FireMessage::parse(&payload) {
-            Some(message) if message.region.org == org => message,
-            _ => {
+        // Read in place: the message itself is built only to be marked.
+        let Some(marked) = FireMessage::quiet_mark_if_of(&payload, org) else {
+            queue.push_dead(&payload);
+            drained.dead_lettered += 1;
+            continue;
+        };
+        let other_work = queue.ready_len().saturating_add(queue.deferred_len());
+        if !marked && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min) {
+            let Some(mut message) = FireMessage::parse(&payload) else {
+                // Not reached: the payload just read as a message of `org`.
                 queue.push_dead(&payload);
                 drained.dead_lettered += 1;
                 continue;
-            }
-        };
-        let other_work = queue.ready_len().saturating_add(queue.deferred_len());
-        if !message.quiet_deferred
-            && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min)
-        {
+            };
             message.quiet_deferred = true;
             // The seed moves the item in flight and then takes it back out
             // with `LREM processing 1`, which removes the *first* equal

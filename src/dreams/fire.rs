@@ -3,7 +3,7 @@
 //! and existing work is untouched.
 
 use super::message::{payload, RegionWriteCounters};
-use super::region::RegionKey;
+use super::region::{RegionKey, RegionRef};
 use super::store::{QueueStore, RegionStore};
 
 /// The default ceiling over ready + deferred + in-flight items.
@@ -39,7 +39,7 @@ pub fn fire(
     if queue.total_len() >= queue_max {
         return FireOutcome::Dropped;
     }
-    queue.push_ready(payload(region, fired_by, None, Some(fire_id), false).as_bytes());
+    queue.push_ready(payload(region.borrowed(), fired_by, None, Some(fire_id), false).as_bytes());
     FireOutcome::Queued
 }
 
@@ -48,7 +48,7 @@ pub fn fire(
 pub(crate) fn enqueue_counted(
     queue: &mut impl QueueStore,
     counters: &mut impl RegionStore,
-    region: &RegionKey,
+    region: RegionRef<'_>,
     fired_by: &str,
     snapshot: RegionWriteCounters,
     fire_id: String,

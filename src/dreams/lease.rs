@@ -250,7 +250,7 @@ mod tests {
 
     fn ack(queue: &mut MemoryQueue, leases: &mut MemoryLeases, counters: &mut MemoryCounters, message: &FireMessage, payload: &[u8]) -> AckOutcome {
         let mut aware = LeaseAwareQueue { queue, leases };
-        acknowledge(&mut aware, counters, message, payload, true, "n", &trigger(), 1_000, 1_000, || "f2".into()).outcome
+        acknowledge(&mut aware, counters, message.borrowed(), payload, true, "n", &trigger(), 1_000, 1_000, || "f2".into()).outcome
     }
 
     #[test]

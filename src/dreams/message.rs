@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::region::RegionKey;
+use super::region::{RegionKey, RegionRef};
 
 /// A shared counter snapshot owned by one fire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,11 +47,93 @@ impl FireMessage {
         super::canonical::read(payload).or_else(|| serde_json::from_slice(payload).ok())
     }
 
+    /// What a drain asks of a queue member, without building the message:
+    /// `None` unless it is a fire message of `org` (what [`Self::parse`]
+    /// would read), else whether it is already marked quiet-deferred.
+    pub fn quiet_mark_if_of(payload: &[u8], org: &str) -> Option<bool> {
+        match super::canonical::view(payload) {
+            Some(view) => (view.region.org == org).then_some(view.quiet_deferred),
+            None => serde_json::from_slice::<Self>(payload)
+                .ok()
+                .filter(|message| message.region.org == org)
+                .map(|message| message.quiet_deferred),
+        }
+    }
+
     /// The payload bytes as stored in the queue: byte for byte what
     /// `serde_json::to_string` makes of the struct (the seed's format; a
     /// unit test compares the two).
     pub fn to_payload(&self) -> String {
-        payload(&self.region, &self.fired_by, self.fired_at, self.fire_id.as_deref(), self.quiet_deferred)
+        payload(self.region.borrowed(), &self.fired_by, self.fired_at, self.fire_id.as_deref(), self.quiet_deferred)
+    }
+
+    /// This message, borrowed.
+    pub fn borrowed(&self) -> FireRef<'_> {
+        FireRef {
+            region: self.region.borrowed(),
+            fired_by: &self.fired_by,
+            fired_at: self.fired_at,
+            fire_id: self.fire_id.as_deref(),
+            quiet_deferred: self.quiet_deferred,
+        }
+    }
+}
+
+/// A fire message's fields borrowed from where they are kept: a payload
+/// read in place ([`super::canonical`]) or a [`FireMessage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FireRef<'a> {
+    /// The region.
+    pub region: RegionRef<'a>,
+    /// Firing node id.
+    pub fired_by: &'a str,
+    /// Counter snapshot owned by this fire.
+    pub fired_at: Option<RegionWriteCounters>,
+    /// Pending token.
+    pub fire_id: Option<&'a str>,
+    /// Quiet-hours marker.
+    pub quiet_deferred: bool,
+}
+
+impl FireRef<'_> {
+    /// The message, owned.
+    pub fn to_message(&self) -> FireMessage {
+        FireMessage {
+            region: self.region.to_key(),
+            fired_by: self.fired_by.to_owned(),
+            fired_at: self.fired_at,
+            fire_id: self.fire_id.map(str::to_owned),
+            queued_payload: None,
+            quiet_deferred: self.quiet_deferred,
+        }
+    }
+}
+
+/// A queue member read as a fire message: in place when it is in the
+/// canonical layout, else parsed by serde_json (and owned).
+pub enum ReadFire<'a> {
+    /// Borrowed from the payload.
+    InPlace(FireRef<'a>),
+    /// Parsed.
+    Parsed(FireMessage),
+}
+
+impl<'a> ReadFire<'a> {
+    /// `payload` as a fire message; `None` if it is not one (exactly when
+    /// [`FireMessage::parse`] says so).
+    pub fn read(payload: &'a [u8]) -> Option<Self> {
+        match super::canonical::view(payload) {
+            Some(view) => Some(Self::InPlace(view)),
+            None => serde_json::from_slice(payload).ok().map(Self::Parsed),
+        }
+    }
+
+    /// Its fields.
+    pub fn get(&self) -> FireRef<'_> {
+        match self {
+            Self::InPlace(view) => *view,
+            Self::Parsed(message) => message.borrowed(),
+        }
     }
 }
 
@@ -60,7 +142,7 @@ impl FireMessage {
 /// directly (not through serde) because every fire and counted record
 /// makes one, and without building the message first.
 pub fn payload(
-    region: &RegionKey,
+    region: RegionRef<'_>,
     fired_by: &str,
     fired_at: Option<RegionWriteCounters>,
     fire_id: Option<&str>,

@@ -141,7 +141,7 @@ pub fn record<Q: QueueStore>(
         edges_since_last_cycle: snapshot_count(edges),
         seconds_since_last_cycle: elapsed as u64,
     };
-    let outcome = if enqueue_counted(queue, counters, region, fired_by, snapshot, new_fire_id(), queue_max) {
+    let outcome = if enqueue_counted(queue, counters, region.borrowed(), fired_by, snapshot, new_fire_id(), queue_max) {
         RecordOutcome::Queued
     } else {
         RecordOutcome::Dropped

@@ -18,7 +18,31 @@ pub struct RegionKey {
     pub memory_type: u32,
 }
 
+/// A region's coordinates borrowed from elsewhere (a payload being
+/// acknowledged), so reading one costs no allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionRef<'a> {
+    /// Owning organization.
+    pub org: &'a str,
+    /// Project within the organization.
+    pub project: &'a str,
+    /// Memory type discriminant.
+    pub memory_type: u32,
+}
+
+impl RegionRef<'_> {
+    /// The region, owned.
+    pub fn to_key(&self) -> RegionKey {
+        RegionKey::new(self.org, self.project, self.memory_type)
+    }
+}
+
 impl RegionKey {
+    /// This region, borrowed.
+    pub fn borrowed(&self) -> RegionRef<'_> {
+        RegionRef { org: &self.org, project: &self.project, memory_type: self.memory_type }
+    }
+
     /// A region of `org`.
     pub fn new(org: impl Into<String>, project: impl Into<String>, memory_type: u32) -> Self {
         Self {
@@ -101,7 +125,7 @@ impl RegionKeys {
     /// The keys of `region`.
     pub fn new(region: &RegionKey) -> Self {
         let mut digits = [0u8; 10];
-        let [counters, events] = Self::name_parts(region, &mut digits);
+        let [counters, events] = Self::name_parts(region.borrowed(), &mut digits);
         Self {
             counters: counters.concat(),
             events: events.concat(),
@@ -110,9 +134,9 @@ impl RegionKeys {
 
     /// The counters hash and event set names of `region`, as the parts to
     /// concatenate; `digits` holds the memory type's decimal text.
-    pub fn name_parts<'a>(region: &'a RegionKey, digits: &'a mut [u8; 10]) -> [[&'a str; 7]; 2] {
+    pub fn name_parts<'a>(region: RegionRef<'a>, digits: &'a mut [u8; 10]) -> [[&'a str; 7]; 2] {
         let memory_type = decimal(region.memory_type, digits);
-        let (org, project) = (region.org.as_str(), region.project.as_str());
+        let (org, project) = (region.org, region.project);
         [
             [PREFIX, org, "}", ":counters:", memory_type, ":", project],
             [PREFIX, org, "}", ":events:", memory_type, ":", project],

@@ -79,9 +79,64 @@ impl<'a> Args<'a> {
     }
 
     /// The next argument as an upper-case option name (for matching).
-    pub fn option(&mut self) -> Option<String> {
-        self.next()
-            .map(|item| String::from_utf8_lossy(item).to_ascii_uppercase())
+    pub fn option(&mut self) -> Option<Word> {
+        self.next().map(Word::upper_case)
+    }
+}
+
+/// How long a keyword [`Word`] keeps on the stack; every option name is
+/// shorter, so reading options allocates nothing.
+const WORD_INLINE: usize = 22;
+
+/// An argument upper-cased for matching against keywords: what
+/// `String::from_utf8_lossy(item).to_ascii_uppercase()` makes of it, kept
+/// on the stack when it is short UTF-8 (every keyword is).
+pub struct Word {
+    inline: [u8; WORD_INLINE],
+    len: u8,
+    long: Option<String>,
+}
+
+impl Word {
+    fn upper_case(item: &[u8]) -> Self {
+        let mut word = Self { inline: [0; WORD_INLINE], len: 0, long: None };
+        match word.inline.get_mut(..item.len()) {
+            Some(slot) if std::str::from_utf8(item).is_ok() => {
+                slot.copy_from_slice(item);
+                slot.make_ascii_uppercase();
+                word.len = item.len() as u8;
+            }
+            _ => word.long = Some(String::from_utf8_lossy(item).to_ascii_uppercase()),
+        }
+        word
+    }
+
+    /// The upper-cased text.
+    pub fn as_str(&self) -> &str {
+        match &self.long {
+            Some(long) => long,
+            // Copied from valid UTF-8 with only ASCII letters changed.
+            None => std::str::from_utf8(self.inline.get(..usize::from(self.len)).unwrap_or_default()).unwrap_or_default(),
+        }
+    }
+}
+
+impl std::ops::Deref for Word {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq<&str> for Word {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for Word {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -140,6 +195,19 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_upper_case_as_from_utf8_lossy_to_ascii_uppercase_does() {
+        let long = "x".repeat(WORD_INLINE + 1);
+        let cases: [&[u8]; 9] = [b"", b"noquiet", b"Lease", b"\xc3\xa9t\xc3\xa9", b"\xff\xfeab", long.as_bytes(),
+            &long.as_bytes()[..WORD_INLINE], b"a\x00b", b"TRIGGER"];
+        for case in cases {
+            let word = Word::upper_case(case);
+            assert_eq!(word.as_str(), String::from_utf8_lossy(case).to_ascii_uppercase(), "{case:?}");
+            assert_eq!(format!("{word}"), word.as_str());
+        }
+        assert!(Word::upper_case(b"urgent") == "URGENT");
+    }
 
     /// The byte-wise parser accepts exactly what the `str::parse` one did.
     #[test]

@@ -116,8 +116,8 @@ impl QuietSetting {
     /// The configured window (without offset).
     pub fn window(&self) -> QuietHours {
         let text = match self.0.lock() {
-            Ok(text) => text.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+            Ok(text) => text,
+            Err(poisoned) => poisoned.into_inner(),
         };
         QuietHours::parse_setting(&text).unwrap_or_else(|_| QuietHours::nightly())
     }

@@ -534,16 +534,22 @@ impl Key {
         values.map(OwnedString::from_raw)
     }
 
-    fn hash_set_raw(&self, name: *mut raw::RedisModuleString, content: *mut raw::RedisModuleString) {
-        unsafe {
-            api!(RedisModule_HashSet)(
-                self.handle.get(),
-                raw::REDISMODULE_HASH_NONE as c_int,
-                name,
-                content,
-                ptr::null_mut::<c_void>(),
-            )
-        };
+    /// Set the (field, value) pairs laid out one after the other in
+    /// `pairs`, with as few `RM_HashSet` calls as its variadic form allows
+    /// (up to three pairs a call).
+    fn hash_set_pairs(&self, pairs: &[*mut raw::RedisModuleString]) {
+        let set = api!(RedisModule_HashSet);
+        let (key, none, end) = (self.handle.get(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
+        for chunk in pairs.chunks(6) {
+            unsafe {
+                match *chunk {
+                    [f1, v1] => set(key, none, f1, v1, end),
+                    [f1, v1, f2, v2] => set(key, none, f1, v1, f2, v2, end),
+                    [f1, v1, f2, v2, f3, v3] => set(key, none, f1, v1, f2, v2, f3, v3, end),
+                    _ => 0,
+                }
+            };
+        }
     }
 
     /// Set hash fields (one `HSET`).
@@ -553,10 +559,10 @@ impl Key {
         }
         let mut argv = self.argv();
         for (field, value) in pairs {
-            let name = argv.new_string(field);
-            let content = argv.new_string(value);
-            self.hash_set_raw(name, content);
+            argv.new_string(field);
+            argv.new_string(value);
         }
+        self.hash_set_pairs(argv.as_slice().get(1..).unwrap_or_default());
         self.effect_argv(c"HSET", &argv, Event::Hash(c"hset"));
     }
 
@@ -568,14 +574,13 @@ impl Key {
         }
         let mut argv = self.argv();
         for (field, value) in pairs {
-            let name = field.as_ptr();
-            argv.borrowed(name);
-            let content = match value {
+            argv.borrowed(field.as_ptr());
+            match value {
                 FieldValue::Bytes(bytes) => argv.new_string(bytes),
                 FieldValue::Integer(number) => argv.new_integer(*number),
             };
-            self.hash_set_raw(name, content);
         }
+        self.hash_set_pairs(argv.as_slice().get(1..).unwrap_or_default());
         self.effect_argv(c"HSET", &argv, Event::Hash(c"hset"));
     }
 
@@ -593,9 +598,9 @@ impl Key {
             .checked_add(by)
             .ok_or_else(|| CommandError::err("increment or decrement would overflow"))?;
         let mut argv = self.argv();
-        let name = argv.new_string(field);
-        let content = argv.new_integer(next);
-        self.hash_set_raw(name, content);
+        argv.new_string(field);
+        argv.new_integer(next);
+        self.hash_set_pairs(argv.as_slice().get(1..).unwrap_or_default());
         self.effect_argv(c"HSET", &argv, Event::Hash(c"hincrby"));
         Ok(next)
     }

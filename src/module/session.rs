@@ -259,12 +259,7 @@ fn current_user(ctx: *mut raw::RedisModuleCtx) -> (*mut raw::RedisModuleUser, bo
 }
 
 /// Validate a tenant name: non-empty, no `{`/`}` (they would break the hash
-/// tag that keeps a tenant in one slot).
-pub fn tenant(bytes: &[u8], what: &str) -> Result<String, CommandError> {
-    tenant_str(bytes, what).map(str::to_owned)
-}
-
-/// [`tenant`], borrowed from the argument.
+/// tag that keeps a tenant in one slot), UTF-8; borrowed from the argument.
 pub fn tenant_str<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, CommandError> {
     if bytes.is_empty() {
         return Err(CommandError::err(format_args!("{what} must not be empty")));

@@ -6,7 +6,7 @@ use super::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
 use crate::dreams::lease::LeaseAwareQueue;
 use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::ack::{acknowledge, AckOutcome};
-use crate::dreams::message::FireMessage;
+use crate::dreams::message::ReadFire;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
@@ -52,30 +52,31 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             other => return Err(unknown_option(other)),
         }
     }
-    let message = FireMessage::parse(payload)
-        .ok_or_else(|| CommandError::err("payload is not a Dreams fire message"))?;
+    // Read in place (no copies) when the payload is in the module's layout.
+    let read = ReadFire::read(payload).ok_or_else(|| CommandError::err("payload is not a Dreams fire message"))?;
+    let message = read.get();
     if message.region.org != org {
         return Err(CommandError::err(format_args!(
             "Dreams queue for organization {org:?} rejects region organization {:?}",
             message.region.org
         )));
     }
-    let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
+    let mut queue = RedisQueue::open(session, org, Access::Write, false)?;
     // The seed's ACKNOWLEDGE never names the counted-event set; neither
     // does this path (docs/perf-notes.md, "the keys of the path it takes").
-    let mut counters = RedisRegion::open_with(session, &message.region, Access::Write, EventSet::Untouched, true)?;
+    let mut counters = RedisRegion::open_with(session, message.region, Access::Write, EventSet::Untouched, true)?;
     // An acknowledgement also ends the payload's lease, and finds a fire
     // whose lease ran out back in ready.
-    let mut leases = RedisLeases::open(session, &org, Access::Write)?;
+    let mut leases = RedisLeases::open(session, org, Access::Write)?;
     let mut queue = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
-    let fired_by = fired_by.unwrap_or_else(|| message.fired_by.clone());
+    let fired_by = fired_by.unwrap_or(message.fired_by);
     let acked = acknowledge(
         &mut queue,
         &mut counters,
-        &message,
+        message,
         payload,
         success,
-        &fired_by,
+        fired_by,
         &thresholds.unwrap_or_else(config::trigger),
         session.now_secs(),
         config::queue_max(),

@@ -54,15 +54,15 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-struct DrainRequest {
-    org: String,
+struct DrainRequest<'a> {
+    org: &'a str,
     timeout_ms: i64,
     policy: DrainPolicy,
     /// Lease length in seconds, if the item is leased.
     lease: Option<f64>,
 }
 
-fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
+fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     let timeout_ms = args.timeout_ms()?;
@@ -92,13 +92,18 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
     if no_quiet && (window.is_some() || offset.is_some()) {
         return Err(CommandError::err("NOQUIET cannot be combined with QUIET or OFFSET"));
     }
-    let configured = config::quiet_hours();
-    let quiet = if no_quiet {
-        QuietHours::none()
-    } else {
-        let mut quiet = window.unwrap_or(configured);
-        quiet.utc_offset_minutes = offset.unwrap_or(configured.utc_offset_minutes);
-        quiet
+    let quiet = match (no_quiet, window, offset) {
+        (true, _, _) => QuietHours::none(),
+        (false, Some(mut window), Some(offset)) => {
+            window.utc_offset_minutes = offset;
+            window
+        }
+        (false, window, offset) => {
+            let configured = config::quiet_hours();
+            let mut quiet = window.unwrap_or(configured);
+            quiet.utc_offset_minutes = offset.unwrap_or(configured.utc_offset_minutes);
+            quiet
+        }
     };
     Ok(DrainRequest {
         org,
@@ -114,14 +119,14 @@ fn parse(argv: &[&[u8]]) -> Result<DrainRequest, CommandError> {
 
 /// Drain once now: the payload that should run, if any, and whether the
 /// drain wrote anything (promotions, quiet deferrals, dead letters).
-fn drain_now(session: &Session, request: &DrainRequest) -> Result<(Option<Vec<u8>>, bool), CommandError> {
-    let mut queue = RedisQueue::open(session, &request.org, Access::Write, true)?;
+fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<(Option<Vec<u8>>, bool), CommandError> {
+    let mut queue = RedisQueue::open(session, request.org, Access::Write, true)?;
     // Opened (ACL and type checked) before anything is written.
     let leases = match request.lease {
-        Some(_) => Some(RedisLeases::open(session, &request.org, Access::Write)?),
+        Some(_) => Some(RedisLeases::open(session, request.org, Access::Write)?),
         None => None,
     };
-    let drained = drain(&mut queue, &request.org, session.now_secs(), &request.policy);
+    let drained = drain(&mut queue, request.org, session.now_secs(), &request.policy);
     stats::PROMOTED.add(drained.promoted);
     stats::QUIET_DEFERRED.add(drained.quiet_deferred);
     stats::DEAD_LETTERED.add(drained.dead_lettered);
@@ -131,7 +136,7 @@ fn drain_now(session: &Session, request: &DrainRequest) -> Result<(Option<Vec<u8
             let now_ms = session.now_ms();
             let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
             grant(&mut leases, payload, until);
-            expiry::note(session, &request.org, until);
+            expiry::note(session, request.org, until);
         }
     }
     let wrote = drained.ready.is_some() || drained.promoted + drained.quiet_deferred + drained.dead_lettered > 0;
@@ -146,7 +151,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if !session.may_block() {
         return Ok(Reply::Nil);
     }
-    let keys = QueueKeys::new(&request.org);
+    let keys = QueueKeys::new(request.org);
     let due_ms = next_due_ms(session, &keys.deferred);
     let wait = WaitOn {
         watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],

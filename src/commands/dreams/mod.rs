@@ -21,19 +21,19 @@ use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
 use crate::module::command::{Arg, ArgKind};
 use crate::module::reply::{CommandError, Reply};
-use crate::module::session::tenant;
+use crate::module::session::tenant_str;
 
 /// `fired_by` when a command names no `NODE`.
 pub const DEFAULT_NODE: &str = "dreamtown";
 
 /// Read `<org>`.
-pub fn organization(args: &mut Args<'_>) -> Result<String, CommandError> {
-    tenant(args.required("organization")?, "organization")
+pub fn organization<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
+    tenant_str(args.required("organization")?, "organization")
 }
 
 /// Read `<org> <project> <memory-type>`.
 pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
-    let org = organization(args)?;
+    let org = organization(args)?.to_owned();
     let project = args.text("project")?.to_owned();
     let memory_type = args.unsigned("memory type", u64::from(u32::MAX))? as u32;
     Ok(RegionKey { org, project, memory_type })
@@ -51,8 +51,8 @@ pub fn trigger(args: &mut Args<'_>) -> Result<Trigger, CommandError> {
 }
 
 /// Read the node id after `NODE`.
-pub fn node(args: &mut Args<'_>) -> Result<String, CommandError> {
-    Ok(args.text("node id")?.to_owned())
+pub fn node<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
+    args.text("node id")
 }
 
 /// Refuse an option given twice.

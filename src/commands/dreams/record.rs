@@ -104,7 +104,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some(_) => EventSet::CheckedByWrite,
         None => EventSet::Untouched,
     };
-    let mut counters = RedisRegion::open_with(session, &region, Access::Write, events, false)?;
+    let mut counters = RedisRegion::open_with(session, region.borrowed(), Access::Write, events, false)?;
     // The pending fire matters (and is read) only when the write would
     // otherwise fire; most records are far from that.
     if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {

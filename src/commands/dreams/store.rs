@@ -6,7 +6,7 @@ use std::ffi::CStr;
 
 use super::queue_names::queue_names;
 use crate::dreams::lease::{LeaseStore, EXPIRED};
-use crate::dreams::region::{QueueKey, RegionKey, RegionKeys};
+use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::call;
 use crate::module::key::{End, FieldValue, Key, KeyKind, Taken};
@@ -256,7 +256,7 @@ impl<'s> RedisRegion<'s> {
     /// Open `region`'s keys and read its counters, refusing wrong types and
     /// non-numeric fields.
     pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
-        Self::open_with(session, region, access, EventSet::Open, true)
+        Self::open_with(session, region.borrowed(), access, EventSet::Open, true)
     }
 
     /// [`RedisRegion::open`], using the event set as `events` says, and
@@ -264,7 +264,7 @@ impl<'s> RedisRegion<'s> {
     /// absent until [`RedisRegion::read_pending`]).
     pub fn open_with(
         session: &'s Session,
-        region: &RegionKey,
+        region: RegionRef<'_>,
         access: Access,
         events: EventSet,
         read_pending: bool,

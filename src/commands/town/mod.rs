@@ -78,7 +78,7 @@ pub fn subcommand(args: &mut Args<'_>, command: &str, known: &[&str]) -> Result<
             known.join(", ")
         )));
     }
-    Ok(word)
+    Ok(word.as_str().to_owned())
 }
 
 /// `ERR unknown option`.
