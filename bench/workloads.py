@@ -417,12 +417,18 @@ WORKLOADS = (
 # withdrawn targets of the first issues, out of reach on this API: see
 # docs/bench.md, "The floor of any design") and the P=1 rows stay printed
 # as information.
+# Issue 12 states its targets in server CPU per operation: they are judged
+# by the cpu ratio (for the server-bound P=32 rows it equals the ops/s
+# ratio; for the consumer loops, whose ops/s also count the client and the
+# network, it is the one the issue asks for).
+ISSUE_12 = {"by_cpu": True}
+
 TARGETS = [
-    Target("DREAMS.RECORD", "RECORD_WRITE Lua (EVALSHA)", 5.0),
-    Target("DREAMS.RECORD EVENT", "RECORD_WRITE Lua (EVALSHA) generation 1", 4.0),
-    Target("DREAMS.FIRE", "ENQUEUE_BOUNDED Lua (EVALSHA)", 2.0),
-    Target("DREAMS.DRAIN+ACK, 1 consumer", "seed drain()+acknowledge(), 1 consumer", 2.2),
-    Target("DREAMS.DRAIN+ACK, 8 consumers", "seed drain()+acknowledge(), 8 consumers", 2.2),
+    Target("DREAMS.RECORD", "RECORD_WRITE Lua (EVALSHA)", 5.0, extra=ISSUE_12),
+    Target("DREAMS.RECORD EVENT", "RECORD_WRITE Lua (EVALSHA) generation 1", 4.0, extra=ISSUE_12),
+    Target("DREAMS.FIRE", "ENQUEUE_BOUNDED Lua (EVALSHA)", 2.0, extra=ISSUE_12),
+    Target("DREAMS.DRAIN+ACK, 1 consumer", "seed drain()+acknowledge(), 1 consumer", 2.2, extra=ISSUE_12),
+    Target("DREAMS.DRAIN+ACK, 8 consumers", "seed drain()+acknowledge(), 8 consumers", 2.2, extra=ISSUE_12),
     Target("DREAMS.RECORD", "HINCRBY", None),
     Target("DREAMS.FIRE", "RPUSH", None),
     Target("DREAMS.RECORD [P=1]", "RECORD_WRITE Lua (EVALSHA) [P=1]", None),
