@@ -1,6 +1,6 @@
 //! Reading a fire message laid out exactly as [`super::message::payload`]
 //! writes it, without serde: every DRAIN and every ACK parses one, and
-//! serde_json's general reader was a quarter of their own code.
+//! serde_json's general reader was about a fifth of their instructions.
 //!
 //! The reader accepts only that one layout: fields in struct order, no
 //! whitespace, strings without escapes or control characters, integers in
