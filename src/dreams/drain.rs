@@ -4,7 +4,7 @@
 //! fire messages of this organization become dead letters instead of
 //! stranding in flight. Recovery hands every in-flight item back.
 
-use super::message::FireMessage;
+use super::message::ReadFire;
 use super::quiet::QuietHours;
 use super::store::QueueStore;
 
@@ -57,20 +57,16 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
         let Some(payload) = queue.pop_ready() else {
             return drained;
         };
-        // Read in place: the message itself is built only to be marked.
-        let Some(marked) = FireMessage::quiet_mark_if_of(&payload, org) else {
+        // Read in place: the message is copied out only to be marked.
+        let read = ReadFire::read(&payload);
+        let Some(fire) = read.as_ref().map(ReadFire::get).filter(|fire| fire.region.org == org) else {
             queue.push_dead(&payload);
             drained.dead_lettered += 1;
             continue;
         };
         let other_work = queue.ready_len().saturating_add(queue.deferred_len());
-        if !marked && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min) {
-            let Some(mut message) = FireMessage::parse(&payload) else {
-                // Not reached: the payload just read as a message of `org`.
-                queue.push_dead(&payload);
-                drained.dead_lettered += 1;
-                continue;
-            };
+        if !fire.quiet_deferred && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min) {
+            let mut message = fire.to_message();
             message.quiet_deferred = true;
             // The seed moves the item in flight and then takes it back out
             // with `LREM processing 1`, which removes the *first* equal
@@ -102,6 +98,7 @@ pub fn recover(queue: &mut impl QueueStore) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dreams::message::FireMessage;
     use crate::dreams::memory::MemoryQueue;
     use crate::dreams::region::RegionKey;
 

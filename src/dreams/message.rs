@@ -44,20 +44,7 @@ impl FireMessage {
     /// Payloads in the layout this module writes are read directly
     /// ([`super::canonical`]); any other JSON goes through serde_json.
     pub fn parse(payload: &[u8]) -> Option<Self> {
-        super::canonical::read(payload).or_else(|| serde_json::from_slice(payload).ok())
-    }
-
-    /// What a drain asks of a queue member, without building the message:
-    /// `None` unless it is a fire message of `org` (what [`Self::parse`]
-    /// would read), else whether it is already marked quiet-deferred.
-    pub fn quiet_mark_if_of(payload: &[u8], org: &str) -> Option<bool> {
-        match super::canonical::view(payload) {
-            Some(view) => (view.region.org == org).then_some(view.quiet_deferred),
-            None => serde_json::from_slice::<Self>(payload)
-                .ok()
-                .filter(|message| message.region.org == org)
-                .map(|message| message.quiet_deferred),
-        }
+        ReadFire::read(payload).map(ReadFire::into_message)
     }
 
     /// The payload bytes as stored in the queue: byte for byte what
@@ -133,6 +120,14 @@ impl<'a> ReadFire<'a> {
         match self {
             Self::InPlace(view) => *view,
             Self::Parsed(message) => message.borrowed(),
+        }
+    }
+
+    /// The message, owned (a copy only when it was read in place).
+    pub fn into_message(self) -> FireMessage {
+        match self {
+            Self::InPlace(view) => view.to_message(),
+            Self::Parsed(message) => message,
         }
     }
 }

@@ -238,15 +238,9 @@ impl Key {
 
     /// Pop one element from `end`.
     pub fn pop(&self, end: End) -> Option<Vec<u8>> {
-        if self.is_empty() {
-            return None;
-        }
-        let value = take_bytes(unsafe { api!(RedisModule_ListPop)(self.list_handle(), end.code()) })?;
-        match end {
-            End::Head => self.removal_effect(c"LPOP", &self.argv(), Event::List(c"lpop")),
-            End::Tail => self.removal_effect(c"RPOP", &self.argv(), Event::List(c"rpop")),
-        }
-        Some(value)
+        let taken = self.take(end)?;
+        self.replicate_taken(&taken);
+        Some(taken.as_bytes().to_vec())
     }
 
     /// Pop one element from `end` for a move: its event fires now (and
