@@ -29,6 +29,15 @@ impl<'a> Args<'a> {
         item
     }
 
+    /// Refuse arguments left over (`ERR syntax error`, as Redis does).
+    pub fn end(&self) -> Result<(), CommandError> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(CommandError::syntax())
+        }
+    }
+
     /// The next argument, which must exist (`what` names it in the error).
     pub fn required(&mut self, what: &str) -> Result<&'a [u8], CommandError> {
         self.next()

@@ -5,7 +5,7 @@ use super::region;
 use super::store::RedisRegion;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::reply::{CommandResult, Reply};
 use crate::module::session::{Access, Session};
 
 /// The command.
@@ -23,9 +23,7 @@ pub const SPEC: CommandSpec = CommandSpec {
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let region = region(&mut args)?;
-    if !args.is_empty() {
-        return Err(CommandError::syntax());
-    }
+    args.end()?;
     let counters = RedisRegion::open(session, &region, Access::Read)?;
     let pairs = counters.counters_key().hgetall();
     let mut sorted = pairs;

@@ -33,9 +33,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = organization(&mut args)?;
     let payload = args.required("payload")?;
     let secs = lease_secs(&mut args)?;
-    if !args.is_empty() {
-        return Err(CommandError::syntax());
-    }
+    args.end()?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
     let mut leases = RedisLeases::open(session, &org, Access::Write)?;
     if !extend(&mut leases, payload, until) {

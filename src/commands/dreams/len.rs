@@ -5,7 +5,7 @@ use super::store::RedisQueue;
 use crate::dreams::store::QueueStore;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::reply::{CommandResult, Reply};
 use crate::module::session::{Access, Session};
 
 /// The command.
@@ -23,9 +23,7 @@ pub const SPEC: CommandSpec = CommandSpec {
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
-    if !args.is_empty() {
-        return Err(CommandError::syntax());
-    }
+    args.end()?;
     let queue = RedisQueue::open(session, &org, Access::Read, false)?;
     Ok(Reply::Array(vec![
         Reply::count(queue.ready_len()),

@@ -6,7 +6,7 @@ use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::drain::recover;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::reply::{CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 
@@ -25,9 +25,7 @@ pub const SPEC: CommandSpec = CommandSpec {
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
-    if !args.is_empty() {
-        return Err(CommandError::syntax());
-    }
+    args.end()?;
     let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
     let leases = RedisLeases::open(session, &org, Access::Write)?;
     let moved = recover(&mut queue);

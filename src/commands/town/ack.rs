@@ -4,7 +4,7 @@
 //! the inbox it went back to. Reply: 1 if one was removed, else 0.
 
 use super::expiry::{open_leases, RedisMail};
-use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandResult, Reply};
@@ -29,7 +29,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
     let wanted = args.required("message id")?;
-    end(&args)?;
+    args.end()?;
     let mut mail = RedisMail::open(session, &keys, &agent)?;
     let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
     let removed = acknowledge(&mut mail, &mut leases, wanted);

@@ -5,7 +5,7 @@
 
 use super::index::IdIndex;
 use super::mailbox::open_list;
-use super::{end, id, subcommand, town, AGENT_ARG, TOWN_ARG};
+use super::{id, subcommand, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::End;
@@ -42,7 +42,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let agent = id(&mut args, "agent id")?;
     if action == "LOG" {
         let text = args.required("text")?;
-        end(&args)?;
+        args.end()?;
         session.deny_oom()?;
         let log = open_list(session, &keys.activity(&agent), Access::Write)?;
         let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
@@ -53,7 +53,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         stats::TOWN_ACTIVITY_LOGGED.bump();
         return Ok(Reply::OK);
     }
-    end(&args)?;
+    args.end()?;
     let log = open_list(session, &keys.activity(&agent), Access::Read)?;
     Ok(Reply::bulk_or_nil(recent(&log.range(0, SHOWN))))
 }

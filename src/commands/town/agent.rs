@@ -15,7 +15,7 @@
 //!   RFC 3339 UTC (ERR if the agent does not exist).
 
 use super::index::{AgentIndex, IdIndex};
-use super::{end, id, record, subcommand, town, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
+use super::{id, record, subcommand, town, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::Key;
@@ -68,36 +68,36 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         "SET" => set(session, &keys, &mut args),
         "GET" => {
             let agent = id(&mut args, "agent id")?;
-            end(&args)?;
+            args.end()?;
             let stored = record::open(session, &keys.agent(&agent), Access::Read)?;
             Ok(record::reply(&stored))
         }
         "DEL" => {
             let agent = id(&mut args, "agent id")?;
-            end(&args)?;
+            args.end()?;
             delete(session, &keys, &agent)
         }
         "LIST" => {
-            end(&args)?;
+            args.end()?;
             list(session, &keys)
         }
         "BYNAME" => {
             let name = args.required("name")?;
-            end(&args)?;
+            args.end()?;
             by_name(session, &keys, name)
         }
         "INCR" => {
             let agent = id(&mut args, "agent id")?;
             let counter = Counter::parse(args.required("counter")?)
                 .ok_or_else(|| CommandError::err("the counter must be ROUNDS or TASKS"))?;
-            end(&args)?;
+            args.end()?;
             session.deny_oom()?;
             let stored = existing(session, &keys, &agent)?;
             Ok(Reply::Integer(stored.hincrby(counter.field(), 1)?))
         }
         _ => {
             let agent = id(&mut args, "agent id")?;
-            end(&args)?;
+            args.end()?;
             session.deny_oom()?;
             let stored = existing(session, &keys, &agent)?;
             let now = timestamp(session.now_ms());

@@ -4,7 +4,7 @@
 //! ids waiting for an agent. Every stored id is listed, whatever it holds.
 
 use super::mailbox::open_list;
-use super::{end, id, subcommand, town, TASK_ARG, TOWN_ARG};
+use super::{id, subcommand, town, TASK_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::End;
@@ -45,7 +45,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         "PUSH" | "REMOVE" => Some(id(&mut args, "task id")?),
         _ => None,
     };
-    end(&args)?;
+    args.end()?;
     let name = keys.backlog();
     match (action.as_str(), task) {
         ("PUSH", Some(task)) => {

@@ -2,7 +2,7 @@
 //! object) to every subscriber of `tt:{<town>}:broadcast`. Reply: the
 //! number of clients that received it, as `PUBLISH` replies.
 
-use super::{end, invalid_message, town, TOWN_ARG};
+use super::{invalid_message, town, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::effects::publish;
@@ -27,7 +27,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let message = args.required("message")?;
-    end(&args)?;
+    args.end()?;
     is_object(message).map_err(invalid_message)?;
     let channel = keys.broadcast();
     session.check_publish(channel.as_bytes())?;

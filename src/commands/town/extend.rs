@@ -4,7 +4,7 @@
 //! (acknowledged, or its lease ran out and it went back to the inbox).
 
 use super::expiry::{self, open_leases};
-use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::lease_secs;
 use crate::dreams::lease::{deadline, extend};
 use crate::module::args::Args;
@@ -35,7 +35,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let agent = id(&mut args, "agent id")?;
     let message = args.required("message id")?;
     let secs = lease_secs(&mut args)?;
-    end(&args)?;
+    args.end()?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
     let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
     if !extend(&mut leases, message, until) {

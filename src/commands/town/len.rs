@@ -1,7 +1,7 @@
 //! `TOWN.LEN <town> <agent>`: `[inbox, urgent, pending]` lengths.
 
 use super::mailbox::{open_list, Inboxes};
-use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::reply::{CommandResult, Reply};
@@ -23,7 +23,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
-    end(&args)?;
+    args.end()?;
     let inboxes = Inboxes::open(session, &keys, &agent, Access::Read)?;
     let pending = open_list(session, &keys.pending(&agent), Access::Read)?;
     Ok(Reply::Array(vec![

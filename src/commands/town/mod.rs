@@ -57,15 +57,6 @@ pub fn id(args: &mut Args<'_>, what: &str) -> Result<String, CommandError> {
     Ok(text.to_owned())
 }
 
-/// Refuse arguments left over.
-pub fn end(args: &Args<'_>) -> Result<(), CommandError> {
-    if args.is_empty() {
-        Ok(())
-    } else {
-        Err(CommandError::syntax())
-    }
-}
-
 /// Read the subcommand of `command` (upper-cased), one of `known`.
 pub fn subcommand(args: &mut Args<'_>, command: &str, known: &[&str]) -> Result<String, CommandError> {
     let missing = || {

@@ -4,7 +4,7 @@
 //! silently skipped those, hiding them from whoever inspected the inbox).
 
 use super::mailbox::open_list;
-use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandResult, Reply};
@@ -27,7 +27,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
     let count = args.unsigned("count", i64::MAX as u64)?;
-    end(&args)?;
+    args.end()?;
     let inbox = open_list(session, &keys.inbox(&agent), Access::Read)?;
     Ok(Reply::bulks(inbox.range(0, count)))
 }

@@ -7,7 +7,7 @@
 
 use super::index::IdIndex;
 use super::mailbox::{open_list, Inboxes};
-use super::{end, id, town, TOWN_ARG};
+use super::{id, town, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -36,7 +36,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let keys = town(&mut args)?;
     let from = id(&mut args, "from agent id")?;
     let to = id(&mut args, "to agent id")?;
-    end(&args)?;
+    args.end()?;
     if from == to {
         return Err(CommandError::err("cannot reclaim an agent's messages for itself"));
     }

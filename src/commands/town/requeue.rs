@@ -5,7 +5,7 @@
 use super::expiry::open_leases;
 use super::index::IdIndex;
 use super::mailbox::open_list;
-use super::{end, id, town, AGENT_ARG, TOWN_ARG};
+use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::key::End;
@@ -29,7 +29,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
-    end(&args)?;
+    args.end()?;
     let pending = open_list(session, &keys.pending(&agent), Access::Write)?;
     let inbox = open_list(session, &keys.inbox(&agent), Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;

@@ -6,7 +6,7 @@
 //! keys deleted (index keys included).
 
 use super::index::{AgentIndex, IdIndex};
-use super::{end, town, unknown_option, TOWN_ARG};
+use super::{town, unknown_option, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
 use crate::module::reply::{CommandResult, Reply};
@@ -34,7 +34,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some(option) if option == "AGENTS" => Scope::Agents,
         Some(other) => return Err(unknown_option(&other)),
     };
-    end(&args)?;
+    args.end()?;
     // Read the indexes (type-checked) and let go of them before deleting.
     let (agents, tasks) = {
         let agent_index = AgentIndex::open(session, &keys, Access::Write)?;

@@ -5,7 +5,7 @@
 
 use super::index::IdIndex;
 use super::mailbox::Inboxes;
-use super::{end, invalid_message, town, unknown_option, TOWN_ARG};
+use super::{invalid_message, town, unknown_option, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandResult, Reply};
@@ -39,7 +39,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some(option) if option == "URGENT" => true,
         Some(other) => return Err(unknown_option(&other)),
     };
-    end(&args)?;
+    args.end()?;
     let envelope = Envelope::parse(message).map_err(invalid_message)?;
     let destination = envelope.destination(urgent);
     let inboxes = Inboxes::open(session, &keys, &envelope.to, Access::Write)?;

@@ -5,7 +5,7 @@
 //! so a replica expires it at the same instant.
 
 use super::index::IdIndex;
-use super::{end, id, subcommand, town, unknown_option, AGENT_ARG, TOWN_ARG};
+use super::{id, subcommand, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::{Key, KeyKind};
@@ -80,12 +80,12 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             Ok(Reply::OK)
         }
         "CHECK" => {
-            end(&args)?;
+            args.end()?;
             let flag = open_flag(session, &keys, &agent, Access::Read)?;
             Ok(Reply::Integer(i64::from(flag.exists())))
         }
         _ => {
-            end(&args)?;
+            args.end()?;
             let flag = open_flag(session, &keys, &agent, Access::Write)?;
             Ok(Reply::Integer(i64::from(flag.delete())))
         }

@@ -9,7 +9,7 @@
 //! * `LIST`: every indexed task (by id) as a field/value array.
 
 use super::index::IdIndex;
-use super::{end, id, record, subcommand, town, FIELDS_ARG, TASK_ARG, TOWN_ARG};
+use super::{id, record, subcommand, town, FIELDS_ARG, TASK_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -63,13 +63,13 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
         "GET" => {
             let task = id(&mut args, "task id")?;
-            end(&args)?;
+            args.end()?;
             let stored = record::open(session, &keys.task(&task), Access::Read)?;
             Ok(record::reply(&stored))
         }
         "DEL" => {
             let task = id(&mut args, "task id")?;
-            end(&args)?;
+            args.end()?;
             let name = keys.task(&task);
             session.check(name.as_bytes(), Access::Write)?;
             let tasks = IdIndex::tasks(session, &keys, Access::Write)?;
@@ -79,7 +79,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             Ok(Reply::Integer(i64::from(deleted)))
         }
         _ => {
-            end(&args)?;
+            args.end()?;
             list(session, &keys)
         }
     }
