@@ -146,9 +146,9 @@ pub fn payload(
     let strings = region.org.len() + region.project.len() + fired_by.len() + fire_id.map_or(0, str::len);
     let mut out = String::with_capacity(200 + strings);
     out.push_str("{\"region\":{\"org\":");
-    push_json_string(&mut out, &region.org);
+    push_json_string(&mut out, region.org);
     out.push_str(",\"project\":");
-    push_json_string(&mut out, &region.project);
+    push_json_string(&mut out, region.project);
     out.push_str(",\"memory_type\":");
     push_decimal(&mut out, u64::from(region.memory_type));
     out.push_str("},\"fired_by\":");

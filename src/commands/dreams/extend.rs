@@ -35,10 +35,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let secs = lease_secs(&mut args)?;
     args.end()?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
-    let mut leases = RedisLeases::open(session, &org, Access::Write)?;
+    let mut leases = RedisLeases::open(session, org, Access::Write)?;
     if !extend(&mut leases, payload, until) {
         return Ok(Reply::Integer(0));
     }
-    expiry::note(session, &org, until);
+    expiry::note(session, org, until);
     Ok(Reply::Integer(1))
 }

@@ -34,7 +34,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
     }
     let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
-    let fired_by = fired_by.as_deref().unwrap_or(DEFAULT_NODE);
+    let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();
     let outcome = fire(&mut queue, &region, fired_by, fire_id.as_str(), config::queue_max());
     match outcome {

@@ -26,8 +26,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     args.end()?;
-    let queue = RedisQueue::open(session, &org, Access::Read, false)?;
-    let leases = RedisLeases::open(session, &org, Access::Read)?;
+    let queue = RedisQueue::open(session, org, Access::Read, false)?;
+    let leases = RedisLeases::open(session, org, Access::Read)?;
     let deadlines: std::collections::HashMap<Vec<u8>, i64> =
         leases.entries().into_iter().filter(|(_, score)| *score > EXPIRED).collect();
     let items = queue

@@ -24,7 +24,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     args.end()?;
-    let queue = RedisQueue::open(session, &org, Access::Read, false)?;
+    let queue = RedisQueue::open(session, org, Access::Read, false)?;
     Ok(Reply::Array(vec![
         Reply::count(queue.ready_len()),
         Reply::count(queue.deferred_len()),

@@ -119,7 +119,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         &mut counters,
         &region,
         write,
-        fired_by.as_deref().unwrap_or(DEFAULT_NODE),
+        fired_by.unwrap_or(DEFAULT_NODE),
         &thresholds,
         now,
         config::queue_max(),

@@ -26,8 +26,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     args.end()?;
-    let mut queue = RedisQueue::open(session, &org, Access::Write, false)?;
-    let leases = RedisLeases::open(session, &org, Access::Write)?;
+    let mut queue = RedisQueue::open(session, org, Access::Write, false)?;
+    let leases = RedisLeases::open(session, org, Access::Write)?;
     let moved = recover(&mut queue);
     // Nothing is in flight any more, so nothing is leased.
     leases.clear();
