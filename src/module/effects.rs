@@ -51,10 +51,26 @@ impl Event {
 
 /// Replicate `command argv...`, arguments the caller already holds as Redis
 /// strings (Redis takes its own references; nothing is copied).
+///
+/// Up to eight arguments go one by one (`"s"` each), longer ones as a
+/// vector (`"v"`): Redis sizes its argv from the format, so a vector costs
+/// it a second allocation (a `realloc`) per replicated command. For strings
+/// the module created, `s` and `v` take the same reference.
 pub fn replicate_strings(ctx: *mut raw::RedisModuleCtx, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
     let replicate = api!(RedisModule_Replicate);
+    let name = command.as_ptr();
     unsafe {
-        replicate(ctx, command.as_ptr(), c"v".as_ptr(), argv.as_ptr(), argv.len());
+        match *argv {
+            [a] => replicate(ctx, name, c"s".as_ptr(), a),
+            [a, b] => replicate(ctx, name, c"ss".as_ptr(), a, b),
+            [a, b, c] => replicate(ctx, name, c"sss".as_ptr(), a, b, c),
+            [a, b, c, d] => replicate(ctx, name, c"ssss".as_ptr(), a, b, c, d),
+            [a, b, c, d, e] => replicate(ctx, name, c"sssss".as_ptr(), a, b, c, d, e),
+            [a, b, c, d, e, f] => replicate(ctx, name, c"ssssss".as_ptr(), a, b, c, d, e, f),
+            [a, b, c, d, e, f, g] => replicate(ctx, name, c"sssssss".as_ptr(), a, b, c, d, e, f, g),
+            [a, b, c, d, e, f, g, h] => replicate(ctx, name, c"ssssssss".as_ptr(), a, b, c, d, e, f, g, h),
+            _ => replicate(ctx, name, c"v".as_ptr(), argv.as_ptr(), argv.len()),
+        };
     }
 }
 
