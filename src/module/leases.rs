@@ -181,12 +181,6 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
     let (Some(subscribe), Some(_)) = (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer }) else {
         return Err("this server lacks module timers or server events (needed for leases)".into());
     };
-    let subscribe_keys = api!(RedisModule_SubscribeToKeyspaceEvents);
-    if unsafe { subscribe_keys(ctx, raw::REDISMODULE_NOTIFY_GENERIC as c_int, Some(on_key_event)) }
-        != raw::REDISMODULE_OK as c_int
-    {
-        return Err("could not subscribe to keyspace events".into());
-    }
     for id in [raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, raw::REDISMODULE_EVENT_LOADING] {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
@@ -237,26 +231,18 @@ unsafe extern "C" fn on_server_event(
 
 /// A key arrived by `RESTORE` (a cluster slot migration, or by hand): if
 /// it is a lease set, index its tenant.
-unsafe extern "C" fn on_key_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: c_int,
-    event: *const std::os::raw::c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if event.is_null() || unsafe { std::ffi::CStr::from_ptr(event) }.to_bytes() != b"restore" {
-            return;
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
+    if event != b"restore" {
+        return;
+    }
+    let name = super::string::bytes_of(key);
+    let session = Session::internal(ctx);
+    for family in families() {
+        let Some(tenant) = (family.tenant_of)(name) else { continue };
+        if let Some(earliest) = (family.earliest)(&session, &tenant) {
+            note(&session, family, &tenant, earliest);
         }
-        let name = super::string::bytes_of(key);
-        let session = Session::internal(ctx);
-        for family in families() {
-            let Some(tenant) = (family.tenant_of)(name) else { continue };
-            if let Some(earliest) = (family.earliest)(&session, &tenant) {
-                note(&session, family, &tenant, earliest);
-            }
-        }
-    }));
-    raw::REDISMODULE_OK as c_int
+    }
 }
 
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {

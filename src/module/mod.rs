@@ -10,6 +10,7 @@ pub mod command;
 pub mod config;
 pub mod effects;
 pub mod key;
+pub mod keyspace_events;
 pub mod leases;
 pub mod migration_guard;
 pub mod reply;
@@ -63,7 +64,7 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}; ACL rules must name the commands"));
         false
     });
-    if let Err(error) = waiters::subscribe(ctx.ctx) {
+    if let Err(error) = keyspace_events::subscribe(ctx.ctx) {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }

@@ -44,7 +44,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_void, CStr};
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
@@ -206,16 +206,6 @@ pub fn info_fields() -> Vec<(&'static CStr, u64)> {
     ]
 }
 
-/// Subscribe to the keyspace events that can bring work (module load).
-pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    let types = raw::REDISMODULE_NOTIFY_LIST | raw::REDISMODULE_NOTIFY_ZSET | raw::REDISMODULE_NOTIFY_GENERIC;
-    let done = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx, types as c_int, Some(on_keyspace_event)) };
-    if done != raw::REDISMODULE_OK as c_int {
-        return Err("could not subscribe to keyspace events".into());
-    }
-    Ok(())
-}
-
 /// Events that add elements to (or create) a key; the rest cannot bring work.
 fn adds_work(event: &[u8]) -> bool {
     matches!(
@@ -225,24 +215,13 @@ fn adds_work(event: &[u8]) -> bool {
     ) || event.ends_with(b"store")
 }
 
-unsafe extern "C" fn on_keyspace_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: c_int,
-    event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if with_registry(|r| r.watched.is_empty()) || event.is_null() {
-            return;
-        }
-        let event = unsafe { CStr::from_ptr(event) }.to_bytes();
-        if !adds_work(event) {
-            return;
-        }
-        let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-        work_arrived_in(ctx, db, bytes_of(key));
-    }));
-    raw::REDISMODULE_OK as c_int
+/// A keyspace event (`keyspace_events`): work may have arrived in `key`.
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
+    if with_registry(|r| r.watched.is_empty()) || !adds_work(event) {
+        return;
+    }
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    work_arrived_in(ctx, db, bytes_of(key));
 }
 
 /// THE wake-up: call after putting work into a watched key (a Dreams

@@ -1,0 +1,46 @@
+//! The module's one keyspace-event subscription, shared by the mechanisms
+//! that listen: waiters (work arriving in a watched list or sorted set) and
+//! leases (a lease set arriving by `RESTORE`).
+//!
+//! Why one: Redis gives every subscriber an event reaches a context of its
+//! own, a temporary client set up and torn down around the callback
+//! (module.c `moduleNotifyKeyspaceEvent`), several hundred instructions
+//! each. A generic event (`del`, `restore`, `rename_to` ...) reached two
+//! subscribers, and an acknowledgement that empties the in-flight list
+//! fires one; one subscriber that hands each event to both pays that once.
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::raw;
+
+use super::api::api;
+use super::{leases, waiters};
+
+/// Subscribe to the event classes any listener needs (module load).
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let types = raw::REDISMODULE_NOTIFY_LIST | raw::REDISMODULE_NOTIFY_ZSET | raw::REDISMODULE_NOTIFY_GENERIC;
+    let done = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx, types as c_int, Some(on_keyspace_event)) };
+    if done != raw::REDISMODULE_OK as c_int {
+        return Err("could not subscribe to keyspace events".into());
+    }
+    Ok(())
+}
+
+/// Every listener sees the event, in this order (waiters first, as when
+/// they subscribed on their own), each under its own `catch_unwind`.
+unsafe extern "C" fn on_keyspace_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: c_int,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    if event.is_null() || key.is_null() {
+        return raw::REDISMODULE_OK as c_int;
+    }
+    let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+    let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
+    let _ = catch_unwind(AssertUnwindSafe(|| leases::on_keyspace_event(ctx, event, key)));
+    raw::REDISMODULE_OK as c_int
+}
