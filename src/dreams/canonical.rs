@@ -16,7 +16,17 @@ use super::region::RegionRef;
 /// The fields of the message in `payload`, read in place, if it is in the
 /// canonical layout.
 pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
-    let mut at = Cursor { rest: payload };
+    // Checked once for the whole payload, not per string: the canonical
+    // layout has no escape and no control character anywhere, so a payload
+    // with one is not canonical wherever it is; and a string between two
+    // quotes (ASCII) of valid UTF-8 is valid UTF-8.
+    let text = std::str::from_utf8(payload).ok()?;
+    // No early exit, so that the compiler can check many bytes per step.
+    let plain = payload.iter().fold(true, |plain, &byte| plain & (byte != b'\\') & (byte >= 0x20));
+    if !plain {
+        return None;
+    }
+    let mut at = Cursor { rest: text };
     at.literal(b"{\"region\":{\"org\":")?;
     let org = at.string()?;
     at.literal(b",\"project\":")?;
@@ -59,39 +69,41 @@ pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
     })
 }
 
-/// The unread part of a payload.
+/// The unread part of a payload (UTF-8 without escapes or control
+/// characters, checked by [`view`]).
 struct Cursor<'a> {
-    rest: &'a [u8],
+    rest: &'a str,
 }
 
 impl<'a> Cursor<'a> {
     /// Step over `expected`, or `None` (and stay) if the bytes differ.
     fn literal(&mut self, expected: &[u8]) -> Option<()> {
-        self.rest = self.rest.strip_prefix(expected)?;
+        if !self.rest.as_bytes().starts_with(expected) {
+            return None;
+        }
+        self.rest = self.rest.get(expected.len()..)?;
         Some(())
     }
 
-    /// A quoted string that needs no unescaping: UTF-8, no `\\`, no
-    /// control character (JSON forbids them raw; the writer escapes them).
+    /// A quoted string (which [`view`] made sure needs no unescaping).
     fn string(&mut self) -> Option<&'a str> {
-        let body = self.rest.strip_prefix(b"\"")?;
-        let end = body.iter().position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
-        let (text, after) = body.split_at(end);
-        let after = after.strip_prefix(b"\"")?;
-        let text = std::str::from_utf8(text).ok()?;
-        self.rest = after;
+        let body = self.rest.strip_prefix('"')?;
+        let end = memchr::memchr(b'"', body.as_bytes())?;
+        let text = body.get(..end)?;
+        self.rest = body.get(end + 1..)?;
         Some(text)
     }
 
     /// An unsigned integer in shortest form (`0`, or no leading zero) that
     /// fits `u64`, followed by a byte that cannot continue a JSON number.
     fn integer(&mut self) -> Option<u64> {
-        let digits = self.rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
-        let (number, after) = self.rest.split_at(digits);
+        let digits = self.rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (number, after) = self.rest.split_at_checked(digits)?;
+        let number = number.as_bytes();
         if number.is_empty() || (number.len() > 1 && number.first() == Some(&b'0')) {
             return None;
         }
-        if matches!(after.first(), Some(b'.' | b'e' | b'E')) {
+        if matches!(after.as_bytes().first(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
         let mut value: u64 = 0;
