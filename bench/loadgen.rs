@@ -10,6 +10,9 @@
 //! - `dreams-seed`: the round trips of the seed's `drain()` + `acknowledge()`:
 //!   PROMOTE_DEFERRED (EVALSHA), BLMOVE, the LLEN/ZCARD pipeline,
 //!   ACKNOWLEDGE (EVALSHA) (4 round trips).
+//! - `dreams-native`: the floor of any loop of two round trips per item:
+//!   `BLMOVE` of a payload of the same size into an in-flight list, then
+//!   `LREM` of it, native commands that count and check nothing.
 //!
 //! - `town-reclaim-module` / `town-reclaim-seed`: move a dead agent's
 //!   10,000 messages to another agent: one `TOWN.RECLAIM`, or the seed's
@@ -367,6 +370,43 @@ fn consume_module(conn: &mut Conn, org: &str, lease: bool) -> Result<(), String>
     }
 }
 
+/// The lists of `dreams-native` (plain names: no module key is involved).
+const NATIVE_READY: &str = "bench:native:ready";
+const NATIVE_PROCESSING: &str = "bench:native:processing";
+
+/// One consumer of `dreams-native`: move the head into the in-flight list,
+/// then remove it by value, as DRAIN and ACK do at the least.
+fn consume_native(conn: &mut Conn) -> Result<(), String> {
+    let payload = conn
+        .call(&[b"BLMOVE", NATIVE_READY.as_bytes(), NATIVE_PROCESSING.as_bytes(), b"LEFT", b"RIGHT", b"5"])?
+        .bulk()?;
+    match conn.call(&[b"LREM", NATIVE_PROCESSING.as_bytes(), b"1", &payload])?.int()? {
+        1 => Ok(()),
+        removed => Err(format!("LREM removed {removed}")),
+    }
+}
+
+/// `dreams-native`'s queue: one payload per item, each the size and shape
+/// of the module's fire message for region `i`.
+fn prefill_native(conn: &mut Conn, o: &Options) -> Result<(), String> {
+    let mut ids = 0x9e37_79b9_7f4a_7c15u64;
+    let fire_ids: Vec<String> = (0..o.items).map(|_| fake_uuid(&mut ids)).collect();
+    pipelined(
+        conn,
+        o.items,
+        |i| {
+            let payload = format!(
+                "{{\"region\":{{\"org\":\"{}\",\"project\":\"{PROJECT_PREFIX}{i}\",\"memory_type\":{MEMORY_TYPE}}},\
+                 \"fired_by\":\"{NODE}\",\"fired_at\":{{\"memories_since_last_cycle\":1,\"edges_since_last_cycle\":0,\
+                 \"seconds_since_last_cycle\":0}},\"fire_id\":\"{}\"}}",
+                o.org, fire_ids[i as usize]
+            );
+            vec![b"RPUSH".to_vec(), NATIVE_READY.as_bytes().to_vec(), payload.into_bytes()]
+        },
+        |reply| matches!(reply, Reply::Int(_)),
+    )
+}
+
 struct SeedScripts {
     promote: String,
     acknowledge: String,
@@ -416,11 +456,16 @@ fn consume_seed(conn: &mut Conn, org: &str, scripts: &SeedScripts, ids: &mut u64
 }
 
 fn run_dreams(o: &Options) -> Result<(), String> {
-    let (seed, lease) = match o.mode.as_str() {
-        "dreams-module" => (false, false),
-        "dreams-module-lease" => (false, true),
-        "dreams-seed" => (true, false),
-        other => return Err(format!("unknown mode {other:?} (dreams-module, dreams-module-lease, dreams-seed)")),
+    let (seed, lease, native) = match o.mode.as_str() {
+        "dreams-module" => (false, false, false),
+        "dreams-module-lease" => (false, true, false),
+        "dreams-seed" => (true, false, false),
+        "dreams-native" => (false, false, true),
+        other => {
+            return Err(format!(
+                "unknown mode {other:?} (dreams-module, dreams-module-lease, dreams-seed, dreams-native)"
+            ))
+        }
     };
     let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
     let scripts = if seed {
@@ -430,6 +475,9 @@ fn run_dreams(o: &Options) -> Result<(), String> {
             promote: load_script(&mut setup, &o.lua_dir, "promote_deferred.lua")?,
             acknowledge: load_script(&mut setup, &o.lua_dir, "acknowledge.lua")?,
         })
+    } else if native {
+        prefill_native(&mut setup, o)?;
+        None
     } else {
         prefill_module(&mut setup, o)?;
         None
@@ -449,6 +497,7 @@ fn run_dreams(o: &Options) -> Result<(), String> {
             while claimed.fetch_add(1, Ordering::Relaxed) < items {
                 match scripts.as_ref() {
                     Some(scripts) => consume_seed(&mut conn, &org, scripts, &mut ids)?,
+                    None if native => consume_native(&mut conn)?,
                     None => consume_module(&mut conn, &org, lease)?,
                 }
             }

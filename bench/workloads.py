@@ -388,6 +388,11 @@ HANDOFF_TARGETS = [
     for k in HANDOFF_KS
 ]
 
+# The floor of the consumer loops: two native round trips per item that
+# count and check nothing. seed / native is the most any loop of two round
+# trips per item could reach against the seed on this machine.
+NATIVE_LOOP_NOTE = "floor: any two round trips per item"
+
 WORKLOADS = (
     _rows(PIPELINE, "")
     + [
@@ -400,9 +405,11 @@ WORKLOADS = (
         Loop("DREAMS.DRAIN+ACK, 1 consumer", "dreams-module", 1),
         Loop("DREAMS.DRAIN LEASE+ACK, 1 consumer", "dreams-module-lease", 1),
         Loop("seed drain()+acknowledge(), 1 consumer", "dreams-seed", 1),
+        Loop("native BLMOVE+LREM, 1 consumer", "dreams-native", 1, note=NATIVE_LOOP_NOTE),
         Loop("DREAMS.DRAIN+ACK, 8 consumers", "dreams-module", 8),
         Loop("DREAMS.DRAIN LEASE+ACK, 8 consumers", "dreams-module-lease", 8),
         Loop("seed drain()+acknowledge(), 8 consumers", "dreams-seed", 8),
+        Loop("native BLMOVE+LREM, 8 consumers", "dreams-native", 8, note=NATIVE_LOOP_NOTE),
     ]
     + TOWN_ROWS
     + _growth_rows()
@@ -429,6 +436,12 @@ TARGETS = [
     Target("DREAMS.FIRE", "ENQUEUE_BOUNDED Lua (EVALSHA)", 2.0, extra=ISSUE_12),
     Target("DREAMS.DRAIN+ACK, 1 consumer", "seed drain()+acknowledge(), 1 consumer", 2.2, extra=ISSUE_12),
     Target("DREAMS.DRAIN+ACK, 8 consumers", "seed drain()+acknowledge(), 8 consumers", 2.2, extra=ISSUE_12),
+    # The ceiling of those two: the native floor against the seed, and the
+    # module's distance to that floor.
+    Target("native BLMOVE+LREM, 1 consumer", "seed drain()+acknowledge(), 1 consumer", None, extra=ISSUE_12),
+    Target("native BLMOVE+LREM, 8 consumers", "seed drain()+acknowledge(), 8 consumers", None, extra=ISSUE_12),
+    Target("DREAMS.DRAIN+ACK, 1 consumer", "native BLMOVE+LREM, 1 consumer", None, extra=ISSUE_12),
+    Target("DREAMS.DRAIN+ACK, 8 consumers", "native BLMOVE+LREM, 8 consumers", None, extra=ISSUE_12),
     Target("DREAMS.RECORD", "HINCRBY", None),
     Target("DREAMS.FIRE", "RPUSH", None),
     Target("DREAMS.RECORD [P=1]", "RECORD_WRITE Lua (EVALSHA) [P=1]", None),
@@ -461,9 +474,11 @@ CHART = [
     ("DREAMS.FIRE (queued)", [("DREAMS.FIRE", "module"), ("ENQUEUE_BOUNDED Lua (EVALSHA)", "seed"),
                               ("RPUSH", "native")]),
     ("Consumer loop, per item, 1 consumer", [("DREAMS.DRAIN+ACK, 1 consumer", "module"),
-                                             ("seed drain()+acknowledge(), 1 consumer", "seed")]),
+                                             ("seed drain()+acknowledge(), 1 consumer", "seed"),
+                                             ("native BLMOVE+LREM, 1 consumer", "native")]),
     ("Consumer loop, per item, 8 consumers", [("DREAMS.DRAIN+ACK, 8 consumers", "module"),
-                                              ("seed drain()+acknowledge(), 8 consumers", "seed")]),
+                                              ("seed drain()+acknowledge(), 8 consumers", "seed"),
+                                              ("native BLMOVE+LREM, 8 consumers", "native")]),
     ("TOWN.SEND normal", [("TOWN.SEND normal", "module"), ("RPUSH message", "seed")]),
     ("TOWN.SEND high", [("TOWN.SEND high", "module"), ("LPUSH message", "seed")]),
     ("TOWN.RECV", [("TOWN.RECV", "module"), ("LPOP", "seed")]),
