@@ -334,8 +334,7 @@ fn prefill_module(conn: &mut Conn, o: &Options) -> Result<(), String> {
 fn prefill_seed(conn: &mut Conn, o: &Options, record_sha: &str) -> Result<(), String> {
     let keys = SeedKeys::new(&o.org);
     let now = now_secs().to_string();
-    let mut ids = 0x9e37_79b9_7f4a_7c15u64;
-    let fire_ids: Vec<String> = (0..o.items).map(|_| fake_uuid(&mut ids)).collect();
+    let fire_ids = prefill_fire_ids(o.items);
     pipelined(
         conn,
         o.items,
@@ -370,6 +369,12 @@ fn consume_module(conn: &mut Conn, org: &str, lease: bool) -> Result<(), String>
     }
 }
 
+/// The fire ids of a prefill's `count` items (the same every run).
+fn prefill_fire_ids(count: u64) -> Vec<String> {
+    let mut ids = 0x9e37_79b9_7f4a_7c15u64;
+    (0..count).map(|_| fake_uuid(&mut ids)).collect()
+}
+
 /// The lists of `dreams-native` (plain names: no module key is involved).
 const NATIVE_READY: &str = "bench:native:ready";
 const NATIVE_PROCESSING: &str = "bench:native:processing";
@@ -389,8 +394,7 @@ fn consume_native(conn: &mut Conn) -> Result<(), String> {
 /// `dreams-native`'s queue: one payload per item, each the size and shape
 /// of the module's fire message for region `i`.
 fn prefill_native(conn: &mut Conn, o: &Options) -> Result<(), String> {
-    let mut ids = 0x9e37_79b9_7f4a_7c15u64;
-    let fire_ids: Vec<String> = (0..o.items).map(|_| fake_uuid(&mut ids)).collect();
+    let fire_ids = prefill_fire_ids(o.items);
     pipelined(
         conn,
         o.items,
