@@ -13,6 +13,9 @@
 pub mod dreams;
 pub mod town;
 
+#[cfg(test)]
+mod test_random;
+
 #[cfg(feature = "module")]
 mod commands;
 #[cfg(feature = "module")]

@@ -13,26 +13,10 @@ mod dreams_support;
 
 use std::time::Duration;
 
+use common::random::Random as Rng;
 use common::{tenant, wait_until, Server};
 use dreams_support::*;
 use redis::Connection;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
 
 const COMMANDS: [&str; 10] = [
     "DREAMS.FIRE", "DREAMS.RECORD", "DREAMS.SETTLE", "DREAMS.DRAIN", "DREAMS.ACK", "DREAMS.RECOVER", "DREAMS.LEN",
@@ -96,10 +80,10 @@ impl Pool {
     }
 
     fn token(&self, rng: &mut Rng) -> Vec<u8> {
-        if rng.chance(1) {
+        if rng.percent(1) {
             return vec![b'x'; 1 << 20];
         }
-        if rng.chance(3) {
+        if rng.percent(3) {
             return (0..rng.below(64)).map(|_| rng.next() as u8).collect();
         }
         self.tokens[rng.below(self.tokens.len())].clone()
@@ -114,9 +98,9 @@ fn invocation(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
     for position in 1..=arity {
         let arg = match (command, position) {
             // Mostly the real organization, so the commands get past it.
-            (_, 1) if rng.chance(80) => org.as_bytes().to_vec(),
+            (_, 1) if rng.percent(80) => org.as_bytes().to_vec(),
             ("DREAMS.DRAIN", 2) => TIMEOUTS[rng.below(TIMEOUTS.len())].as_bytes().to_vec(),
-            ("DREAMS.ACK" | "DREAMS.EXTEND", 2) if rng.chance(80) => pool.payloads[rng.below(pool.payloads.len())].clone(),
+            ("DREAMS.ACK" | "DREAMS.EXTEND", 2) if rng.percent(80) => pool.payloads[rng.below(pool.payloads.len())].clone(),
             _ => pool.token(rng),
         };
         args.push(arg);
@@ -180,7 +164,7 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
     // A random subset of the options, in random order.
     while !options.is_empty() {
         let option = options.swap_remove(rng.below(options.len()));
-        if rng.chance(60) {
+        if rng.percent(60) {
             args.extend(option);
         }
     }
@@ -188,7 +172,7 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
     if command == "DREAMS.ACK" || command == "DREAMS.EXTEND" {
         bytes[2] = pool.payloads[rng.below(pool.payloads.len())].clone();
     }
-    if rng.chance(50) && bytes.len() > 2 {
+    if rng.percent(50) && bytes.len() > 2 {
         for _ in 0..=rng.below(2) {
             let at = 1 + rng.below(bytes.len() - 1);
             if !(command == "DREAMS.DRAIN" && at == 2) {
@@ -221,11 +205,11 @@ fn mutate(con: &mut Connection, rng: &mut Rng, pool: &Pool, keys: &Keys) {
         2 => {
             // Mostly a counter field of the region the fuzzer uses.
             cmd = redis::cmd("HSET");
-            cmd.arg(if rng.chance(80) { counters.as_str() } else { key }).arg(field).arg(&value);
+            cmd.arg(if rng.percent(80) { counters.as_str() } else { key }).arg(field).arg(&value);
         }
         3 => {
             cmd = redis::cmd("RPUSH");
-            cmd.arg(if rng.chance(70) { keys.ready.as_str() } else { key }).arg(&value);
+            cmd.arg(if rng.percent(70) { keys.ready.as_str() } else { key }).arg(&value);
         }
         4 => {
             cmd = redis::cmd("SADD");
@@ -304,31 +288,31 @@ fn fuzz(server: &Server, seed: u64, rounds: usize, mix: Mix) {
     let org = tenant("fuzz");
     let keys = Keys::new(&org);
     let pool = Pool::new(&org);
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let (mut errors, mut accepted) = (0usize, 0usize);
     for round in 0..rounds {
-        if rng.chance(mix.corrupt) {
+        if rng.percent(mix.corrupt) {
             mutate(&mut con, &mut rng, &pool, &keys);
-        } else if rng.chance(mix.work) {
+        } else if rng.percent(mix.work) {
             // Valid work, so the malformed calls meet a queue with items.
             // Sometimes on top of what is there, so lists grow past one
             // item and their order matters to the replica test.
-            if rng.chance(10) {
+            if rng.percent(10) {
                 let _ = call(&mut con, &["DEL", &keys.ready, &keys.processing, &keys.deferred, &keys.dead]);
                 let _ = call(&mut con, &["DEL", &keys.counters("p", 1), &keys.events("p", 1)]);
             }
             let _ = call(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
             let _ = call(&mut con, &["DREAMS.FIRE", &org, ["q", "r", "s"][rng.below(3)], "2"]);
             let _ = call(&mut con, &["DREAMS.RECORD", &org, "p", "1", "3", "0", "TRIGGER", "1", "1", "0", "0"]);
-            if rng.chance(50) {
+            if rng.percent(50) {
                 let _ = call(&mut con, &["DREAMS.DRAIN", &org, "0.001", "NOQUIET"]);
             }
-            if rng.chance(30) {
+            if rng.percent(30) {
                 // Leased: it runs out during the run and comes back.
                 let _ = call(&mut con, &["DREAMS.DRAIN", &org, "0.001", "NOQUIET", "LEASE", "0.05"]);
             }
         } else {
-            let args = if rng.chance(50) { invocation(&mut rng, &pool, &org) } else { structured(&mut rng, &pool, &org) };
+            let args = if rng.percent(50) { invocation(&mut rng, &pool, &org) } else { structured(&mut rng, &pool, &org) };
             let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
             match call_bytes(&mut con, &refs) {
                 Ok(_) => accepted += 1,

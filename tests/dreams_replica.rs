@@ -152,13 +152,8 @@ fn a_random_workload_replicates_exactly() {
     let org = tenant("replica-random");
     let covering = window(&mut con, 0, 2);
     let mut dreams = Dreams::new(&mut con, &org);
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut random = common::random::Random::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: u64| random.next() % n;
     let mut held: Vec<Vec<u8>> = Vec::new();
     for step in 0..600 {
         let project = format!("p{}", next(3));

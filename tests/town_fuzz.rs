@@ -10,28 +10,8 @@ mod town_support;
 
 use std::time::Duration;
 
+use common::random::Random as Rng;
 use common::Server;
-
-/// xorshift64*: small, seeded, good enough to pick test inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-    fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-}
 
 const COMMANDS: &[&str] = &[
     "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
@@ -93,7 +73,7 @@ fn argument(rng: &mut Rng) -> Vec<u8> {
         13 => vec![0u8; rng.below(4)],
         14 => vec![0xff, 0xfe, 0xc3, 0x28],
         15 => (0..rng.below(64)).map(|_| rng.next() as u8).collect(),
-        16 if rng.chance(20) => vec![b'x'; 1_000_000],
+        16 if rng.one_in(20) => vec![b'x'; 1_000_000],
         16 => vec![b'y'; 10_000],
         17 => b"{x}".to_vec(),
         _ => format!("agent{}", rng.below(6)).into_bytes(),
@@ -140,22 +120,22 @@ fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
         3 | 4 => {
             let mut recv = vec!["TOWN.RECV".into(), town, agent];
             for option in [["COUNT", &count], ["BLOCK", "0.001"]] {
-                if rng.chance(2) {
+                if rng.one_in(2) {
                     recv.extend(option.iter().map(|s| s.to_string()));
                 }
             }
             for flag in ["URGENT", "RELIABLE"] {
-                if rng.chance(2) {
+                if rng.one_in(2) {
                     recv.push(flag.into());
                 }
             }
-            if rng.chance(2) {
+            if rng.one_in(2) {
                 // Short leases, so some run out during the run.
                 recv.extend(["LEASE".to_owned(), rng.pick(&["0.05", "0.2", "0", "-1", "x"]).to_string()]);
             }
             recv
         }
-        5 if rng.chance(3) => vec!["TOWN.EXTEND".into(), town, agent, format!("m{}", rng.below(5)), rng.pick(&["0.05", "0.3", "0", "nan"]).to_string()],
+        5 if rng.one_in(3) => vec!["TOWN.EXTEND".into(), town, agent, format!("m{}", rng.below(5)), rng.pick(&["0.05", "0.3", "0", "nan"]).to_string()],
         5 => vec!["TOWN.ACK".into(), town, agent, format!("m{}", rng.below(5))],
         6 => vec!["TOWN.REQUEUE".into(), town, agent],
         7 => vec!["TOWN.LEN".into(), town, agent],
@@ -173,11 +153,11 @@ fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
         20 => vec!["TOWN.TASK".into(), town, rng.pick(&["LIST", "GET", "DEL"]).to_string(), task],
         21 => vec!["TOWN.ACTIVITY".into(), town, rng.pick(&["LOG", "GET"]).to_string(), agent, "did".into()],
         22 => vec!["TOWN.BACKLOG".into(), town, rng.pick(&["PUSH", "POP", "LIST", "LEN", "REMOVE"]).to_string(), task],
-        _ if rng.chance(10) => vec!["TOWN.RESET".into(), town, "AGENTS".into()],
+        _ if rng.one_in(10) => vec!["TOWN.RESET".into(), town, "AGENTS".into()],
         _ => vec!["TOWN.LEN".into(), town, agent],
     };
     let mut args: Vec<Vec<u8>> = words.into_iter().map(String::into_bytes).collect();
-    if rng.chance(4) && args.len() > 1 {
+    if rng.one_in(4) && args.len() > 1 {
         let at = 1 + rng.below(args.len() - 1);
         args[at] = argument(rng);
     }
@@ -185,7 +165,7 @@ fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
 }
 
 fn invocation(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
-    let args = if rng.chance(2) { plausible(rng, towns) } else { random(rng, towns) };
+    let args = if rng.one_in(2) { plausible(rng, towns) } else { random(rng, towns) };
     guard_block(args, rng)
 }
 
@@ -204,11 +184,11 @@ fn guard_block(mut args: Vec<Vec<u8>>, rng: &mut Rng) -> Vec<Vec<u8>> {
 
 fn random(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
     let name = *rng.pick(COMMANDS);
-    let name = if rng.chance(5) { name.to_ascii_lowercase() } else { name.to_string() };
+    let name = if rng.one_in(5) { name.to_ascii_lowercase() } else { name.to_string() };
     let mut args = vec![name.clone().into_bytes()];
     let arity = rng.below(9);
     for at in 0..arity {
-        if at == 0 && !rng.chance(8) {
+        if at == 0 && !rng.one_in(8) {
             args.push(town(rng, towns));
         } else {
             args.push(argument(rng));
@@ -268,7 +248,7 @@ fn fuzz(server: &Server, seed: u64, rounds: usize) {
         con
     };
     let mut con = connect();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let (mut replies, mut errors) = (0usize, 0usize);
     for round in 0..rounds {
         let args = invocation(&mut rng, &towns);

@@ -280,13 +280,8 @@ mod tests {
 
     #[test]
     fn payloads_are_what_serde_json_writes() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut random = crate::test_random::Random::new(0x2545_f491_4f6c_dd1d);
+        let mut next = move || random.next();
         let pieces = ["", "a", "web", "\"", "\\", "/", "\u{7f}", "é", "日本", "\u{1F600}", "\u{2028}", " ", "{}", "\\u0000"];
         let text = |next: &mut dyn FnMut() -> u64| -> String {
             (0..next() % 5)

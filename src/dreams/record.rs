@@ -290,13 +290,8 @@ mod tests {
     /// exactly the condition under which `record` fires (or drops).
     #[test]
     fn fire_due_is_the_decision_record_takes() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut random = crate::test_random::Random::new(0x2545_f491_4f6c_dd1d);
+        let mut next = move |n: u64| random.next() % n;
         let pick = |v: u64, options: &[Option<i64>]| options[(v % options.len() as u64) as usize];
         let values = [None, Some(0), Some(5), Some(COUNTER_MAX), Some(COUNTER_MAX - 1)];
         let times = [None, Some(NOW), Some(NOW - 59), Some(NOW - 60), Some(NOW + 5), Some(0)];

@@ -227,13 +227,8 @@ mod tests {
             }
             std::str::from_utf8(bytes).ok()?.parse::<u64>().ok().filter(|value| *value <= max)
         };
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut random = crate::test_random::Random::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || random.next();
         let fixed: [&[u8]; 12] = [
             b"", b"0", b"00", b"18446744073709551615", b"18446744073709551616", b"99999999999999999999",
             b"000000000000000000001", b"-1", b"+1", b" 1", b"1 ", b"4294967295",

@@ -250,26 +250,7 @@ impl<'de, const N: usize> Visitor<'de> for Top<'_, N> {
 /// byte-level mutations of them.
 #[cfg(test)]
 pub(crate) mod corpus {
-    /// A small deterministic generator (xorshift).
-    pub struct Random(u64);
-
-    impl Random {
-        pub fn new(seed: u64) -> Self {
-            Self(seed | 1)
-        }
-        pub fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        pub fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-            items[self.below(items.len())]
-        }
-    }
+    pub use crate::test_random::Random;
 
     const EDGES: &[&str] = &[
         "", " ", "{}", "[]", "{", "}", "[", "{\"a\":1}", "{\"a\":1,}", "[1,]", "{\"a\" 1}", "{a:1}", "{'a':1}",
@@ -294,8 +275,8 @@ pub(crate) mod corpus {
     fn value(random: &mut Random, depth: usize) -> String {
         let kind = if depth > 3 { random.below(6) } else { random.below(9) };
         match kind {
-            0 => random.pick(&["null", "true", "false"]).to_owned(),
-            1 => random.pick(&["0", "-1", "1.5", "2e3", "-0.0e-2", "1e400", "12345678901234567890"]).to_owned(),
+            0 => random.pick(&["null", "true", "false"]).to_string(),
+            1 => random.pick(&["0", "-1", "1.5", "2e3", "-0.0e-2", "1e400", "12345678901234567890"]).to_string(),
             2..=5 => format!("\"{}\"", random.pick(&["", "a", "worker-1", "lo\\u0077", "\\n\\\"", "\\ud83d\\ude00", "high", "é"])),
             6 => format!("[{}]", (0..random.below(3)).map(|_| value(random, depth + 1)).collect::<Vec<_>>().join(",")),
             _ => object(random, depth + 1),
@@ -306,7 +287,7 @@ pub(crate) mod corpus {
         let names = ["to", "priority", "id", "from", "\\u0074o", "prio\\u0072ity", "type", "x"];
         let members: Vec<String> = (0..random.below(6))
             .map(|_| {
-                let name = random.pick(&names);
+                let name = *random.pick(&names);
                 let value = match (name, random.below(3)) {
                     ("to" | "\\u0074o", 0 | 1) => format!("\"{}\"", random.pick(&["a", "worker-1", "\\u0062", ""])),
                     ("priority" | "prio\\u0072ity", 0 | 1) => {
@@ -317,7 +298,7 @@ pub(crate) mod corpus {
                 format!("\"{name}\"{}:{value}", random.pick(&["", " "]))
             })
             .collect();
-        format!("{{{}}}", members.join(random.pick(&[",", ", ", ",\n"])))
+        format!("{{{}}}", members.join(*random.pick(&[",", ", ", ",\n"])))
     }
 
     fn mutate(random: &mut Random, text: &str) -> Vec<u8> {

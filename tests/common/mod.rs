@@ -29,6 +29,8 @@ pub fn module_path() -> PathBuf {
         .unwrap_or_else(|| panic!("build the module first (cargo build --release), or set DREAMTOWN_MODULE"))
 }
 
+#[path = "../../src/test_random.rs"]
+pub mod random;
 mod servers;
 #[allow(unused_imports)]
 pub use servers::{cli_bin, server_bin};
