@@ -144,6 +144,43 @@ fn an_accumulating_record_ignores_the_queue_and_event_set_it_does_not_touch() {
     assert_eq!(digest(&mut con), digest_before);
 }
 
+/// The path rule for ACK: an acknowledgement that queues no fire again
+/// uses only the in-flight list, the region's counters and the lease set,
+/// so a wrong-typed ready list or deferred set does not refuse it (the
+/// seed's script would: a documented difference) and is left as it was.
+/// One that requeues (a failure), or one of an organization that has
+/// leases (a fire may be back in ready), refuses them, nothing changed.
+#[test]
+fn an_ack_checks_the_ready_list_and_deferred_set_only_on_the_paths_that_use_them() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("ack-path");
+    let keys = Keys::new(&org);
+    let payload = busy(&mut con, &org);
+    retype(&mut con, &keys.ready, "string");
+    retype(&mut con, &keys.deferred, "list");
+    let failure: Vec<&[u8]> = vec![b"DREAMS.ACK", org.as_bytes(), &payload, b"FAILURE"];
+    refused(&mut con, &failure, "WRONGTYPE");
+    // A success with nothing further due (the default trigger's hour has
+    // not passed): acknowledged; the two keys as they were.
+    let success: Vec<&[u8]> = vec![b"DREAMS.ACK", org.as_bytes(), &payload, b"SUCCESS"];
+    let reply = call_bytes(&mut con, &success).expect("no requeue: the ready list and deferred set are not used");
+    assert_eq!(counted(&reply).0, "acknowledged", "{reply:?}");
+    let ready: String = redis::cmd("GET").arg(&keys.ready).query(&mut con).unwrap();
+    let deferred: Vec<String> = redis::cmd("LRANGE").arg(&keys.deferred).arg(0).arg(-1).query(&mut con).unwrap();
+    assert_eq!((ready.as_str(), deferred), ("x", vec!["x".to_owned()]));
+    assert_eq!(Dreams::new(&mut con, &org).processing(), Vec::<Vec<u8>>::new(), "the fire left flight");
+
+    // Where leases exist, the same success checks them.
+    let org = tenant("ack-path-leased");
+    let keys = Keys::new(&org);
+    let payload = busy(&mut con, &org);
+    assert!(Dreams::new(&mut con, &org).drain("1", &["NOQUIET", "LEASE", "60"]).is_some(), "the explicit fire, leased");
+    retype(&mut con, &keys.ready, "string");
+    let success: Vec<&[u8]> = vec![b"DREAMS.ACK", org.as_bytes(), &payload, b"SUCCESS"];
+    refused(&mut con, &success, "WRONGTYPE");
+}
+
 /// The seed's ACKNOWLEDGE never names the counted-event set, and neither
 /// does DREAMS.ACK: a wrong-typed event set does not refuse it, and the
 /// set is left as it was.

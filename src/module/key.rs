@@ -116,6 +116,9 @@ pub struct Key {
     /// same handle reads or deletes again, so the next list operation
     /// reopens the key first. Closing it, its type and length are safe.
     list_iterator_spent: Cell<bool>,
+    /// Made with [`Key::unopened`] and not used since: the handle is
+    /// opened by the first operation that needs it.
+    unopened: Cell<bool>,
 }
 
 impl Key {
@@ -141,6 +144,28 @@ impl Key {
             name,
             modified: Cell::new(false),
             list_iterator_spent: Cell::new(false),
+            unopened: Cell::new(false),
+        }
+    }
+
+    /// A key named `name`, for writing if `write`, that is opened only by
+    /// the first operation that needs it: for a key a command touches on
+    /// some paths only. The command checks it (ACL, type) before its first
+    /// write on a path that needs it; nothing here checks it.
+    pub(crate) fn unopened(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
+        let mode = if write {
+            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
+        } else {
+            raw::REDISMODULE_READ
+        };
+        Self {
+            ctx,
+            handle: Cell::new(ptr::null_mut()),
+            mode: mode as c_int,
+            name,
+            modified: Cell::new(false),
+            list_iterator_spent: Cell::new(false),
+            unopened: Cell::new(true),
         }
     }
 
@@ -149,12 +174,17 @@ impl Key {
         self.name.as_bytes()
     }
 
+    /// The key name as the Redis string the key was opened with.
+    pub fn name_string(&self) -> &OwnedString {
+        &self.name
+    }
+
     /// The type of the value at the key.
     pub fn kind(&self) -> KeyKind {
-        if self.handle.get().is_null() {
+        if self.handle().is_null() {
             return KeyKind::Empty;
         }
-        KeyKind::of(unsafe { api!(RedisModule_KeyType)(self.handle.get()) })
+        KeyKind::of(unsafe { api!(RedisModule_KeyType)(self.handle()) })
     }
 
     /// Fail with `WRONGTYPE` unless the key is empty or holds `kind`.
@@ -176,7 +206,7 @@ impl Key {
         if !self.exists() {
             return 0;
         }
-        unsafe { api!(RedisModule_ValueLength)(self.handle.get()) as u64 }
+        unsafe { api!(RedisModule_ValueLength)(self.handle()) as u64 }
     }
 
     /// Is the value absent or empty?
@@ -394,7 +424,7 @@ impl Key {
         }
         let element = argv.new_string(member);
         let mut flags: c_int = 0;
-        unsafe { api!(RedisModule_ZsetAdd)(self.handle.get(), score, element, &mut flags) };
+        unsafe { api!(RedisModule_ZsetAdd)(self.handle(), score, element, &mut flags) };
         self.effect_argv(c"ZADD", &argv, Event::ZSet(c"zadd"));
     }
 
@@ -409,7 +439,7 @@ impl Key {
         for member in members {
             let element = argv.new_string(member);
             let mut deleted: c_int = 0;
-            unsafe { remove(self.handle.get(), element, &mut deleted) };
+            unsafe { remove(self.handle(), element, &mut deleted) };
             removed += u64::from(deleted != 0);
         }
         if removed > 0 {
@@ -425,22 +455,22 @@ impl Key {
             return found;
         }
         let first = api!(RedisModule_ZsetFirstInScoreRange);
-        if unsafe { first(self.handle.get(), min, max, 0, 0) } != raw::REDISMODULE_OK as c_int {
+        if unsafe { first(self.handle(), min, max, 0, 0) } != raw::REDISMODULE_OK as c_int {
             return found;
         }
         let ended = api!(RedisModule_ZsetRangeEndReached);
         let current = api!(RedisModule_ZsetRangeCurrentElement);
         let next = api!(RedisModule_ZsetRangeNext);
-        while (found.len() as u64) < limit && unsafe { ended(self.handle.get()) } == 0 {
+        while (found.len() as u64) < limit && unsafe { ended(self.handle()) } == 0 {
             let mut score = 0f64;
-            if let Some(member) = take_bytes(unsafe { current(self.handle.get(), &mut score) }) {
+            if let Some(member) = take_bytes(unsafe { current(self.handle(), &mut score) }) {
                 found.push((member, score));
             }
-            if unsafe { next(self.handle.get()) } == 0 {
+            if unsafe { next(self.handle()) } == 0 {
                 break;
             }
         }
-        unsafe { api!(RedisModule_ZsetRangeStop)(self.handle.get()) };
+        unsafe { api!(RedisModule_ZsetRangeStop)(self.handle()) };
         found
     }
 
@@ -459,7 +489,7 @@ impl Key {
         }
         let element = OwnedString::new(member);
         let mut score = 0f64;
-        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle.get(), element.as_ptr(), &mut score) };
+        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle(), element.as_ptr(), &mut score) };
         (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
@@ -470,7 +500,7 @@ impl Key {
         }
         let element = OwnedString::new(member);
         let mut score = 0f64;
-        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle.get(), element.as_ptr(), &mut score) };
+        let found = unsafe { api!(RedisModule_ZsetScore)(self.handle(), element.as_ptr(), &mut score) };
         found == raw::REDISMODULE_OK as c_int
     }
 
@@ -486,7 +516,7 @@ impl Key {
         let get = api!(RedisModule_HashGet);
         unsafe {
             get(
-                self.handle.get(),
+                self.handle(),
                 raw::REDISMODULE_HASH_NONE as c_int,
                 name.as_ptr(),
                 &mut value as *mut *mut raw::RedisModuleString,
@@ -503,7 +533,7 @@ impl Key {
         let mut values = [ptr::null_mut::<raw::RedisModuleString>(); N];
         if self.kind() == KeyKind::Hash {
             let get = api!(RedisModule_HashGet);
-            let (key, none, end) = (self.handle.get(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
+            let (key, none, end) = (self.handle(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
             for (names, slots) in fields.chunks(5).zip(values.chunks_mut(5)) {
                 unsafe {
                     match (names, slots) {
@@ -533,7 +563,7 @@ impl Key {
     /// (up to three pairs a call).
     fn hash_set_pairs(&self, pairs: &[*mut raw::RedisModuleString]) {
         let set = api!(RedisModule_HashSet);
-        let (key, none, end) = (self.handle.get(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
+        let (key, none, end) = (self.handle(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
         for chunk in pairs.chunks(6) {
             unsafe {
                 match *chunk {
@@ -631,7 +661,7 @@ impl Key {
             let delete_marker = 1usize as *mut raw::RedisModuleString;
             let count = unsafe {
                 api!(RedisModule_HashSet)(
-                    self.handle.get(),
+                    self.handle(),
                     raw::REDISMODULE_HASH_NONE as c_int,
                     name,
                     delete_marker,
@@ -670,7 +700,7 @@ impl Key {
         let cursor = unsafe { api!(RedisModule_ScanCursorCreate)() };
         let scan = api!(RedisModule_ScanKey);
         let privdata = (&mut visit as *mut F).cast::<c_void>();
-        while unsafe { scan(self.handle.get(), cursor, Some(each::<F>), privdata) } != 0 {}
+        while unsafe { scan(self.handle(), cursor, Some(each::<F>), privdata) } != 0 {}
         unsafe { api!(RedisModule_ScanCursorDestroy)(cursor) };
     }
 
@@ -681,8 +711,8 @@ impl Key {
     pub fn set_string_expiring(&self, value: &[u8], expire_at_ms: i64) {
         let mut argv = self.argv();
         let content = argv.new_string(value);
-        unsafe { api!(RedisModule_StringSet)(self.handle.get(), content) };
-        unsafe { api!(RedisModule_SetAbsExpire)(self.handle.get(), expire_at_ms) };
+        unsafe { api!(RedisModule_StringSet)(self.handle(), content) };
+        unsafe { api!(RedisModule_SetAbsExpire)(self.handle(), expire_at_ms) };
         argv.new_string(b"PXAT");
         argv.new_integer(expire_at_ms);
         self.effect_argv(c"SET", &argv, Event::String(c"set"));
@@ -693,7 +723,7 @@ impl Key {
         if !self.exists() {
             return;
         }
-        unsafe { api!(RedisModule_SetAbsExpire)(self.handle.get(), expire_at_ms) };
+        unsafe { api!(RedisModule_SetAbsExpire)(self.handle(), expire_at_ms) };
         let mut argv = self.argv();
         argv.new_integer(expire_at_ms);
         self.effect_argv(c"PEXPIREAT", &argv, Event::Generic(c"expire"));
@@ -707,7 +737,7 @@ impl Key {
         // RM_DeleteKey leaves a list iterator (left by `get`) dangling, which
         // trips an assertion when the key closes on Redis 7.0: start afresh.
         self.reopen();
-        unsafe { api!(RedisModule_DeleteKey)(self.handle.get()) };
+        unsafe { api!(RedisModule_DeleteKey)(self.handle()) };
         self.effect(c"DEL", &[], Event::Generic(c"del"));
         true
     }
@@ -715,16 +745,27 @@ impl Key {
 
 impl Key {
     fn reopen(&self) {
-        unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
+        if !self.handle.get().is_null() {
+            unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
+        }
         let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx, self.name.as_ptr(), self.mode) };
         self.handle.set(handle);
         self.list_iterator_spent.set(false);
+        self.unopened.set(false);
     }
 
-    /// The handle for a list operation, reopened first if an earlier
-    /// delete spent its list iterator.
+    /// The handle, opened first if the key was made [`Key::unopened`].
+    fn handle(&self) -> *mut raw::RedisModuleKey {
+        if self.unopened.get() {
+            self.reopen();
+        }
+        self.handle.get()
+    }
+
+    /// The handle for a list operation, (re)opened first if the key was
+    /// made unopened or an earlier delete spent its list iterator.
     fn list_handle(&self) -> *mut raw::RedisModuleKey {
-        if self.list_iterator_spent.get() {
+        if self.unopened.get() || self.list_iterator_spent.get() {
             self.reopen();
         }
         self.handle.get()

@@ -88,7 +88,8 @@ impl Session {
         self.check_name(&OwnedString::new(name), access)
     }
 
-    fn check_name(&self, key: &OwnedString, access: Access) -> Result<(), CommandError> {
+    /// [`Session::check`] for a name already made as a Redis string.
+    pub fn check_name(&self, key: &OwnedString, access: Access) -> Result<(), CommandError> {
         if self.user.is_null() {
             return Ok(());
         }

@@ -5,8 +5,9 @@
 use super::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
 use crate::dreams::lease::LeaseAwareQueue;
 use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
-use crate::dreams::ack::{acknowledge, AckOutcome};
+use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::message::ReadFire;
+use crate::dreams::store::RegionStore;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
@@ -61,13 +62,24 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             message.region.org
         )));
     }
-    let mut queue = RedisQueue::open(session, org, Access::Write, false)?;
+    // Only the keys this call's path reads or writes are checked and opened
+    // (docs/perf-notes.md, "the keys of the path it takes"): the in-flight
+    // list now, the ready list and deferred set below, when needed.
+    let mut queue = RedisQueue::open_in_flight(session, org, Access::Write)?;
     // The seed's ACKNOWLEDGE never names the counted-event set; neither
-    // does this path (docs/perf-notes.md, "the keys of the path it takes").
+    // does this path.
     let mut counters = RedisRegion::open_with(session, message.region, Access::Write, EventSet::Untouched, true)?;
     // An acknowledgement also ends the payload's lease, and finds a fire
     // whose lease ran out back in ready.
     let mut leases = RedisLeases::open(session, org, Access::Write)?;
+    let thresholds = thresholds.unwrap_or_else(config::trigger);
+    let now = session.now_secs();
+    // The ready list and deferred set are used by a requeue, and the ready
+    // list by a fire found back there (only where leases exist): checked
+    // now, before anything is written, on those paths.
+    if requeue_due(counters.counters(), message, success, &thresholds, now) || !leases.is_empty() {
+        queue.check_waiting(session, Access::Write)?;
+    }
     let mut queue = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
     let fired_by = fired_by.unwrap_or(message.fired_by);
     let acked = acknowledge(
@@ -77,8 +89,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         payload,
         success,
         fired_by,
-        &thresholds.unwrap_or_else(config::trigger),
-        session.now_secs(),
+        &thresholds,
+        now,
         config::queue_max(),
         super::new_fire_id,
     );

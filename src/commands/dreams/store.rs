@@ -62,6 +62,39 @@ impl RedisQueue {
         }
         Ok(queue)
     }
+
+    /// Open `org`'s queue for a command that always uses its in-flight
+    /// list and uses the ready list and deferred set on some paths only
+    /// (an acknowledgement that requeues, or that finds its fire back in
+    /// ready): only the in-flight list is checked and opened now; the
+    /// command calls [`RedisQueue::check_waiting`] before its first write
+    /// on a path that uses the other two. Should a path reach them
+    /// unchecked all the same, they open on first use, unchecked.
+    pub fn open_in_flight(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
+        let [ready, deferred, processing] =
+            queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let [processing] = session.check_strings([processing], access)?;
+        let write = access == Access::Write;
+        let queue = Self {
+            ready: Key::unopened(session.ctx(), ready, write),
+            deferred: Key::unopened(session.ctx(), deferred, write),
+            processing: session.open_checked(processing, access),
+            dead: None,
+            popped: None,
+        };
+        queue.processing.require(KeyKind::List)?;
+        Ok(queue)
+    }
+
+    /// Check (ACL, then type) and open the ready list and deferred set of
+    /// a queue opened with [`RedisQueue::open_in_flight`].
+    pub fn check_waiting(&self, session: &Session, access: Access) -> Result<(), CommandError> {
+        session.check_name(self.ready.name_string(), access)?;
+        session.check_name(self.deferred.name_string(), access)?;
+        self.ready.require(KeyKind::List)?;
+        self.deferred.require(KeyKind::ZSet)?;
+        Ok(())
+    }
 }
 
 impl RedisQueue {
@@ -207,6 +240,11 @@ impl RedisLeases {
             .into_iter()
             .map(|(member, score)| (member, score as i64))
             .collect()
+    }
+
+    /// Is the set absent or empty (no payload leased, none expired)?
+    pub fn is_empty(&self) -> bool {
+        self.key.is_empty()
     }
 
     /// Delete the whole set (everything in flight went back to ready).
