@@ -74,10 +74,26 @@ def thread_cpu_secs(pid):
 
 # ------------------------------------------------------------------ server
 
-def free_port():
+def free_port(cluster=False):
+    """A free loopback port; for a cluster node also its bus port (+10000),
+    so below 55535 (Redis refuses a higher cluster port)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if not cluster:
+            return port
+        if port < 55535 and port_is_free(port + 10000):
+            return port
+
+
+def port_is_free(port):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 class Server:
@@ -87,7 +103,7 @@ class Server:
 
     def __init__(self, module, pin, cluster=False):
         self.dir = tempfile.mkdtemp(prefix="dreamtown-bench-")
-        self.port = free_port()
+        self.port = free_port(cluster)
         argv = [
             server_bin(), "--port", str(self.port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--dir", self.dir,
