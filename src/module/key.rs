@@ -121,6 +121,15 @@ pub struct Key {
     unopened: Cell<bool>,
 }
 
+/// The `RedisModule_OpenKey` mode: read, and write if `write`.
+fn open_mode(write: bool) -> c_int {
+    let mode = match write {
+        true => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
+        false => raw::REDISMODULE_READ,
+    };
+    mode as c_int
+}
+
 impl Key {
     /// Open `name`, for writing if `write`. The caller has checked ACL.
     pub(crate) fn open(ctx: *mut raw::RedisModuleCtx, name: &[u8], write: bool) -> Self {
@@ -129,14 +138,27 @@ impl Key {
 
     /// Open the key named by `name`, for writing if `write`. The caller has checked ACL.
     pub(crate) fn open_name(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
-        let mode = if write {
-            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
-        } else {
-            raw::REDISMODULE_READ
-        };
-        let mode = mode as c_int;
-        let open = api!(RedisModule_OpenKey);
-        let handle = unsafe { open(ctx, name.as_ptr(), mode) };
+        let mode = open_mode(write);
+        let handle = unsafe { api!(RedisModule_OpenKey)(ctx, name.as_ptr(), mode) };
+        Self::with_handle(ctx, name, mode, handle)
+    }
+
+    /// A key named `name`, for writing if `write`, that is opened only by
+    /// the first operation that needs it: for a key a command touches on
+    /// some paths only. The command checks it (ACL, type) before its first
+    /// write on a path that needs it; nothing here checks it.
+    pub(crate) fn unopened(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
+        let key = Self::with_handle(ctx, name, open_mode(write), ptr::null_mut());
+        key.unopened.set(true);
+        key
+    }
+
+    fn with_handle(
+        ctx: *mut raw::RedisModuleCtx,
+        name: OwnedString,
+        mode: c_int,
+        handle: *mut raw::RedisModuleKey,
+    ) -> Self {
         Self {
             ctx,
             handle: Cell::new(handle),
@@ -145,27 +167,6 @@ impl Key {
             modified: Cell::new(false),
             list_iterator_spent: Cell::new(false),
             unopened: Cell::new(false),
-        }
-    }
-
-    /// A key named `name`, for writing if `write`, that is opened only by
-    /// the first operation that needs it: for a key a command touches on
-    /// some paths only. The command checks it (ACL, type) before its first
-    /// write on a path that needs it; nothing here checks it.
-    pub(crate) fn unopened(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
-        let mode = if write {
-            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
-        } else {
-            raw::REDISMODULE_READ
-        };
-        Self {
-            ctx,
-            handle: Cell::new(ptr::null_mut()),
-            mode: mode as c_int,
-            name,
-            modified: Cell::new(false),
-            list_iterator_spent: Cell::new(false),
-            unopened: Cell::new(true),
         }
     }
 
