@@ -2,8 +2,10 @@
 //! (by the manual SETSLOT/MIGRATE procedure, by `redis-cli --cluster
 //! reshard` and by `rebalance`) while producers FIRE/RECORD/TOWN.SEND and
 //! slow consumers (100–200 ms per item) DRAIN/ACK and TOWN.RECV(/ACK), so
-//! items are in flight across every move; and a coordinated `CLUSTER
-//! FAILOVER` of the tenants' master under the same load.
+//! items are in flight across every move; a coordinated `CLUSTER
+//! FAILOVER` of the tenants' master under the same load; and a forced
+//! failover (`CLUSTER FAILOVER FORCE` while the master is stopped) with a
+//! lease running out during the outage.
 //!
 //! Each asserts: no `BUSYKEY` (every MIGRATE and every redis-cli run
 //! succeeds, without `--cluster-replace`), every fire queued and every
@@ -23,7 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Cluster, DEADLINE, cli_bin};
-use dreamtown_client::dreams::{AcknowledgeOutcome, DrainResult, DreamsTrigger, QuietHours, RedisFireQueue};
+use dreamtown_client::dreams::{
+    AcknowledgeOutcome, DrainResult, DreamsTrigger, FireOutcome, QueueKeys, QuietHours, RedisFireQueue,
+};
 use dreamtown_client::Durable;
 use redis::Value;
 use redis::aio::ConnectionLike;
@@ -755,6 +759,101 @@ async fn coordinated_failover_under_load_loses_nothing() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     load.finish().await;
     assert_keys_where_owned(&cluster, &tenants);
+}
+
+/// Send a signal (`STOP`, `CONT`) to a server process.
+fn signal(node: &common::Server, name: &str) {
+    let pid = node.pid().to_string();
+    let sent = Command::new("kill").args([&format!("-{name}"), &pid]).status().expect("kill");
+    assert!(sent.success(), "kill -{name} {pid}");
+}
+
+/// Does `node` serve `org`'s commands itself (a master owning its slot),
+/// rather than redirect them?
+fn serves(node: &common::Server, org: &str) -> bool {
+    common::cmd(&["DREAMS.LEN", org]).query::<Vec<i64>>(&mut node.connect()).is_ok()
+}
+
+/// The lease of the fire in flight when the master is lost.
+const OUTAGE_LEASE: Duration = Duration::from_secs(1);
+
+/// A master is lost with a leased fire in flight and its replica is forced
+/// over (`CLUSTER FAILOVER FORCE`, no hand-shake with the master). The
+/// interleaving is forced: the master is stopped (`SIGSTOP`) right after
+/// the last write, the lease runs out while the replica is still a
+/// replica, and only then is the replica promoted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_failover_keeps_what_replicas_acknowledged_and_the_new_master_expires_leases() {
+    let cluster = Cluster::start_with_replicas(3, 1);
+    let org = tenants_in(0..5_000, 1, "forced").remove(0);
+    let master = cluster.owner_of_slot(slot_of(&org));
+    common::wait_until("the master's replica is in sync", || replica_of(&cluster, master).is_some());
+    let replica = replica_of(&cluster, master).expect("replica");
+    let (old, new) = (&cluster.nodes[master], &cluster.nodes[replica]);
+
+    // Every write goes through the durability wrapper: a replica has it
+    // before the call returns.
+    let conn = Durable::new(cluster.connection().await, 1, Duration::from_secs(10));
+    let report = conn.clone();
+    let mut queue = RedisFireQueue::new(conn, QuietHours::none(), org.clone());
+    for project in ["a", "b", "c", "d"] {
+        let region = dreamtown_client::dreams::RegionKey::new(&org, project, 1);
+        assert_eq!(queue.fire(&region, "node-a").await.expect("fire"), FireOutcome::Queued);
+    }
+    let DrainResult::Ready(done) = queue.drain(Duration::from_secs(1)).await.expect("drain") else {
+        panic!("a fire was ready");
+    };
+    let acked = queue.acknowledge(&done, true, DreamsTrigger::default(), "node-a").await.expect("ack");
+    assert!(matches!(acked, AcknowledgeOutcome::Acknowledged(_)), "{acked:?}");
+    let DrainResult::Ready(leased) = queue.drain_leased(Duration::from_secs(1), OUTAGE_LEASE).await.expect("drain") else {
+        panic!("a fire was ready");
+    };
+    let lease_over = Instant::now() + OUTAGE_LEASE + Duration::from_millis(500);
+    assert_eq!(report.shortfalls(), 0, "{:?}", report.last_shortfall());
+    let leased_payload = leased.queued_payload.clone().expect("the drained payload");
+    // The cluster connection would ask the stopped master for the slot map.
+    drop(queue);
+    drop(report);
+
+    // The master is lost: from here nothing reaches it.
+    let written = old.digest();
+    signal(old, "STOP");
+    assert_eq!(new.digest(), written, "the replica holds every write it acknowledged");
+    // The lease runs out during the outage; a replica leaves it alone.
+    tokio::time::sleep(lease_over.saturating_duration_since(Instant::now())).await;
+    assert_eq!(info_field(new, "replication", "role").as_deref(), Some("slave"), "not yet promoted");
+    assert_eq!(new.digest(), written, "a replica expires no lease");
+
+    let reply: String = common::cmd(&["CLUSTER", "FAILOVER", "FORCE"]).query(&mut new.connect()).expect("FAILOVER FORCE");
+    assert_eq!(reply, "OK");
+    common::wait_until("the replica serves the tenant as master", || serves(new, &org));
+    // The new master finds the lease that ran out and puts the fire back
+    // at the head of ready, by itself.
+    let keys = QueueKeys::new(&org);
+    common::wait_until("the new master expired the lease", || {
+        let mut con = new.connect();
+        let head: Vec<String> = common::cmd(&["LRANGE", &keys.ready, "0", "0"]).query(&mut con).unwrap_or_default();
+        let in_flight: i64 = common::cmd(&["LLEN", &keys.processing]).query(&mut con).unwrap_or(-1);
+        head.first() == Some(&leased_payload) && in_flight == 0
+    });
+    let mut con = new.connect();
+    let lengths: Vec<i64> = common::cmd(&["DREAMS.LEN", &org]).query(&mut con).expect("LEN");
+    assert_eq!(lengths, vec![3, 0, 0], "the three unacknowledged fires are ready, nothing in flight");
+    let again: String = common::cmd(&["DREAMS.DRAIN", &org, "1", "NOQUIET"]).query(&mut con).expect("DRAIN");
+    assert_eq!(again, leased_payload, "the expired fire is handed out first");
+    let acked: Vec<Value> = common::cmd(&["DREAMS.ACK", &org, &again, "SUCCESS"]).query(&mut con).expect("ACK");
+    assert_eq!(text(&acked[0]).as_deref(), Some("acknowledged"));
+
+    // The old master comes back, follows the new one and takes its data.
+    signal(old, "CONT");
+    let port = new.port.to_string();
+    common::wait_until("the old master follows the new one", || {
+        info_field(old, "replication", "role").as_deref() == Some("slave")
+            && info_field(old, "replication", "master_port").as_deref() == Some(port.as_str())
+            && info_field(old, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    common::wait_until("the old master holds the new master's data", || old.digest() == new.digest());
+    cluster.wait_stable();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
