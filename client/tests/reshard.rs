@@ -874,10 +874,9 @@ async fn durable_connection_reports_writes_replicas_did_not_acknowledge() {
     queue.lengths().await.expect("lengths");
     assert_eq!(report.shortfalls(), 0, "{:?}", report.last_shortfall());
     // The replica stops acknowledging: the write still happens, and is reported.
-    let pid = replica.pid().to_string();
-    assert!(Command::new("kill").args(["-STOP", &pid]).status().expect("kill").success());
+    signal(&replica, "STOP");
     let outcome = queue.fire(&region, "node-a").await;
-    assert!(Command::new("kill").args(["-CONT", &pid]).status().expect("kill").success());
+    signal(&replica, "CONT");
     assert!(outcome.is_ok(), "{outcome:?}");
     assert_eq!(report.shortfalls(), 1);
     let last = report.last_shortfall().expect("a shortfall");
