@@ -884,3 +884,311 @@ async fn durable_connection_reports_writes_replicas_did_not_acknowledge() {
     assert_eq!(shortfalls.lock().expect("hook").len(), 1);
     assert_eq!(queue.lengths().await.expect("lengths").ready, 2);
 }
+
+// ---------------------------------------------------------------------------
+// Atomic slot migration (Valkey 9 `CLUSTER MIGRATESLOTS`).
+//
+// The interleaving is forced with Valkey's own debug switch: `DEBUG
+// SLOTMIGRATION PREVENT-PAUSE 1` on the source holds the move in its
+// streaming phase (snapshot sent, later writes streamed to the target, which
+// does not own the slots yet) while the load, holders and blocked clients
+// run; clearing it lets the move pause writes and switch. Items leased in
+// flight are abandoned before the move, with leases that run out after it:
+// only the new owner can bring them back.
+
+/// The lease of the items abandoned in flight before a move.
+const ABANDONED_LEASE_SECS: u64 = 6;
+
+/// Does this server have atomic slot migration (Valkey 9 or newer)? Asks
+/// the binary itself (`--version`), before any cluster starts.
+fn has_atomic_slot_migration() -> bool {
+    let Ok(output) = Command::new(common::server_bin()).arg("--version").output() else { return false };
+    let version = String::from_utf8_lossy(&output.stdout).to_string();
+    let major = version
+        .strip_prefix("Valkey server v=")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|major| major.parse::<u32>().ok());
+    major.is_some_and(|major| major >= 9)
+}
+
+macro_rules! require_atomic_slot_migration {
+    () => {
+        if !has_atomic_slot_migration() {
+            eprintln!("skipped: this server has no atomic slot migration (CLUSTER MIGRATESLOTS needs Valkey 9 or newer)");
+            return;
+        }
+    };
+}
+
+/// `CLUSTER GETSLOTMIGRATIONS` of a node: one field map per job, newest first.
+fn slot_migrations(node: &common::Server) -> Vec<BTreeMap<String, String>> {
+    let Ok(Value::Array(jobs)) = redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query::<Value>(&mut node.connect()) else {
+        return Vec::new();
+    };
+    jobs.into_iter()
+        .map(|job| {
+            let pairs: Vec<(Value, Value)> = match job {
+                Value::Map(pairs) => pairs,
+                Value::Array(flat) => flat.chunks(2).filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone()))).collect(),
+                _ => Vec::new(),
+            };
+            pairs
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    let value = match &v {
+                        Value::Int(n) => n.to_string(),
+                        other => text(other)?,
+                    };
+                    Some((text(&k)?, value))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The state of the newest migration job on `node`.
+fn newest_job_state(node: &common::Server) -> Option<String> {
+    slot_migrations(node).first().and_then(|job| job.get("state").cloned())
+}
+
+/// `DEBUG SLOTMIGRATION PREVENT-PAUSE <on>`.
+fn prevent_pause(node: &common::Server, on: bool) {
+    let reply: String = redis::cmd("DEBUG")
+        .arg("SLOTMIGRATION")
+        .arg("PREVENT-PAUSE")
+        .arg(if on { 1 } else { 0 })
+        .query(&mut node.connect())
+        .expect("DEBUG SLOTMIGRATION PREVENT-PAUSE");
+    assert_eq!(reply, "OK");
+}
+
+/// Start `CLUSTER MIGRATESLOTS` of `slots` from `from` to `to` and wait until
+/// the move is held streaming (the source must have PREVENT-PAUSE set).
+fn migrate_and_hold(cluster: &Cluster, slots: &[u16], from: usize, to: usize) {
+    let mut cmd = redis::cmd("CLUSTER");
+    cmd.arg("MIGRATESLOTS").arg("SLOTSRANGE");
+    for slot in slots {
+        cmd.arg(slot).arg(slot);
+    }
+    cmd.arg("NODE").arg(cluster.nodes[to].node_id());
+    let reply: redis::RedisResult<String> = cmd.query(&mut cluster.nodes[from].connect());
+    assert_eq!(reply.as_deref(), Ok("OK"), "CLUSTER MIGRATESLOTS is accepted with dreamtown loaded");
+    common::wait_until("the move is streaming, held before its pause", || {
+        newest_job_state(&cluster.nodes[from]).as_deref() == Some("waiting-to-pause")
+    });
+}
+
+/// Does `node` answer `MOVED` for `tenant`'s commands?
+fn redirects(node: &common::Server, tenant: &str) -> bool {
+    matches!(
+        common::cmd(&["DREAMS.LEN", tenant]).query::<Vec<i64>>(&mut node.connect()),
+        Err(error) if error.code() == Some("MOVED")
+    )
+}
+
+/// A fire and a reliable message of `tenant` taken with a lease and never
+/// acknowledged: they must come back by themselves when the lease runs out.
+struct Abandoned {
+    tenant: String,
+    fire_id: String,
+    message_id: String,
+    taken_at: Instant,
+}
+
+async fn abandon(cluster: &Cluster, tenant: &str) -> Abandoned {
+    let mut conn = connect(cluster).await;
+    let lease = ABANDONED_LEASE_SECS.to_string();
+    let abandoned_id = format!("{tenant}-abandoned");
+    let message = format!(r#"{{"id":"{abandoned_id}","to":"abandoned"}}"#);
+    call(&mut conn, &["TOWN.SEND", tenant, &message]).await.expect("send to the abandoned agent");
+    let taken_at = Instant::now();
+    let mut fire_id = None;
+    while fire_id.is_none() && taken_at.elapsed() < DEADLINE {
+        if let Ok(Value::BulkString(payload)) = call(&mut conn, &["DREAMS.DRAIN", tenant, "1", "NOQUIET", "LEASE", &lease]).await {
+            fire_id = self::fire_id(&payload);
+        }
+    }
+    let received = call(&mut conn, &["TOWN.RECV", tenant, "abandoned", "BLOCK", "5", "RELIABLE", "LEASE", &lease]).await;
+    let got = match &received {
+        Ok(Value::Array(messages)) => messages.first().and_then(|m| match m {
+            Value::BulkString(bytes) => message_id(bytes),
+            _ => None,
+        }),
+        _ => None,
+    };
+    assert_eq!(got.as_deref(), Some(abandoned_id.as_str()), "{tenant}: the abandoned message was received: {received:?}");
+    Abandoned { tenant: tenant.to_owned(), fire_id: fire_id.expect("an abandoned fire"), message_id: abandoned_id, taken_at }
+}
+
+/// The abandoned items come back once their lease ran out (not before):
+/// the fire to the load's drainers (once), the message to its agent.
+async fn check_abandoned_came_back(cluster: &Cluster, abandoned: Abandoned, ledger: &Shared) {
+    let mut conn = connect(cluster).await;
+    let tenant = &abandoned.tenant;
+    let lease = Duration::from_secs(ABANDONED_LEASE_SECS);
+    let started = Instant::now();
+    let message = loop {
+        let reply = call(&mut conn, &["TOWN.RECV", tenant, "abandoned", "BLOCK", "1", "RELIABLE"]).await;
+        if let Ok(Value::Array(messages)) = &reply
+            && let Some(Value::BulkString(bytes)) = messages.first()
+        {
+            break message_id(bytes);
+        }
+        assert!(started.elapsed() < DEADLINE, "{tenant}: the abandoned message never came back: {reply:?}");
+    };
+    assert!(abandoned.taken_at.elapsed() + Duration::from_millis(50) >= lease, "{tenant}: came back before its lease ran out");
+    assert_eq!(message.as_deref(), Some(abandoned.message_id.as_str()));
+    let acked = call(&mut conn, &["TOWN.ACK", tenant, "abandoned", &abandoned.message_id]).await;
+    assert!(matches!(acked, Ok(Value::Int(1))), "{tenant}: ACK of the returned message: {acked:?}");
+    common::wait_until(&format!("{tenant}: the abandoned fire handed out again"), || {
+        let ledger = ledger.lock().expect("ledger");
+        ledger.drained.get(tenant).is_some_and(|ids| ids.contains(&abandoned.fire_id))
+    });
+}
+
+/// A raw `DREAMS.DRAIN` and a `TOWN.RECV BLOCK`, straight on `node`, for
+/// `tenant` (which gets no traffic): (reply, when it came) each.
+type BlockedReply = (redis::RedisResult<Value>, Instant);
+
+async fn block_on(node: &common::Server, tenant: &str) -> Vec<tokio::task::JoinHandle<BlockedReply>> {
+    let mut handles = Vec::new();
+    for args in [
+        vec!["DREAMS.DRAIN".to_owned(), tenant.to_owned(), "30".into(), "NOQUIET".into()],
+        vec!["TOWN.RECV".to_owned(), tenant.to_owned(), "idle".into(), "BLOCK".into(), "30".into(), "RELIABLE".into()],
+    ] {
+        let mut conn = node.multiplexed().await;
+        handles.push(tokio::spawn(async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let reply = call(&mut conn, &args).await;
+            (reply, Instant::now())
+        }));
+    }
+    handles
+}
+
+/// Wait until `count` clients are blocked on `node`.
+fn wait_blocked(node: &common::Server, count: usize) {
+    common::wait_until("the idle waiters blocked", || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut node.connect()).expect("CLIENT LIST");
+        list.lines().filter(|line| line.contains("flags=b")).count() >= count
+    });
+}
+
+/// Every master's replica has the same dataset (`DEBUG DIGEST`).
+fn assert_replicas_digest_equal(cluster: &Cluster, masters: &[usize]) {
+    for master in masters {
+        common::wait_until("the master's replica is in sync", || replica_of(cluster, *master).is_some());
+        let replica = replica_of(cluster, *master).expect("replica");
+        common::wait_until(&format!("replica {replica} digest-equal to master {master}"), || {
+            cluster.nodes[*master].digest() == cluster.nodes[replica].digest()
+        });
+    }
+}
+
+/// Give `tenant` filler keys in its slot (plain strings of 512 bytes), so
+/// the snapshot has something to carry besides the tenant.
+async fn add_filler(cluster: &Cluster, tenant: &str, keys: usize) {
+    let mut conn = connect(cluster).await;
+    let value = "x".repeat(512);
+    let mut pipe = redis::pipe();
+    for i in 0..keys {
+        pipe.cmd("SET").arg(format!("filler:{{{tenant}}}:{i}")).arg(&value).ignore();
+    }
+    let _: () = pipe.query_async(&mut conn).await.expect("filler keys");
+}
+
+/// Tenants whose slot a node owns: it gets all of them.
+fn tenants_for_asm(label: &str) -> Vec<String> {
+    tenants_in(0..5_000, 4, label)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
+    require_atomic_slot_migration!();
+    let cluster = Arc::new(Cluster::start_with_replicas(3, 1));
+    let mut tenants = tenants_for_asm("asm");
+    let idle = tenants.pop().expect("idle tenant");
+    let from = cluster.owner_of_slot(slot_of(&tenants[0]));
+    let to = (from + 1) % 3;
+    for tenant in &tenants {
+        add_regions(&cluster, tenant, 300).await;
+        add_filler(&cluster, tenant, 2_000).await;
+    }
+    let load = Load::start(cluster.clone(), &tenants);
+    load.warm_up().await;
+    let mut held = Vec::new();
+    let mut abandoned = Vec::new();
+    for tenant in &tenants {
+        held.push(hold(&cluster, tenant, &load.ledger).await);
+        abandoned.push(abandon(&cluster, tenant).await);
+    }
+    let waiters = block_on(&cluster.nodes[from], &idle).await;
+    let blocked = cluster.clone();
+    tokio::task::spawn_blocking(move || wait_blocked(&blocked.nodes[from], 2)).await.expect("blocked");
+
+    let slots: Vec<u16> = tenants.iter().chain([&idle]).map(|t| slot_of(t)).collect();
+    let moving = cluster.clone();
+    let held_tenants = tenants.clone();
+    tokio::task::spawn_blocking(move || {
+        prevent_pause(&moving.nodes[from], true);
+        migrate_and_hold(&moving, &slots, from, to);
+        // Held streaming: the target holds the importing keys but does not
+        // serve the tenants; the source still does.
+        for tenant in &held_tenants {
+            assert!(redirects(&moving.nodes[to], tenant), "{tenant}: the importing target redirects");
+            assert!(serves(&moving.nodes[from], tenant), "{tenant}: the exporting source serves");
+        }
+    })
+    .await
+    .expect("migrate");
+    // The load runs against the held move for a while.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let switching = cluster.clone();
+    let moved_at = tokio::task::spawn_blocking(move || {
+        prevent_pause(&switching.nodes[from], false);
+        common::wait_until("the source's export completed", || {
+            newest_job_state(&switching.nodes[from]).as_deref() == Some("success")
+        });
+        let moved_at = Instant::now();
+        common::wait_until("the target's import completed", || {
+            newest_job_state(&switching.nodes[to]).as_deref() == Some("success")
+        });
+        switching.wait_stable();
+        moved_at
+    })
+    .await
+    .expect("switch");
+    assert_eq!(cluster.owner_of_slot(slot_of(&tenants[0])), to, "the target owns the slots");
+
+    // Clients blocked on the source were redirected by the cluster cron,
+    // long before their 30 s timeout, and lost nothing.
+    for waiter in waiters {
+        let (reply, at) = waiter.await.expect("waiter");
+        let error = reply.expect_err("a client blocked on a moved slot is redirected");
+        assert_eq!(error.code(), Some("MOVED"), "{error}");
+        assert!(at.saturating_duration_since(moved_at) < Duration::from_secs(5), "redirected within the cron's second");
+    }
+    let mut conn = connect(&cluster).await;
+    assert_eq!(text(&call(&mut conn, &["DREAMS.FIRE", &idle, "p", "3"]).await.expect("fire")).as_deref(), Some("queued"));
+    let drained = call(&mut conn, &["DREAMS.DRAIN", &idle, "5", "NOQUIET"]).await.expect("drain on the new owner");
+    assert!(matches!(drained, Value::BulkString(_)), "the idle tenant's fire on the new owner: {drained:?}");
+
+    // Held across the move, acknowledged after it: applied (no stale ACK).
+    for held in held {
+        release(&cluster, held, &load.ledger).await;
+    }
+    // Abandoned before the move: back on the new owner when the lease ran out.
+    for abandoned in abandoned {
+        check_abandoned_came_back(&cluster, abandoned, &load.ledger).await;
+    }
+    load.finish().await;
+    let mut all = tenants.clone();
+    all.push(idle);
+    let checking = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        assert_keys_where_owned(&checking, &all);
+        assert_replicas_digest_equal(&checking, &[0, 1, 2]);
+    })
+    .await
+    .expect("checks");
+}

@@ -1,6 +1,7 @@
 //! The module's one keyspace-event subscription, shared by the mechanisms
 //! that listen: waiters (work arriving in a watched list or sorted set) and
-//! leases (a lease set arriving by `RESTORE`).
+//! leases (a lease set arriving by `RESTORE`); a key of a slot this node
+//! is importing by atomic slot migration goes to `slot_migration` only.
 //!
 //! Why one: Redis gives every subscriber an event reaches a context of its
 //! own, a temporary client set up and torn down around the callback
@@ -16,7 +17,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::raw;
 
 use super::api::api;
-use super::{leases, waiters};
+use super::{leases, slot_migration, waiters};
 
 /// Subscribe to the event classes any listener needs (module load).
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
@@ -40,6 +41,14 @@ unsafe extern "C" fn on_keyspace_event(
         return raw::REDISMODULE_OK as c_int;
     }
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+    // A key of a slot this node is importing (atomic slot migration)
+    // reaches no listener: it only teaches the lease index.
+    let importing = catch_unwind(AssertUnwindSafe(|| {
+        slot_migration::on_keyspace_event(ctx, super::string::bytes_of(key))
+    }));
+    if importing.unwrap_or(true) {
+        return raw::REDISMODULE_OK as c_int;
+    }
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
     let _ = catch_unwind(AssertUnwindSafe(|| leases::on_keyspace_event(ctx, event, key)));
     raw::REDISMODULE_OK as c_int

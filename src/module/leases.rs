@@ -110,6 +110,13 @@ impl DeadlineIndex {
         due
     }
 
+    /// Keep only the tenants `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Tenant) -> bool) {
+        self.by_tenant.retain(|tenant, _| keep(tenant));
+        let by_tenant = &self.by_tenant;
+        self.by_deadline.retain(|(_, tenant)| by_tenant.contains_key(tenant));
+    }
+
     /// Forget everything (before a rebuild).
     pub fn clear(&mut self) {
         self.by_deadline.clear();
@@ -235,7 +242,13 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
     if event != b"restore" {
         return;
     }
-    let name = super::string::bytes_of(key);
+    index_lease_key(ctx, super::string::bytes_of(key));
+}
+
+/// Index the tenant of `name` if it is a lease set with a live lease (a
+/// key that arrived here: by `RESTORE`, or written by the import client of
+/// an atomic slot migration, `slot_migration`).
+pub(super) fn index_lease_key(ctx: *mut raw::RedisModuleCtx, name: &[u8]) {
     let session = Session::internal(ctx);
     for family in families() {
         let Some(tenant) = (family.tenant_of)(name) else { continue };
@@ -243,6 +256,21 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
             note(&session, family, &tenant, earliest);
         }
     }
+}
+
+/// Forget the tenants whose slot tenant (the hash tag of their keys) `gone`
+/// says left this node (an atomic slot migration exported them, or an
+/// aborted import deleted them, `slot_migration`): the node that holds
+/// them expires their leases. Costs the number of indexed tenants, in
+/// memory.
+pub(super) fn forget_tenants(gone: impl Fn(&[u8]) -> bool) {
+    let families = families();
+    with_index(|index| {
+        index.retain(|(family, _, tenant)| {
+            let slot_tenant = families.get(*family).and_then(|f| (f.slot_tenant)(tenant));
+            !slot_tenant.is_some_and(|t| gone(t.as_bytes()))
+        })
+    });
 }
 
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {

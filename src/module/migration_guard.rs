@@ -141,12 +141,14 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Result<(), Command
 
 /// For code that runs without a client (timers, and anything else that
 /// touches a tenant on its own): may this node touch `tenant`'s keys now?
-/// False while the slot migrates or imports and when another node owns it;
-/// true outside cluster mode. A timer that gets false must leave the
-/// tenant alone (the node that owns the slot when the move completes runs
+/// False while the slot migrates or imports (legacy moves, per the slot
+/// table; atomic slot migration, per `slot_migration`: the source still
+/// owns an exporting slot, but must not write it on its own) and when
+/// another node owns it; true outside cluster mode. A timer that gets
+/// false must leave the tenant alone (the node that owns the slot when the move completes runs
 /// its own timers on the keys it then holds).
 pub fn may_touch(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> bool {
-    !needed(ctx) || serves(ctx, tenant).unwrap_or(false)
+    !needed(ctx) || (!super::slot_migration::tenant_is_moving(tenant) && serves(ctx, tenant).unwrap_or(false))
 }
 
 #[cfg(test)]

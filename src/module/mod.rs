@@ -15,6 +15,7 @@ pub mod leases;
 pub mod migration_guard;
 pub mod reply;
 pub mod session;
+pub mod slot_migration;
 pub mod stats;
 pub mod string;
 pub mod waiters;
@@ -50,13 +51,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ));
         return Status::Err;
     }
-    // Keys signal WATCH themselves, and only when a command really changed them.
-    unsafe {
-        api::api!(RedisModule_SetModuleOptions)(
-            ctx.ctx,
-            raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
-        )
-    };
+    // Keys signal WATCH themselves, and only when a command really changed
+    // them; on Valkey 9, atomic slot migration is handled (slot_migration).
+    let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int | slot_migration::options(ctx.ctx);
+    unsafe { api::api!(RedisModule_SetModuleOptions)(ctx.ctx, options) };
     unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
     // Optional: a server without module ACL categories (Redis 7.0, 7.2) or
     // one that refuses it still gets every command, without `@dreamtown`.
