@@ -134,7 +134,7 @@ async fn call<C: ConnectionLike + Send>(conn: &mut C, args: &[&str]) -> redis::R
 
 /// FIRE and RECORD (a low trigger, so it queues when its region has no
 /// pending fire) and TOWN.SEND to the plain and the reliable agent.
-async fn producer(cluster: Arc<Cluster>, tenant: String, stop: Arc<AtomicBool>, ledger: Shared) {
+async fn producer(cluster: Arc<Cluster>, tenant: String, stop: Arc<AtomicBool>, ledger: Shared, pace: Duration) {
     let mut conn = connect(&cluster).await;
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -168,7 +168,7 @@ async fn producer(cluster: Arc<Cluster>, tenant: String, stop: Arc<AtomicBool>, 
                 other => note(&ledger, format!("{tenant}: TOWN.SEND got {other:?}")),
             }
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(pace).await;
     }
 }
 
@@ -361,13 +361,18 @@ impl Load {
 
     /// `through_crate`: one of the two drainers per tenant uses the client crate.
     fn start_with(cluster: Arc<Cluster>, tenants: &[String], through_crate: bool) -> Load {
+        Self::start_paced(cluster, tenants, through_crate, Duration::from_millis(20))
+    }
+
+    /// `pace`: the producers' pause between rounds.
+    fn start_paced(cluster: Arc<Cluster>, tenants: &[String], through_crate: bool, pace: Duration) -> Load {
         let ledger: Shared = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
         let mut producers = Vec::new();
         let mut consumers = Vec::new();
         for tenant in tenants {
-            producers.push(tokio::spawn(producer(cluster.clone(), tenant.clone(), stop.clone(), ledger.clone())));
+            producers.push(tokio::spawn(producer(cluster.clone(), tenant.clone(), stop.clone(), ledger.clone(), pace)));
             consumers.push(tokio::spawn(drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
             if through_crate {
                 consumers.push(tokio::spawn(crate_drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
@@ -897,7 +902,7 @@ async fn durable_connection_reports_writes_replicas_did_not_acknowledge() {
 // only the new owner can bring them back.
 
 /// The lease of the items abandoned in flight before a move.
-const ABANDONED_LEASE_SECS: u64 = 6;
+const ABANDONED_LEASE_SECS: u64 = 3;
 
 /// Does this server have atomic slot migration (Valkey 9 or newer)? Asks
 /// the binary itself (`--version`), before any cluster starts.
@@ -1097,6 +1102,23 @@ async fn add_filler(cluster: &Cluster, tenant: &str, keys: usize) {
     let _: () = pipe.query_async(&mut conn).await.expect("filler keys");
 }
 
+/// A deep backlog for `tenant`: `depth` fires (one per new region) and
+/// `depth` messages for each load agent, on the books of `ledger`.
+async fn seed_backlog(cluster: &Cluster, tenant: &str, depth: usize, ledger: &Shared) {
+    let mut conn = connect(cluster).await;
+    for i in 0..depth {
+        let fired = call(&mut conn, &["DREAMS.FIRE", tenant, &format!("deep{i}"), "3"]).await.expect("seed fire");
+        assert_eq!(text(&fired).as_deref(), Some("queued"), "{tenant}: seeded fire {i}");
+        *ledger.lock().expect("ledger").queued.entry(tenant.to_owned()).or_default() += 1;
+        for agent in ["plain", "reliable"] {
+            let id = format!("{tenant}-{agent}-deep{i}");
+            let message = format!(r#"{{"id":"{id}","to":"{agent}"}}"#);
+            call(&mut conn, &["TOWN.SEND", tenant, &message]).await.expect("seed message");
+            ledger.lock().expect("ledger").sent.entry(tenant.to_owned()).or_default().push(id);
+        }
+    }
+}
+
 /// Tenants whose slot a node owns: it gets all of them.
 fn tenants_for_asm(label: &str) -> Vec<String> {
     tenants_in(0..5_000, 4, label)
@@ -1114,7 +1136,11 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
         add_regions(&cluster, tenant, 300).await;
         add_filler(&cluster, tenant, 2_000).await;
     }
-    let load = Load::start(cluster.clone(), &tenants);
+    // Producers about as fast as the slow consumers, over a deep backlog.
+    let load = Load::start_paced(cluster.clone(), &tenants, false, Duration::from_millis(150));
+    for tenant in &tenants {
+        seed_backlog(&cluster, tenant, 40, &load.ledger).await;
+    }
     load.warm_up().await;
     let mut held = Vec::new();
     let mut abandoned = Vec::new();
@@ -1141,8 +1167,16 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
     })
     .await
     .expect("migrate");
-    // The load runs against the held move for a while.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // The load runs against the held move for a while, and the abandoned
+    // items' leases run out during it: the exporting source leaves them
+    // alone (a write of its own might never reach the target), so they are
+    // still in flight there.
+    let lease_over = abandoned.iter().map(|a| a.taken_at).max().expect("abandoned") + Duration::from_secs(ABANDONED_LEASE_SECS);
+    tokio::time::sleep(Duration::from_millis(1_500).max((lease_over + Duration::from_millis(1_000)).saturating_duration_since(Instant::now()))).await;
+    for a in &abandoned {
+        let lens: Vec<i64> = common::cmd(&["TOWN.LEN", &a.tenant, "abandoned"]).query(&mut cluster.nodes[from].connect()).expect("TOWN.LEN on the source");
+        assert_eq!(lens, vec![0, 0, 1], "{}: the source expired nothing of an exporting tenant", a.tenant);
+    }
     let switching = cluster.clone();
     let moved_at = tokio::task::spawn_blocking(move || {
         prevent_pause(&switching.nodes[from], false);
