@@ -671,8 +671,10 @@ async fn redis_cli_reshard_and_rebalance_move_live_tenants_losing_nothing() {
 }
 
 /// `INFO <section>` field `name` of a node, as text.
+/// `None` for a node that does not answer (killed).
 fn info_field(node: &common::Server, section: &str, name: &str) -> Option<String> {
-    let info: String = redis::cmd("INFO").arg(section).query(&mut node.connect()).ok()?;
+    let mut con = redis::Client::open(node.url()).ok()?.get_connection_with_timeout(Duration::from_secs(1)).ok()?;
+    let info: String = redis::cmd("INFO").arg(section).query(&mut con).ok()?;
     info.lines().find_map(|line| line.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_owned()))
 }
 
@@ -1222,6 +1224,135 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
     tokio::task::spawn_blocking(move || {
         assert_keys_where_owned(&checking, &all);
         assert_replicas_digest_equal(&checking, &[0, 1, 2]);
+    })
+    .await
+    .expect("checks");
+}
+
+/// Does `node` answer at all (a killed node does not)?
+fn alive(node: &common::Server) -> bool {
+    redis::Client::open(node.url())
+        .and_then(|client| client.get_connection_with_timeout(Duration::from_secs(1)))
+        .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con))
+        .is_ok()
+}
+
+/// Keys of `slots` on each of `nodes` (`CLUSTER COUNTKEYSINSLOT`).
+fn keys_in(node: &common::Server, slots: &[u16]) -> u64 {
+    let mut con = node.connect();
+    slots
+        .iter()
+        .map(|slot| redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query::<u64>(&mut con).expect("COUNTKEYSINSLOT"))
+        .sum()
+}
+
+/// Aborted atomic moves leave the tenants whole on the source: first
+/// `CLUSTER CANCELSLOTMIGRATIONS` on the source, then the target killed
+/// mid-import (its replica takes over and drops the half import). Each is
+/// held streaming while the load, held and abandoned items run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn aborted_atomic_slot_migrations_leave_the_tenants_whole_on_the_source() {
+    require_atomic_slot_migration!();
+    let cluster = Arc::new(Cluster::start_with_replicas(3, 1));
+    let tenants = tenants_in(0..5_000, 2, "asm-abort");
+    let from = cluster.owner_of_slot(slot_of(&tenants[0]));
+    let to = (from + 1) % 3;
+    let other = (from + 2) % 3;
+    let slots: Vec<u16> = tenants.iter().map(|t| slot_of(t)).collect();
+    for tenant in &tenants {
+        add_filler(&cluster, tenant, 2_000).await;
+    }
+    // The target is killed later: the rest of the cluster keeps serving.
+    for node in &cluster.nodes {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-require-full-coverage")
+            .arg("no")
+            .query(&mut node.connect())
+            .expect("CONFIG SET");
+    }
+    let load = Load::start_paced(cluster.clone(), &tenants, false, Duration::from_millis(150));
+    for tenant in &tenants {
+        seed_backlog(&cluster, tenant, 20, &load.ledger).await;
+    }
+    load.warm_up().await;
+
+    for abort in ["cancel", "kill"] {
+        let mut held = Vec::new();
+        let mut abandoned = Vec::new();
+        for tenant in &tenants {
+            held.push(hold(&cluster, tenant, &load.ledger).await);
+            abandoned.push(abandon(&cluster, tenant).await);
+        }
+        let (moving, moved) = (cluster.clone(), slots.clone());
+        tokio::task::spawn_blocking(move || {
+            prevent_pause(&moving.nodes[from], true);
+            migrate_and_hold(&moving, &moved, from, to);
+        })
+        .await
+        .expect("migrate");
+        let lease_over = abandoned.iter().map(|a| a.taken_at).max().expect("abandoned") + Duration::from_secs(ABANDONED_LEASE_SECS);
+        tokio::time::sleep((lease_over + Duration::from_millis(500)).saturating_duration_since(Instant::now())).await;
+        let (aborting, moved) = (cluster.clone(), slots.clone());
+        tokio::task::spawn_blocking(move || {
+            let source = &aborting.nodes[from];
+            if abort == "cancel" {
+                let reply: String =
+                    redis::cmd("CLUSTER").arg("CANCELSLOTMIGRATIONS").query(&mut source.connect()).expect("CANCELSLOTMIGRATIONS");
+                assert_eq!(reply, "OK");
+                common::wait_until("the source's export is cancelled", || newest_job_state(source).as_deref() == Some("cancelled"));
+                common::wait_until("the target's import failed and was cleaned up", || {
+                    newest_job_state(&aborting.nodes[to]).as_deref() == Some("failed")
+                });
+                assert_eq!(keys_in(&aborting.nodes[to], &moved), 0, "the target dropped what it had imported");
+            } else {
+                signal(&aborting.nodes[to], "KILL");
+                common::wait_until("the source's export failed", || newest_job_state(source).as_deref() == Some("failed"));
+            }
+            prevent_pause(source, false);
+            for slot in &moved {
+                assert_eq!(aborting.owner_of_slot(*slot), from, "the source still owns slot {slot}");
+            }
+        })
+        .await
+        .expect("abort");
+        // The source serves its tenants again on its own: the abandoned
+        // items come back there, the held ones are acknowledged there.
+        for held in held {
+            release(&cluster, held, &load.ledger).await;
+        }
+        for abandoned in abandoned {
+            check_abandoned_came_back(&cluster, abandoned, &load.ledger).await;
+        }
+    }
+
+    // The killed target's replica took over and dropped the half import.
+    let promoted = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        common::wait_until("the killed target's replica took over", || {
+            promoted.nodes.iter().enumerate().any(|(i, node)| {
+                i >= 3 && alive(node) && info_field(node, "replication", "role").as_deref() == Some("master")
+            })
+        });
+    })
+    .await
+    .expect("promoted");
+    load.finish().await;
+    let checking = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let masters: Vec<usize> = (0..checking.nodes.len())
+            .filter(|i| alive(&checking.nodes[*i]) && info_field(&checking.nodes[*i], "replication", "role").as_deref() == Some("master"))
+            .collect();
+        for master in &masters {
+            let count = keys_in(&checking.nodes[*master], &slots);
+            if *master == from {
+                assert!(count > 0, "the source still holds the tenants");
+            } else {
+                assert_eq!(count, 0, "master {master} holds no key of the tenants' slots");
+            }
+        }
+        let with_replicas: Vec<usize> = masters.into_iter().filter(|m| *m == from || *m == other).collect();
+        assert_replicas_digest_equal(&checking, &with_replicas);
     })
     .await
     .expect("checks");
