@@ -21,8 +21,9 @@
 //! lets it touch (`migration_guard::may_touch`: the slot is stable and
 //! served here). A tenant whose slot is moving waits; one whose lease set
 //! arrived by `RESTORE` on an importing node (learnt from the `restore`
-//! keyspace event) is kept until the move completes; one whose lease set is
-//! gone from this node is forgotten.
+//! keyspace event), or was written there by the import client of an atomic
+//! slot migration (`slot_migration`), is kept until the move completes; one
+//! whose lease set is gone from this node is forgotten.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;

@@ -51,7 +51,9 @@
 //!   with plain `RedisModule_BlockClient` (no keys).
 //! * A timer (or anything without a client) that touches a tenant calls
 //!   [`may_touch`] first and leaves the tenant alone when it is false
-//!   (migrating, importing, not owned, or this node is a replica).
+//!   (migrating, importing, not owned, or this node is a replica; and
+//!   while Valkey 9's atomic slot migration imports or exports the slot,
+//!   which the slot table does not show: `slot_migration`).
 
 use std::os::raw::{c_char, c_int};
 
@@ -145,8 +147,8 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Result<(), Command
 /// table; atomic slot migration, per `slot_migration`: the source still
 /// owns an exporting slot, but must not write it on its own) and when
 /// another node owns it; true outside cluster mode. A timer that gets
-/// false must leave the tenant alone (the node that owns the slot when the move completes runs
-/// its own timers on the keys it then holds).
+/// false must leave the tenant alone (the node that owns the slot when the
+/// move completes runs its own timers on the keys it then holds).
 pub fn may_touch(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> bool {
     !needed(ctx) || (!super::slot_migration::tenant_is_moving(tenant) && serves(ctx, tenant).unwrap_or(false))
 }
