@@ -927,6 +927,26 @@ macro_rules! require_atomic_slot_migration {
     };
 }
 
+/// A `dreamtown_<name>` field of `INFO dreamtown`.
+fn dreamtown_info(node: &common::Server, name: &str) -> Option<u64> {
+    info_field(node, "dreamtown", &format!("dreamtown_{name}")).and_then(|v| v.parse().ok())
+}
+
+/// The module claims atomic slot migration support exactly where the
+/// server knows the option (Valkey 9.0 or newer, per `INFO server`), so
+/// no other server gets an option bit it does not define. Runs on every
+/// server.
+#[test]
+fn atomic_slot_migration_is_declared_only_on_valkey_9_or_newer() {
+    let server = common::Server::start();
+    let name = info_field(&server, "server", "server_name");
+    let major = info_field(&server, "server", "valkey_version")
+        .and_then(|v| v.split('.').next().and_then(|m| m.parse::<u32>().ok()));
+    let knows = name.as_deref() == Some("valkey") && major.is_some_and(|m| m >= 9);
+    assert_eq!(dreamtown_info(&server, "atomic_slot_migration"), Some(u64::from(knows)), "{name:?} {major:?}");
+    assert_eq!(knows, has_atomic_slot_migration(), "the tests' own check agrees");
+}
+
 /// `CLUSTER GETSLOTMIGRATIONS` of a node: one field map per job, newest first.
 fn slot_migrations(node: &common::Server) -> Vec<BTreeMap<String, String>> {
     let Ok(Value::Array(jobs)) = redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query::<Value>(&mut node.connect()) else {
@@ -1162,6 +1182,8 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
         migrate_and_hold(&moving, &slots, from, to);
         // Held streaming: the target holds the importing keys but does not
         // serve the tenants; the source still does.
+        assert_eq!(dreamtown_info(&moving.nodes[from], "slot_exports_in_progress"), Some(1));
+        assert_eq!(dreamtown_info(&moving.nodes[to], "slot_imports_in_progress"), Some(1));
         for tenant in &held_tenants {
             assert!(redirects(&moving.nodes[to], tenant), "{tenant}: the importing target redirects");
             assert!(serves(&moving.nodes[from], tenant), "{tenant}: the exporting source serves");
@@ -1195,6 +1217,12 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
     .await
     .expect("switch");
     assert_eq!(cluster.owner_of_slot(slot_of(&tenants[0])), to, "the target owns the slots");
+    assert_eq!(dreamtown_info(&cluster.nodes[from], "slot_exports_completed"), Some(1));
+    assert_eq!(dreamtown_info(&cluster.nodes[to], "slot_imports_completed"), Some(1));
+    for node in &cluster.nodes {
+        assert_eq!(dreamtown_info(node, "slot_imports_in_progress"), Some(0));
+        assert_eq!(dreamtown_info(node, "slot_exports_in_progress"), Some(0));
+    }
 
     // Clients blocked on the source were redirected by the cluster cron,
     // long before their 30 s timeout, and lost nothing.
@@ -1326,6 +1354,8 @@ async fn aborted_atomic_slot_migrations_leave_the_tenants_whole_on_the_source() 
         }
     }
 
+    assert_eq!(dreamtown_info(&cluster.nodes[from], "slot_exports_aborted"), Some(2));
+    assert_eq!(dreamtown_info(&cluster.nodes[from], "slot_exports_in_progress"), Some(0));
     // The killed target's replica took over and dropped the half import.
     let promoted = cluster.clone();
     tokio::task::spawn_blocking(move || {

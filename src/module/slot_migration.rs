@@ -58,6 +58,7 @@ use std::sync::Mutex;
 use redis_module::raw;
 
 use super::leases;
+use super::stats::Total;
 
 /// `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (valkeymodule.h).
 const OPTION_HANDLE_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
@@ -93,6 +94,14 @@ struct Move {
     ranges: Vec<(u16, u16)>,
 }
 
+/// Did this module declare atomic slot migration support (Valkey 9+)?
+static DECLARED: AtomicBool = AtomicBool::new(false);
+/// Moves that ended here, by direction and outcome (`INFO dreamtown`).
+static IMPORTS_COMPLETED: Total = Total::new();
+static IMPORTS_ABORTED: Total = Total::new();
+static EXPORTS_COMPLETED: Total = Total::new();
+static EXPORTS_ABORTED: Total = Total::new();
+
 /// Moves in progress (a handful at most).
 static MOVES: Mutex<Vec<Move>> = Mutex::new(Vec::new());
 /// Is any move in progress? The fast path of every check.
@@ -122,7 +131,25 @@ pub fn options(ctx: *mut raw::RedisModuleCtx) -> c_int {
         // Valkey keeps refusing MIGRATESLOTS.
         return 0;
     }
+    DECLARED.store(true, Ordering::Relaxed);
     OPTION_HANDLE_ATOMIC_SLOT_MIGRATION
+}
+
+/// The `dreamtown_cluster` section of `INFO dreamtown`.
+pub fn info_fields() -> Vec<(&'static std::ffi::CStr, u64)> {
+    let (importing, exporting) = with_moves(|moves| {
+        let importing = moves.iter().filter(|m| m.importing).count() as u64;
+        (importing, moves.len() as u64 - importing)
+    });
+    vec![
+        (c"atomic_slot_migration", u64::from(DECLARED.load(Ordering::Relaxed))),
+        (c"slot_imports_in_progress", importing),
+        (c"slot_exports_in_progress", exporting),
+        (c"slot_imports_completed", IMPORTS_COMPLETED.get()),
+        (c"slot_imports_aborted", IMPORTS_ABORTED.get()),
+        (c"slot_exports_completed", EXPORTS_COMPLETED.get()),
+        (c"slot_exports_aborted", EXPORTS_ABORTED.get()),
+    ]
 }
 
 /// Valkey 9.0 or newer (`server_name:valkey`, `valkey_version:9.x`).
@@ -179,6 +206,12 @@ fn handle(subevent: u64, ranges: Vec<(u16, u16)>) {
         }
         IMPORT_ABORTED | EXPORT_ABORTED | IMPORT_COMPLETED | EXPORT_COMPLETED => {
             let importing = subevent == IMPORT_ABORTED || subevent == IMPORT_COMPLETED;
+            match subevent {
+                IMPORT_COMPLETED => IMPORTS_COMPLETED.bump(),
+                IMPORT_ABORTED => IMPORTS_ABORTED.bump(),
+                EXPORT_COMPLETED => EXPORTS_COMPLETED.bump(),
+                _ => EXPORTS_ABORTED.bump(),
+            }
             let finished = Move { importing, ranges };
             with_moves(|moves| {
                 if let Some(at) = moves.iter().position(|m| *m == finished) {
