@@ -121,7 +121,8 @@ fn with_moves<R>(run: impl FnOnce(&mut Vec<Move>) -> R) -> R {
 /// claim on Valkey 9 or newer (with the event subscribed), nothing
 /// elsewhere. Called once when the module loads.
 pub fn options(ctx: *mut raw::RedisModuleCtx) -> c_int {
-    if !server_knows_the_option(ctx) {
+    // Slots are computed by the server's hash function.
+    if !server_knows_the_option(ctx) || unsafe { raw::RedisModule_ClusterKeySlotC }.is_none() {
         return 0;
     }
     let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToServerEvent }) else { return 0 };
@@ -268,47 +269,23 @@ pub fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> bool {
     true
 }
 
-/// CRC16/XMODEM, the cluster's key hash.
-fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for byte in bytes {
-        crc ^= u16::from(*byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc
-}
-
-/// The slot of a key (its `{hash tag}` if it has a non-empty one).
+/// The slot of a key, by the server's own hash (`RedisModule_ClusterKeySlotC`,
+/// which [`options`] requires before it claims anything).
 fn key_slot(key: &[u8]) -> u16 {
-    let tag = key.iter().position(|b| *b == b'{').and_then(|open| {
-        let rest = key.get(open + 1..)?;
-        let close = rest.iter().position(|b| *b == b'}')?;
-        rest.get(..close).filter(|tag| !tag.is_empty())
-    });
-    crc16(tag.unwrap_or(key)) & 0x3FFF
+    let Some(slot_of) = (unsafe { raw::RedisModule_ClusterKeySlotC }) else { return u16::MAX };
+    let slot = unsafe { slot_of(key.as_ptr().cast::<c_char>(), key.len()) };
+    u16::try_from(slot).unwrap_or(u16::MAX)
 }
 
-/// The slot of a tenant (the hash tag of all its keys; a valid tenant has
-/// no braces).
+/// The slot of a tenant: a valid tenant has no braces, so it hashes as
+/// the hash tag of all its keys does.
 fn tenant_slot(tenant: &[u8]) -> u16 {
-    crc16(tenant) & 0x3FFF
+    key_slot(tenant)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slots_follow_the_cluster_hash() {
-        // Known values from CLUSTER KEYSLOT.
-        assert_eq!(key_slot(b"foo"), 12_182);
-        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
-        assert_eq!(key_slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 0x3FFF);
-        assert_eq!(key_slot(b"exocortex:dreams:{acme}:leases"), tenant_slot(b"acme"));
-        assert_eq!(key_slot(b"tt:{town}:leases:agent"), tenant_slot(b"town"));
-    }
 
     #[test]
     fn only_valkey_9_or_newer_gets_the_option() {
