@@ -1158,8 +1158,9 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
         add_regions(&cluster, tenant, 300).await;
         add_filler(&cluster, tenant, 2_000).await;
     }
-    // Producers about as fast as the slow consumers, over a deep backlog.
-    let load = Load::start_paced(cluster.clone(), &tenants, false, Duration::from_millis(150));
+    // Producers about as fast as the slow consumers, over a deep backlog;
+    // one drainer per tenant goes through the client crate.
+    let load = Load::start_paced(cluster.clone(), &tenants, true, Duration::from_millis(150));
     for tenant in &tenants {
         seed_backlog(&cluster, tenant, 40, &load.ledger).await;
     }
