@@ -1171,7 +1171,7 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
         held.push(hold(&cluster, tenant, &load.ledger).await);
         abandoned.push(abandon(&cluster, tenant).await);
     }
-    let waiters = block_on(&cluster.nodes[from], &idle).await;
+    let mut waiters = block_on(&cluster.nodes[from], &idle).await;
     let blocked = cluster.clone();
     tokio::task::spawn_blocking(move || wait_blocked(&blocked.nodes[from], 2)).await.expect("blocked");
 
@@ -1202,6 +1202,16 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
         let lens: Vec<i64> = common::cmd(&["TOWN.LEN", &a.tenant, "abandoned"]).query(&mut cluster.nodes[from].connect()).expect("TOWN.LEN on the source");
         assert_eq!(lens, vec![0, 0, 1], "{}: the source expired nothing of an exporting tenant", a.tenant);
     }
+    // Work for the idle tenant during the export: its drainer blocked on
+    // the source is answered TRYAGAIN (to retry) rather than served by
+    // the source on its own; the fire stays queued for the new owner.
+    let mut conn = connect(&cluster).await;
+    assert_eq!(text(&call(&mut conn, &["DREAMS.FIRE", &idle, "p", "3"]).await.expect("fire")).as_deref(), Some("queued"));
+    let (woken, _) = waiters.remove(0).await.expect("drain waiter");
+    let error = woken.expect_err("a drainer woken on an exporting source");
+    assert_eq!(error.code(), Some("TRYAGAIN"), "{error}");
+    let lens: Vec<i64> = common::cmd(&["DREAMS.LEN", &idle]).query(&mut cluster.nodes[from].connect()).expect("DREAMS.LEN");
+    assert_eq!(lens, vec![1, 0, 0], "the woken drainer took nothing");
     let switching = cluster.clone();
     let moved_at = tokio::task::spawn_blocking(move || {
         prevent_pause(&switching.nodes[from], false);
@@ -1233,10 +1243,10 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
         assert_eq!(error.code(), Some("MOVED"), "{error}");
         assert!(at.saturating_duration_since(moved_at) < Duration::from_secs(5), "redirected within the cron's second");
     }
-    let mut conn = connect(&cluster).await;
-    assert_eq!(text(&call(&mut conn, &["DREAMS.FIRE", &idle, "p", "3"]).await.expect("fire")).as_deref(), Some("queued"));
     let drained = call(&mut conn, &["DREAMS.DRAIN", &idle, "5", "NOQUIET"]).await.expect("drain on the new owner");
-    assert!(matches!(drained, Value::BulkString(_)), "the idle tenant's fire on the new owner: {drained:?}");
+    let Value::BulkString(payload) = &drained else { panic!("the idle tenant's fire on the new owner: {drained:?}") };
+    let fire: serde_json::Value = serde_json::from_slice(payload).expect("fire json");
+    assert_eq!(fire["region"]["org"].as_str(), Some(idle.as_str()), "the fire queued during the export: {fire}");
 
     // Held across the move, acknowledged after it: applied (no stale ACK).
     for held in held {
