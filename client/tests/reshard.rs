@@ -1230,10 +1230,18 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
     assert_eq!(cluster.owner_of_slot(slot_of(&tenants[0])), to, "the target owns the slots");
     assert_eq!(dreamtown_info(&cluster.nodes[from], "slot_exports_completed"), Some(1));
     assert_eq!(dreamtown_info(&cluster.nodes[to], "slot_imports_completed"), Some(1));
-    for node in &cluster.nodes {
-        assert_eq!(dreamtown_info(node, "slot_imports_in_progress"), Some(0));
-        assert_eq!(dreamtown_info(node, "slot_exports_in_progress"), Some(0));
-    }
+    // Replicas follow the target's import from its replication stream.
+    let following = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        common::wait_until("no node sees a move in progress", || {
+            following.nodes.iter().all(|node| {
+                dreamtown_info(node, "slot_imports_in_progress") == Some(0)
+                    && dreamtown_info(node, "slot_exports_in_progress") == Some(0)
+            })
+        })
+    })
+    .await
+    .expect("moves over");
 
     // Clients blocked on the source were redirected by the cluster cron,
     // long before their 30 s timeout, and lost nothing.
