@@ -1,0 +1,119 @@
+//! The source side of one batch: the tenant's keys are renamed, in one
+//! atomic script, to staging names beside a manifest; they stay there
+//! (invisible to the old code, nothing deleted) until the target holds
+//! their contents, then one `DEL` removes them. A run that finds a
+//! manifest finishes that batch first, so a tool killed anywhere leaves
+//! either the keys where they were, or a staged batch the next run
+//! completes.
+//!
+//! Staging names are `dreamtown-migrate:{<tenant>}:<family>:stage:<n>`
+//! and the manifest `...:manifest`: the tenant is their hash tag, the same
+//! one as dreamtown's keys of the tenant, so on a dreamtown cluster (the
+//! source of `--reverse`) a batch is one slot and the script may touch all
+//! of it. On a seed server (one node, keys of many slots) that does not
+//! matter: a script may touch any key of a server that is not a cluster.
+
+use redis::aio::ConnectionLike;
+
+use super::{Family, Result};
+
+/// A staged batch: its id and each (original name, staging name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    /// Unique id of the batch (the target records it once applied).
+    pub id: String,
+    /// Original key name and where it is staged.
+    pub keys: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The manifest's name for `tenant`.
+pub fn manifest(family: Family, tenant: &str) -> String {
+    format!("dreamtown-migrate:{{{tenant}}}:{}:manifest", family.name())
+}
+
+/// The staging name of the `n`th key of a batch.
+fn staging(family: Family, tenant: &str, n: usize) -> String {
+    format!("dreamtown-migrate:{{{tenant}}}:{}:stage:{n}", family.name())
+}
+
+/// The set, on the target, of batch ids already applied there.
+pub fn applied(family: Family, tenant: &str) -> String {
+    format!("dreamtown-migrate:{{{tenant}}}:{}:applied", family.name())
+}
+
+/// The batch an earlier run staged and did not finish, if any.
+pub async fn pending<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str) -> Result<Option<Batch>> {
+    let items: Vec<Vec<u8>> = redis::cmd("LRANGE")
+        .arg(manifest(family, tenant))
+        .arg(0)
+        .arg(-1)
+        .query_async(con)
+        .await?;
+    let mut items = items.into_iter();
+    let Some(id) = items.next() else { return Ok(None) };
+    let mut keys = Vec::new();
+    while let (Some(original), Some(staged)) = (items.next(), items.next()) {
+        keys.push((original, staged));
+    }
+    Ok(Some(Batch { id: String::from_utf8_lossy(&id).into_owned(), keys }))
+}
+
+/// KEYS: manifest, then n originals, then n staging names; ARGV: batch id, n.
+/// Renames the originals that exist and writes the manifest, unless a
+/// manifest exists already (an unfinished batch: nothing is done).
+const STAGE_LUA: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+local n = tonumber(ARGV[2])
+local moved = 0
+for i = 1, n do
+    local original = KEYS[1 + i]
+    local staged = KEYS[1 + n + i]
+    if redis.call('EXISTS', original) == 1 then
+        if moved == 0 then redis.call('RPUSH', KEYS[1], ARGV[1]) end
+        redis.call('RENAME', original, staged)
+        redis.call('RPUSH', KEYS[1], original, staged)
+        moved = moved + 1
+    end
+end
+return moved
+";
+
+/// Stage `keys` (those that still exist) as a new batch; `None` if none did
+/// or another run staged a batch in between (the caller looks again).
+pub async fn stage<C: ConnectionLike + Send>(
+    con: &mut C,
+    family: Family,
+    tenant: &str,
+    keys: &[Vec<u8>],
+) -> Result<Option<Batch>> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let staged: Vec<String> = (0..keys.len()).map(|n| staging(family, tenant, n)).collect();
+    let mut call = redis::cmd("EVAL");
+    call.arg(STAGE_LUA).arg(1 + 2 * keys.len()).arg(manifest(family, tenant));
+    for key in keys {
+        call.arg(key.as_slice());
+    }
+    for key in &staged {
+        call.arg(key);
+    }
+    call.arg(&id).arg(keys.len());
+    let moved: i64 = call.query_async(con).await?;
+    if moved <= 0 {
+        return Ok(None);
+    }
+    pending(con, family, tenant).await
+}
+
+/// Delete a batch's staged keys and its manifest, in one `DEL`.
+pub async fn finish<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<()> {
+    let mut call = redis::cmd("DEL");
+    for (_, staged) in &batch.keys {
+        call.arg(staged.as_slice());
+    }
+    call.arg(manifest(family, tenant));
+    let _: i64 = call.query_async(con).await?;
+    Ok(())
+}

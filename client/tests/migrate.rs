@@ -1,0 +1,257 @@
+//! `dreamtown-migrate` on real servers: seed data written the way the seeds
+//! write it (exocortex-dreams 0.4.0's own Lua scripts and key names,
+//! tinytown 0.10's layout and record fields), moved onto dreamtown and
+//! used there with the module's commands; a writer running the seed's
+//! scripts during migration passes; the tool killed after every step and
+//! re-run; across servers, into a cluster, and back.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{Server, cmd};
+use dreamtown::dreams::message::{FireMessage, RegionWriteCounters};
+use dreamtown::dreams::region::RegionKey;
+use dreamtown_client::migrate::conn::Endpoint;
+use dreamtown_client::migrate::dreams::{seed_counters, seed_events, seed_queue};
+use dreamtown_client::migrate::report::TenantReport;
+use dreamtown_client::migrate::{self, Direction, Family, Options};
+
+const RECORD_WRITE: &str = include_str!("../../tests/fixtures/seed-lua/record_write.lua");
+const ENQUEUE_BOUNDED: &str = include_str!("../../tests/fixtures/seed-lua/enqueue_bounded.lua");
+const DEFER: &str = include_str!("../../tests/fixtures/seed-lua/defer.lua");
+const ACKNOWLEDGE: &str = include_str!("../../tests/fixtures/seed-lua/acknowledge.lua");
+
+/// The seed's keys of an organization's queue.
+struct SeedQueue {
+    ready: String,
+    deferred: String,
+    processing: String,
+}
+
+impl SeedQueue {
+    fn new(org: &str) -> Self {
+        let ready = seed_queue(org);
+        Self { deferred: format!("{ready}:deferred"), processing: format!("{ready}:processing"), ready }
+    }
+}
+
+/// The seed's `record_write_once` (RECORD_WRITE_LUA): returns (outcome, fire id).
+fn seed_record(con: &mut redis::Connection, region: &RegionKey, memories: u32, event: Option<(&str, u64)>) -> (i64, String) {
+    let queue = SeedQueue::new(&region.org);
+    let fire_id = uuid::Uuid::new_v4().to_string();
+    let (event_id, generation) = event.unwrap_or(("", 0));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let reply: Vec<i64> = redis::cmd("EVAL")
+        .arg(RECORD_WRITE)
+        .arg(5)
+        .arg(&queue.ready)
+        .arg(seed_counters(region))
+        .arg(&queue.deferred)
+        .arg(&queue.processing)
+        .arg(seed_events(region))
+        .arg(100_000) // max
+        .arg(memories)
+        .arg(0) // edges
+        .arg(10) // memory threshold
+        .arg(1_000_000) // edge threshold
+        .arg(now)
+        .arg(0) // min interval
+        .arg(1_000_000_000) // age floor
+        .arg(&region.org)
+        .arg(&region.project)
+        .arg(region.memory_type)
+        .arg("seed-node")
+        .arg(&fire_id)
+        .arg(event_id)
+        .arg(generation)
+        .query(con)
+        .expect("RECORD_WRITE_LUA");
+    (reply[2], fire_id)
+}
+
+/// The seed's `fire` (ENQUEUE_BOUNDED_LUA): returns the payload.
+fn seed_fire(con: &mut redis::Connection, region: &RegionKey) -> String {
+    let queue = SeedQueue::new(&region.org);
+    let payload = FireMessage {
+        region: region.clone(),
+        fired_by: "seed-node".into(),
+        fired_at: None,
+        fire_id: Some(uuid::Uuid::new_v4().to_string()),
+        queued_payload: None,
+        quiet_deferred: false,
+    }
+    .to_payload();
+    let queued: i64 = redis::cmd("EVAL")
+        .arg(ENQUEUE_BOUNDED)
+        .arg(3)
+        .arg(&queue.ready)
+        .arg(&queue.deferred)
+        .arg(&queue.processing)
+        .arg(100_000)
+        .arg(&payload)
+        .query(con)
+        .expect("ENQUEUE_BOUNDED_LUA");
+    assert_eq!(queued, 1);
+    payload
+}
+
+/// The seed's drain step: BLMOVE of the head of ready to processing.
+fn seed_take(con: &mut redis::Connection, org: &str) -> String {
+    let queue = SeedQueue::new(org);
+    cmd(&["LMOVE", &queue.ready, &queue.processing, "LEFT", "RIGHT"]).query(con).expect("LMOVE")
+}
+
+/// The seed's DEFER_LUA for an item in processing.
+fn seed_defer(con: &mut redis::Connection, org: &str, payload: &str) -> String {
+    let queue = SeedQueue::new(org);
+    let mut message = FireMessage::parse(payload.as_bytes()).expect("a fire");
+    message.quiet_deferred = true;
+    let deferred = message.to_payload();
+    let _: i64 = redis::cmd("EVAL")
+        .arg(DEFER)
+        .arg(2)
+        .arg(&queue.deferred)
+        .arg(&queue.processing)
+        .arg(1_700_000_000)
+        .arg(payload)
+        .arg(&deferred)
+        .query(con)
+        .expect("DEFER_LUA");
+    deferred
+}
+
+async fn run(from: &str, to: &str, family: Family, direction: Direction, dry_run: bool, tenants: &[&str]) -> Vec<TenantReport> {
+    let mut source = Endpoint::connect(from).await.expect("source");
+    let mut target = Endpoint::connect(to).await.expect("target");
+    let options = Options {
+        family,
+        direction,
+        dry_run,
+        tenants: tenants.iter().map(|t| t.to_string()).collect(),
+        stop_after: None,
+    };
+    let reports = migrate::run(&mut source, &mut target, &options).await.expect("run");
+    for report in &reports {
+        print!("{report}");
+    }
+    reports
+}
+
+/// Run the binary; its exit code.
+fn run_binary(args: &[&str], stop_after: Option<u32>) -> i32 {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dreamtown-migrate"));
+    command.args(args);
+    if let Some(step) = stop_after {
+        command.env("DREAMTOWN_MIGRATE_STOP_AFTER", step.to_string());
+    }
+    let output = command.output().expect("run dreamtown-migrate");
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    output.status.code().unwrap_or(-1)
+}
+
+fn keys(con: &mut redis::Connection, pattern: &str) -> Vec<String> {
+    let mut keys: Vec<String> = cmd(&["KEYS", pattern]).query(con).unwrap();
+    keys.sort();
+    keys
+}
+
+fn hash(con: &mut redis::Connection, key: &str) -> BTreeMap<String, String> {
+    cmd(&["HGETALL", key]).query(con).unwrap()
+}
+
+fn list(con: &mut redis::Connection, key: &str) -> Vec<String> {
+    cmd(&["LRANGE", key, "0", "-1"]).query(con).unwrap()
+}
+
+/// A seed organization: two regions, a pending fire in flight, explicit
+/// fires ready, one deferred, counted events, and two items that are not
+/// fire messages of the organization. Returns (in-flight payload, ready payloads).
+fn seed_dreams_org(con: &mut redis::Connection, org: &str) -> (String, Vec<String>) {
+    let web = RegionKey::new(org, "web", 3);
+    let api = RegionKey::new(org, "api", 1);
+    let (outcome, _) = seed_record(con, &web, 30, Some(("outbox-1", 1)));
+    assert_eq!(outcome, 1, "the region fires");
+    let (outcome, _) = seed_record(con, &api, 5, Some(("outbox-2", 2)));
+    assert_eq!(outcome, 0);
+    let in_flight = seed_take(con, org);
+    let ready: Vec<String> = (0..3).map(|_| seed_fire(con, &web)).collect();
+    let to_defer = seed_fire(con, &api);
+    let taken = seed_take(con, org);
+    assert_eq!(taken, ready[0]);
+    let _ = seed_defer(con, org, &taken);
+    let _ = to_defer;
+    let queue = SeedQueue::new(org);
+    let _: i64 = cmd(&["RPUSH", &queue.ready, "not a fire"]).query(con).unwrap();
+    let foreign = seed_fire_payload(&RegionKey::new("someone-else", "web", 3));
+    let _: i64 = cmd(&["RPUSH", &queue.ready, &foreign]).query(con).unwrap();
+    (in_flight, ready)
+}
+
+fn seed_fire_payload(region: &RegionKey) -> String {
+    FireMessage {
+        region: region.clone(),
+        fired_by: "x".into(),
+        fired_at: Some(RegionWriteCounters::default()),
+        fire_id: Some("f".into()),
+        queued_payload: None,
+        quiet_deferred: false,
+    }
+    .to_payload()
+}
+
+/// What dreamtown holds for a migrated `seed_dreams_org`, checked through the module.
+fn check_dreams_org(con: &mut redis::Connection, org: &str, in_flight: &str) {
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", org]).query(con).unwrap();
+    assert_eq!(lengths, vec![3, 1, 1], "ready, deferred, in flight");
+    let dead = list(con, &format!("exocortex:dreams:{{{org}}}:dead"));
+    assert_eq!(dead.len(), 2, "the two items that are not fires of {org} are dead letters");
+    let counters: BTreeMap<String, String> = cmd(&["DREAMS.COUNTERS", org, "web", "3"]).query(con).unwrap();
+    assert_eq!(counters.get("memories").map(String::as_str), Some("30"));
+    let api: BTreeMap<String, String> = cmd(&["DREAMS.COUNTERS", org, "api", "1"]).query(con).unwrap();
+    assert_eq!(api.get("memories").map(String::as_str), Some("5"));
+    assert_eq!(api.get("settled_generation"), None);
+    // A replayed event is still deduplicated.
+    let replay: (String, i64, i64) =
+        cmd(&["DREAMS.RECORD", org, "api", "1", "5", "0", "EVENT", "outbox-2", "GENERATION", "2"]).query(con).unwrap();
+    assert_eq!(replay, ("accumulated".into(), 5, 0));
+    // The in-flight fire is acknowledged by its payload, as the seed's worker holds it.
+    let ack: (String, i64, i64) = cmd(&["DREAMS.ACK", org, in_flight, "SUCCESS"]).query(con).unwrap();
+    assert_eq!(ack.0, "acknowledged");
+    assert_eq!(ack.1, 0, "the fire's snapshot (30) is subtracted");
+}
+
+#[tokio::test]
+async fn dreams_forward_on_one_server() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let (in_flight, _) = seed_dreams_org(&mut con, "acme");
+    seed_dreams_org(&mut con, "bystander");
+    let before = server.digest();
+
+    let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, true, &["acme"]).await;
+    assert!(reports[0].ok());
+    assert_eq!(server.digest(), before, "a dry run changes nothing");
+    assert_eq!(reports[0].moved.get("ready"), Some(&3));
+    assert_eq!(reports[0].dead_lettered, 2);
+
+    let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["acme"]).await;
+    let report = &reports[0];
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.keys_found, 7, "ready, deferred, processing, 2 counters, 2 event sets");
+    assert_eq!(report.moved.get("ready"), Some(&3));
+    assert_eq!(report.moved.get("deferred"), Some(&1));
+    assert_eq!(report.moved.get("in flight"), Some(&1));
+    assert_eq!(report.moved.get("counter regions"), Some(&2));
+    assert_eq!(report.dead_lettered, 2);
+    assert!(keys(&mut con, "exocortex:dreams:*acme*").iter().all(|k| k.contains("{acme}")), "no seed key of acme is left");
+    assert!(keys(&mut con, "dreamtown-migrate:*").iter().all(|k| k.ends_with(":applied")), "nothing staged is left");
+    assert_eq!(keys(&mut con, "exocortex:dreams:*bystander*").len(), 7, "another organization is untouched");
+    check_dreams_org(&mut con, "acme", &in_flight);
+
+    let digest = server.digest();
+    let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["acme"]).await;
+    assert!(reports[0].ok() && reports[0].is_noop(), "{}", reports[0]);
+    assert_eq!(server.digest(), digest, "a run with nothing new is a no-op");
+}
