@@ -255,3 +255,148 @@ async fn dreams_forward_on_one_server() {
     assert!(reports[0].ok() && reports[0].is_noop(), "{}", reports[0]);
     assert_eq!(server.digest(), digest, "a run with nothing new is a no-op");
 }
+
+/// A tinytown message as its serde writes it.
+fn town_message(to: &str, priority: &str, text: &str) -> String {
+    serde_json::json!({
+        "id": uuid::Uuid::new_v4().to_string(),
+        "from": "00000000-0000-0000-0000-000000000001",
+        "to": to,
+        "type": "task",
+        "description": text,
+        "priority": priority,
+        "created_at": "2025-01-01T09:00:00Z",
+        "correlation_id": null,
+    })
+    .to_string()
+}
+
+/// tinytown's `set_agent_state`: HDEL of the absent optional fields and HSET, in one pipeline.
+fn tinytown_set_agent(con: &mut redis::Connection, town: &str, id: &str, name: &str, nickname: Option<&str>) {
+    let key = format!("tt:{town}:agent:{id}");
+    let mut fields = vec![
+        ("id", id.to_owned()),
+        ("name", name.to_owned()),
+        ("agent_type", "worker".to_owned()),
+        ("state", "idle".to_owned()),
+        ("cli", "claude".to_owned()),
+        ("created_at", "2025-01-01T09:00:00+00:00".to_owned()),
+        ("last_heartbeat", "2025-01-01T09:00:00+00:00".to_owned()),
+        ("tasks_completed", "0".to_owned()),
+        ("rounds_completed", "0".to_owned()),
+        ("last_active_at", "2025-01-01T09:00:00+00:00".to_owned()),
+        ("spawn_mode", "fresh".to_owned()),
+    ];
+    let mut absent = vec!["current_task", "role_id", "parent_agent_id"];
+    match nickname {
+        Some(nickname) => fields.push(("nickname", nickname.to_owned())),
+        None => absent.push("nickname"),
+    }
+    let mut pipe = redis::pipe();
+    pipe.atomic().hdel(&key, &absent).hset_multiple(&key, &fields);
+    let _: () = pipe.query(con).expect("set_agent_state");
+}
+
+/// A tinytown town: two agents, an inbox with a high-priority message at
+/// its head, an urgent message, an activity log and a stop flag with their
+/// TTLs, a task and the backlog, the docket stream with its group and one
+/// delivered entry, the event streams, and a mission key (not dreamtown's).
+fn seed_town(con: &mut redis::Connection, town: &str) -> (String, Vec<String>) {
+    let a = uuid::Uuid::new_v4().to_string();
+    let b = uuid::Uuid::new_v4().to_string();
+    tinytown_set_agent(con, town, &a, "backend", None);
+    tinytown_set_agent(con, town, &b, "frontend", Some("bee"));
+    let inbox = format!("tt:{town}:inbox:{a}");
+    let m1 = town_message(&a, "normal", "one");
+    let m2 = town_message(&a, "low", "two");
+    let h1 = town_message(&a, "high", "first");
+    let u1 = town_message(&a, "urgent", "now");
+    let _: i64 = cmd(&["RPUSH", &inbox, &m1]).query(con).unwrap();
+    let _: i64 = cmd(&["RPUSH", &inbox, &m2]).query(con).unwrap();
+    let _: i64 = cmd(&["LPUSH", &inbox, &h1]).query(con).unwrap();
+    let _: i64 = cmd(&["LPUSH", &format!("tt:{town}:urgent:{a}"), &u1]).query(con).unwrap();
+    let activity = format!("tt:{town}:activity:{a}");
+    let _: i64 = cmd(&["LPUSH", &activity, "wrote the parser"]).query(con).unwrap();
+    let _: () = cmd(&["LTRIM", &activity, "0", "9"]).query(con).unwrap();
+    let _: i64 = cmd(&["EXPIRE", &activity, "3600"]).query(con).unwrap();
+    let _: () = cmd(&["SET", &format!("tt:{town}:stop:{b}"), "1", "EX", "3600"]).query(con).unwrap();
+    let task = uuid::Uuid::new_v4().to_string();
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .hdel(format!("tt:{town}:task:{task}"), &["assigned_to", "started_at", "completed_at", "result", "parent_id"])
+        .hset_multiple(
+            format!("tt:{town}:task:{task}"),
+            &[
+                ("id", task.as_str()),
+                ("description", "write the parser"),
+                ("state", "pending"),
+                ("created_at", "2025-01-01T09:00:00+00:00"),
+                ("updated_at", "2025-01-01T09:00:00+00:00"),
+                ("tags", "[\"parser\"]"),
+            ],
+        );
+    let _: () = pipe.query(con).unwrap();
+    let _: i64 = cmd(&["RPUSH", &format!("tt:{town}:backlog"), &task]).query(con).unwrap();
+    let docket = format!("tt:{town}:docket:tasks");
+    let _: () = cmd(&["XGROUP", "CREATE", &docket, "workers", "$", "MKSTREAM"]).query(con).unwrap();
+    let _: String = cmd(&["XADD", &docket, "*", "task", &task]).query(con).unwrap();
+    let _: String = cmd(&["XADD", &docket, "*", "task", "t-2"]).query(con).unwrap();
+    let _: redis::Value = cmd(&["XREADGROUP", "GROUP", "workers", "w1", "COUNT", "1", "STREAMS", &docket, ">"]).query(con).unwrap();
+    let _: String = cmd(&["XADD", &format!("tt:{town}:events"), "*", "event", "agent_spawned"]).query(con).unwrap();
+    let _: String = cmd(&["XADD", &format!("tt:{town}:events:agent:{a}"), "*", "event", "started"]).query(con).unwrap();
+    let _: () = cmd(&["SET", &format!("tt:{town}:mission:r1"), "{}"]).query(con).unwrap();
+    (a, vec![u1, h1, m1, m2])
+}
+
+/// What dreamtown holds for a migrated `seed_town`, checked through the module.
+fn check_town(con: &mut redis::Connection, town: &str, agent: &str, messages: &[String]) {
+    let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", town, "LIST"]).query(con).unwrap();
+    assert_eq!(agents.len(), 2, "TOWN.AGENT LIST finds both agents");
+    let backend: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "BYNAME", "backend"]).query(con).unwrap();
+    assert_eq!(backend.get("id").map(String::as_str), Some(agent));
+    assert_eq!(backend.get("spawn_mode").map(String::as_str), Some("fresh"));
+    let tasks: Vec<BTreeMap<String, String>> = cmd(&["TOWN.TASK", town, "LIST"]).query(con).unwrap();
+    assert_eq!(tasks.len(), 1, "TOWN.TASK LIST finds the task");
+    assert_eq!(tasks[0].get("tags").map(String::as_str), Some("[\"parser\"]"));
+    let received: Vec<String> = cmd(&["TOWN.RECV", town, agent, "COUNT", "10"]).query(con).unwrap();
+    assert_eq!(received, messages, "urgent first, then the inbox in its order");
+    let ttl: i64 = cmd(&["PTTL", &format!("tt:{{{town}}}:activity:{agent}")]).query(con).unwrap();
+    assert!(ttl > 3_000_000 && ttl <= 3_600_000, "the activity log keeps its TTL ({ttl})");
+    let backlog: Vec<String> = cmd(&["TOWN.BACKLOG", town, "LIST"]).query(con).unwrap();
+    assert_eq!(backlog.len(), 1);
+    let docket = format!("tt:{{{town}}}:docket:tasks");
+    let pending: (i64, Option<String>, Option<String>, redis::Value) = cmd(&["XPENDING", &docket, "workers"]).query(con).unwrap();
+    assert_eq!(pending.0, 1, "the delivered, unacknowledged docket entry is still pending for its consumer");
+    assert_eq!(cmd(&["XLEN", &docket]).query::<i64>(con).unwrap(), 2);
+    assert_eq!(cmd(&["XLEN", &format!("tt:{{{town}}}:events:agent:{agent}")]).query::<i64>(con).unwrap(), 1);
+}
+
+#[tokio::test]
+async fn town_forward_on_one_server() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let (agent, messages) = seed_town(&mut con, "acme");
+    let stop_ttl: i64 = cmd(&["PTTL", "tt:acme:stop:x"]).query(&mut con).unwrap();
+    assert_eq!(stop_ttl, -2);
+    let docket_ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:acme:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
+    let report = &reports[0];
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.moved.get("agent records"), Some(&2));
+    assert_eq!(report.moved.get("inbox messages"), Some(&3));
+    assert_eq!(report.left, vec![("tt:acme:mission:r1".to_string(), "not a key dreamtown's Town owns".to_string())]);
+    assert_eq!(keys(&mut con, "tt:acme:*"), vec!["tt:acme:mission:r1".to_string()], "only the mission key is left");
+    let moved_ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:{acme}:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+    assert_eq!(moved_ids, docket_ids, "stream entries keep their ids");
+    let stops = keys(&mut con, "tt:{acme}:stop:*");
+    assert_eq!(stops.len(), 1);
+    let ttl: i64 = cmd(&["PTTL", &stops[0]]).query(&mut con).unwrap();
+    assert!(ttl > 3_000_000 && ttl <= 3_600_000, "the stop flag keeps its TTL ({ttl})");
+    check_town(&mut con, "acme", &agent, &messages);
+
+    let digest = server.digest();
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
+    assert!(reports[0].ok() && reports[0].keys_found == 0, "{}", reports[0]);
+    assert_eq!(server.digest(), digest, "a run with nothing new is a no-op");
+}
