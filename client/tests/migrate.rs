@@ -167,7 +167,8 @@ fn list(con: &mut redis::Connection, key: &str) -> Vec<String> {
 
 /// A seed organization: two regions, a pending fire in flight, explicit
 /// fires ready, one deferred, counted events, and two items that are not
-/// fire messages of the organization. Returns (in-flight payload, ready payloads).
+/// fire messages of the organization. Returns (in-flight payload, the
+/// payloads ready or deferred).
 fn seed_dreams_org(con: &mut redis::Connection, org: &str) -> (String, Vec<String>) {
     let web = RegionKey::new(org, "web", 3);
     let api = RegionKey::new(org, "api", 1);
@@ -180,13 +181,13 @@ fn seed_dreams_org(con: &mut redis::Connection, org: &str) -> (String, Vec<Strin
     let to_defer = seed_fire(con, &api);
     let taken = seed_take(con, org);
     assert_eq!(taken, ready[0]);
-    let _ = seed_defer(con, org, &taken);
-    let _ = to_defer;
+    let deferred = seed_defer(con, org, &taken);
+    let queued = vec![ready[1].clone(), ready[2].clone(), to_defer, deferred];
     let queue = SeedQueue::new(org);
     let _: i64 = cmd(&["RPUSH", &queue.ready, "not a fire"]).query(con).unwrap();
     let foreign = seed_fire_payload(&RegionKey::new("someone-else", "web", 3));
     let _: i64 = cmd(&["RPUSH", &queue.ready, &foreign]).query(con).unwrap();
-    (in_flight, ready)
+    (in_flight, queued)
 }
 
 fn seed_fire_payload(region: &RegionKey) -> String {
@@ -399,4 +400,69 @@ async fn town_forward_on_one_server() {
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
     assert!(reports[0].ok() && reports[0].keys_found == 0, "{}", reports[0]);
     assert_eq!(server.digest(), digest, "a run with nothing new is a no-op");
+}
+
+/// Where each of `payloads` is, among list and sorted-set members: (in
+/// live keys, seed's or dreamtown's, of `org`; in staged keys).
+fn whereabouts(con: &mut redis::Connection, org: &str, payloads: &[String]) -> Vec<(usize, usize)> {
+    let mut live = Vec::new();
+    let mut staged = Vec::new();
+    let org_keys = keys(con, &format!("exocortex:dreams:*{org}*"));
+    let stage_keys = keys(con, &format!("dreamtown-migrate:{{{org}}}:dreams:stage:*"));
+    for (names, into) in [(org_keys, &mut live), (stage_keys, &mut staged)] {
+        for key in names {
+            let kind: String = cmd(&["TYPE", &key]).query(con).unwrap();
+            match kind.as_str() {
+                "list" => into.extend(list(con, &key)),
+                "zset" => into.extend(cmd(&["ZRANGE", &key, "0", "-1"]).query::<Vec<String>>(con).unwrap()),
+                _ => {}
+            }
+        }
+    }
+    payloads
+        .iter()
+        .map(|p| (live.iter().filter(|x| *x == p).count(), staged.iter().filter(|x| *x == p).count()))
+        .collect()
+}
+
+/// Kill the tool after step k (stage = 1, apply = 2, delete the staged
+/// copy = 3; a re-run counts from 1 again), for every sequence of kills
+/// below, then run it to the end: between kills nothing is lost or visible
+/// twice, and the end state is the same as without kills.
+#[test]
+fn killed_at_every_step_a_rerun_converges() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let url = server.url();
+    let patterns: [&[u32]; 7] = [&[1], &[2], &[3], &[1, 1], &[1, 2], &[2, 1], &[1, 1, 1]];
+    for (n, kills) in patterns.iter().enumerate() {
+        let org = format!("org-{n}");
+        let (in_flight, ready) = seed_dreams_org(&mut con, &org);
+        let mut payloads = ready.clone();
+        payloads.push(in_flight.clone());
+        let town = format!("town-{n}");
+        let (agent, messages) = seed_town(&mut con, &town);
+        for &step in kills.iter() {
+            assert_eq!(run_binary(&["--from", &url, "dreams", &org], Some(step)), 75, "stopped after step {step}");
+            for (p, (live, staged)) in payloads.iter().zip(whereabouts(&mut con, &org, &payloads)) {
+                assert!(live <= 1, "{p} is visible {live} times after a kill at step {step}");
+                assert!(live + staged >= 1, "{p} is lost after a kill at step {step}");
+            }
+            assert_eq!(run_binary(&["--from", &url, "town", &town], Some(step)), 75, "stopped after step {step}");
+            let inbox_items: usize = [format!("tt:{town}:inbox:{agent}"), format!("tt:{{{town}}}:inbox:{agent}")]
+                .iter()
+                .map(|key| list(&mut con, key).len())
+                .sum();
+            assert!(inbox_items == 0 || inbox_items == 3, "an inbox is never split or doubled ({inbox_items})");
+        }
+        assert_eq!(run_binary(&["--from", &url, "dreams", &org], None), 0);
+        assert_eq!(run_binary(&["--from", &url, "town", &town], None), 0);
+        assert!(keys(&mut con, &format!("dreamtown-migrate:{{{org}}}:*")).iter().all(|k| k.ends_with(":applied")));
+        assert!(keys(&mut con, &format!("dreamtown-migrate:{{{town}}}:*")).iter().all(|k| k.ends_with(":applied")));
+        for (p, (live, staged)) in payloads.iter().zip(whereabouts(&mut con, &org, &payloads)) {
+            assert_eq!((live, staged), (1, 0), "{p} lands exactly once");
+        }
+        check_dreams_org(&mut con, &org, &in_flight);
+        check_town(&mut con, &town, &agent, &messages);
+    }
 }
