@@ -466,3 +466,99 @@ fn killed_at_every_step_a_rerun_converges() {
         check_town(&mut con, &town, &agent, &messages);
     }
 }
+
+/// A rolling upgrade across servers: the seed's writers keep running their
+/// scripts on the old server (records with event ids, explicit fires,
+/// tinytown sends and heartbeats) while migration passes run, some of them
+/// killed after a step. Once the writers stop, a last pass moves the rest:
+/// every counter increment, event id, fire and message is on the new
+/// server exactly once, messages in the order they were sent.
+#[test]
+fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
+    let seed = Server::start_plain();
+    let target = Server::start();
+    let (from, to) = (seed.url(), target.url());
+    let org = "rolling";
+    let town = "rolling";
+    let agent = uuid::Uuid::new_v4().to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = {
+        let mut con = seed.connect();
+        let agent = agent.clone();
+        let done = done.clone();
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let web = RegionKey::new(org, "web", 3);
+            let (mut records, mut events, mut fire_ids, mut fires, mut messages) = (0u64, Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            tinytown_set_agent(&mut con, town, &agent, "backend", None);
+            let mut i = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || i < 100 {
+                let event = format!("ev-{i}");
+                let (outcome, fire_id) = seed_record(&mut con, &web, 1, Some((&event, 1)));
+                records += 1;
+                events.push(event);
+                if outcome == 1 {
+                    fire_ids.push(fire_id);
+                }
+                if i % 7 == 0 {
+                    fires.push(seed_fire(&mut con, &RegionKey::new(org, "api", 1)));
+                }
+                let message = town_message(&agent, "normal", &format!("m{i}"));
+                let _: i64 = cmd(&["RPUSH", &format!("tt:{town}:inbox:{agent}"), &message]).query(&mut con).unwrap();
+                messages.push(message);
+                let _: i64 = cmd(&["HSET", &format!("tt:{town}:agent:{agent}"), "last_heartbeat", &format!("beat-{i}")])
+                    .query(&mut con)
+                    .unwrap();
+                i += 1;
+                written.store(i, std::sync::atomic::Ordering::SeqCst);
+            }
+            (records, events, fire_ids, fires, messages)
+        })
+    };
+    let mut passes = 0;
+    let stops = [None, Some(1), Some(2), Some(3), None, Some(2)];
+    while passes < 24 {
+        // Every pass has new writes to move: the interleaving is forced.
+        let seen = written.load(std::sync::atomic::Ordering::SeqCst);
+        common::wait_until("the seed's writer wrote more", || written.load(std::sync::atomic::Ordering::SeqCst) >= seen + 3);
+        let stop = stops[passes % stops.len()];
+        let dreams = run_binary(&["--from", &from, "--to", &to, "dreams", org], stop);
+        let town_code = run_binary(&["--from", &from, "--to", &to, "town", town], stop);
+        assert!(matches!(dreams, 0 | 75) && matches!(town_code, 0 | 75), "{dreams} {town_code}");
+        passes += 1;
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (records, events, fire_ids, fires, messages) = writer.join().expect("writer");
+    assert_eq!(run_binary(&["--from", &from, "--to", &to, "dreams", org], None), 0);
+    assert_eq!(run_binary(&["--from", &from, "--to", &to, "town", town], None), 0);
+
+    let mut source = seed.connect();
+    let mut con = target.connect();
+    assert!(keys(&mut source, "exocortex:dreams:*").is_empty(), "nothing left on the old server");
+    assert!(keys(&mut source, "dreamtown-migrate:*").is_empty(), "nothing staged on the old server");
+    assert!(keys(&mut source, "tt:*").is_empty());
+    let counters: BTreeMap<String, String> = cmd(&["DREAMS.COUNTERS", org, "web", "3"]).query(&mut con).unwrap();
+    assert_eq!(counters.get("memories"), Some(&records.to_string()), "every increment exactly once");
+    let mut counted: Vec<String> = cmd(&["SMEMBERS", &format!("exocortex:dreams:{{{org}}}:events:3:web")]).query(&mut con).unwrap();
+    let mut expected = events.clone();
+    counted.sort();
+    expected.sort();
+    assert_eq!(counted, expected, "the event sets united");
+    let ready = list(&mut con, &format!("exocortex:dreams:{{{org}}}:queue"));
+    for fire in &fires {
+        assert_eq!(ready.iter().filter(|item| *item == fire).count(), 1, "explicit fire {fire} exactly once");
+    }
+    assert!(fire_ids.len() > 1, "the writer's records fired more than once ({})", fire_ids.len());
+    for fire_id in &fire_ids {
+        assert_eq!(ready.iter().filter(|item| item.contains(fire_id.as_str())).count(), 1, "record fire {fire_id} exactly once");
+    }
+    assert_eq!(ready.len(), fires.len() + fire_ids.len(), "nothing else in ready");
+    let pending = counters.get("pending").expect("a pending fire");
+    assert!(fire_ids.contains(pending), "the region's pending fire is one of the seed's");
+    let inbox = list(&mut con, &format!("tt:{{{town}}}:inbox:{agent}"));
+    assert_eq!(inbox, messages, "every message exactly once, in the order sent");
+    let record: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "GET", &agent]).query(&mut con).unwrap();
+    assert_eq!(record.get("last_heartbeat"), Some(&format!("beat-{}", messages.len() - 1)), "the latest heartbeat wins");
+    assert_eq!(record.get("name").map(String::as_str), Some("backend"), "a heartbeat-only batch keeps the record");
+}
