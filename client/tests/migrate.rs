@@ -157,11 +157,11 @@ fn keys(con: &mut redis::Connection, pattern: &str) -> Vec<String> {
     keys
 }
 
-fn hash(con: &mut redis::Connection, key: &str) -> BTreeMap<String, String> {
+fn hash<C: redis::ConnectionLike>(con: &mut C, key: &str) -> BTreeMap<String, String> {
     cmd(&["HGETALL", key]).query(con).unwrap()
 }
 
-fn list(con: &mut redis::Connection, key: &str) -> Vec<String> {
+fn list<C: redis::ConnectionLike>(con: &mut C, key: &str) -> Vec<String> {
     cmd(&["LRANGE", key, "0", "-1"]).query(con).unwrap()
 }
 
@@ -203,7 +203,7 @@ fn seed_fire_payload(region: &RegionKey) -> String {
 }
 
 /// What dreamtown holds for a migrated `seed_dreams_org`, checked through the module.
-fn check_dreams_org(con: &mut redis::Connection, org: &str, in_flight: &str) {
+fn check_dreams_org<C: redis::ConnectionLike>(con: &mut C, org: &str, in_flight: &str) {
     let lengths: Vec<i64> = cmd(&["DREAMS.LEN", org]).query(con).unwrap();
     assert_eq!(lengths, vec![3, 1, 1], "ready, deferred, in flight");
     let dead = list(con, &format!("exocortex:dreams:{{{org}}}:dead"));
@@ -350,7 +350,7 @@ fn seed_town(con: &mut redis::Connection, town: &str) -> (String, Vec<String>) {
 }
 
 /// What dreamtown holds for a migrated `seed_town`, checked through the module.
-fn check_town(con: &mut redis::Connection, town: &str, agent: &str, messages: &[String]) {
+fn check_town<C: redis::ConnectionLike>(con: &mut C, town: &str, agent: &str, messages: &[String]) {
     let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", town, "LIST"]).query(con).unwrap();
     assert_eq!(agents.len(), 2, "TOWN.AGENT LIST finds both agents");
     let backend: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "BYNAME", "backend"]).query(con).unwrap();
@@ -561,4 +561,102 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     let record: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "GET", &agent]).query(&mut con).unwrap();
     assert_eq!(record.get("last_heartbeat"), Some(&format!("beat-{}", messages.len() - 1)), "the latest heartbeat wins");
     assert_eq!(record.get("name").map(String::as_str), Some("backend"), "a heartbeat-only batch keeps the record");
+}
+
+/// From a seed server without the module into a 3-master cluster (`--all`,
+/// tenants routed to their slots), used there through the module; then
+/// `--reverse` from the cluster to another plain server, with a leased
+/// drain and a reliably received message outstanding: the seed's layout
+/// comes back (leases dropped, indexes removed, the unacknowledged message
+/// at the head of the inbox) and the seed's own ACKNOWLEDGE_LUA
+/// acknowledges the fire that was in flight.
+#[test]
+fn into_a_cluster_and_back() {
+    let seed = Server::start_plain();
+    let cluster = common::Cluster::start(3);
+    let entry = cluster.nodes[0].url();
+    let mut con = seed.connect();
+    let orgs = ["acme", "hooli", "umbrella"]; // slots on three different masters
+    let seeded: Vec<(String, Vec<String>)> = orgs.iter().map(|org| seed_dreams_org(&mut con, org)).collect();
+    let towns: Vec<(String, Vec<String>)> = ["north", "south"].iter().map(|town| seed_town(&mut con, town)).collect();
+    let original_agent = hash(&mut con, &format!("tt:south:agent:{}", towns[1].0));
+
+    assert_eq!(run_binary(&["--from", &seed.url(), "--to", &entry, "dreams", "--all"], None), 0);
+    assert_eq!(run_binary(&["--from", &seed.url(), "--to", &entry, "town", "--all"], None), 0);
+    assert_eq!(keys(&mut con, "*"), vec!["tt:north:mission:r1".to_string(), "tt:south:mission:r1".to_string()]);
+    let mut admin = cluster.nodes[0].connect();
+    let slots: std::collections::BTreeSet<usize> = orgs
+        .iter()
+        .map(|org| cluster.owner_of_slot(cmd(&["CLUSTER", "KEYSLOT", org]).query(&mut admin).unwrap()))
+        .collect();
+    assert_eq!(slots.len(), 3, "the organizations live on three nodes");
+
+    let mut cc = redis::cluster::ClusterClient::new(cluster.urls()).unwrap().get_connection().unwrap();
+    check_dreams_org(&mut cc, "hooli", &seeded[1].0);
+    check_dreams_org(&mut cc, "umbrella", &seeded[2].0);
+    check_town(&mut cc, "north", &towns[0].0, &towns[0].1);
+
+    // Outstanding work on the new side: a leased drain, a leased reliable receive.
+    let (acme_in_flight, acme_queued) = &seeded[0];
+    let drained: String = cmd(&["DREAMS.DRAIN", "acme", "1", "NOQUIET", "LEASE", "60"]).query(&mut cc).unwrap();
+    assert_eq!(&drained, &acme_queued[0]);
+    let (south_agent, south_messages) = &towns[1];
+    let received: Vec<String> = cmd(&["TOWN.RECV", "south", south_agent, "RELIABLE", "LEASE", "60"]).query(&mut cc).unwrap();
+    assert_eq!(received, vec![south_messages[0].clone()]);
+
+    let back = Server::start_plain();
+    assert_eq!(run_binary(&["--reverse", "--from", &entry, "--to", &back.url(), "dreams", "acme"], None), 0);
+    assert_eq!(run_binary(&["--reverse", "--from", &entry, "--to", &back.url(), "town", "south"], None), 0);
+    let mut old = back.connect();
+    let queue = SeedQueue::new("acme");
+    // DRAIN promoted the due deferral to the tail of ready before taking the head.
+    assert_eq!(list(&mut old, &queue.ready), vec![acme_queued[1].clone(), acme_queued[2].clone(), acme_queued[3].clone()]);
+    assert_eq!(list(&mut old, &queue.processing), vec![acme_in_flight.clone(), drained.clone()]);
+    let web = RegionKey::new("acme", "web", 3);
+    let message = FireMessage::parse(acme_in_flight.as_bytes()).unwrap();
+    let fire_id = message.fire_id.clone().unwrap();
+    assert_eq!(hash(&mut old, &seed_counters(&web)).get("pending"), Some(&fire_id));
+    let acked: Vec<i64> = redis::cmd("EVAL")
+        .arg(ACKNOWLEDGE)
+        .arg(4)
+        .arg(&queue.ready)
+        .arg(seed_counters(&web))
+        .arg(&queue.deferred)
+        .arg(&queue.processing)
+        .arg(&fire_id)
+        .arg(1)
+        .arg(30)
+        .arg(0)
+        .arg(1_800_000_000u64)
+        .arg(1000)
+        .arg(10)
+        .arg(1_000_000)
+        .arg(3600)
+        .arg(1_000_000_000)
+        .arg("acme")
+        .arg("web")
+        .arg(3)
+        .arg("seed-node")
+        .arg(uuid::Uuid::new_v4().to_string())
+        .arg(acme_in_flight)
+        .query(&mut old)
+        .unwrap();
+    assert_eq!(acked, vec![0, 0, 1], "the seed acknowledges the fire that was in flight");
+    assert!(keys(&mut old, "exocortex:dreams:*{acme}*").is_empty());
+    assert_eq!(
+        list(&mut old, &format!("tt:south:inbox:{south_agent}")),
+        south_messages.clone(),
+        "the unacknowledged message is back at the head of the inbox"
+    );
+    assert_eq!(hash(&mut old, &format!("tt:south:agent:{south_agent}")), original_agent);
+    let pending: (i64, Option<String>, Option<String>, redis::Value) =
+        cmd(&["XPENDING", "tt:south:docket:tasks", "workers"]).query(&mut old).unwrap();
+    assert_eq!(pending.0, 1);
+    for node in &cluster.nodes {
+        let mut node = node.connect();
+        let left = keys(&mut node, "*{acme}*");
+        assert!(left.iter().all(|k| k.ends_with(":dead") || k.ends_with(":applied")), "{left:?}");
+        let left = keys(&mut node, "*{south}*");
+        assert!(left.iter().all(|k| k.ends_with(":applied")), "indexes and leases are removed: {left:?}");
+    }
 }
