@@ -660,3 +660,42 @@ fn into_a_cluster_and_back() {
         assert!(left.iter().all(|k| k.ends_with(":applied")), "indexes and leases are removed: {left:?}");
     }
 }
+
+/// A region first written after the tool listed the keys: its pending fire
+/// is in the staged ready list but its counters are not. The batch takes
+/// the counters in before it is applied, so the fire arrives with the
+/// counters that name it pending and its ACK is not stale (without that,
+/// the ACK would remove it as stale and the counters, arriving later,
+/// would hold a pending fire that no longer exists: the region would never
+/// fire again).
+#[tokio::test]
+async fn a_fire_never_arrives_without_its_region() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let region = RegionKey::new("late", "web", 3);
+    let (outcome, fire_id) = seed_record(&mut con, &region, 30, None);
+    assert_eq!(outcome, 1);
+    let queue = SeedQueue::new("late");
+    // The race, forced: a batch staged from a listing that predates the region.
+    let mut source = Endpoint::connect(&server.url()).await.unwrap();
+    let mut target = Endpoint::connect(&server.url()).await.unwrap();
+    let staged = migrate::stage::stage(&mut source, Family::Dreams, "late", &[queue.ready.clone().into_bytes()]).await.unwrap();
+    assert_eq!(staged.map(|batch| batch.keys.len()), Some(1));
+    let options = Options {
+        family: Family::Dreams,
+        direction: Direction::Forward,
+        dry_run: false,
+        tenants: vec!["late".into()],
+        stop_after: Some(2),
+    };
+    // Stopped right after the batch is applied, before anything else moves.
+    assert!(matches!(migrate::run(&mut source, &mut target, &options).await, Err(migrate::Error::Stopped(2))));
+    let drained: String = cmd(&["DREAMS.DRAIN", "late", "1", "NOQUIET"]).query(&mut con).unwrap();
+    assert!(drained.contains(&fire_id));
+    let ack: (String, i64, i64) = cmd(&["DREAMS.ACK", "late", &drained, "SUCCESS"]).query(&mut con).unwrap();
+    assert_eq!(ack, ("acknowledged".into(), 0, 0));
+    let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["late"]).await;
+    assert!(reports[0].ok());
+    let counters: BTreeMap<String, String> = cmd(&["DREAMS.COUNTERS", "late", "web", "3"]).query(&mut con).unwrap();
+    assert_eq!(counters.get("pending"), None, "no pending fire is left behind");
+}

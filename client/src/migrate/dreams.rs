@@ -166,6 +166,50 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
     Ok(found)
 }
 
+/// The counters and event-set names of regions whose pending fire may be
+/// among `keys` (a fire with a snapshot) but whose counters are not: a
+/// region written for the first time after the keys were listed. They join
+/// the batch before it is applied, so a fire never arrives without the
+/// counters that name it pending (its ACK there would be stale, and the
+/// counters arriving later would hold a pending fire that no longer exists).
+pub fn missing_regions(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Vec<Vec<u8>> {
+    let mut have = std::collections::HashSet::new();
+    let mut fires = Vec::new();
+    for (name, snapshot) in keys {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let role = match direction {
+            Direction::Forward => parse_seed(&name).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, &name),
+        };
+        match (role, &snapshot.value) {
+            (Some(Role::Counters(region)), _) => {
+                have.insert(region);
+            }
+            (Some(Role::Ready | Role::Processing), Value::List(items)) => fires.extend(items.iter().cloned()),
+            (Some(Role::Deferred), Value::ZSet(members)) => fires.extend(members.iter().map(|(item, _)| item.clone())),
+            _ => {}
+        }
+    }
+    let mut missing = Vec::new();
+    for payload in fires {
+        let Some(message) = FireMessage::parse(&payload) else { continue };
+        if message.region.org != org || message.fired_at.is_none() || have.contains(&message.region) {
+            continue;
+        }
+        let (counters, events) = match direction {
+            Direction::Forward => (seed_counters(&message.region), seed_events(&message.region)),
+            Direction::Reverse => {
+                let keys = RegionKeys::new(&message.region);
+                (keys.counters, keys.events)
+            }
+        };
+        missing.push(counters.into_bytes());
+        missing.push(events.into_bytes());
+        have.insert(message.region);
+    }
+    missing
+}
+
 /// What the staged keys of `org` become on the target.
 pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Plan {
     let mut plan = Plan::default();

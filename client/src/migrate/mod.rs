@@ -15,6 +15,11 @@
 //! 3. **finish**: on the source, one `DEL` removes the staged keys and the
 //!    manifest.
 //!
+//! Dreams only: before a batch is applied, the counters of any region whose
+//! pending fire is in it join it (a region first written after the keys
+//! were listed), so a fire never lands without the counters that name it
+//! pending ([`dreams::missing_regions`]).
+//!
 //! A run first finishes any batch a killed run left staged, then stages
 //! and moves one new batch. Killed after any step, the next run completes
 //! the batch: nothing is lost (the source keeps it until the target has
@@ -227,6 +232,17 @@ fn plan(options: &Options, tenant: &str, keys: &[(Vec<u8>, Snapshot)]) -> Plan {
     }
 }
 
+/// Every staged key of `batch` with its original name.
+async fn read_batch(source: &mut Endpoint, batch: &Batch) -> Result<Vec<(Vec<u8>, Snapshot)>> {
+    let mut keys = Vec::new();
+    for (original, staged) in &batch.keys {
+        if let Some(snapshot) = snapshot::read(source, staged).await? {
+            keys.push((original.clone(), snapshot));
+        }
+    }
+    Ok(keys)
+}
+
 /// Apply a staged batch on the target, verify it there, then delete it
 /// from the source.
 async fn complete(
@@ -238,10 +254,16 @@ async fn complete(
     report: &mut TenantReport,
     steps: &mut Steps,
 ) -> Result<()> {
-    let mut keys = Vec::new();
-    for (original, staged) in &batch.keys {
-        if let Some(snapshot) = snapshot::read(source, staged).await? {
-            keys.push((original.clone(), snapshot));
+    let applied_set = stage::applied(options.family, tenant);
+    let mut keys = read_batch(source, batch).await?;
+    let mut batch = batch.clone();
+    if options.family == Family::Dreams && !apply::verify(target, &applied_set, &batch.id).await? {
+        let missing = dreams::missing_regions(options.direction, tenant, &keys);
+        if !missing.is_empty() {
+            batch = stage::extend(source, options.family, tenant, &batch, &missing).await?;
+            report.keys_found += (batch.keys.len() - keys.len()) as u64;
+            steps.done()?;
+            keys = read_batch(source, &batch).await?;
         }
     }
     let plan = plan(options, tenant, &keys);
@@ -250,7 +272,6 @@ async fn complete(
         report.errors.push(format!("batch {} stays staged on the source until the keys above are fixed", batch.id));
         return Ok(());
     }
-    let applied_set = stage::applied(options.family, tenant);
     let ops: Vec<_> = plan.ops.into_iter().filter(|op| !op.is_empty()).collect();
     let applied = apply::apply(target, &applied_set, &batch.id, &ops).await?;
     report.pending_conflicts += applied.pending_conflicts;
@@ -259,7 +280,7 @@ async fn complete(
     if !apply::verify(target, &applied_set, &batch.id).await? {
         return Err(Error::Other(format!("batch {} is not recorded on the target after applying it", batch.id)));
     }
-    stage::finish(source, options.family, tenant, batch).await?;
+    stage::finish(source, options.family, tenant, &batch).await?;
     report.batches += 1;
     steps.done()
 }

@@ -107,6 +107,48 @@ pub async fn stage<C: ConnectionLike + Send>(
     pending(con, family, tenant).await
 }
 
+/// KEYS: manifest, then n originals, then n staging names; ARGV: batch id,
+/// n. Adds the originals that exist to the batch, if it is still the
+/// staged one.
+const EXTEND_LUA: &str = r"
+if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return -1 end
+local n = tonumber(ARGV[2])
+local moved = 0
+for i = 1, n do
+    local original = KEYS[1 + i]
+    if redis.call('EXISTS', original) == 1 then
+        redis.call('RENAME', original, KEYS[1 + n + i])
+        redis.call('RPUSH', KEYS[1], original, KEYS[1 + n + i])
+        moved = moved + 1
+    end
+end
+return moved
+";
+
+/// Add `keys` (those that exist) to the staged `batch`, which the target
+/// has not applied yet; the batch as it is now.
+pub async fn extend<C: ConnectionLike + Send>(
+    con: &mut C,
+    family: Family,
+    tenant: &str,
+    batch: &Batch,
+    keys: &[Vec<u8>],
+) -> Result<Batch> {
+    let first = batch.keys.len();
+    let staged: Vec<String> = (first..first + keys.len()).map(|n| staging(family, tenant, n)).collect();
+    let mut call = redis::cmd("EVAL");
+    call.arg(EXTEND_LUA).arg(1 + 2 * keys.len()).arg(manifest(family, tenant));
+    for key in keys {
+        call.arg(key.as_slice());
+    }
+    for key in &staged {
+        call.arg(key);
+    }
+    call.arg(&batch.id).arg(keys.len());
+    let _: i64 = call.query_async(con).await?;
+    Ok(pending(con, family, tenant).await?.unwrap_or_else(|| batch.clone()))
+}
+
 /// Delete a batch's staged keys and its manifest, in one `DEL`.
 pub async fn finish<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<()> {
     let mut call = redis::cmd("DEL");
