@@ -56,7 +56,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Args {
     }
     let Some(from) = from else { usage("--from is required") };
     let Some(family) = family else { usage("say `dreams` or `town`") };
-    if all == !tenants.is_empty() {
+    if all != tenants.is_empty() {
         usage("name the tenants or pass --all (not both)");
     }
     // Hidden, for the tests that kill the tool between steps: stop right

@@ -63,7 +63,7 @@ fn parse_seed(key: &str) -> Option<(String, Role)> {
         };
         let org: String = serde_json::from_str(json).ok()?;
         // Only the exact name the seed writes is the seed's.
-        return (serde_json::Value::String(org.clone()).to_string() == json).then_some((org, role));
+        return (serde_json::to_string(&org).ok()? == json).then_some((org, role));
     }
     let rest = key.strip_prefix(SEED_COUNTERS)?;
     let (json, events) = match rest.strip_suffix(EVENTS_SUFFIX) {

@@ -113,7 +113,7 @@ pub async fn read<C: ConnectionLike + Send>(con: &mut C, key: &[u8]) -> Result<O
         ),
         "stream" => {
             let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query_async(con).await?;
-            let raw: Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)> =
+            let raw: Vec<StreamEntry> =
                 redis::cmd("XRANGE").arg(key).arg("-").arg("+").query_async(con).await?;
             let infos: Vec<HashMap<String, redis::Value>> =
                 redis::cmd("XINFO").arg("GROUPS").arg(key).query_async(con).await?;
