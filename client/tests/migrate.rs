@@ -699,3 +699,32 @@ async fn a_fire_never_arrives_without_its_region() {
     let counters: BTreeMap<String, String> = cmd(&["DREAMS.COUNTERS", "late", "web", "3"]).query(&mut con).unwrap();
     assert_eq!(counters.get("pending"), None, "no pending fire is left behind");
 }
+
+/// Workers already on dreamtown, blocked on an empty queue and an empty
+/// inbox, are woken by the migration's writes and get the first item.
+#[test]
+fn blocked_workers_on_dreamtown_are_woken_by_a_migration() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let (_, queued) = seed_dreams_org(&mut con, "waiting");
+    let (agent, messages) = seed_town(&mut con, "waiting");
+    let drainer = {
+        let mut con = server.connect();
+        std::thread::spawn(move || cmd(&["DREAMS.DRAIN", "waiting", "30", "NOQUIET"]).query::<Option<String>>(&mut con).unwrap())
+    };
+    let receiver = {
+        let mut con = server.connect();
+        let agent = agent.clone();
+        std::thread::spawn(move || {
+            cmd(&["TOWN.RECV", "waiting", &agent, "BLOCK", "30"]).query::<Option<Vec<String>>>(&mut con).unwrap()
+        })
+    };
+    common::wait_until("both workers are blocked", || {
+        let info: String = cmd(&["INFO", "clients"]).query(&mut server.connect()).unwrap();
+        info.lines().any(|line| line.trim() == "blocked_clients:2")
+    });
+    assert_eq!(run_binary(&["--from", &server.url(), "dreams", "waiting"], None), 0);
+    assert_eq!(run_binary(&["--from", &server.url(), "town", "waiting"], None), 0);
+    assert_eq!(drainer.join().unwrap().as_ref(), Some(&queued[0]), "the drainer gets the head of ready");
+    assert_eq!(receiver.join().unwrap(), Some(vec![messages[0].clone()]), "the receiver gets the urgent message");
+}
