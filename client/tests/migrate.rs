@@ -400,6 +400,20 @@ async fn town_forward_on_one_server() {
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
     assert!(reports[0].ok() && reports[0].keys_found == 0, "{}", reports[0]);
     assert_eq!(server.digest(), digest, "a run with nothing new is a no-op");
+    // tinytown keeps writing the docket: a stream made afresh on the old side
+    // merges into the moved one (ids above its last kept, an older id
+    // renumbered, delivery state reported as not carried).
+    let _: () = cmd(&["XGROUP", "CREATE", "tt:acme:docket:tasks", "workers", "$", "MKSTREAM"]).query(&mut con).unwrap();
+    let newer: String = cmd(&["XADD", "tt:acme:docket:tasks", "*", "task", "t-3"]).query(&mut con).unwrap();
+    let _: redis::Value = cmd(&["XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "tt:acme:docket:tasks", ">"]).query(&mut con).unwrap();
+    let _: String = cmd(&["XADD", "tt:acme:events", "1-1", "event", "old"]).query(&mut con).unwrap();
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
+    assert!(reports[0].ok(), "{}", reports[0]);
+    assert_eq!((reports[0].new_stream_ids, reports[0].pending_not_carried), (1, 1));
+    let ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:{acme}:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[2].0, newer, "a newer entry keeps its id");
+    assert_eq!(cmd(&["XLEN", "tt:{acme}:events"]).query::<i64>(&mut con).unwrap(), 2, "the older one is appended, renumbered");
 }
 
 /// Where each of `payloads` is, among list and sorted-set members: (in

@@ -112,6 +112,7 @@ impl Op {
                 for group in groups {
                     args.push(group.name.clone().into_bytes());
                     args.push(group.last_delivered.clone().into_bytes());
+                    args.push(group.pending.to_string().into_bytes());
                 }
                 ("stream", args)
             }
@@ -128,13 +129,17 @@ pub struct Applied {
     pub pending_conflicts: u64,
     /// Stream entries that got a new id (theirs was not above the target's last).
     pub new_stream_ids: u64,
+    /// Pending entries of consumer groups of streams merged into an
+    /// existing stream (not restored): the entries moved, their delivery
+    /// state did not.
+    pub pending_not_carried: u64,
 }
 
 /// KEYS: the applied-batch set, then one key per op. ARGV: batch id, then
 /// per op: name, key index, argument count, arguments.
 const APPLY_LUA: &str = r#"
 local applied = KEYS[1]
-if redis.call('SISMEMBER', applied, ARGV[1]) == 1 then return {0, 0, 0} end
+if redis.call('SISMEMBER', applied, ARGV[1]) == 1 then return {0, 0, 0, 0} end
 local want = {append = 'list', prepend = 'list', activity = 'list', zaddnx = 'zset', sadd = 'set',
     hset = 'hash', hsetnx = 'hash', counters = 'hash', flag = 'string', stream = 'stream'}
 local ops = {}
@@ -175,7 +180,7 @@ local function id_above(a, b)
     local bm, bs = id_parts(b)
     return am > bm or (am == bm and as > bs)
 end
-local conflicts, reids = 0, 0
+local conflicts, reids, unclaimed = 0, 0, 0
 for _, op in ipairs(ops) do
     local k, a = op.key, op.args
     if op.name == 'append' then
@@ -257,13 +262,14 @@ for _, op in ipairs(ops) do
             for _ = 1, tonumber(a[j]) do
                 local name, last = a[j + 1], a[j + 2]
                 if not groups[name] then redis.call('XGROUP', 'CREATE', k, name, last, 'MKSTREAM') end
-                j = j + 2
+                unclaimed = unclaimed + tonumber(a[j + 3])
+                j = j + 3
             end
         end
     end
 end
 redis.call('SADD', applied, ARGV[1])
-return {1, conflicts, reids}
+return {1, conflicts, reids, unclaimed}
 "#;
 
 /// Apply `ops` as batch `batch` on the target, once.
@@ -281,8 +287,8 @@ pub async fn apply<C: ConnectionLike + Send>(con: &mut C, applied_set: &str, bat
             call.arg(arg);
         }
     }
-    let (now, pending_conflicts, new_stream_ids): (i64, u64, u64) = call.query_async(con).await?;
-    Ok(Applied { now: now == 1, pending_conflicts, new_stream_ids })
+    let (now, pending_conflicts, new_stream_ids, pending_not_carried): (i64, u64, u64, u64) = call.query_async(con).await?;
+    Ok(Applied { now: now == 1, pending_conflicts, new_stream_ids, pending_not_carried })
 }
 
 /// Whether `batch` is recorded as applied on the target (the verification

@@ -276,6 +276,7 @@ async fn complete(
     let applied = apply::apply(target, &applied_set, &batch.id, &ops).await?;
     report.pending_conflicts += applied.pending_conflicts;
     report.new_stream_ids += applied.new_stream_ids;
+    report.pending_not_carried += applied.pending_not_carried;
     steps.done()?;
     if !apply::verify(target, &applied_set, &batch.id).await? {
         return Err(Error::Other(format!("batch {} is not recorded on the target after applying it", batch.id)));

@@ -32,6 +32,8 @@ pub struct TenantReport {
     pub pending_conflicts: u64,
     /// Stream entries that got a new id.
     pub new_stream_ids: u64,
+    /// Stream pending entries whose delivery state was not carried (merged, not restored).
+    pub pending_not_carried: u64,
     /// Keys left where they are, and why (by design: not a failure).
     pub left: Vec<(String, String)>,
     /// What went wrong; the tenant is not done.
@@ -103,6 +105,13 @@ impl fmt::Display for TenantReport {
         }
         if self.new_stream_ids > 0 {
             writeln!(f, "  stream entries given a new id (theirs was not above the target's last): {}", self.new_stream_ids)?;
+        }
+        if self.pending_not_carried > 0 {
+            writeln!(
+                f,
+                "  warning: {} pending stream entries moved without their delivery state (merged into an existing stream, or RESTORE refused)",
+                self.pending_not_carried
+            )?;
         }
         for (key, why) in &self.left {
             writeln!(f, "  left: {key}: {why}")?;
