@@ -58,18 +58,24 @@ pub async fn pending<C: ConnectionLike + Send>(con: &mut C, family: Family, tena
     Ok(Some(Batch { id: String::from_utf8_lossy(&id).into_owned(), keys }))
 }
 
-/// KEYS: manifest, then n originals, then n staging names; ARGV: batch id, n.
-/// Renames the originals that exist and writes the manifest, unless a
-/// manifest exists already (an unfinished batch: nothing is done).
+/// KEYS: manifest, then n originals, then n staging names; ARGV: batch id,
+/// n, `new` or `extend`. Renames the originals that exist and lists them in
+/// the manifest: as a new batch unless a manifest exists (an unfinished
+/// batch: nothing is done), or added to the staged batch with this id.
 const STAGE_LUA: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+local extend = ARGV[3] == 'extend'
+if extend then
+    if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return -1 end
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+    return -1
+end
 local n = tonumber(ARGV[2])
 local moved = 0
 for i = 1, n do
     local original = KEYS[1 + i]
     local staged = KEYS[1 + n + i]
     if redis.call('EXISTS', original) == 1 then
-        if moved == 0 then redis.call('RPUSH', KEYS[1], ARGV[1]) end
+        if moved == 0 and not extend then redis.call('RPUSH', KEYS[1], ARGV[1]) end
         redis.call('RENAME', original, staged)
         redis.call('RPUSH', KEYS[1], original, staged)
         moved = moved + 1
@@ -77,6 +83,28 @@ for i = 1, n do
 end
 return moved
 ";
+
+/// Run STAGE_LUA for `keys`, staged from index `first` on; the number renamed.
+async fn rename<C: ConnectionLike + Send>(
+    con: &mut C,
+    family: Family,
+    tenant: &str,
+    id: &str,
+    first: usize,
+    keys: &[Vec<u8>],
+    mode: &str,
+) -> Result<i64> {
+    let mut call = redis::cmd("EVAL");
+    call.arg(STAGE_LUA).arg(1 + 2 * keys.len()).arg(manifest(family, tenant));
+    for key in keys {
+        call.arg(key.as_slice());
+    }
+    for n in first..first + keys.len() {
+        call.arg(staging(family, tenant, n));
+    }
+    call.arg(id).arg(keys.len()).arg(mode);
+    Ok(call.query_async(con).await?)
+}
 
 /// Stage `keys` (those that still exist) as a new batch; `None` if none did
 /// or another run staged a batch in between (the caller looks again).
@@ -90,40 +118,11 @@ pub async fn stage<C: ConnectionLike + Send>(
         return Ok(None);
     }
     let id = uuid::Uuid::new_v4().to_string();
-    let staged: Vec<String> = (0..keys.len()).map(|n| staging(family, tenant, n)).collect();
-    let mut call = redis::cmd("EVAL");
-    call.arg(STAGE_LUA).arg(1 + 2 * keys.len()).arg(manifest(family, tenant));
-    for key in keys {
-        call.arg(key.as_slice());
-    }
-    for key in &staged {
-        call.arg(key);
-    }
-    call.arg(&id).arg(keys.len());
-    let moved: i64 = call.query_async(con).await?;
-    if moved <= 0 {
+    if rename(con, family, tenant, &id, 0, keys, "new").await? <= 0 {
         return Ok(None);
     }
     pending(con, family, tenant).await
 }
-
-/// KEYS: manifest, then n originals, then n staging names; ARGV: batch id,
-/// n. Adds the originals that exist to the batch, if it is still the
-/// staged one.
-const EXTEND_LUA: &str = r"
-if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return -1 end
-local n = tonumber(ARGV[2])
-local moved = 0
-for i = 1, n do
-    local original = KEYS[1 + i]
-    if redis.call('EXISTS', original) == 1 then
-        redis.call('RENAME', original, KEYS[1 + n + i])
-        redis.call('RPUSH', KEYS[1], original, KEYS[1 + n + i])
-        moved = moved + 1
-    end
-end
-return moved
-";
 
 /// Add `keys` (those that exist) to the staged `batch`, which the target
 /// has not applied yet; the batch as it is now.
@@ -134,18 +133,7 @@ pub async fn extend<C: ConnectionLike + Send>(
     batch: &Batch,
     keys: &[Vec<u8>],
 ) -> Result<Batch> {
-    let first = batch.keys.len();
-    let staged: Vec<String> = (first..first + keys.len()).map(|n| staging(family, tenant, n)).collect();
-    let mut call = redis::cmd("EVAL");
-    call.arg(EXTEND_LUA).arg(1 + 2 * keys.len()).arg(manifest(family, tenant));
-    for key in keys {
-        call.arg(key.as_slice());
-    }
-    for key in &staged {
-        call.arg(key);
-    }
-    call.arg(&batch.id).arg(keys.len());
-    let _: i64 = call.query_async(con).await?;
+    rename(con, family, tenant, &batch.id, batch.keys.len(), keys, "extend").await?;
     Ok(pending(con, family, tenant).await?.unwrap_or_else(|| batch.clone()))
 }
 
