@@ -495,19 +495,24 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     let org = "rolling";
     let town = "rolling";
     let agent = uuid::Uuid::new_v4().to_string();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Lockstep, so batch boundaries fall every STRIDE writes, between the
+    // writer's whole-record writes (iterations 50 and 80) too: the writer
+    // waits for a pass after each STRIDE iterations, a pass waits for them.
+    const STRIDE: u64 = 5;
+    const ITERATIONS: u64 = 120;
     let written = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let passed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let writer = {
         let mut con = seed.connect();
         let agent = agent.clone();
-        let done = done.clone();
         let written = written.clone();
+        let passed = passed.clone();
         std::thread::spawn(move || {
             let web = RegionKey::new(org, "web", 3);
             let (mut records, mut events, mut fire_ids, mut fires, mut messages) = (0u64, Vec::new(), Vec::new(), Vec::new(), Vec::new());
             tinytown_set_agent(&mut con, town, &agent, "backend", None);
             let mut i = 0;
-            while !done.load(std::sync::atomic::Ordering::SeqCst) || i < 100 {
+            while i < ITERATIONS {
                 let event = format!("ev-{i}");
                 let (outcome, fire_id) = seed_record(&mut con, &web, 1, Some((&event, 1)));
                 records += 1;
@@ -521,28 +526,33 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
                 let message = town_message(&agent, "normal", &format!("m{i}"));
                 let _: i64 = cmd(&["RPUSH", &format!("tt:{town}:inbox:{agent}"), &message]).query(&mut con).unwrap();
                 messages.push(message);
+                // tinytown's whole-record write (with HDEL of absent fields)
+                // twice, its HINCRBY and its one-field heartbeat every time.
+                if i == 50 || i == 80 {
+                    tinytown_set_agent(&mut con, town, &agent, "backend", (i == 50).then_some("bee"));
+                }
+                let _: i64 = cmd(&["HINCRBY", &format!("tt:{town}:agent:{agent}"), "rounds_completed", "1"]).query(&mut con).unwrap();
                 let _: i64 = cmd(&["HSET", &format!("tt:{town}:agent:{agent}"), "last_heartbeat", &format!("beat-{i}")])
                     .query(&mut con)
                     .unwrap();
                 i += 1;
                 written.store(i, std::sync::atomic::Ordering::SeqCst);
+                if i % STRIDE == 0 && i < ITERATIONS {
+                    common::wait_until("a migration pass", || passed.load(std::sync::atomic::Ordering::SeqCst) >= i / STRIDE);
+                }
             }
             (records, events, fire_ids, fires, messages)
         })
     };
-    let mut passes = 0;
     let stops = [None, Some(1), Some(2), Some(3), None, Some(2)];
-    while passes < 24 {
-        // Every pass has new writes to move: the interleaving is forced.
-        let seen = written.load(std::sync::atomic::Ordering::SeqCst);
-        common::wait_until("the seed's writer wrote more", || written.load(std::sync::atomic::Ordering::SeqCst) >= seen + 3);
-        let stop = stops[passes % stops.len()];
+    for pass in 1..ITERATIONS / STRIDE {
+        common::wait_until("the seed's writer wrote more", || written.load(std::sync::atomic::Ordering::SeqCst) >= pass * STRIDE);
+        let stop = stops[pass as usize % stops.len()];
         let dreams = run_binary(&["--from", &from, "--to", &to, "dreams", org], stop);
         let town_code = run_binary(&["--from", &from, "--to", &to, "town", town], stop);
         assert!(matches!(dreams, 0 | 75) && matches!(town_code, 0 | 75), "{dreams} {town_code}");
-        passes += 1;
+        passed.store(pass, std::sync::atomic::Ordering::SeqCst);
     }
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
     let (records, events, fire_ids, fires, messages) = writer.join().expect("writer");
     assert_eq!(run_binary(&["--from", &from, "--to", &to, "dreams", org], None), 0);
     assert_eq!(run_binary(&["--from", &from, "--to", &to, "town", town], None), 0);
@@ -575,6 +585,9 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     let record: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "GET", &agent]).query(&mut con).unwrap();
     assert_eq!(record.get("last_heartbeat"), Some(&format!("beat-{}", messages.len() - 1)), "the latest heartbeat wins");
     assert_eq!(record.get("name").map(String::as_str), Some("backend"), "a heartbeat-only batch keeps the record");
+    let rounds = messages.len() - 80;
+    assert_eq!(record.get("rounds_completed"), Some(&rounds.to_string()), "increments since the last whole write add up");
+    assert_eq!(record.get("nickname"), None, "a field the last whole write removed is gone");
 }
 
 /// From a seed server without the module into a 3-master cluster (`--all`,

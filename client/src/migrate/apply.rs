@@ -30,6 +30,14 @@ pub enum Op {
     SAdd { key: String, members: Vec<Vec<u8>> },
     /// Set hash fields (fields not named are kept).
     HSet { key: String, fields: Vec<(Vec<u8>, Vec<u8>)> },
+    /// An agent or task record. `replace`: the source wrote the whole
+    /// record (tinytown's `set_agent_state`/`set_task` always write `id`),
+    /// which becomes the record, fields it lacks removed as tinytown
+    /// removed them. Otherwise a partial write since the last batch (a
+    /// heartbeat `HSET`, an `HINCRBY` of `rounds_completed` or
+    /// `tasks_completed` on a fresh hash): its fields overwrite, and those
+    /// two counters add.
+    Record { key: String, fields: Vec<(Vec<u8>, Vec<u8>)>, replace: bool },
     /// Set hash fields only where absent.
     HSetNx { key: String, fields: Vec<(Vec<u8>, Vec<u8>)> },
     /// Merge a Dreams region's counters: `memories` and `edges` add
@@ -56,7 +64,10 @@ impl Op {
             Self::Append { items, .. } | Self::Prepend { items, .. } | Self::Activity { items, .. } => items.is_empty(),
             Self::ZAddNx { members, .. } => members.is_empty(),
             Self::SAdd { members, .. } => members.is_empty(),
-            Self::HSet { fields, .. } | Self::HSetNx { fields, .. } | Self::Counters { fields, .. } => fields.is_empty(),
+            Self::HSet { fields, .. }
+            | Self::HSetNx { fields, .. }
+            | Self::Record { fields, .. }
+            | Self::Counters { fields, .. } => fields.is_empty(),
             Self::Flag { .. } | Self::Stream { .. } => false,
         }
     }
@@ -69,6 +80,7 @@ impl Op {
             | Self::SAdd { key, .. }
             | Self::HSet { key, .. }
             | Self::HSetNx { key, .. }
+            | Self::Record { key, .. }
             | Self::Counters { key, .. }
             | Self::Activity { key, .. }
             | Self::Flag { key, .. }
@@ -94,6 +106,11 @@ impl Op {
             Self::SAdd { members, .. } => ("sadd", members.clone()),
             Self::HSet { fields, .. } => ("hset", pairs(fields)),
             Self::HSetNx { fields, .. } => ("hsetnx", pairs(fields)),
+            Self::Record { fields, replace, .. } => {
+                let mut args = vec![if *replace { b"replace".to_vec() } else { b"merge".to_vec() }];
+                args.extend(pairs(fields));
+                ("record", args)
+            }
             Self::Counters { fields, .. } => ("counters", pairs(fields)),
             Self::Activity { items, pttl, .. } => {
                 let mut args = vec![ttl(*pttl)];
@@ -141,7 +158,7 @@ const APPLY_LUA: &str = r#"
 local applied = KEYS[1]
 if redis.call('SISMEMBER', applied, ARGV[1]) == 1 then return {0, 0, 0, 0} end
 local want = {append = 'list', prepend = 'list', activity = 'list', zaddnx = 'zset', sadd = 'set',
-    hset = 'hash', hsetnx = 'hash', counters = 'hash', flag = 'string', stream = 'stream'}
+    hset = 'hash', hsetnx = 'hash', record = 'hash', counters = 'hash', flag = 'string', stream = 'stream'}
 local ops = {}
 local i = 2
 while i <= #ARGV do
@@ -193,6 +210,18 @@ for _, op in ipairs(ops) do
         for j = 1, #a do redis.call('SADD', k, a[j]) end
     elseif op.name == 'hset' then
         for j = 1, #a, 2 do redis.call('HSET', k, a[j], a[j + 1]) end
+    elseif op.name == 'record' then
+        if a[1] == 'replace' then redis.call('DEL', k) end
+        for j = 2, #a, 2 do
+            local f, v = a[j], a[j + 1]
+            local cur = redis.call('HGET', k, f)
+            if a[1] == 'merge' and (f == 'rounds_completed' or f == 'tasks_completed')
+                and cur and string.match(cur, '^%d+$') and string.match(v, '^%d+$') then
+                redis.call('HSET', k, f, string.format('%d', tonumber(cur) + tonumber(v)))
+            else
+                redis.call('HSET', k, f, v)
+            end
+        end
     elseif op.name == 'hsetnx' then
         for j = 1, #a, 2 do redis.call('HSETNX', k, a[j], a[j + 1]) end
     elseif op.name == 'counters' then

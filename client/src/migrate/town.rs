@@ -185,14 +185,14 @@ pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> P
                     });
                     mailboxes.push(id.clone());
                 }
-                plan.ops.push(Op::HSet { key, fields: fields.clone() });
+                plan.ops.push(record(key, fields));
             }
             (Role::Task(id), Value::Hash(fields)) => {
                 plan.count("tasks", 1);
                 if forward {
                     plan.ops.push(Op::ZAddNx { key: indexes.task_index(), members: vec![(id.clone().into_bytes(), "0".into())] });
                 }
-                plan.ops.push(Op::HSet { key, fields: fields.clone() });
+                plan.ops.push(record(key, fields));
             }
             (Role::Inbox(id) | Role::Urgent(id), Value::List(items)) => {
                 plan.count(if matches!(role, Role::Inbox(_)) { "inbox messages" } else { "urgent messages" }, items.len());
@@ -242,6 +242,13 @@ pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> P
         });
     }
     plan
+}
+
+/// A record's write: the whole record when the source wrote one (tinytown
+/// always writes `id` with a whole record), else a partial update.
+fn record(key: String, fields: &[(Vec<u8>, Vec<u8>)]) -> Op {
+    let replace = fields.iter().any(|(field, _)| field == b"id");
+    Op::Record { key, fields: fields.to_vec(), replace }
 }
 
 #[cfg(test)]
