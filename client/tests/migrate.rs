@@ -755,3 +755,48 @@ fn blocked_workers_on_dreamtown_are_woken_by_a_migration() {
     assert_eq!(drainer.join().unwrap().as_ref(), Some(&queued[0]), "the drainer gets the head of ready");
     assert_eq!(receiver.join().unwrap(), Some(vec![messages[0].clone()]), "the receiver gets the urgent message");
 }
+
+/// Counters merge by the rules: memories and edges add (saturating),
+/// last_success and settled_generation take the larger, event sets unite,
+/// and when both sides hold a pending fire the target's is kept (the
+/// report counts it) while the other fire still lands in the queue.
+#[tokio::test]
+async fn counters_merge_by_the_rules() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let region = RegionKey::new("merge", "web", 3);
+    let seed_key = seed_counters(&region);
+    let _: () = cmd(&["HSET", &seed_key, "memories", "10", "edges", "7", "last_success", "200", "settled_generation", "3", "pending", "seed-fire"])
+        .query(&mut con)
+        .unwrap();
+    let _: () = cmd(&["SADD", &seed_events(&region), "a", "b"]).query(&mut con).unwrap();
+    let own = seed_fire_payload(&region).replace("\"fire_id\":\"f\"", "\"fire_id\":\"seed-fire\"");
+    let _: () = cmd(&["RPUSH", &seed_queue("merge"), &own]).query(&mut con).unwrap();
+    let target_key = "exocortex:dreams:{merge}:counters:3:web";
+    let _: () = cmd(&["HSET", target_key, "memories", "4294967290", "edges", "1", "last_success", "100", "settled_generation", "5", "pending", "new-fire"])
+        .query(&mut con)
+        .unwrap();
+    let _: () = cmd(&["SADD", "exocortex:dreams:{merge}:events:3:web", "b", "c"]).query(&mut con).unwrap();
+    let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["merge"]).await;
+    assert!(reports[0].ok());
+    assert_eq!(reports[0].pending_conflicts, 1);
+    let merged = hash(&mut con, target_key);
+    let expected: BTreeMap<String, String> = [
+        ("memories", "4294967295"),
+        ("edges", "8"),
+        ("last_success", "200"),
+        ("settled_generation", "5"),
+        ("pending", "new-fire"),
+    ]
+    .into_iter()
+    .map(|(f, v)| (f.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(merged, expected);
+    let mut events: Vec<String> = cmd(&["SMEMBERS", "exocortex:dreams:{merge}:events:3:web"]).query(&mut con).unwrap();
+    events.sort();
+    assert_eq!(events, vec!["a", "b", "c"]);
+    let drained: String = cmd(&["DREAMS.DRAIN", "merge", "1", "NOQUIET"]).query(&mut con).unwrap();
+    assert_eq!(drained, own, "the seed's pending fire still runs");
+    let ack: (String, i64, i64) = cmd(&["DREAMS.ACK", "merge", &drained, "SUCCESS"]).query(&mut con).unwrap();
+    assert_eq!(ack.0, "stale", "and acknowledges as stale: the target's pending fire owns the counters");
+}
