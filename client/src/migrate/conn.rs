@@ -82,7 +82,7 @@ fn with_host_port(url: &str, host_port: &str) -> String {
         Some((user, after)) => (Some(user), after),
         None => (None, rest),
     };
-    let path = after.find('/').map(|at| &after[at..]).unwrap_or("");
+    let path = after.split_once('/').map(|(_, path)| format!("/{path}")).unwrap_or_default();
     match userinfo {
         Some(user) => format!("{scheme}://{user}@{host_port}{path}"),
         None => format!("{scheme}://{host_port}{path}"),

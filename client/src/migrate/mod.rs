@@ -12,8 +12,8 @@
 //!    type, then writes (merging into what is there) and records the batch
 //!    id, all at once; a batch id already recorded writes nothing. The
 //!    tool then verifies the id is recorded.
-//! 3. **finish**: on the source, one `DEL` removes the staged keys and the
-//!    manifest.
+//! 3. **finish**: on the source, one `UNLINK` removes the staged keys and
+//!    the manifest.
 //!
 //! Dreams only: before a batch is applied, the counters of any region whose
 //! pending fire is in it join it (a region first written after the keys

@@ -1,7 +1,7 @@
 //! The source side of one batch: the tenant's keys are renamed, in one
 //! atomic script, to staging names beside a manifest; they stay there
 //! (invisible to the old code, nothing deleted) until the target holds
-//! their contents, then one `DEL` removes them. A run that finds a
+//! their contents, then one `UNLINK` removes them. A run that finds a
 //! manifest finishes that batch first, so a tool killed anywhere leaves
 //! either the keys where they were, or a staged batch the next run
 //! completes.
@@ -137,9 +137,10 @@ pub async fn extend<C: ConnectionLike + Send>(
     Ok(pending(con, family, tenant).await?.unwrap_or_else(|| batch.clone()))
 }
 
-/// Delete a batch's staged keys and its manifest, in one `DEL`.
+/// Delete a batch's staged keys and its manifest, in one `UNLINK` (one
+/// atomic step; large values are freed off the main thread).
 pub async fn finish<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<()> {
-    let mut call = redis::cmd("DEL");
+    let mut call = redis::cmd("UNLINK");
     for (_, staged) in &batch.keys {
         call.arg(staged.as_slice());
     }
