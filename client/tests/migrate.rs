@@ -800,3 +800,30 @@ async fn counters_merge_by_the_rules() {
     let ack: (String, i64, i64) = cmd(&["DREAMS.ACK", "merge", &drained, "SUCCESS"]).query(&mut con).unwrap();
     assert_eq!(ack.0, "stale", "and acknowledges as stale: the target's pending fire owns the counters");
 }
+
+/// A seed key of the wrong type is refused and left where it is (the
+/// tenant fails, exit 1, the rest of it moves); a target without the
+/// module is refused before anything moves.
+#[test]
+fn wrong_types_and_a_target_without_the_module_are_refused() {
+    let plain = Server::start_plain();
+    let server = Server::start();
+    let mut con = server.connect();
+    seed_dreams_org(&mut con, "typed");
+    let processing = SeedQueue::new("typed").processing;
+    let held = list(&mut con, &processing);
+    let _: () = cmd(&["DEL", &processing]).query(&mut con).unwrap();
+    let _: () = cmd(&["SET", &processing, "not a list"]).query(&mut con).unwrap();
+    let before = server.digest();
+    assert_eq!(run_binary(&["--from", &server.url(), "--to", &plain.url(), "dreams", "typed"], None), 3);
+    assert_eq!(server.digest(), before, "nothing moved to a target without the module");
+    assert_eq!(run_binary(&["--from", &server.url(), "dreams", "typed"], None), 1);
+    assert_eq!(cmd(&["GET", &processing]).query::<String>(&mut con).unwrap(), "not a list", "left where it is");
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", "typed"]).query(&mut con).unwrap();
+    assert_eq!(lengths, vec![3, 1, 0], "the rest moved");
+    let _: () = cmd(&["DEL", &processing]).query(&mut con).unwrap();
+    let _: () = cmd(&["RPUSH", &processing, &held[0]]).query(&mut con).unwrap();
+    assert_eq!(run_binary(&["--from", &server.url(), "dreams", "typed"], None), 0, "once fixed, a re-run moves it");
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", "typed"]).query(&mut con).unwrap();
+    assert_eq!(lengths, vec![3, 1, 1]);
+}

@@ -51,6 +51,18 @@ enum Role {
     Events(RegionKey),
 }
 
+impl Role {
+    /// The Redis type of the role's key.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Ready | Self::Processing | Self::Dead => "list",
+            Self::Deferred | Self::Leases => "zset",
+            Self::Counters(_) => "hash",
+            Self::Events(_) => "set",
+        }
+    }
+}
+
 /// What a seed key name is: (organization, role).
 fn parse_seed(key: &str) -> Option<(String, Role)> {
     if let Some(rest) = key.strip_prefix(SEED_QUEUE) {
@@ -144,9 +156,11 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
                 }
             }
             for name in names {
-                let exists: bool = redis::cmd("EXISTS").arg(&name).query_async(source).await?;
-                if exists {
-                    found.keys.push(name.into_bytes());
+                let kind: String = redis::cmd("TYPE").arg(&name).query_async(source).await?;
+                if kind != "none"
+                    && let Some((_, role)) = parse_seed(&name)
+                {
+                    found.take(name.clone().into_bytes(), name, &kind, role.kind());
                 }
             }
         }
@@ -157,7 +171,12 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
                     Some(Role::Dead) => found
                         .left
                         .push((name, "dead letters: the seed's layout has no place for them".into())),
-                    Some(_) => found.keys.push(key),
+                    Some(role) => {
+                        let kind: String = redis::cmd("TYPE").arg(&key).query_async(source).await?;
+                        if kind != "none" {
+                            found.take(key, name, &kind, role.kind());
+                        }
+                    }
                     None => found.left.push((name, "not a key of dreamtown's Dreams layout".into())),
                 }
             }

@@ -158,6 +158,18 @@ pub async fn run(source: &mut Endpoint, target: &mut Endpoint, options: &Options
     } else {
         options.tenants.clone()
     };
+    if options.direction == Direction::Forward && !options.dry_run {
+        let probe = match options.family {
+            Family::Dreams => "DREAMS.LEN",
+            Family::Town => "TOWN.LEN",
+        };
+        let info: Vec<redis::Value> = redis::cmd("COMMAND").arg("INFO").arg(probe).query_async(target).await?;
+        if matches!(info.first(), None | Some(redis::Value::Nil)) {
+            return Err(Error::Other(format!(
+                "the target does not know {probe}: load the dreamtown module there first (docs/migrating.md)"
+            )));
+        }
+    }
     let mut steps = Steps { done: 0, stop_after: options.stop_after };
     let mut reports = Vec::new();
     for tenant in tenants {
@@ -200,6 +212,9 @@ async fn migrate(
     }
     let found = discover(source, options, tenant).await?;
     report.left.extend(found.left.iter().cloned());
+    for (key, why) in &found.refused {
+        report.errors.push(format!("{key}: {why}"));
+    }
     report.keys_found += found.keys.len() as u64;
     if options.dry_run {
         let mut keys = Vec::new();

@@ -13,6 +13,21 @@ pub struct Discovered {
     pub keys: Vec<Vec<u8>>,
     /// Keys left in place, and why.
     pub left: Vec<(String, String)>,
+    /// Keys of the layout that cannot be moved (a wrong type): left in
+    /// place, and the tenant is not done.
+    pub refused: Vec<(String, String)>,
+}
+
+impl Discovered {
+    /// Take `key` (named `name`, of Redis type `kind`) if `expected` is its
+    /// layout's type (`|`-separated alternatives), else refuse it.
+    pub fn take(&mut self, key: Vec<u8>, name: String, kind: &str, expected: &str) {
+        if expected.split('|').any(|one| one == kind) {
+            self.keys.push(key);
+        } else {
+            self.refused.push((name, format!("a {kind}, where the layout has a {expected}: left in place")));
+        }
+    }
 }
 
 /// The target writes of one batch and what they amount to.

@@ -138,11 +138,7 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, town: &str) -
         if kind == "none" {
             continue;
         }
-        if !role.kind().split('|').any(|expected| expected == kind) {
-            found.left.push((name, format!("a {kind}, where the layout has a {}", role.kind())));
-            continue;
-        }
-        found.keys.push(key);
+        found.take(key, name, &kind, role.kind());
     }
     Ok(found)
 }
