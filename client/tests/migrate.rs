@@ -380,6 +380,10 @@ async fn town_forward_on_one_server() {
     let stop_ttl: i64 = cmd(&["PTTL", "tt:acme:stop:x"]).query(&mut con).unwrap();
     assert_eq!(stop_ttl, -2);
     let docket_ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:acme:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+    let before = server.digest();
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, true, &["acme"]).await;
+    assert!(reports[0].ok() && reports[0].moved.get("inbox messages") == Some(&3), "{}", reports[0]);
+    assert_eq!(server.digest(), before, "a dry run changes nothing");
 
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
     let report = &reports[0];
@@ -632,6 +636,11 @@ fn into_a_cluster_and_back() {
     assert_eq!(received, vec![south_messages[0].clone()]);
 
     let back = Server::start_plain();
+    let digests: Vec<String> = cluster.nodes.iter().map(Server::digest).collect();
+    assert_eq!(run_binary(&["--dry-run", "--reverse", "--from", &entry, "--to", &back.url(), "dreams", "--all"], None), 0);
+    assert_eq!(run_binary(&["--dry-run", "--reverse", "--from", &entry, "--to", &back.url(), "town", "--all"], None), 0);
+    assert_eq!(cluster.nodes.iter().map(Server::digest).collect::<Vec<_>>(), digests, "a dry run changes nothing");
+    assert_eq!(back.digest(), "0".repeat(40));
     assert_eq!(run_binary(&["--reverse", "--from", &entry, "--to", &back.url(), "dreams", "acme"], None), 0);
     assert_eq!(run_binary(&["--reverse", "--from", &entry, "--to", &back.url(), "town", "south"], None), 0);
     let mut old = back.connect();
