@@ -318,6 +318,56 @@ mod tests {
         assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#), None);
     }
 
+    fn snapshot(value: Value) -> Snapshot {
+        Snapshot { value, pttl: None }
+    }
+
+    #[test]
+    fn forward_plan_sends_what_is_not_a_fire_of_the_org_to_dead_letters() {
+        let fire = |org: &str| {
+            FireMessage {
+                region: RegionKey::new(org, "web", 3),
+                fired_by: "n".into(),
+                fired_at: None,
+                fire_id: Some("f".into()),
+                queued_payload: None,
+                quiet_deferred: false,
+            }
+            .to_payload()
+            .into_bytes()
+        };
+        let ready = seed_queue("acme").into_bytes();
+        let keys = vec![(ready, snapshot(Value::List(vec![fire("acme"), b"junk".to_vec(), fire("other")])))];
+        let plan = plan(Direction::Forward, "acme", &keys);
+        assert_eq!(plan.moved.get("ready"), Some(&1));
+        assert_eq!(plan.dead_lettered, 2);
+        assert_eq!(
+            plan.ops,
+            vec![
+                Op::Append { key: "exocortex:dreams:{acme}:queue".into(), items: vec![fire("acme")] },
+                Op::Append { key: "exocortex:dreams:{acme}:dead".into(), items: vec![b"junk".to_vec(), fire("other")] },
+            ]
+        );
+    }
+
+    #[test]
+    fn reverse_plan_drops_leases_and_names_the_seed_keys() {
+        let region = RegionKey::new("acme", "web", 3);
+        let keys = vec![
+            (b"exocortex:dreams:{acme}:leases".to_vec(), snapshot(Value::ZSet(vec![(b"p".to_vec(), "1".into())]))),
+            (
+                b"exocortex:dreams:{acme}:counters:3:web".to_vec(),
+                snapshot(Value::Hash(vec![(b"memories".to_vec(), b"4".to_vec())])),
+            ),
+        ];
+        let plan = plan(Direction::Reverse, "acme", &keys);
+        assert_eq!(plan.dropped.get("leases"), Some(&1));
+        assert_eq!(
+            plan.ops,
+            vec![Op::Counters { key: seed_counters(&region), fields: vec![(b"memories".to_vec(), b"4".to_vec())] }]
+        );
+    }
+
     #[test]
     fn module_names_parse() {
         assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue"), Some(Role::Ready));

@@ -252,6 +252,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reverse_plan_requeues_pending_and_drops_indexes_and_leases() {
+        let keys = vec![
+            (b"tt:{t}:pending:a".to_vec(), Snapshot { value: Value::List(vec![b"m1".to_vec()]), pttl: None }),
+            (b"tt:{t}:leases:a".to_vec(), Snapshot { value: Value::ZSet(vec![(b"m1".to_vec(), "9".into())]), pttl: None }),
+            (b"tt:{t}:index:agents".to_vec(), Snapshot { value: Value::Hash(vec![(b"a".to_vec(), b"n".to_vec())]), pttl: None }),
+        ];
+        let plan = plan(Direction::Reverse, "t", &keys);
+        assert_eq!(plan.ops, vec![Op::Prepend { key: "tt:t:inbox:a".into(), items: vec![b"m1".to_vec()] }]);
+        assert_eq!(plan.dropped.get("leases"), Some(&1));
+        assert_eq!(plan.dropped.get("index entries"), Some(&1));
+    }
+
+    #[test]
+    fn forward_plan_indexes_agents_tasks_and_mailboxes() {
+        let record = vec![(b"id".to_vec(), b"a".to_vec()), (b"name".to_vec(), b"backend".to_vec())];
+        let keys = vec![
+            (b"tt:t:agent:a".to_vec(), Snapshot { value: Value::Hash(record.clone()), pttl: None }),
+            (b"tt:t:task:k".to_vec(), Snapshot { value: Value::Hash(vec![(b"id".to_vec(), b"k".to_vec())]), pttl: None }),
+            (b"tt:t:stop:b".to_vec(), Snapshot { value: Value::Str(b"1".to_vec()), pttl: Some(5000) }),
+        ];
+        let plan = plan(Direction::Forward, "t", &keys);
+        assert!(plan.ops.contains(&Op::HSet { key: "tt:{t}:index:agents".into(), fields: vec![(b"a".to_vec(), b"backend".to_vec())] }));
+        assert!(plan.ops.contains(&Op::Record { key: "tt:{t}:agent:a".into(), fields: record, replace: true }));
+        assert!(plan.ops.contains(&Op::ZAddNx { key: "tt:{t}:index:tasks".into(), members: vec![(b"k".to_vec(), "0".into())] }));
+        assert!(plan.ops.contains(&Op::Flag { key: "tt:{t}:stop:b".into(), value: b"1".to_vec(), pttl: Some(5000) }));
+        assert!(plan.ops.contains(&Op::ZAddNx {
+            key: "tt:{t}:index:mailboxes".into(),
+            members: vec![(b"a".to_vec(), "0".into()), (b"b".to_vec(), "0".into())]
+        }));
+    }
+
+    #[test]
     fn roles_parse() {
         assert_eq!(Role::parse("agent:a-1", false), Some(Role::Agent("a-1".into())));
         assert_eq!(Role::parse("events:agent:a-1", false), Some(Role::Stream));
