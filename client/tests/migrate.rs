@@ -836,3 +836,27 @@ fn wrong_types_and_a_target_without_the_module_are_refused() {
     let lengths: Vec<i64> = cmd(&["DREAMS.LEN", "typed"]).query(&mut con).unwrap();
     assert_eq!(lengths, vec![3, 1, 1]);
 }
+
+/// When the target refuses a batch (a key there under dreamtown's name has
+/// the wrong type), the batch's keys go back where they were, exactly
+/// (the old code never loses them); once fixed, a re-run moves them.
+#[test]
+fn a_refused_batch_goes_back_to_the_old_code() {
+    let server = Server::start();
+    let mut con = server.connect();
+    seed_dreams_org(&mut con, "refused");
+    let (agent, messages) = seed_town(&mut con, "refused");
+    let _: () = cmd(&["SET", "exocortex:dreams:{refused}:deferred", "in the way"]).query(&mut con).unwrap();
+    let _: () = cmd(&["SET", &format!("tt:{{refused}}:inbox:{agent}"), "in the way"]).query(&mut con).unwrap();
+    let before = server.digest();
+    assert_eq!(run_binary(&["--from", &server.url(), "dreams", "refused"], None), 1);
+    assert_eq!(run_binary(&["--from", &server.url(), "town", "refused"], None), 1);
+    assert_eq!(server.digest(), before, "everything is back where it was");
+    let _: () = cmd(&["DEL", "exocortex:dreams:{refused}:deferred", &format!("tt:{{refused}}:inbox:{agent}")]).query(&mut con).unwrap();
+    assert_eq!(run_binary(&["--from", &server.url(), "dreams", "refused"], None), 0);
+    assert_eq!(run_binary(&["--from", &server.url(), "town", "refused"], None), 0);
+    let lengths: Vec<i64> = cmd(&["DREAMS.LEN", "refused"]).query(&mut con).unwrap();
+    assert_eq!(lengths, vec![3, 1, 1]);
+    let received: Vec<String> = cmd(&["TOWN.RECV", "refused", &agent, "COUNT", "10"]).query(&mut con).unwrap();
+    assert_eq!(received, messages);
+}

@@ -20,6 +20,9 @@
 //! were listed), so a fire never lands without the counters that name it
 //! pending ([`dreams::missing_regions`]).
 //!
+//! A batch the target refuses (its script checks every key first, so it
+//! wrote nothing) goes back to the old code's names in one atomic step.
+//!
 //! A run first finishes any batch a killed run left staged, then stages
 //! and moves one new batch. Killed after any step, the next run completes
 //! the batch: nothing is lost (the source keeps it until the target has
@@ -247,6 +250,29 @@ fn plan(options: &Options, tenant: &str, keys: &[(Vec<u8>, Snapshot)]) -> Plan {
     }
 }
 
+/// A batch that cannot be applied goes back to the old code's names
+/// (unless the target has it after all: then it is finished by a re-run).
+async fn give_back(
+    source: &mut Endpoint,
+    target: &mut Endpoint,
+    options: &Options,
+    tenant: &str,
+    batch: &Batch,
+    report: &mut TenantReport,
+    why: &str,
+) -> Result<()> {
+    if apply::verify(target, &stage::applied(options.family, tenant), &batch.id).await? {
+        return Ok(());
+    }
+    let kept = stage::restore(source, options.family, tenant, batch).await?;
+    report.errors.push(if kept > 0 {
+        format!("batch {} not applied ({why}); {kept} keys stay staged: the old code wrote keys of their names since", batch.id)
+    } else {
+        format!("batch {} not applied ({why}): its keys are back where they were", batch.id)
+    });
+    Ok(())
+}
+
 /// Every staged key of `batch` with its original name.
 async fn read_batch(source: &mut Endpoint, batch: &Batch) -> Result<Vec<(Vec<u8>, Snapshot)>> {
     let mut keys = Vec::new();
@@ -276,7 +302,7 @@ async fn complete(
         let missing = dreams::missing_regions(options.direction, tenant, &keys);
         if !missing.is_empty() {
             batch = stage::extend(source, options.family, tenant, &batch, &missing).await?;
-            report.keys_found += (batch.keys.len() - keys.len()) as u64;
+            report.keys_found += batch.keys.len().saturating_sub(keys.len()) as u64;
             steps.done()?;
             keys = read_batch(source, &batch).await?;
         }
@@ -284,11 +310,16 @@ async fn complete(
     let plan = plan(options, tenant, &keys);
     report.add(&plan);
     if !plan.failures.is_empty() {
-        report.errors.push(format!("batch {} stays staged on the source until the keys above are fixed", batch.id));
-        return Ok(());
+        return give_back(source, target, options, tenant, &batch, report, "the keys above cannot be placed").await;
     }
     let ops: Vec<_> = plan.ops.into_iter().filter(|op| !op.is_empty()).collect();
-    let applied = apply::apply(target, &applied_set, &batch.id, &ops).await?;
+    let applied = match apply::apply(target, &applied_set, &batch.id, &ops).await {
+        Err(Error::Redis(error)) if error.to_string().contains("nothing was written") => {
+            report.errors.push(format!("the target refused the batch: {error}"));
+            return give_back(source, target, options, tenant, &batch, report, "the target refused it").await;
+        }
+        other => other?,
+    };
     report.pending_conflicts += applied.pending_conflicts;
     report.new_stream_ids += applied.new_stream_ids;
     report.pending_not_carried += applied.pending_not_carried;

@@ -137,6 +137,46 @@ pub async fn extend<C: ConnectionLike + Send>(
     Ok(pending(con, family, tenant).await?.unwrap_or_else(|| batch.clone()))
 }
 
+/// KEYS: manifest, then n staging names, then their n originals; ARGV:
+/// batch id, n. Puts staged keys back under their names where nothing took
+/// their place since; the manifest keeps the rest (none: it goes). Returns
+/// how many stay staged.
+const RESTORE_LUA: &str = r"
+if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return -1 end
+local n = tonumber(ARGV[2])
+local kept = {}
+for i = 1, n do
+    local staged, original = KEYS[1 + i], KEYS[1 + n + i]
+    if redis.call('EXISTS', staged) == 1 then
+        if redis.call('EXISTS', original) == 0 then
+            redis.call('RENAME', staged, original)
+        else
+            kept[#kept + 1] = original
+            kept[#kept + 1] = staged
+        end
+    end
+end
+redis.call('DEL', KEYS[1])
+if #kept > 0 then redis.call('RPUSH', KEYS[1], ARGV[1], unpack(kept)) end
+return #kept / 2
+";
+
+/// Give a batch the target refused back to the old code: staged keys
+/// return to their names (one atomic step); the number that stay staged
+/// because the old code has written a key of that name since.
+pub async fn restore<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<i64> {
+    let mut call = redis::cmd("EVAL");
+    call.arg(RESTORE_LUA).arg(1 + 2 * batch.keys.len()).arg(manifest(family, tenant));
+    for (_, staged) in &batch.keys {
+        call.arg(staged.as_slice());
+    }
+    for (original, _) in &batch.keys {
+        call.arg(original.as_slice());
+    }
+    call.arg(&batch.id).arg(batch.keys.len());
+    Ok(call.query_async(con).await?)
+}
+
 /// Delete a batch's staged keys and its manifest, in one `UNLINK` (one
 /// atomic step; large values are freed off the main thread).
 pub async fn finish<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<()> {
