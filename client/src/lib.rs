@@ -36,6 +36,7 @@ pub mod lease;
 pub mod dreams;
 mod durable;
 mod error;
+pub mod migrate;
 pub mod town;
 
 pub use durable::{Durable, Shortfall};

@@ -90,7 +90,16 @@ impl Server {
         Self::spawn("server", extra, false)
     }
 
+    /// A server without the module (a seed deployment).
+    pub fn start_plain() -> Server {
+        Self::spawn_with("plain", &[], false, false)
+    }
+
     fn spawn(label: &str, extra: &[&str], cluster: bool) -> Server {
+        Self::spawn_with(label, extra, cluster, true)
+    }
+
+    fn spawn_with(label: &str, extra: &[&str], cluster: bool, module: bool) -> Server {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port(cluster);
@@ -100,9 +109,11 @@ impl Server {
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no", "--enable-debug-command", "yes"])
                 .arg("--dir")
-                .arg(&dir)
-                .arg("--loadmodule")
-                .arg(module_path())
+                .arg(&dir);
+            if module {
+                command.arg("--loadmodule").arg(module_path());
+            }
+            command
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());

@@ -1,0 +1,381 @@
+//! Dreams: the key layouts of exocortex-dreams 0.4.0 and of dreamtown for
+//! one organization, how to find an organization's keys in each, and what
+//! each key becomes in the other.
+//!
+//! | seed (0.4.0) | dreamtown |
+//! |---|---|
+//! | `exocortex:dreams:queue:org:<org JSON>` | `exocortex:dreams:{<org>}:queue` |
+//! | `...:deferred`, `...:processing` | `exocortex:dreams:{<org>}:deferred`, `...:processing` |
+//! | `exocortex:dreams:counters:<RegionKey JSON>` | `exocortex:dreams:{<org>}:counters:<memory-type>:<project>` |
+//! | `exocortex:dreams:counters:<RegionKey JSON>:processed-events` | `exocortex:dreams:{<org>}:events:<memory-type>:<project>` |
+//! | — | `...:dead` (dead letters; left in place on the way back) |
+//! | — | `...:leases` (dropped on the way back: the seed has no leases) |
+
+use dreamtown::dreams::message::FireMessage;
+use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
+
+use super::apply::Op;
+use super::conn::{Endpoint, glob_escape};
+use super::plan::{Discovered, Plan};
+use super::snapshot::{Snapshot, Value};
+use super::{Direction, Result};
+
+const SEED_QUEUE: &str = "exocortex:dreams:queue:org:";
+const SEED_COUNTERS: &str = "exocortex:dreams:counters:";
+const EVENTS_SUFFIX: &str = ":processed-events";
+
+/// The seed's ready list of `org`.
+pub fn seed_queue(org: &str) -> String {
+    format!("{SEED_QUEUE}{}", serde_json::Value::String(org.to_owned()))
+}
+
+/// The seed's counters hash of `region`.
+pub fn seed_counters(region: &RegionKey) -> String {
+    format!("{SEED_COUNTERS}{}", serde_json::to_string(region).unwrap_or_default())
+}
+
+/// The seed's processed-event set of `region`.
+pub fn seed_events(region: &RegionKey) -> String {
+    format!("{}{EVENTS_SUFFIX}", seed_counters(region))
+}
+
+/// A key of one organization, by role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Role {
+    Ready,
+    Deferred,
+    Processing,
+    Dead,
+    Leases,
+    Counters(RegionKey),
+    Events(RegionKey),
+}
+
+impl Role {
+    /// The Redis type of the role's key.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Ready | Self::Processing | Self::Dead => "list",
+            Self::Deferred | Self::Leases => "zset",
+            Self::Counters(_) => "hash",
+            Self::Events(_) => "set",
+        }
+    }
+}
+
+/// What a seed key name is: (organization, role).
+fn parse_seed(key: &str) -> Option<(String, Role)> {
+    if let Some(rest) = key.strip_prefix(SEED_QUEUE) {
+        let (json, role) = if let Some(json) = rest.strip_suffix(":deferred") {
+            (json, Role::Deferred)
+        } else if let Some(json) = rest.strip_suffix(":processing") {
+            (json, Role::Processing)
+        } else {
+            (rest, Role::Ready)
+        };
+        let org: String = serde_json::from_str(json).ok()?;
+        // Only the exact name the seed writes is the seed's.
+        return (serde_json::to_string(&org).ok()? == json).then_some((org, role));
+    }
+    let rest = key.strip_prefix(SEED_COUNTERS)?;
+    let (json, events) = match rest.strip_suffix(EVENTS_SUFFIX) {
+        Some(json) => (json, true),
+        None => (rest, false),
+    };
+    let region: RegionKey = serde_json::from_str(json).ok()?;
+    if serde_json::to_string(&region).ok()? != json {
+        return None;
+    }
+    let org = region.org.clone();
+    Some((org, if events { Role::Events(region) } else { Role::Counters(region) }))
+}
+
+/// What a dreamtown key name of `org` is.
+fn parse_module(org: &str, key: &str) -> Option<Role> {
+    let rest = key.strip_prefix(&format!("exocortex:dreams:{{{org}}}:"))?;
+    match rest {
+        "queue" => return Some(Role::Ready),
+        "deferred" => return Some(Role::Deferred),
+        "processing" => return Some(Role::Processing),
+        "dead" => return Some(Role::Dead),
+        "leases" => return Some(Role::Leases),
+        _ => {}
+    }
+    let (kind, region) = rest.split_once(':')?;
+    let (memory_type, project) = region.split_once(':')?;
+    let memory_type: u32 = memory_type.parse().ok().filter(|_| memory_type == memory_type.trim_start_matches('+'))?;
+    let region = RegionKey::new(org, project, memory_type);
+    match kind {
+        "counters" => Some(Role::Counters(region)),
+        "events" => Some(Role::Events(region)),
+        _ => None,
+    }
+}
+
+/// Every organization with keys on the source.
+pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<String>> {
+    let mut orgs = Vec::new();
+    match direction {
+        Direction::Forward => {
+            for pattern in [format!("{SEED_QUEUE}*"), format!("{SEED_COUNTERS}*")] {
+                for key in source.scan(&pattern).await? {
+                    if let Some((org, _)) = parse_seed(&String::from_utf8_lossy(&key)) {
+                        orgs.push(org);
+                    }
+                }
+            }
+        }
+        Direction::Reverse => {
+            for key in source.scan("exocortex:dreams:{*").await? {
+                let key = String::from_utf8_lossy(&key);
+                if let Some(org) = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)
+                    && parse_module(org, &key).is_some()
+                {
+                    orgs.push(org.to_owned());
+                }
+            }
+        }
+    }
+    orgs.sort();
+    orgs.dedup();
+    Ok(orgs)
+}
+
+/// The source keys of `org` to move, and those left in place (with why).
+pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) -> Result<Discovered> {
+    let mut found = Discovered::default();
+    match direction {
+        Direction::Forward => {
+            let queue = seed_queue(org);
+            let mut names = vec![queue.clone(), format!("{queue}:deferred"), format!("{queue}:processing")];
+            let pattern = format!("{SEED_COUNTERS}{{\"org\":{},*", glob_escape(&serde_json::Value::String(org.to_owned()).to_string()));
+            for key in source.scan(&pattern).await? {
+                let name = String::from_utf8_lossy(&key).into_owned();
+                if matches!(parse_seed(&name), Some((ref owner, _)) if owner == org) {
+                    names.push(name);
+                }
+            }
+            for name in names {
+                let kind: String = redis::cmd("TYPE").arg(&name).query_async(source).await?;
+                if kind != "none"
+                    && let Some((_, role)) = parse_seed(&name)
+                {
+                    found.take(name.clone().into_bytes(), name, &kind, role.kind());
+                }
+            }
+        }
+        Direction::Reverse => {
+            for key in source.scan(&format!("exocortex:dreams:{{{}}}:*", glob_escape(org))).await? {
+                let name = String::from_utf8_lossy(&key).into_owned();
+                match parse_module(org, &name) {
+                    Some(Role::Dead) => found
+                        .left
+                        .push((name, "dead letters: the seed's layout has no place for them".into())),
+                    Some(role) => {
+                        let kind: String = redis::cmd("TYPE").arg(&key).query_async(source).await?;
+                        if kind != "none" {
+                            found.take(key, name, &kind, role.kind());
+                        }
+                    }
+                    None => found.left.push((name, "not a key of dreamtown's Dreams layout".into())),
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The counters and event-set names of regions whose pending fire may be
+/// among `keys` (a fire with a snapshot) but whose counters are not: a
+/// region written for the first time after the keys were listed. They join
+/// the batch before it is applied, so a fire never arrives without the
+/// counters that name it pending (its ACK there would be stale, and the
+/// counters arriving later would hold a pending fire that no longer exists).
+pub fn missing_regions(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Vec<Vec<u8>> {
+    let mut have = std::collections::HashSet::new();
+    let mut fires = Vec::new();
+    for (name, snapshot) in keys {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let role = match direction {
+            Direction::Forward => parse_seed(&name).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, &name),
+        };
+        match (role, &snapshot.value) {
+            (Some(Role::Counters(region)), _) => {
+                have.insert(region);
+            }
+            (Some(Role::Ready | Role::Processing), Value::List(items)) => fires.extend(items.iter().cloned()),
+            (Some(Role::Deferred), Value::ZSet(members)) => fires.extend(members.iter().map(|(item, _)| item.clone())),
+            _ => {}
+        }
+    }
+    let mut missing = Vec::new();
+    for payload in fires {
+        let Some(message) = FireMessage::parse(&payload) else { continue };
+        if message.region.org != org || message.fired_at.is_none() || have.contains(&message.region) {
+            continue;
+        }
+        let (counters, events) = match direction {
+            Direction::Forward => (seed_counters(&message.region), seed_events(&message.region)),
+            Direction::Reverse => {
+                let keys = RegionKeys::new(&message.region);
+                (keys.counters, keys.events)
+            }
+        };
+        missing.push(counters.into_bytes());
+        missing.push(events.into_bytes());
+        have.insert(message.region);
+    }
+    missing
+}
+
+/// What the staged keys of `org` become on the target.
+pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Plan {
+    let mut plan = Plan::default();
+    let target = match direction {
+        Direction::Forward => QueueKeys::new(org),
+        Direction::Reverse => {
+            let ready = seed_queue(org);
+            QueueKeys {
+                deferred: format!("{ready}:deferred"),
+                processing: format!("{ready}:processing"),
+                dead: String::new(),
+                ready,
+            }
+        }
+    };
+    let mut dead = Vec::new();
+    let is_fire = |payload: &[u8]| FireMessage::parse(payload).is_some_and(|message| message.region.org == org);
+    for (name, snapshot) in keys {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let role = match direction {
+            Direction::Forward => parse_seed(&name).filter(|(owner, _)| owner == org).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, &name),
+        };
+        let Some(role) = role else {
+            plan.fail(&name, "staged key is not a Dreams key of this organization");
+            continue;
+        };
+        match (role, &snapshot.value) {
+            (role @ (Role::Ready | Role::Processing), Value::List(items)) => {
+                let (key, kind) = match role {
+                    Role::Ready => (&target.ready, "ready"),
+                    _ => (&target.processing, "in flight"),
+                };
+                let (good, bad): (Vec<_>, Vec<_>) = items.iter().cloned().partition(|item| direction == Direction::Reverse || is_fire(item));
+                plan.count(kind, good.len());
+                plan.ops.push(Op::Append { key: key.clone(), items: good });
+                dead.extend(bad);
+            }
+            (Role::Deferred, Value::ZSet(members)) => {
+                let (good, bad): (Vec<_>, Vec<_>) =
+                    members.iter().cloned().partition(|(item, _)| direction == Direction::Reverse || is_fire(item));
+                plan.count("deferred", good.len());
+                plan.ops.push(Op::ZAddNx { key: target.deferred.clone(), members: good });
+                dead.extend(bad.into_iter().map(|(item, _)| item));
+            }
+            (Role::Leases, Value::ZSet(members)) => plan.drop("leases", members.len()),
+            (Role::Counters(region), Value::Hash(fields)) => {
+                let key = match direction {
+                    Direction::Forward => RegionKeys::new(&region).counters,
+                    Direction::Reverse => seed_counters(&region),
+                };
+                plan.count("counter regions", 1);
+                plan.ops.push(Op::Counters { key, fields: fields.clone() });
+            }
+            (Role::Events(region), Value::Set(members)) => {
+                let key = match direction {
+                    Direction::Forward => RegionKeys::new(&region).events,
+                    Direction::Reverse => seed_events(&region),
+                };
+                plan.count("counted event ids", members.len());
+                plan.ops.push(Op::SAdd { key, members: members.clone() });
+            }
+            (_, value) => plan.fail(&name, &format!("unexpected contents ({})", value.kind())),
+        }
+    }
+    if !dead.is_empty() {
+        plan.dead_lettered += dead.len() as u64;
+        plan.ops.push(Op::Append { key: target.dead, items: dead });
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_names_parse() {
+        let region = RegionKey::new("acme", "web", 3);
+        assert_eq!(seed_counters(&region), r#"exocortex:dreams:counters:{"org":"acme","project":"web","memory_type":3}"#);
+        assert_eq!(parse_seed(&seed_counters(&region)), Some(("acme".into(), Role::Counters(region.clone()))));
+        assert_eq!(parse_seed(&seed_events(&region)), Some(("acme".into(), Role::Events(region))));
+        assert_eq!(seed_queue("acme"), r#"exocortex:dreams:queue:org:"acme""#);
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#), Some(("acme".into(), Role::Deferred)));
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#), Some(("a:b".into(), Role::Processing)));
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:acme"#), None);
+        assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#), None);
+    }
+
+    fn snapshot(value: Value) -> Snapshot {
+        Snapshot { value, pttl: None }
+    }
+
+    #[test]
+    fn forward_plan_sends_what_is_not_a_fire_of_the_org_to_dead_letters() {
+        let fire = |org: &str| {
+            FireMessage {
+                region: RegionKey::new(org, "web", 3),
+                fired_by: "n".into(),
+                fired_at: None,
+                fire_id: Some("f".into()),
+                queued_payload: None,
+                quiet_deferred: false,
+            }
+            .to_payload()
+            .into_bytes()
+        };
+        let ready = seed_queue("acme").into_bytes();
+        let keys = vec![(ready, snapshot(Value::List(vec![fire("acme"), b"junk".to_vec(), fire("other")])))];
+        let plan = plan(Direction::Forward, "acme", &keys);
+        assert_eq!(plan.moved.get("ready"), Some(&1));
+        assert_eq!(plan.dead_lettered, 2);
+        assert_eq!(
+            plan.ops,
+            vec![
+                Op::Append { key: "exocortex:dreams:{acme}:queue".into(), items: vec![fire("acme")] },
+                Op::Append { key: "exocortex:dreams:{acme}:dead".into(), items: vec![b"junk".to_vec(), fire("other")] },
+            ]
+        );
+    }
+
+    #[test]
+    fn reverse_plan_drops_leases_and_names_the_seed_keys() {
+        let region = RegionKey::new("acme", "web", 3);
+        let keys = vec![
+            (b"exocortex:dreams:{acme}:leases".to_vec(), snapshot(Value::ZSet(vec![(b"p".to_vec(), "1".into())]))),
+            (
+                b"exocortex:dreams:{acme}:counters:3:web".to_vec(),
+                snapshot(Value::Hash(vec![(b"memories".to_vec(), b"4".to_vec())])),
+            ),
+        ];
+        let plan = plan(Direction::Reverse, "acme", &keys);
+        assert_eq!(plan.dropped.get("leases"), Some(&1));
+        assert_eq!(
+            plan.ops,
+            vec![Op::Counters { key: seed_counters(&region), fields: vec![(b"memories".to_vec(), b"4".to_vec())] }]
+        );
+    }
+
+    #[test]
+    fn module_names_parse() {
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue"), Some(Role::Ready));
+        assert_eq!(
+            parse_module("acme", "exocortex:dreams:{acme}:counters:3:a:b"),
+            Some(Role::Counters(RegionKey::new("acme", "a:b", 3)))
+        );
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:counters:x:web"), None);
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other"), None);
+    }
+}

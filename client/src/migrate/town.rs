@@ -1,0 +1,298 @@
+//! Town: the key layouts of tinytown 0.10 (`tt:<town>:...`, the town
+//! written plainly) and of dreamtown (`tt:{<town>}:...`, the town as a hash
+//! tag, plus the module's indexes), how to find a town's keys in each, and
+//! what each becomes in the other.
+//!
+//! Moved: `agent:<id>` (hash; indexed by name and as a mailbox on the way
+//! in), `inbox:<id>` and `urgent:<id>` (lists, order kept), `activity:<id>`
+//! (list, newest first, TTL kept), `stop:<id>` (string, TTL kept),
+//! `task:<id>` (hash; indexed), `backlog` (list), and the streams
+//! `docket:tasks`, `docket:events`, `events`, `events:agent:<id>` (ids,
+//! groups and pending entries kept). On the way back dreamtown's
+//! `pending:<id>` (received reliably, not acknowledged) goes back to the
+//! head of the inbox as `TOWN.REQUEUE` would put it, and `leases:<id>` and
+//! the `index:*` keys are dropped. Anything else under the town (tinytown's
+//! `mission:*`, `events:mission:*`) is reported and left where it is.
+
+use dreamtown::town::keys::TownKeys;
+
+use super::apply::Op;
+use super::conn::{Endpoint, glob_escape};
+use super::plan::{Discovered, Plan};
+use super::snapshot::{Snapshot, Value};
+use super::{Direction, Result};
+
+/// A key of one town, by role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Role {
+    Agent(String),
+    Inbox(String),
+    Urgent(String),
+    Activity(String),
+    Stop(String),
+    Task(String),
+    Backlog,
+    Stream,
+    /// dreamtown only: reliably received, not acknowledged.
+    Pending(String),
+    /// dreamtown only: lease deadlines.
+    Leases(String),
+    /// dreamtown only: the module's indexes.
+    Index,
+}
+
+impl Role {
+    fn parse(rest: &str, module: bool) -> Option<Self> {
+        match rest {
+            "backlog" => return Some(Self::Backlog),
+            "docket:tasks" | "docket:events" | "events" => return Some(Self::Stream),
+            "index:agents" | "index:tasks" | "index:mailboxes" if module => return Some(Self::Index),
+            _ => {}
+        }
+        if let Some(agent) = rest.strip_prefix("events:agent:") {
+            return (!agent.is_empty()).then_some(Self::Stream);
+        }
+        let (kind, id) = rest.split_once(':')?;
+        if id.is_empty() {
+            return None;
+        }
+        let id = id.to_owned();
+        Some(match kind {
+            "agent" => Self::Agent(id),
+            "inbox" => Self::Inbox(id),
+            "urgent" => Self::Urgent(id),
+            "activity" => Self::Activity(id),
+            "stop" => Self::Stop(id),
+            "task" => Self::Task(id),
+            "pending" if module => Self::Pending(id),
+            "leases" if module => Self::Leases(id),
+            _ => return None,
+        })
+    }
+
+    /// The Redis type the role's key has.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Agent(_) | Self::Task(_) => "hash",
+            Self::Inbox(_) | Self::Urgent(_) | Self::Activity(_) | Self::Backlog | Self::Pending(_) => "list",
+            Self::Stop(_) => "string",
+            Self::Stream => "stream",
+            Self::Leases(_) => "zset",
+            Self::Index => "hash|zset",
+        }
+    }
+}
+
+/// The seed's prefix of `town`'s keys.
+fn seed_base(town: &str) -> String {
+    format!("tt:{town}:")
+}
+
+/// dreamtown's prefix of `town`'s keys.
+fn module_base(town: &str) -> String {
+    format!("tt:{{{town}}}:")
+}
+
+/// Every town with keys on the source. tinytown's town names may contain
+/// `:`; from a key alone the town is taken as the first segment.
+pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<String>> {
+    let mut towns = Vec::new();
+    for key in source.scan("tt:*").await? {
+        let key = String::from_utf8_lossy(&key);
+        let Some(rest) = key.strip_prefix("tt:") else { continue };
+        match direction {
+            Direction::Forward if !rest.starts_with('{') => {
+                if let Some((town, rest)) = rest.split_once(':')
+                    && Role::parse(rest, false).is_some()
+                {
+                    towns.push(town.to_owned());
+                }
+            }
+            Direction::Reverse => {
+                if let Some((town, rest)) = rest.strip_prefix('{').and_then(|rest| rest.split_once("}:"))
+                    && Role::parse(rest, true).is_some()
+                {
+                    towns.push(town.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    towns.sort();
+    towns.dedup();
+    Ok(towns)
+}
+
+/// The source keys of `town` to move, and those left in place (with why).
+pub async fn discover(source: &mut Endpoint, direction: Direction, town: &str) -> Result<Discovered> {
+    let module = direction == Direction::Reverse;
+    let base = if module { module_base(town) } else { seed_base(town) };
+    let mut found = Discovered::default();
+    for key in source.scan(&format!("{}*", glob_escape(&base))).await? {
+        let name = String::from_utf8_lossy(&key).into_owned();
+        let Some(role) = name.strip_prefix(&base).and_then(|rest| Role::parse(rest, module)) else {
+            found.left.push((name, "not a key dreamtown's Town owns".into()));
+            continue;
+        };
+        let kind: String = redis::cmd("TYPE").arg(&key).query_async(source).await?;
+        if kind == "none" {
+            continue;
+        }
+        found.take(key, name, &kind, role.kind());
+    }
+    Ok(found)
+}
+
+/// The target name of a seed key's remainder, and of dreamtown's.
+fn target(direction: Direction, town: &str, rest: &str) -> String {
+    match direction {
+        Direction::Forward => format!("{}{rest}", module_base(town)),
+        Direction::Reverse => format!("{}{rest}", seed_base(town)),
+    }
+}
+
+/// What the staged keys of `town` become on the target.
+pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> Plan {
+    let module = direction == Direction::Reverse;
+    let base = if module { module_base(town) } else { seed_base(town) };
+    let indexes = TownKeys::new(town);
+    let mut plan = Plan::default();
+    let mut mailboxes = Vec::new();
+    for (name, snapshot) in keys {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let Some((rest, role)) = name
+            .strip_prefix(&base)
+            .and_then(|rest| Role::parse(rest, module).map(|role| (rest, role)))
+        else {
+            plan.fail(&name, "staged key is not a Town key of this town");
+            continue;
+        };
+        let key = target(direction, town, rest);
+        let forward = direction == Direction::Forward;
+        match (&role, &snapshot.value) {
+            (Role::Agent(id), Value::Hash(fields)) => {
+                plan.count("agent records", 1);
+                if forward {
+                    let name = fields.iter().find(|(field, _)| field == b"name").map(|(_, value)| value.clone());
+                    let entry = vec![(id.clone().into_bytes(), name.clone().unwrap_or_default())];
+                    plan.ops.push(match name {
+                        Some(_) => Op::HSet { key: indexes.agent_index(), fields: entry },
+                        None => Op::HSetNx { key: indexes.agent_index(), fields: entry },
+                    });
+                    mailboxes.push(id.clone());
+                }
+                plan.ops.push(record(key, fields));
+            }
+            (Role::Task(id), Value::Hash(fields)) => {
+                plan.count("tasks", 1);
+                if forward {
+                    plan.ops.push(Op::ZAddNx { key: indexes.task_index(), members: vec![(id.clone().into_bytes(), "0".into())] });
+                }
+                plan.ops.push(record(key, fields));
+            }
+            (Role::Inbox(id) | Role::Urgent(id), Value::List(items)) => {
+                plan.count(if matches!(role, Role::Inbox(_)) { "inbox messages" } else { "urgent messages" }, items.len());
+                plan.ops.push(Op::Append { key, items: items.clone() });
+                mailboxes.push(id.clone());
+            }
+            (Role::Backlog, Value::List(items)) => {
+                plan.count("backlog task ids", items.len());
+                plan.ops.push(Op::Append { key, items: items.clone() });
+            }
+            (Role::Activity(id), Value::List(items)) => {
+                plan.count("activity entries", items.len());
+                plan.ops.push(Op::Activity { key, items: items.clone(), pttl: snapshot.pttl });
+                mailboxes.push(id.clone());
+            }
+            (Role::Stop(id), Value::Str(value)) => {
+                plan.count("stop flags", 1);
+                plan.ops.push(Op::Flag { key, value: value.clone(), pttl: snapshot.pttl });
+                mailboxes.push(id.clone());
+            }
+            (Role::Stream, Value::Stream { dump, entries, groups }) => {
+                plan.count("stream entries", entries.len());
+                plan.count("consumer groups", groups.len());
+                plan.ops.push(Op::Stream {
+                    key,
+                    dump: dump.clone(),
+                    pttl: snapshot.pttl,
+                    entries: entries.clone(),
+                    groups: groups.clone(),
+                });
+            }
+            (Role::Pending(id), Value::List(items)) => {
+                plan.count("unacknowledged messages back to the inbox head", items.len());
+                plan.ops.push(Op::Prepend { key: target(direction, town, &format!("inbox:{id}")), items: items.clone() });
+            }
+            (Role::Leases(_), Value::ZSet(members)) => plan.drop("leases", members.len()),
+            (Role::Index, value) => plan.drop("index entries", value.len()),
+            (_, value) => plan.fail(&name, &format!("unexpected contents ({})", value.kind())),
+        }
+    }
+    if direction == Direction::Forward && !mailboxes.is_empty() {
+        mailboxes.sort();
+        mailboxes.dedup();
+        plan.ops.push(Op::ZAddNx {
+            key: indexes.mailbox_index(),
+            members: mailboxes.into_iter().map(|id| (id.into_bytes(), "0".into())).collect(),
+        });
+    }
+    plan
+}
+
+/// A record's write: the whole record when the source wrote one (tinytown
+/// always writes `id` with a whole record), else a partial update.
+fn record(key: String, fields: &[(Vec<u8>, Vec<u8>)]) -> Op {
+    let replace = fields.iter().any(|(field, _)| field == b"id");
+    Op::Record { key, fields: fields.to_vec(), replace }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reverse_plan_requeues_pending_and_drops_indexes_and_leases() {
+        let keys = vec![
+            (b"tt:{t}:pending:a".to_vec(), Snapshot { value: Value::List(vec![b"m1".to_vec()]), pttl: None }),
+            (b"tt:{t}:leases:a".to_vec(), Snapshot { value: Value::ZSet(vec![(b"m1".to_vec(), "9".into())]), pttl: None }),
+            (b"tt:{t}:index:agents".to_vec(), Snapshot { value: Value::Hash(vec![(b"a".to_vec(), b"n".to_vec())]), pttl: None }),
+        ];
+        let plan = plan(Direction::Reverse, "t", &keys);
+        assert_eq!(plan.ops, vec![Op::Prepend { key: "tt:t:inbox:a".into(), items: vec![b"m1".to_vec()] }]);
+        assert_eq!(plan.dropped.get("leases"), Some(&1));
+        assert_eq!(plan.dropped.get("index entries"), Some(&1));
+    }
+
+    #[test]
+    fn forward_plan_indexes_agents_tasks_and_mailboxes() {
+        let record = vec![(b"id".to_vec(), b"a".to_vec()), (b"name".to_vec(), b"backend".to_vec())];
+        let keys = vec![
+            (b"tt:t:agent:a".to_vec(), Snapshot { value: Value::Hash(record.clone()), pttl: None }),
+            (b"tt:t:task:k".to_vec(), Snapshot { value: Value::Hash(vec![(b"id".to_vec(), b"k".to_vec())]), pttl: None }),
+            (b"tt:t:stop:b".to_vec(), Snapshot { value: Value::Str(b"1".to_vec()), pttl: Some(5000) }),
+        ];
+        let plan = plan(Direction::Forward, "t", &keys);
+        assert!(plan.ops.contains(&Op::HSet { key: "tt:{t}:index:agents".into(), fields: vec![(b"a".to_vec(), b"backend".to_vec())] }));
+        assert!(plan.ops.contains(&Op::Record { key: "tt:{t}:agent:a".into(), fields: record, replace: true }));
+        assert!(plan.ops.contains(&Op::ZAddNx { key: "tt:{t}:index:tasks".into(), members: vec![(b"k".to_vec(), "0".into())] }));
+        assert!(plan.ops.contains(&Op::Flag { key: "tt:{t}:stop:b".into(), value: b"1".to_vec(), pttl: Some(5000) }));
+        assert!(plan.ops.contains(&Op::ZAddNx {
+            key: "tt:{t}:index:mailboxes".into(),
+            members: vec![(b"a".to_vec(), "0".into()), (b"b".to_vec(), "0".into())]
+        }));
+    }
+
+    #[test]
+    fn roles_parse() {
+        assert_eq!(Role::parse("agent:a-1", false), Some(Role::Agent("a-1".into())));
+        assert_eq!(Role::parse("events:agent:a-1", false), Some(Role::Stream));
+        assert_eq!(Role::parse("docket:tasks", false), Some(Role::Stream));
+        assert_eq!(Role::parse("mission:r1:work", false), None);
+        assert_eq!(Role::parse("events:mission:r1", false), None);
+        assert_eq!(Role::parse("pending:a", false), None);
+        assert_eq!(Role::parse("pending:a", true), Some(Role::Pending("a".into())));
+        assert_eq!(Role::parse("index:agents", true), Some(Role::Index));
+        assert_eq!(Role::parse("inbox:", false), None);
+    }
+}
