@@ -28,13 +28,15 @@
 //! acknowledged may be lost and every re-delivery must follow a lease
 //! expiry or a failover: asserted. With `default`, losses are reported.
 //!
-//! `partition_subset` (in `make test`) runs the durable setting through a
-//! master cut off with a client on its side, with one write forced into the
-//! window between the cut and the failover; built with the client's
+//! `partition_subset` (in `make test`, about 25 s) runs the durable setting
+//! through a master cut off with a client on its side, with one write
+//! forced into the window between the cut and the failover, then a paused
+//! master with a write waiting in its socket; built with the client's
 //! `plant-skip-wait` feature (Durable acknowledges without `WAIT`) it fails
 //! every time. `partition_full` (`make partition`, ignored otherwise) runs
 //! every fault under both settings for `PARTITION_ROUNDS` rounds (default 2)
-//! and writes the table to `target/partition-report.md`.
+//! and writes the table to `target/partition-report.md`. Results and what
+//! they mean: docs/reliability.md.
 
 mod common;
 mod netns;
@@ -729,8 +731,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
     // Force the interleaving: one probe step right after the fault begins,
     // before anyone can notice it (for a cut master: into the window where
     // it still accepts writes its replica will never see).
-    let force = |hosts: &Hosts, wait: bool| {
-        let _ = hosts;
+    let force = |wait: bool| {
         probe.send("forced".into()).expect("probe alive");
         if wait {
             probed.recv_timeout(SETTLE).expect("the probe finished its step");
@@ -742,7 +743,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
             let mut majority: Vec<Host> = (0..6).filter(|&i| i != victim).map(|i| hosts.nodes[i].host.clone()).collect();
             majority.push(hosts.side_a.clone());
             hosts.net.cut(&minority.iter().collect::<Vec<_>>(), &majority.iter().collect::<Vec<_>>());
-            force(hosts, true);
+            force(true);
             eprintln!("[{:.1?}] forced step done", round.since());
             hosts.wait_promoted(replica, &others);
             eprintln!("[{:.1?}] promoted", round.since());
@@ -761,7 +762,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
                 .chain([hosts.side_a.clone(), hosts.side_b.clone()])
                 .collect();
             hosts.net.cut(&alone.iter().collect::<Vec<_>>(), &rest.iter().collect::<Vec<_>>());
-            force(hosts, true);
+            force(true);
             let replica_id: String = must(hosts.ip(replica), &["CLUSTER", "MYID"]);
             wait_for("the majority marks the replica failed", SETTLE, || {
                 let nodes: String = query(hosts.ip(victim), &["CLUSTER", "NODES"]).unwrap_or_default();
@@ -775,7 +776,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
                 let to = hosts.nodes[i].host.clone();
                 hosts.net.cut_one_way(&from, &to);
             }
-            force(hosts, true);
+            force(true);
             // The majority stops hearing the victim and promotes its replica.
             hosts.wait_promoted(replica, &others);
             failed_over = true;
@@ -784,7 +785,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
         Fault::SlowLink => {
             let host = hosts.nodes[victim].host.clone();
             hosts.net.degrade(&host, "tbf rate 64kbit burst 2000 limit 4000");
-            force(hosts, true);
+            force(true);
             // The fault's length is the fault: twice the node timeout.
             std::thread::sleep(node_timeout * 2);
             hosts.net.heal();
@@ -792,7 +793,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
         Fault::MasterPaused => {
             netns::signal(hosts.nodes[victim].pid, libc::SIGSTOP);
             // Sent to the paused master: it sits in its socket until SIGCONT.
-            force(hosts, false);
+            force(false);
             hosts.wait_promoted(replica, &others);
             failed_over = true;
             netns::signal(hosts.nodes[victim].pid, libc::SIGCONT);
@@ -801,7 +802,7 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
         Fault::MasterKilled => {
             let pid = hosts.nodes[victim].pid;
             hosts.net.kill(pid);
-            force(hosts, true);
+            force(true);
             hosts.wait_promoted(replica, &others);
             failed_over = true;
             let host = hosts.nodes[victim].host.clone();
