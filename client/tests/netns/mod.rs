@@ -10,8 +10,9 @@
 //! other (the same addresses in two runs never meet). A [`Net`] removes
 //! everything it made when dropped (on a panic too): it kills its servers
 //! by pid, then deletes its namespaces (their veth pairs go with them) and
-//! its bridge. A run killed outright leaves names behind; the next run
-//! removes those whose process is gone ([`sweep_stale`]).
+//! its bridge. A run killed outright takes its servers with it (parent-death
+//! signal) but leaves names behind; the next run removes those whose
+//! process is gone, and anything still running in them ([`sweep_stale`]).
 //!
 //! Code that talks to a host runs in a thread that joined another host's
 //! namespace ([`in_host`]): a socket belongs to the namespace of the thread
@@ -84,9 +85,9 @@ fn run_quiet(args: &[&str]) {
 
 /// Remove namespaces and bridges of runs whose process is gone.
 pub fn sweep_stale() {
-    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else { return };
+    let Ok(out) = command("ip").args(["netns", "list"]).output() else { return };
     let listing = String::from_utf8_lossy(&out.stdout).into_owned();
-    let links = Command::new("ip").args(["-o", "link", "show", "type", "bridge"]).output();
+    let links = command("ip").args(["-o", "link", "show", "type", "bridge"]).output();
     let links = links.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
     let names = listing
         .lines()
@@ -101,6 +102,13 @@ pub fn sweep_stale() {
             continue;
         }
         if is_ns {
+            // Servers of a run killed outright still run in its namespace.
+            if let Ok(out) = command("ip").args(["netns", "pids", &name]).output() {
+                for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                    // SAFETY: kill(2); the pid lives in a namespace only our runs create.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
             run_quiet(&["ip", "netns", "del", &name]);
         } else {
             run_quiet(&["ip", "link", "del", &name]);
@@ -173,8 +181,19 @@ impl Net {
 
     /// Start `program args` inside `host` (`ip netns exec` execs it: the pid is the server's).
     pub fn spawn_in(&mut self, host: &Host, program: &str, args: &[String], log: &str) -> u32 {
+        use std::os::unix::process::CommandExt;
         let log = File::create(self.dir.join(log)).expect("log file");
-        let child = command("ip")
+        let mut command = command("ip");
+        // If the test process dies outright (SIGKILL), its servers die with
+        // it: the signal comes when the spawning thread ends, and every
+        // spawning thread outlives its Net (which kills them first anyway).
+        // SAFETY: prctl(2) is async-signal-safe; it survives the exec.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+            });
+        }
+        let child = command
             .args(["netns", "exec", &host.ns, program])
             .args(args)
             .stdin(Stdio::null())
