@@ -4,6 +4,7 @@
 #   make test    unit, integration (real redis-server), client and redis-py tests
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
+#   make partition  every partition fault x setting on test hosts in network namespaces (root)
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
 # or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
@@ -34,7 +35,8 @@ SERVER_KIND := $(if $(findstring valkey,$(notdir $(SERVER))),valkey,redis)
 beside_server = $(if $(findstring /,$(SERVER)),$(wildcard $(dir $(SERVER))$(1)))
 CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_KIND)-cli)
 BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv
+# iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -44,7 +46,7 @@ export DREAMTOWN_SERVER := $(SERVER)
 export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 
-.PHONY: all build deps venv run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
+.PHONY: all build deps venv run test test-unit test-rust test-client test-python cluster cluster-stop bench partition partition-plant clean help
 
 all: build
 
@@ -53,6 +55,7 @@ help:
 	@echo "make test   - run every test against real redis-server processes"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
 	@echo "make build  - build target/release/libdreamtown.so"
+	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
 	@echo "any target: SERVER=/path/to/redis-server or /path/to/valkey-server (now: $(SERVER), cli $(CLI))"
 
@@ -126,6 +129,27 @@ test-python:
 bench: build
 	@echo "== benchmark (one $(SERVER), module vs the seed's Lua vs native commands)"
 	python3 bench/run.py --module $(MODULE)
+
+## partition: not part of `make test` (which runs its durable subset).
+## Every fault x setting, PARTITION_ROUNDS rounds (3), on a 3+3 cluster of
+## test hosts in network namespaces (root, iproute2); the table goes to
+## target/partition-report.md, each round's operations to target/partition/.
+PARTITION_ROUNDS ?= 3
+partition: build
+	@echo "== partition tests: every fault x setting, $(PARTITION_ROUNDS) round(s), on $(SERVER)"
+	PARTITION_ROUNDS=$(PARTITION_ROUNDS) $(CARGO) test -p dreamtown-client --test partition partition_full -- --ignored --nocapture
+	@echo "== table: target/partition-report.md"
+
+## partition-plant: the subset with a planted bug (Durable skips its WAIT);
+## succeeds only if the subset fails, as it must.
+partition-plant: build
+	@echo "== partition subset with the planted bug plant-skip-wait: it must fail"
+	@log=$$(mktemp); \
+	if $(CARGO) test -p dreamtown-client --features plant-skip-wait --test partition partition_subset >$$log 2>&1; then \
+	  cat $$log; rm -f $$log; echo "the partition subset passed with Durable skipping WAIT: it cannot catch the bug" >&2; exit 1; \
+	elif grep -q "acknowledged writes lost in durable mode" $$log; then \
+	  grep -m1 -A2 "acknowledged writes lost" $$log; rm -f $$log; echo "== the subset failed on the planted bug, as it must"; \
+	else cat $$log; rm -f $$log; echo "the subset failed, but not on lost writes" >&2; exit 1; fi
 
 clean:
 	$(CARGO) clean
