@@ -10,7 +10,7 @@ use crate::module::reply::CommandError;
 
 /// The parse step of command `name` (any case) on `argv` (the arguments
 /// after the name): `Ok` if it accepts them, else its error reply. `None`
-/// for a command whose parse step is not exposed here (see [`shared`]).
+/// for a name that is not one of the module's commands.
 pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
     let done = |result: Result<(), CommandError>| Some(result.map_err(|error| error.message().to_owned()));
     match name.to_ascii_uppercase().as_str() {
@@ -25,6 +25,20 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "TOWN.EXTEND" => done(town::extend::parse(argv).map(drop)),
         "TOWN.STOP" => done(town::stop::parse(argv).map(drop)),
         "TOWN.RESET" => done(town::reset::parse(argv).map(drop)),
+        "DREAMS.LEN" => done(dreams::len::parse(argv).map(drop)),
+        "DREAMS.INFLIGHT" => done(dreams::inflight::parse(argv).map(drop)),
+        "DREAMS.RECOVER" => done(dreams::recover::parse(argv).map(drop)),
+        "DREAMS.COUNTERS" => done(dreams::counters::parse(argv).map(drop)),
+        "TOWN.ACK" => done(town::ack::parse(argv).map(drop)),
+        "TOWN.REQUEUE" => done(town::requeue::parse(argv).map(drop)),
+        "TOWN.LEN" => done(town::len::parse(argv).map(drop)),
+        "TOWN.PEEK" => done(town::peek::parse(argv).map(drop)),
+        "TOWN.RECLAIM" => done(town::reclaim::parse(argv).map(drop)),
+        "TOWN.BROADCAST" => done(town::broadcast::parse(argv).map(drop)),
+        "TOWN.AGENT" => done(town::agent::parse(argv).map(drop)),
+        "TOWN.TASK" => done(town::task::parse(argv).map(drop)),
+        "TOWN.BACKLOG" => done(town::backlog::parse(argv).map(drop)),
+        "TOWN.ACTIVITY" => done(town::activity::parse(argv).map(drop)),
         _ => None,
     }
 }
@@ -35,10 +49,9 @@ pub fn commands() -> Vec<(&'static str, i32)> {
     crate::commands::all().into_iter().map(|spec| (spec.name, spec.arity)).collect()
 }
 
-/// The readers every command's parse step is made of, `which` choosing
-/// one (modulo their number), each run over all of `argv` and then
-/// required to have consumed it: how the commands whose parse step is
-/// only these (LEN, COUNTERS, PEEK, AGENT, TASK, ...) read their input.
+/// The readers the commands' parse steps are made of, `which` choosing
+/// one (modulo their number), each alone on `argv`: reached here without
+/// the argument before them having to be valid.
 pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
     let mut a = Args::new(argv);
     let result: Result<(), CommandError> = match which % 12 {

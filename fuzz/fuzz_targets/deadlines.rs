@@ -121,7 +121,8 @@ fn leases(ops: &[u8]) {
         }
     };
     let mut now = 0i64;
-    for op in ops.chunks_exact(2) {
+    // At most 64 steps: the mail is scanned per step, so longer runs only slow down.
+    for op in ops.chunks_exact(2).take(64) {
         let (kind, arg) = (op[0], op[1]);
         let before = sorted(&mail);
         match kind % 5 {
