@@ -81,9 +81,9 @@ case "$action" in
     for t in "${TARGETS[@]}"; do
       merged="$OUT/merged/$t"
       rm -rf "$merged" && mkdir -p "$merged" "$OUT/corpus/$t"
-      nice -n "$NICE" "$BIN/$t" -merge=1 "$merged" "fuzz/corpus/$t" "$OUT/corpus/$t" >"$OUT/$t.merge.log" 2>&1
+      nice -n "$NICE" "$BIN/$t" -set_cover_merge=1 "$merged" "fuzz/corpus/$t" "$OUT/corpus/$t" >"$OUT/$t.merge.log" 2>&1
       rm -rf "fuzz/corpus/$t" && mv "$merged" "fuzz/corpus/$t"
-      echo "   $t: $(ls "fuzz/corpus/$t" | wc -l) inputs, $(du -sk "fuzz/corpus/$t" | cut -f1) KiB"
+      echo "   $t: $(ls "fuzz/corpus/$t" | wc -l) inputs, $(cat "fuzz/corpus/$t"/* | wc -c) bytes"
     done ;;
   *) echo "usage: $0 build|run|replay|keep [target...]" >&2; exit 2 ;;
 esac
