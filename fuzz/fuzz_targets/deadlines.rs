@@ -6,12 +6,14 @@
 //! (`town::lease::expire_due`, `acknowledge`) over in-memory mail and a
 //! lease set driven by the rest of the input: no message is lost or
 //! duplicated, an expired lease leaves its marker, an ack removes one
-//! message at most.
+//! message at most; the same for Dreams fires (`dreams::lease::grant`,
+//! `expire_due`, `LeaseAwareQueue::remove_processing`) over the crate's
+//! in-memory queue and lease set.
 #![no_main]
 
-use std::collections::BTreeMap;
-
-use dreamtown::dreams::lease::{deadline, LeaseStore, EXPIRED, LEASE_SECS_MAX};
+use dreamtown::dreams::lease::{self, deadline, LeaseAwareQueue, LeaseStore, EXPIRED, LEASE_SECS_MAX};
+use dreamtown::dreams::memory::{MemoryLeases, MemoryQueue};
+use dreamtown::dreams::store::QueueStore;
 use dreamtown::fuzzing::drain_due_after;
 use dreamtown::town::lease::{acknowledge, expire_due, AgentMail};
 use dreamtown::town::stop::{expires_at, MAX_TTL_SECS};
@@ -80,30 +82,6 @@ fn remove_first(list: &mut Vec<Vec<u8>>, message: &[u8]) -> bool {
     }
 }
 
-#[derive(Default)]
-struct Leases(BTreeMap<Vec<u8>, i64>);
-
-impl LeaseStore for Leases {
-    fn score(&self, payload: &[u8]) -> Option<i64> {
-        self.0.get(payload).copied()
-    }
-    fn set(&mut self, payload: &[u8], score: i64) {
-        self.0.insert(payload.to_vec(), score);
-    }
-    fn remove(&mut self, payload: &[u8]) -> bool {
-        self.0.remove(payload).is_some()
-    }
-    fn due(&self, now_ms: i64, limit: u64) -> Vec<Vec<u8>> {
-        let mut due: Vec<(i64, Vec<u8>)> =
-            self.0.iter().filter(|(_, s)| **s > EXPIRED && **s <= now_ms).map(|(m, s)| (*s, m.clone())).collect();
-        due.sort();
-        due.into_iter().take(usize::try_from(limit).unwrap_or(usize::MAX)).map(|(_, m)| m).collect()
-    }
-    fn earliest(&self) -> Option<i64> {
-        self.0.values().copied().filter(|s| *s > EXPIRED).min()
-    }
-}
-
 fn sorted(mail: &Mail) -> Vec<Vec<u8>> {
     let mut all: Vec<Vec<u8>> = mail.pending.iter().chain(&mail.inbox).cloned().collect();
     all.sort();
@@ -111,7 +89,8 @@ fn sorted(mail: &Mail) -> Vec<Vec<u8>> {
 }
 
 fn leases(ops: &[u8]) {
-    let (mut mail, mut leases) = (Mail::default(), Leases::default());
+    let (mut mail, mut leases) = (Mail::default(), MemoryLeases::default());
+    let (mut queue, mut fire_leases) = (MemoryQueue::default(), MemoryLeases::default());
     let message = |id: u8, dup: bool| -> Vec<u8> {
         match id % 5 {
             // Not every message has an id; some ids are escaped.
@@ -125,6 +104,41 @@ fn leases(ops: &[u8]) {
     for op in ops.chunks_exact(2).take(64) {
         let (kind, arg) = (op[0], op[1]);
         let before = sorted(&mail);
+        let payload = format!("p{}", arg % 6).into_bytes();
+        let queued = |queue: &MemoryQueue| {
+            let mut all: Vec<Vec<u8>> = queue.ready.iter().chain(&queue.processing).cloned().collect();
+            all.sort();
+            all
+        };
+        match kind % 8 {
+            // Dreams: drain (in flight, leased), expire, acknowledge.
+            5 => {
+                queue.processing.push(payload.clone());
+                lease::grant(&mut fire_leases, &payload, now.saturating_add(i64::from(arg % 7)).max(1));
+                continue;
+            }
+            6 => {
+                let (before, in_flight) = (queued(&queue), queue.processing.len());
+                let requeued = lease::expire_due(&mut queue, &mut fire_leases, now, u64::from(arg % 4));
+                assert_eq!(queued(&queue), before, "expire_due lost or duplicated a fire");
+                assert_eq!(queue.processing.len() as u64 + requeued, in_flight as u64);
+                for back in queue.ready.iter().take(usize::try_from(requeued).unwrap_or(0)) {
+                    assert_eq!(fire_leases.score(back), Some(EXPIRED), "an expired fire keeps its marker");
+                }
+                continue;
+            }
+            7 => {
+                let (before, score) = (queue.total_len(), fire_leases.score(&payload));
+                let removed = LeaseAwareQueue { queue: &mut queue, leases: &mut fire_leases }.remove_processing(&payload);
+                assert_eq!(queue.total_len() + u64::from(removed), before);
+                match removed {
+                    true => assert_eq!(fire_leases.score(&payload), None, "an acknowledged fire keeps a lease"),
+                    false => assert_eq!(fire_leases.score(&payload), score),
+                }
+                continue;
+            }
+            _ => {}
+        }
         match kind % 5 {
             0 => mail.pending.push(message(arg, kind & 0x80 != 0)),
             1 => leases.set(&[b'0' + arg % 8], now.saturating_add(i64::from(arg % 7))),
@@ -134,7 +148,7 @@ fn leases(ops: &[u8]) {
                 let moved = expire_due(&mut mail, &mut leases, now, u64::from(arg % 4));
                 assert_eq!(sorted(&mail), before, "expire_due lost or duplicated a message");
                 assert_eq!(mail.pending.len() as u64 + moved, pending as u64);
-                assert!(leases.due(now, u64::MAX).len() <= leases.0.len());
+                assert!(leases.due(now, u64::MAX).len() <= leases.scores.len());
                 continue;
             }
             3 => {
