@@ -4,7 +4,8 @@
 //! Properties: no panic; errors are `ERR ...`; an accepted argv has an
 //! argument count the command's registered arity allows, is still
 //! accepted with its keywords in lower case, and is refused with one
-//! unknown argument appended; the same argv gets the same verdict twice.
+//! unknown argument appended; the same argv gets the same verdict twice;
+//! accepted module arguments are pairs, each name once.
 #![no_main]
 
 use dreamtown::fuzzing::{command, commands, module_args, shared};
@@ -55,6 +56,11 @@ fuzz_target!(|data: &[u8]| {
     } else if pick < 224 {
         check_error(&shared(pick, &argv));
     } else {
-        let _ = module_args(&argv);
+        // Module arguments come in pairs, each name once.
+        if module_args(&argv).is_ok() {
+            assert_eq!(argv.len() % 2, 0, "odd module arguments accepted");
+            let names: Vec<&[u8]> = argv.iter().step_by(2).copied().collect();
+            assert!(names.iter().enumerate().all(|(i, n)| !names[..i].contains(n)), "a module argument twice");
+        }
     }
 });
