@@ -5,6 +5,7 @@
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
+#   make fuzz    coverage-guided fuzzing of every parser, FUZZ_SECONDS (60) per target
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
 # or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
@@ -46,7 +47,7 @@ export DREAMTOWN_SERVER := $(SERVER)
 export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 
-.PHONY: all build deps venv run test test-unit test-rust test-client test-python cluster cluster-stop bench partition partition-plant clean help
+.PHONY: all build deps venv run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -54,6 +55,7 @@ help:
 	@echo "make run    - build and start redis-server on port $(PORT) with the module"
 	@echo "make test   - run every test against real redis-server processes"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
+	@echo "make fuzz   - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding (make fuzz-keep keeps new corpus)"
 	@echo "make build  - build target/release/libdreamtown.so"
 	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
@@ -94,12 +96,24 @@ run: deps build
 	@echo "== connect with:  $(notdir $(CLI)) -p $(PORT)    e.g.  $(notdir $(CLI)) -p $(PORT) DREAMS.LEN acme"
 	exec $(SERVER) --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
 
-test: build venv test-unit test-rust test-client test-python
+test: build venv test-unit test-fuzz test-rust test-client test-python
 	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"
 
 test-unit:
 	@echo "== unit tests (pure core, no server)"
 	$(CARGO) test -p dreamtown --lib
+
+## test-fuzz: replay the kept corpus of every fuzz target and fuzz a few
+## seconds more (FUZZ_TEST_SECONDS, 3 per target); server-independent, so
+## FUZZ_SKIP=1 skips it where another run already did it (CI runs it once).
+FUZZ_TEST_SECONDS ?= 3
+test-fuzz:
+ifeq ($(FUZZ_SKIP),1)
+	@echo "== fuzz replay skipped (FUZZ_SKIP=1)"
+else
+	@echo "== fuzz targets: replay the corpus, then $(FUZZ_TEST_SECONDS)s each"
+	FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) scripts/fuzz.sh replay
+endif
 
 test-rust:
 	@echo "== integration tests against $(SERVER) (module: $(MODULE))"
@@ -150,6 +164,17 @@ partition-plant: build
 	elif grep -q "acknowledged writes lost in durable mode" $$log; then \
 	  grep -m1 -A2 "acknowledged writes lost" $$log; rm -f $$log; echo "== the subset failed on the planted bug, as it must"; \
 	else cat $$log; rm -f $$log; echo "the subset failed, but not on lost writes" >&2; exit 1; fi
+
+## fuzz: every target for FUZZ_SECONDS (60) from the kept corpus (new
+## inputs collect in target/fuzz/corpus); exit 1 on any finding, whose input
+## is in target/fuzz/artifacts/<target>/. FUZZ_TARGETS="a b" picks targets.
+## fuzz-keep merges what runs found into fuzz/corpus, minimised.
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run $(FUZZ_TARGETS)
+
+fuzz-keep:
+	scripts/fuzz.sh keep $(FUZZ_TARGETS)
 
 clean:
 	$(CARGO) clean

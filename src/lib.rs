@@ -20,3 +20,5 @@ mod test_random;
 mod commands;
 #[cfg(feature = "module")]
 mod module;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;

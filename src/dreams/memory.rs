@@ -1,4 +1,5 @@
-//! In-memory stores for unit tests of the state machine.
+//! In-memory stores for unit tests of the state machine (and the fuzz
+//! targets, with the `fuzzing` feature).
 
 use std::collections::BTreeSet;
 

@@ -19,5 +19,6 @@ pub mod region;
 pub mod store;
 pub mod trigger;
 
-#[cfg(test)]
-pub(crate) mod memory;
+// In-memory stores: the unit tests' and the fuzz targets' (`fuzzing`).
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod memory;

@@ -275,6 +275,19 @@ mod tests {
         assert!(parse_timeout_ms(b"").is_err());
     }
 
+    /// The corners issue 25 names, also in the fuzz corpus (fuzz/).
+    #[test]
+    fn corners_of_numbers() {
+        assert!(parse_timeout_ms(b"1e309").is_err());
+        assert_eq!(parse_timeout_ms(b"1e12"), Ok(1_000_000_000_000_000));
+        assert!(parse_timeout_ms(b"1.0000001e12").is_err());
+        assert_eq!(parse_timeout_ms(b"-0"), Ok(0));
+        assert_eq!(parse_signed(b"-0"), Some(0));
+        assert_eq!(parse_signed(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_signed(b"9223372036854775808"), None);
+        assert_eq!(parse_unsigned(b"18446744073709551615", u64::MAX), Some(u64::MAX));
+    }
+
     #[test]
     fn keywords_are_case_insensitive() {
         let items: Vec<&[u8]> = vec![b"node", b"x"];

@@ -27,14 +27,15 @@ use redis_module::{raw, redis_module, Context, RedisString, Status};
 
 use self::config::*;
 
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "fuzzing")))]
 type Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "fuzzing")))]
 const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
-// Outside redis-server (unit tests) the Redis allocator does not exist.
-#[cfg(test)]
+// Outside redis-server (unit tests, fuzz targets) the Redis allocator does
+// not exist.
+#[cfg(any(test, feature = "fuzzing"))]
 type Allocator = std::alloc::System;
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 const ALLOCATOR: Allocator = std::alloc::System;
 
 fn initialize(ctx: &Context, args: &[RedisString]) -> Status {

@@ -173,6 +173,8 @@ mod tests {
         assert_eq!(error(br#"{"to":""}"#), MessageError::BadTo);
         assert_eq!(error(br#"{"to":"a","to":"b"}"#), MessageError::BadTo);
         assert_eq!(error(br#"{"to":"a","priority":1}"#), MessageError::BadPriority);
+        // Issue 25's corner: a priority given twice, once under an escaped name.
+        assert_eq!(error(br#"{"to":"a","priority":"low","pri\u006frity":"low"}"#), MessageError::BadPriority);
         assert_eq!(
             error(br#"{"to":"a","priority":"asap"}"#),
             MessageError::UnknownPriority("asap".into())

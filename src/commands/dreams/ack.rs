@@ -8,6 +8,7 @@ use super::{counted_reply, node, once, organization, trigger, unknown_option, NO
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::message::ReadFire;
 use crate::dreams::store::RegionStore;
+use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
@@ -36,7 +37,19 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// What DREAMS.ACK was asked, its payload already read as a fire message
+/// of the named organization.
+pub(crate) struct AckRequest<'a> {
+    org: &'a str,
+    payload: &'a [u8],
+    read: ReadFire<'a>,
+    success: bool,
+    fired_by: Option<&'a str>,
+    thresholds: Option<Trigger>,
+}
+
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     let payload = args.required("payload")?;
@@ -62,6 +75,12 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             message.region.org
         )));
     }
+    Ok(AckRequest { org, payload, read, success, fired_by, thresholds })
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let AckRequest { org, payload, read, success, fired_by, thresholds } = parse(argv)?;
+    let message = read.get();
     // Only the keys this call's path reads or writes are checked and opened
     // (docs/perf-notes.md, "the keys of the path it takes"): the in-flight
     // list now, the ready list and deferred set below, when needed.

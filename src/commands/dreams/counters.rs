@@ -5,8 +5,9 @@ use super::region;
 use super::store::RedisRegion;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::dreams::region::RegionKey;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -20,10 +21,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &super::REGION_ARGS,
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<RegionKey, CommandError> {
     let mut args = Args::new(argv);
     let region = region(&mut args)?;
     args.end()?;
+    Ok(region)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let region = parse(argv)?;
     let counters = RedisRegion::open(session, &region, Access::Read)?;
     let pairs = counters.counters_key().hgetall();
     let mut sorted = pairs;

@@ -54,7 +54,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-struct DrainRequest<'a> {
+pub(crate) struct DrainRequest<'a> {
     org: &'a str,
     timeout_ms: i64,
     policy: DrainPolicy,
@@ -62,7 +62,8 @@ struct DrainRequest<'a> {
     lease: Option<f64>,
 }
 
-fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, CommandError> {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     let timeout_ms = args.timeout_ms()?;
@@ -180,7 +181,7 @@ fn next_due_ms(session: &Session, deferred: &str) -> Option<i64> {
 
 /// The first millisecond at which a deferral scored `score` is due, if that
 /// is after `now_secs` (a drain promotes scores up to the current second).
-fn due_after(score: f64, now_secs: i64) -> Option<i64> {
+pub(crate) fn due_after(score: f64, now_secs: i64) -> Option<i64> {
     if !score.is_finite() || score <= now_secs as f64 {
         return None;
     }

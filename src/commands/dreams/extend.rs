@@ -28,12 +28,18 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: organization, payload, lease seconds.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a str, &'a [u8], f64), CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     let payload = args.required("payload")?;
     let secs = lease_secs(&mut args)?;
     args.end()?;
+    Ok((org, payload, secs))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (org, payload, secs) = parse(argv)?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
     let mut leases = RedisLeases::open(session, org, Access::Write)?;
     if !extend(&mut leases, payload, until) {

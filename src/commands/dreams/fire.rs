@@ -7,7 +7,8 @@ use crate::dreams::fire::{fire, FireOutcome};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::config;
-use crate::module::reply::{CommandResult, Reply};
+use crate::dreams::region::RegionKey;
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 
@@ -23,7 +24,8 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[REGION_ARGS[0], REGION_ARGS[1], REGION_ARGS[2], NODE_ARG],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the region and the `NODE`, if given.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionKey, Option<&'a str>), CommandError> {
     let mut args = Args::new(argv);
     let region = region(&mut args)?;
     let mut fired_by = None;
@@ -33,6 +35,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             other => return Err(unknown_option(other)),
         }
     }
+    Ok((region, fired_by))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (region, fired_by) = parse(argv)?;
     let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
     let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();

@@ -5,7 +5,7 @@ use super::store::RedisQueue;
 use crate::dreams::store::QueueStore;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 
 /// The command.
@@ -20,10 +20,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     args.end()?;
+    Ok(org)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let org = parse(argv)?;
     let queue = RedisQueue::open(session, org, Access::Read, false)?;
     Ok(Reply::Array(vec![
         Reply::count(queue.ready_len()),

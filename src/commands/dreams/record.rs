@@ -9,7 +9,9 @@ use super::{
     TRIGGER_ARG,
 };
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
+use crate::dreams::region::RegionKey;
 use crate::dreams::store::RegionStore;
+use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
@@ -68,7 +70,11 @@ pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
     Ok(value as i64)
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the region, the write, `NODE` and `TRIGGER` if given.
+#[allow(clippy::type_complexity)]
+pub(crate) fn parse<'a>(
+    argv: &'a [&'a [u8]],
+) -> Result<(RegionKey, Write<'a>, Option<&'a str>, Option<Trigger>), CommandError> {
     let mut args = Args::new(argv);
     let region = region(&mut args)?;
     let memories = args.unsigned("memories", u64::from(u32::MAX))?;
@@ -94,6 +100,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         edges,
         delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }),
     };
+    Ok((region, write, fired_by, thresholds))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (region, write, fired_by, thresholds) = parse(argv)?;
     let thresholds = thresholds.unwrap_or_else(config::trigger);
     let now = session.now_secs();
     // Only the keys this call's path reads or writes are checked and opened

@@ -6,7 +6,7 @@ use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::drain::recover;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 
@@ -22,10 +22,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     args.end()?;
+    Ok(org)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let org = parse(argv)?;
     let mut queue = RedisQueue::open(session, org, Access::Write, false)?;
     let leases = RedisLeases::open(session, org, Access::Write)?;
     let moved = recover(&mut queue);

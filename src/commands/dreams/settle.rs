@@ -7,6 +7,7 @@ use super::record::generation;
 use super::store::RedisRegion;
 use super::{region, unknown_option, REGION_ARGS};
 use crate::dreams::record::settle;
+use crate::dreams::region::RegionKey;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -31,7 +32,8 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: region, event id, generation, `RETAIN`.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionKey, &'a [u8], i64, bool), CommandError> {
     let mut args = Args::new(argv);
     let region = region(&mut args)?;
     let event_id = args.required("event id")?;
@@ -46,6 +48,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             other => return Err(unknown_option(other)),
         }
     }
+    Ok((region, event_id, generation, retain))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (region, event_id, generation, retain) = parse(argv)?;
     let mut counters = RedisRegion::open(session, &region, Access::Write)?;
     settle(&mut counters, event_id, generation, retain);
     Ok(Reply::OK)

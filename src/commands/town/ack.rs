@@ -7,10 +7,11 @@ use super::expiry::{open_leases, RedisMail};
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::town::lease::acknowledge;
+use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -24,12 +25,18 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String)],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [u8]), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
     let wanted = args.required("message id")?;
     args.end()?;
+    Ok((keys, agent, wanted))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent, wanted) = parse(argv)?;
     let mut mail = RedisMail::open(session, &keys, &agent)?;
     let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
     let removed = acknowledge(&mut mail, &mut leases, wanted);

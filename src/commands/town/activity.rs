@@ -9,7 +9,8 @@ use super::{id, subcommand, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::End;
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
@@ -35,14 +36,23 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town's keys, the agent and, for LOG, the text.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, Option<&'a [u8]>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let action = subcommand(&mut args, "TOWN.ACTIVITY", &["LOG", "GET"])?;
     let agent = id(&mut args, "agent id")?;
-    if action == "LOG" {
-        let text = args.required("text")?;
-        args.end()?;
+    let text = match action.as_str() {
+        "LOG" => Some(args.required("text")?),
+        _ => None,
+    };
+    args.end()?;
+    Ok((keys, agent, text))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent, text) = parse(argv)?;
+    if let Some(text) = text {
         session.deny_oom()?;
         let log = open_list(session, &keys.activity(&agent), Access::Write)?;
         let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
@@ -53,7 +63,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         stats::TOWN_ACTIVITY_LOGGED.bump();
         return Ok(Reply::OK);
     }
-    args.end()?;
     let log = open_list(session, &keys.activity(&agent), Access::Read)?;
     Ok(Reply::bulk_or_nil(recent(&log.range(0, SHOWN))))
 }

@@ -60,44 +60,64 @@ pub const SPEC: CommandSpec = CommandSpec {
 
 const SUBCOMMANDS: &[&str] = &["SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT"];
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// What TOWN.AGENT was asked.
+pub(crate) enum AgentRequest<'a> {
+    Set(String, FieldSet),
+    Get(String),
+    Del(String),
+    List,
+    ByName(&'a [u8]),
+    Incr(String, Counter),
+    Heartbeat(String),
+}
+
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, AgentRequest<'a>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let action = subcommand(&mut args, "TOWN.AGENT", SUBCOMMANDS)?;
-    match action.as_str() {
-        "SET" => set(session, &keys, &mut args),
-        "GET" => {
+    let request = match action.as_str() {
+        "SET" => {
             let agent = id(&mut args, "agent id")?;
-            args.end()?;
-            let stored = record::open(session, &keys.agent(&agent), Access::Read)?;
-            Ok(record::reply(&stored))
+            let mut rest = Vec::new();
+            while let Some(item) = args.next() {
+                rest.push(item);
+            }
+            AgentRequest::Set(agent, FieldSet::parse(&rest).map_err(CommandError::err)?)
         }
-        "DEL" => {
-            let agent = id(&mut args, "agent id")?;
-            args.end()?;
-            delete(session, &keys, &agent)
-        }
-        "LIST" => {
-            args.end()?;
-            list(session, &keys)
-        }
-        "BYNAME" => {
-            let name = args.required("name")?;
-            args.end()?;
-            by_name(session, &keys, name)
-        }
+        "LIST" => AgentRequest::List,
+        "BYNAME" => AgentRequest::ByName(args.required("name")?),
+        "GET" => AgentRequest::Get(id(&mut args, "agent id")?),
+        "DEL" => AgentRequest::Del(id(&mut args, "agent id")?),
         "INCR" => {
             let agent = id(&mut args, "agent id")?;
             let counter = Counter::parse(args.required("counter")?)
                 .ok_or_else(|| CommandError::err("the counter must be ROUNDS or TASKS"))?;
-            args.end()?;
+            AgentRequest::Incr(agent, counter)
+        }
+        _ => AgentRequest::Heartbeat(id(&mut args, "agent id")?),
+    };
+    args.end()?;
+    Ok((keys, request))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, request) = parse(argv)?;
+    match request {
+        AgentRequest::Set(agent, fields) => set(session, &keys, &agent, &fields),
+        AgentRequest::Get(agent) => {
+            let stored = record::open(session, &keys.agent(&agent), Access::Read)?;
+            Ok(record::reply(&stored))
+        }
+        AgentRequest::Del(agent) => delete(session, &keys, &agent),
+        AgentRequest::List => list(session, &keys),
+        AgentRequest::ByName(name) => by_name(session, &keys, name),
+        AgentRequest::Incr(agent, counter) => {
             session.deny_oom()?;
             let stored = existing(session, &keys, &agent)?;
             Ok(Reply::Integer(stored.hincrby(counter.field(), 1)?))
         }
-        _ => {
-            let agent = id(&mut args, "agent id")?;
-            args.end()?;
+        AgentRequest::Heartbeat(agent) => {
             session.deny_oom()?;
             let stored = existing(session, &keys, &agent)?;
             let now = timestamp(session.now_ms());
@@ -116,15 +136,9 @@ fn existing(session: &Session, keys: &TownKeys, agent: &str) -> Result<Key, Comm
     Ok(stored)
 }
 
-fn set(session: &Session, keys: &TownKeys, args: &mut Args<'_>) -> CommandResult {
-    let agent = id(args, "agent id")?;
-    let mut rest = Vec::new();
-    while let Some(item) = args.next() {
-        rest.push(item);
-    }
-    let fields = FieldSet::parse(&rest).map_err(CommandError::err)?;
+fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> CommandResult {
     session.deny_oom()?;
-    let stored = record::open(session, &keys.agent(&agent), Access::Write)?;
+    let stored = record::open(session, &keys.agent(agent), Access::Write)?;
     let agents = AgentIndex::open(session, keys, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;
     record::replace(&stored, &fields);

@@ -8,7 +8,8 @@ use super::{id, subcommand, town, TASK_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::End;
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
 
 /// The command.
@@ -37,7 +38,8 @@ pub const SPEC: CommandSpec = CommandSpec {
 
 const SUBCOMMANDS: &[&str] = &["PUSH", "POP", "LIST", "LEN", "REMOVE"];
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town's keys, the subcommand, the task (PUSH, REMOVE).
+pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, String, Option<String>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let action = subcommand(&mut args, "TOWN.BACKLOG", SUBCOMMANDS)?;
@@ -46,6 +48,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         _ => None,
     };
     args.end()?;
+    Ok((keys, action, task))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, action, task) = parse(argv)?;
     let name = keys.backlog();
     match (action.as_str(), task) {
         ("PUSH", Some(task)) => {

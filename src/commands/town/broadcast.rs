@@ -6,10 +6,11 @@ use super::{invalid_message, town, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::effects::publish;
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::Session;
 use crate::module::stats;
 use crate::town::message::is_object;
+use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -23,12 +24,18 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::new("message-json", ArgKind::String)],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a [u8]), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let message = args.required("message")?;
     args.end()?;
     is_object(message).map_err(invalid_message)?;
+    Ok((keys, message))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, message) = parse(argv)?;
     let channel = keys.broadcast();
     session.check_publish(channel.as_bytes())?;
     let receivers = publish(session.ctx(), channel.as_bytes(), message, session.in_cluster());

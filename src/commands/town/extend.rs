@@ -11,6 +11,7 @@ use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -29,13 +30,19 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town's keys, agent, message id, lease seconds.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [u8], f64), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
     let message = args.required("message id")?;
     let secs = lease_secs(&mut args)?;
     args.end()?;
+    Ok((keys, agent, message, secs))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent, message, secs) = parse(argv)?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
     let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
     if !extend(&mut leases, message, until) {

@@ -7,8 +7,9 @@ use super::mailbox::open_list;
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -22,12 +23,18 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("count", ArgKind::Integer)],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, u64), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
     let count = args.unsigned("count", i64::MAX as u64)?;
     args.end()?;
+    Ok((keys, agent, count))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent, count) = parse(argv)?;
     let inbox = open_list(session, &keys.inbox(&agent), Access::Read)?;
     Ok(Reply::bulks(inbox.range(0, count)))
 }

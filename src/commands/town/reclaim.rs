@@ -14,6 +14,7 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::town::reclaim::{reclaim, OldMail};
+use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -31,7 +32,8 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, String), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let from = id(&mut args, "from agent id")?;
@@ -40,6 +42,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if from == to {
         return Err(CommandError::err("cannot reclaim an agent's messages for itself"));
     }
+    Ok((keys, from, to))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, from, to) = parse(argv)?;
     let old = Inboxes::open(session, &keys, &from, Access::Write)?;
     let old_pending = open_list(session, &keys.pending(&from), Access::Write)?;
     let new = Inboxes::open(session, &keys, &to, Access::Write)?;

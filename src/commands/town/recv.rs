@@ -53,7 +53,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-struct Request {
+pub(crate) struct Request {
     keys: TownKeys,
     agent: String,
     block_ms: Option<i64>,
@@ -63,7 +63,8 @@ struct Request {
     lease: Option<f64>,
 }
 
-fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
+/// The parse step.
+pub(crate) fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;

@@ -9,9 +9,10 @@ use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::key::End;
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -25,11 +26,17 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id(&mut args, "agent id")?;
     args.end()?;
+    Ok((keys, agent))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent) = parse(argv)?;
     let pending = open_list(session, &keys.pending(&agent), Access::Write)?;
     let inbox = open_list(session, &keys.inbox(&agent), Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;

@@ -9,9 +9,10 @@ use super::index::{AgentIndex, IdIndex};
 use super::{town, unknown_option, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::town::keys::TownKeys;
 use crate::town::reset::{doomed, Scope};
 
 /// The command.
@@ -26,7 +27,8 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::flag("AGENTS")],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town's keys and what to delete.
+pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, Scope), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let scope = match args.option() {
@@ -35,6 +37,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some(other) => return Err(unknown_option(&other)),
     };
     args.end()?;
+    Ok((keys, scope))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, scope) = parse(argv)?;
     // Read the indexes (type-checked) and let go of them before deleting.
     let (agents, tasks) = {
         let agent_index = AgentIndex::open(session, &keys, Access::Write)?;

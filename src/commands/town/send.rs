@@ -8,9 +8,10 @@ use super::mailbox::Inboxes;
 use super::{invalid_message, town, unknown_option, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::town::keys::TownKeys;
 use crate::town::message::Envelope;
 use crate::town::priority::Destination;
 
@@ -30,7 +31,8 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town's keys, the message and its envelope, `URGENT`.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a [u8], Envelope, bool), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let message = args.required("message")?;
@@ -41,6 +43,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     };
     args.end()?;
     let envelope = Envelope::parse(message).map_err(invalid_message)?;
+    Ok((keys, message, envelope, urgent))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, message, envelope, urgent) = parse(argv)?;
     let destination = envelope.destination(urgent);
     let inboxes = Inboxes::open(session, &keys, &envelope.to, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;

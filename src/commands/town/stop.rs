@@ -49,27 +49,37 @@ fn open_flag(session: &Session, keys: &TownKeys, agent: &str, access: Access) ->
     Ok(flag)
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town's keys, the subcommand, the agent and (for
+/// REQUEST) the `TTL`, if given.
+pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, String, String, Option<u64>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let action = subcommand(&mut args, "TOWN.STOP", SUBCOMMANDS)?;
     let agent = id(&mut args, "agent id")?;
+    let mut ttl = None;
+    if action != "REQUEST" {
+        args.end()?;
+    }
+    while let Some(option) = args.option() {
+        match option.as_str() {
+            "TTL" if ttl.is_none() => {
+                let secs = args.unsigned("TTL (seconds)", MAX_TTL_SECS)?;
+                if secs == 0 {
+                    return Err(CommandError::err("TTL must be at least 1 second"));
+                }
+                ttl = Some(secs);
+            }
+            "TTL" => return Err(CommandError::err("TTL given more than once")),
+            other => return Err(unknown_option(other)),
+        }
+    }
+    Ok((keys, action, agent, ttl))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, action, agent, ttl) = parse(argv)?;
     match action.as_str() {
         "REQUEST" => {
-            let mut ttl = None;
-            while let Some(option) = args.option() {
-                match option.as_str() {
-                    "TTL" if ttl.is_none() => {
-                        let secs = args.unsigned("TTL (seconds)", MAX_TTL_SECS)?;
-                        if secs == 0 {
-                            return Err(CommandError::err("TTL must be at least 1 second"));
-                        }
-                        ttl = Some(secs);
-                    }
-                    "TTL" => return Err(CommandError::err("TTL given more than once")),
-                    other => return Err(unknown_option(other)),
-                }
-            }
             session.deny_oom()?;
             let flag = open_flag(session, &keys, &agent, Access::Write)?;
             let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
@@ -80,12 +90,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             Ok(Reply::OK)
         }
         "CHECK" => {
-            args.end()?;
             let flag = open_flag(session, &keys, &agent, Access::Read)?;
             Ok(Reply::Integer(i64::from(flag.exists())))
         }
         _ => {
-            args.end()?;
             let flag = open_flag(session, &keys, &agent, Access::Write)?;
             Ok(Reply::Integer(i64::from(flag.delete())))
         }

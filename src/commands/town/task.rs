@@ -42,18 +42,40 @@ pub const SPEC: CommandSpec = CommandSpec {
 
 const SUBCOMMANDS: &[&str] = &["SET", "GET", "DEL", "LIST"];
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// What TOWN.TASK was asked.
+pub(crate) enum TaskRequest {
+    Set(String, FieldSet),
+    Get(String),
+    Del(String),
+    List,
+}
+
+/// The parse step.
+pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, TaskRequest), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let action = subcommand(&mut args, "TOWN.TASK", SUBCOMMANDS)?;
-    match action.as_str() {
+    let request = match action.as_str() {
         "SET" => {
             let task = id(&mut args, "task id")?;
             let mut rest = Vec::new();
             while let Some(item) = args.next() {
                 rest.push(item);
             }
-            let fields = FieldSet::parse(&rest).map_err(CommandError::err)?;
+            TaskRequest::Set(task, FieldSet::parse(&rest).map_err(CommandError::err)?)
+        }
+        "GET" => TaskRequest::Get(id(&mut args, "task id")?),
+        "DEL" => TaskRequest::Del(id(&mut args, "task id")?),
+        _ => TaskRequest::List,
+    };
+    args.end()?;
+    Ok((keys, request))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let (keys, request) = parse(argv)?;
+    match request {
+        TaskRequest::Set(task, fields) => {
             session.deny_oom()?;
             let stored = record::open(session, &keys.task(&task), Access::Write)?;
             let tasks = IdIndex::tasks(session, &keys, Access::Write)?;
@@ -61,15 +83,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             tasks.add(&task);
             Ok(Reply::OK)
         }
-        "GET" => {
-            let task = id(&mut args, "task id")?;
-            args.end()?;
+        TaskRequest::Get(task) => {
             let stored = record::open(session, &keys.task(&task), Access::Read)?;
             Ok(record::reply(&stored))
         }
-        "DEL" => {
-            let task = id(&mut args, "task id")?;
-            args.end()?;
+        TaskRequest::Del(task) => {
             let name = keys.task(&task);
             session.check(name.as_bytes(), Access::Write)?;
             let tasks = IdIndex::tasks(session, &keys, Access::Write)?;
@@ -78,10 +96,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             tasks.remove(&task);
             Ok(Reply::Integer(i64::from(deleted)))
         }
-        _ => {
-            args.end()?;
-            list(session, &keys)
-        }
+        TaskRequest::List => list(session, &keys),
     }
 }
 

@@ -1,0 +1,100 @@
+//! The input boundary as plain functions, for the fuzz targets in `fuzz/`
+//! (built only with the `fuzzing` feature, never into the module): each
+//! command's parse step on a raw argv, the argument readers they share,
+//! the module-load arguments and the deadline arithmetic of the command
+//! layer. Everything here runs without a server: no `Session`, no keys.
+
+use crate::commands::{dreams, town};
+use crate::module::args::{self, Args};
+use crate::module::reply::CommandError;
+
+/// The parse step of command `name` (any case) on `argv` (the arguments
+/// after the name): `Ok` if it accepts them, else its error reply. `None`
+/// for a name that is not one of the module's commands.
+pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
+    let done = |result: Result<(), CommandError>| Some(result.map_err(|error| error.message().to_owned()));
+    match name.to_ascii_uppercase().as_str() {
+        "DREAMS.FIRE" => done(dreams::fire::parse(argv).map(drop)),
+        "DREAMS.RECORD" => done(dreams::record::parse(argv).map(drop)),
+        "DREAMS.SETTLE" => done(dreams::settle::parse(argv).map(drop)),
+        "DREAMS.ACK" => done(dreams::ack::parse(argv).map(drop)),
+        "DREAMS.DRAIN" => done(dreams::drain::parse(argv).map(drop)),
+        "DREAMS.EXTEND" => done(dreams::extend::parse(argv).map(drop)),
+        "TOWN.SEND" => done(town::send::parse(argv).map(drop)),
+        "TOWN.RECV" => done(town::recv::parse(argv).map(drop)),
+        "TOWN.EXTEND" => done(town::extend::parse(argv).map(drop)),
+        "TOWN.STOP" => done(town::stop::parse(argv).map(drop)),
+        "TOWN.RESET" => done(town::reset::parse(argv).map(drop)),
+        "DREAMS.LEN" => done(dreams::len::parse(argv).map(drop)),
+        "DREAMS.INFLIGHT" => done(dreams::inflight::parse(argv).map(drop)),
+        "DREAMS.RECOVER" => done(dreams::recover::parse(argv).map(drop)),
+        "DREAMS.COUNTERS" => done(dreams::counters::parse(argv).map(drop)),
+        "TOWN.ACK" => done(town::ack::parse(argv).map(drop)),
+        "TOWN.REQUEUE" => done(town::requeue::parse(argv).map(drop)),
+        "TOWN.LEN" => done(town::len::parse(argv).map(drop)),
+        "TOWN.PEEK" => done(town::peek::parse(argv).map(drop)),
+        "TOWN.RECLAIM" => done(town::reclaim::parse(argv).map(drop)),
+        "TOWN.BROADCAST" => done(town::broadcast::parse(argv).map(drop)),
+        "TOWN.AGENT" => done(town::agent::parse(argv).map(drop)),
+        "TOWN.TASK" => done(town::task::parse(argv).map(drop)),
+        "TOWN.BACKLOG" => done(town::backlog::parse(argv).map(drop)),
+        "TOWN.ACTIVITY" => done(town::activity::parse(argv).map(drop)),
+        _ => None,
+    }
+}
+
+/// Every registered command: its name and arity as Redis counts it
+/// (with the name; negative: at least that many).
+pub fn commands() -> Vec<(&'static str, i32)> {
+    crate::commands::all().into_iter().map(|spec| (spec.name, spec.arity)).collect()
+}
+
+/// The readers the commands' parse steps are made of, `which` choosing
+/// one (modulo their number), each alone on `argv`: reached here without
+/// the argument before them having to be valid.
+pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
+    let mut a = Args::new(argv);
+    let result: Result<(), CommandError> = match which % 12 {
+        0 => dreams::organization(&mut a).map(drop),
+        1 => dreams::region(&mut a).map(drop),
+        2 => dreams::trigger(&mut a).map(drop),
+        3 => dreams::lease_secs(&mut a).map(drop),
+        4 => dreams::record::delivery(&mut a).map(drop),
+        5 => town::town(&mut a).map(drop),
+        6 => town::id(&mut a, "agent id").map(drop),
+        7 => town::subcommand(&mut a, "TOWN.AGENT", &["SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT"])
+            .map(drop),
+        8 => crate::town::fields::FieldSet::parse(argv).map(drop).map_err(CommandError::err),
+        9 => crate::town::agent::Counter::parse(argv.first().copied().unwrap_or_default())
+            .map(drop)
+            .ok_or_else(|| CommandError::err("the counter must be ROUNDS or TASKS")),
+        10 => a.unsigned("count", i64::MAX as u64).map(drop),
+        _ => a.signed("UTC offset (minutes)", i64::MIN, i64::MAX).map(drop),
+    };
+    result.map_err(|error| error.message().to_owned())
+}
+
+/// `parse_unsigned` of the argument reader.
+pub fn parse_unsigned(bytes: &[u8], max: u64) -> Option<u64> {
+    args::parse_unsigned(bytes, max)
+}
+
+/// `parse_signed` of the argument reader.
+pub fn parse_signed(bytes: &[u8]) -> Option<i64> {
+    args::parse_signed(bytes)
+}
+
+/// A blocking timeout (seconds, decimal) in milliseconds, or the error.
+pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, String> {
+    args::parse_timeout_ms(bytes).map_err(|error| error.message().to_owned())
+}
+
+/// The module-load arguments (`loadmodule ... name value ...`).
+pub fn module_args(argv: &[&[u8]]) -> Result<(), String> {
+    crate::module::config::check_module_args(argv)
+}
+
+/// When a drainer waiting on a deferral scored `score` wakes (unix ms).
+pub fn drain_due_after(score: f64, now_secs: i64) -> Option<i64> {
+    dreams::drain::due_after(score, now_secs)
+}
