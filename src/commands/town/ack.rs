@@ -7,7 +7,8 @@ use super::expiry::{open_leases, RedisMail};
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::town::lease::acknowledge;
@@ -30,11 +31,19 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let agent = id(&mut args, "agent id")?;
     let wanted = args.required("message id")?;
     args.end()?;
-    let mut mail = RedisMail::open(session, &keys, &agent)?;
-    let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
+    let removed = acknowledge_now(session, &keys, &agent, wanted)?;
+    Ok(Reply::Integer(i64::from(removed)))
+}
+
+/// Acknowledge `agent`'s message `wanted`: what `TOWN.ACK` and the `ACK`
+/// clause of `TOWN.RECV` both do. Every key is checked (ACL, type) before
+/// the first write. Whether a message was removed.
+pub fn acknowledge_now(session: &Session, keys: &TownKeys, agent: &str, wanted: &[u8]) -> Result<bool, CommandError> {
+    let mut mail = RedisMail::open(session, keys, agent)?;
+    let mut leases = open_leases(session, keys, agent, Access::Write)?;
     let removed = acknowledge(&mut mail, &mut leases, wanted);
     if removed {
         stats::TOWN_ACKED.bump();
     }
-    Ok(Reply::Integer(i64::from(removed)))
+    Ok(removed)
 }
