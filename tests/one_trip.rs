@@ -175,6 +175,7 @@ fn the_acknowledgement_stands_when_the_drain_times_out_or_the_client_disconnects
 #[test]
 fn a_blocked_one_trip_call_is_served_with_its_acknowledgement_in_the_reply() {
     let server = Server::start();
+    let replica = server.start_replica();
     let mut con = server.connect();
     let org = tenant("onetrip-served");
     let mut dreams = Dreams::new(&mut con, &org);
@@ -193,6 +194,7 @@ fn a_blocked_one_trip_call_is_served_with_its_acknowledgement_in_the_reply() {
     assert_eq!(dreams.processing(), [next.clone()]);
     let leases: Vec<Vec<u8>> = redis::cmd("ZRANGE").arg(format!("exocortex:dreams:{{{org}}}:leases")).arg(0).arg(-1).query(dreams.con).unwrap();
     assert_eq!(leases, [next], "the served item is leased, the acknowledged one is not");
+    wait_same_digest(&server, &replica);
 }
 
 #[test]
