@@ -29,7 +29,8 @@ use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::lease::{deadline, grant};
 use crate::dreams::drain::{drain, DrainPolicy};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
-use crate::dreams::region::QueueKeys;
+use crate::dreams::region::{QueueKey, QueueKeys};
+use super::queue_names::queue_names;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::KeyKind;
@@ -182,6 +183,19 @@ fn open_keys(session: &Session, request: &DrainRequest<'_>) -> Result<(RedisQueu
     Ok((queue, leases))
 }
 
+/// Check (ACL, then type) the keys a drain writes that the
+/// acknowledgement does not check before it writes: the ready list, the
+/// deferred set and the dead-letter list. (It checks the in-flight list and
+/// the lease set, the other keys a drain, leased or not, uses.)
+fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
+    let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Dead]);
+    let [ready, deferred, dead] = session.check_strings(names, Access::Write)?;
+    session.open_checked(ready, Access::Read).require(KeyKind::List)?;
+    session.open_checked(deferred, Access::Read).require(KeyKind::ZSet)?;
+    session.open_checked(dead, Access::Read).require(KeyKind::List)?;
+    Ok(())
+}
+
 /// Drain now, up to `COUNT` items (one without it): the payloads that
 /// should run, each moved in flight and leased as one drain would.
 fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8>>, CommandError> {
@@ -223,9 +237,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
     let (before, drain_argv) = match &request.ack {
         Some((ack, at)) => {
-            // The drain's keys are checked before the acknowledgement
-            // writes; the acknowledgement checks its own first.
-            drop(open_keys(session, &request)?);
+            // Every key of both halves is checked before the
+            // acknowledgement writes: those only the drain uses here, the
+            // rest by the acknowledgement itself, first.
+            check_beyond_ack(session, request.org)?;
             let acked = ack::acknowledge_now(session, ack)?;
             (Some(acked), argv.get(..*at).unwrap_or(argv))
         }

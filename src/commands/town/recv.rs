@@ -194,9 +194,12 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
     let before = match &request.ack {
         Some((wanted, _)) => {
-            // The receive's keys are checked before the acknowledgement
-            // writes; the acknowledgement checks its own first.
-            drop(open_keys(session, &request)?);
+            // Every key of both halves is checked before the
+            // acknowledgement writes: those only the receive uses here
+            // (the urgent inbox, the mailbox index), the rest (inbox,
+            // pending list, lease set) by the acknowledgement itself, first.
+            open_list(session, &request.keys.urgent(&request.agent), Access::Write)?;
+            IdIndex::mailboxes(session, &request.keys, Access::Write)?;
             let removed = ack::acknowledge_now(session, &request.keys, &request.agent, wanted)?;
             Some(Reply::Integer(i64::from(removed)))
         }
