@@ -14,6 +14,19 @@
 //!   `BLMOVE` of a payload of the same size into an in-flight list, then
 //!   `LREM` of it, native commands that count and check nothing.
 //!
+//! - `dreams-module-onetrip`: `DREAMS.DRAIN ... ACK <last payload>` per
+//!   item (1 round trip: acknowledge the last, take the next).
+//! - `dreams-module-count10`: `DREAMS.DRAIN ... COUNT 10`, then the ten
+//!   `DREAMS.ACK`s pipelined (2 round trips per 10 items).
+//!
+//! - `agent-onetrip`: `TOWN.RECV ... RELIABLE ACK <last id>` per message
+//!   (1 round trip); `agent-twotrip`: `TOWN.RECV ... RELIABLE` + `TOWN.ACK`;
+//!   `agent-docket`: tinytown's reliable receive and acknowledgement, its
+//!   docket's `XREADGROUP ... COUNT 1 BLOCK` + `XACK`; `agent-native`: the
+//!   floor of any two-trip reliable receive, `BLMOVE` + `LREM` of the
+//!   message. `--consumers` consumers of one agent's messages, prefilled
+//!   (untimed) with `--items` tinytown messages.
+//!
 //! - `town-reclaim-module` / `town-reclaim-seed`: move a dead agent's
 //!   10,000 messages to another agent: one `TOWN.RECLAIM`, or the seed's
 //!   LPOP-until-nil then LPUSH/RPUSH of each (20,001 round trips). `--items`
@@ -459,53 +472,24 @@ fn consume_seed(conn: &mut Conn, org: &str, scripts: &SeedScripts, ids: &mut u64
     }
 }
 
-fn run_dreams(o: &Options) -> Result<(), String> {
-    let (seed, lease, native) = match o.mode.as_str() {
-        "dreams-module" => (false, false, false),
-        "dreams-module-lease" => (false, true, false),
-        "dreams-seed" => (true, false, false),
-        "dreams-native" => (false, false, true),
-        other => {
-            return Err(format!(
-                "unknown mode {other:?} (dreams-module, dreams-module-lease, dreams-seed, dreams-native)"
-            ))
-        }
-    };
-    let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
-    let scripts = if seed {
-        let record = load_script(&mut setup, &o.lua_dir, "record_write.lua")?;
-        prefill_seed(&mut setup, o, &record)?;
-        Some(SeedScripts {
-            promote: load_script(&mut setup, &o.lua_dir, "promote_deferred.lua")?,
-            acknowledge: load_script(&mut setup, &o.lua_dir, "acknowledge.lua")?,
-        })
-    } else if native {
-        prefill_native(&mut setup, o)?;
-        None
-    } else {
-        prefill_module(&mut setup, o)?;
-        None
-    };
-    let scripts = Arc::new(scripts);
+/// A consumer's whole loop: it claims items from the shared counter until
+/// `items` are claimed, on its own connection.
+type Consumer = Box<dyn FnOnce(&mut Conn, &AtomicU64, u64) -> Result<(), String> + Send>;
+
+/// Run one consumer per `make(worker)` on its own connection, all started
+/// together; print the mode's line (wall clock, server CPU).
+fn drive(o: &Options, round_trips: &str, make: impl Fn(u64) -> Consumer) -> Result<(), String> {
     let claimed = Arc::new(AtomicU64::new(0));
     let start = Arc::new(Barrier::new(o.consumers as usize + 1));
     let mut workers = Vec::new();
     for worker in 0..o.consumers {
         let mut conn = Conn::open(o.port).map_err(|e| e.to_string())?;
         conn.call(&[b"PING"])?;
-        let (scripts, claimed, start) = (scripts.clone(), claimed.clone(), start.clone());
-        let (org, items) = (o.org.clone(), o.items);
+        let (claimed, start, items) = (claimed.clone(), start.clone(), o.items);
+        let consume = make(worker);
         workers.push(thread::spawn(move || -> Result<(), String> {
-            let mut ids = 0x2545_f491_4f6c_dd1du64.wrapping_add(worker + 1);
             start.wait();
-            while claimed.fetch_add(1, Ordering::Relaxed) < items {
-                match scripts.as_ref() {
-                    Some(scripts) => consume_seed(&mut conn, &org, scripts, &mut ids)?,
-                    None if native => consume_native(&mut conn)?,
-                    None => consume_module(&mut conn, &org, lease)?,
-                }
-            }
-            Ok(())
+            consume(&mut conn, &claimed, items)
         }));
     }
     let cpu_before = o.server_pid.and_then(cpu_secs);
@@ -527,7 +511,6 @@ fn run_dreams(o: &Options) -> Result<(), String> {
     if let Some(e) = failure {
         return Err(e);
     }
-    let round_trips = if seed { 4 } else { 2 };
     println!(
         "mode={} consumers={} items={} seconds={seconds:.4} ops_per_sec={:.1} server_cpu_secs={cpu:.4} round_trips_per_item={round_trips}",
         o.mode,
@@ -536,6 +519,157 @@ fn run_dreams(o: &Options) -> Result<(), String> {
         o.items as f64 / seconds
     );
     Ok(())
+}
+
+/// Repeat `one` while items remain to claim.
+fn each_item(claimed: &AtomicU64, items: u64, mut one: impl FnMut() -> Result<(), String>) -> Result<(), String> {
+    while claimed.fetch_add(1, Ordering::Relaxed) < items {
+        one()?;
+    }
+    Ok(())
+}
+
+/// The outcome word of a `[outcome, memories, edges]` acknowledgement.
+fn ack_outcome(reply: &Reply) -> Option<&str> {
+    match reply {
+        Reply::Array(items) => match items.first() {
+            Some(Reply::Status(outcome)) => Some(outcome),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// One consumer of `dreams-module-onetrip`: the first item by a plain
+/// drain, then one `DREAMS.DRAIN ... ACK <last>` per item (one round trip
+/// acknowledging the last and taking the next); the last item is
+/// acknowledged alone when none is left to claim.
+fn consume_module_onetrip(conn: &mut Conn, org: &str, claimed: &AtomicU64, items: u64) -> Result<(), String> {
+    let mut last: Option<Vec<u8>> = None;
+    while claimed.fetch_add(1, Ordering::Relaxed) < items {
+        let next = match &last {
+            None => conn.call(&[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET"])?.bulk()?,
+            Some(done) => {
+                let reply = conn.call(&[
+                    b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET", b"ACK", done, b"SUCCESS", b"NODE",
+                    NODE.as_bytes(),
+                ])?;
+                let mut halves = reply.array()?.into_iter();
+                let (Some(acked), Some(next)) = (halves.next(), halves.next()) else {
+                    return Err("DRAIN ... ACK replied no pair".into());
+                };
+                if ack_outcome(&acked) != Some("acknowledged") {
+                    return Err(format!("DRAIN ... ACK acknowledged {acked:?}"));
+                }
+                next.bulk()?
+            }
+        };
+        last = Some(next);
+    }
+    if let Some(done) = last {
+        let acked = conn.call(&[b"DREAMS.ACK", org.as_bytes(), &done, b"SUCCESS", b"NODE", NODE.as_bytes()])?;
+        if ack_outcome(&acked) != Some("acknowledged") {
+            return Err(format!("DREAMS.ACK replied {acked:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The batch of `dreams-module-count10`.
+const BATCH: u64 = 10;
+
+/// One consumer of `dreams-module-count10`: `DREAMS.DRAIN ... COUNT 10`,
+/// then the batch's ten `DREAMS.ACK`s pipelined (two round trips per ten
+/// items).
+fn consume_module_batch(conn: &mut Conn, org: &str, claimed: &AtomicU64, items: u64) -> Result<(), String> {
+    loop {
+        let from = claimed.fetch_add(BATCH, Ordering::Relaxed);
+        if from >= items {
+            return Ok(());
+        }
+        let wanted = BATCH.min(items - from).to_string();
+        let batch = conn.call(&[b"DREAMS.DRAIN", org.as_bytes(), b"5", b"NOQUIET", b"COUNT", wanted.as_bytes()])?.array()?;
+        if batch.len().to_string() != wanted {
+            return Err(format!("DRAIN COUNT {wanted} gave {}", batch.len()));
+        }
+        let payloads = batch.into_iter().map(Reply::bulk).collect::<Result<Vec<_>, _>>()?;
+        for payload in &payloads {
+            conn.send(&[b"DREAMS.ACK", org.as_bytes(), payload, b"SUCCESS", b"NODE", NODE.as_bytes()])
+                .map_err(|e| e.to_string())?;
+        }
+        conn.flush().map_err(|e| e.to_string())?;
+        for _ in &payloads {
+            let acked = conn.read()?;
+            if ack_outcome(&acked) != Some("acknowledged") {
+                return Err(format!("DREAMS.ACK replied {acked:?}"));
+            }
+        }
+    }
+}
+
+fn run_dreams(o: &Options) -> Result<(), String> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Module { lease: bool },
+        OneTrip,
+        Batch,
+        Seed,
+        Native,
+    }
+    let kind = match o.mode.as_str() {
+        "dreams-module" => Kind::Module { lease: false },
+        "dreams-module-lease" => Kind::Module { lease: true },
+        "dreams-module-onetrip" => Kind::OneTrip,
+        "dreams-module-count10" => Kind::Batch,
+        "dreams-seed" => Kind::Seed,
+        "dreams-native" => Kind::Native,
+        other => {
+            return Err(format!(
+                "unknown mode {other:?} (dreams-module, dreams-module-lease, dreams-module-onetrip, \
+                 dreams-module-count10, dreams-seed, dreams-native)"
+            ))
+        }
+    };
+    let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
+    let scripts = match kind {
+        Kind::Seed => {
+            let record = load_script(&mut setup, &o.lua_dir, "record_write.lua")?;
+            prefill_seed(&mut setup, o, &record)?;
+            Some(SeedScripts {
+                promote: load_script(&mut setup, &o.lua_dir, "promote_deferred.lua")?,
+                acknowledge: load_script(&mut setup, &o.lua_dir, "acknowledge.lua")?,
+            })
+        }
+        Kind::Native => {
+            prefill_native(&mut setup, o)?;
+            None
+        }
+        _ => {
+            prefill_module(&mut setup, o)?;
+            None
+        }
+    };
+    let scripts = Arc::new(scripts);
+    let round_trips = match kind {
+        Kind::Seed => "4",
+        Kind::OneTrip => "1",
+        Kind::Batch => "0.2",
+        _ => "2",
+    };
+    drive(o, round_trips, |worker| {
+        let (scripts, org) = (scripts.clone(), o.org.clone());
+        Box::new(move |conn: &mut Conn, claimed: &AtomicU64, items: u64| {
+            let mut ids = 0x2545_f491_4f6c_dd1du64.wrapping_add(worker + 1);
+            match (kind, scripts.as_ref()) {
+                (Kind::OneTrip, _) => consume_module_onetrip(conn, &org, claimed, items),
+                (Kind::Batch, _) => consume_module_batch(conn, &org, claimed, items),
+                (Kind::Seed, Some(scripts)) => each_item(claimed, items, || consume_seed(conn, &org, scripts, &mut ids)),
+                (Kind::Native, _) => each_item(claimed, items, || consume_native(conn)),
+                (Kind::Module { lease }, _) => each_item(claimed, items, || consume_module(conn, &org, lease)),
+                (Kind::Seed, None) => Err("the seed's scripts are not loaded".into()),
+            }
+        })
+    })
 }
 
 // ---------------------------------------------------------------- Town
@@ -941,10 +1075,156 @@ fn run_handoff(o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- agent loops
+
+/// The agent whose inbox the `agent-*` loops drain.
+const LOOP_AGENT: &str = "worker-1";
+/// tinytown's docket stream and consumer group (`docket_tasks_key`,
+/// `DOCKET_GROUP`).
+const DOCKET: &str = "tt:bench:docket:tasks";
+const DOCKET_GROUP: &str = "workers";
+/// The lists of `agent-native`.
+const AGENT_NATIVE_INBOX: &str = "bench:agent:inbox";
+const AGENT_NATIVE_PENDING: &str = "bench:agent:pending";
+
+/// The id of a message made by [`town_message`].
+fn message_id(message: &[u8]) -> Result<String, String> {
+    let text = std::str::from_utf8(message).map_err(|e| e.to_string())?;
+    json_string(text, "id").map(str::to_owned).ok_or_else(|| format!("a message without id: {text}"))
+}
+
+/// The messages of a run, and where each loop finds them (untimed).
+fn prefill_agent(conn: &mut Conn, o: &Options) -> Result<(), String> {
+    let mut ids = 0x5851_f42d_4c95_7f2du64;
+    let commands: Vec<Vec<Vec<u8>>> = (0..o.items)
+        .map(|i| {
+            let message = town_message(i, LOOP_AGENT, &mut ids);
+            match o.mode.as_str() {
+                "agent-docket" => {
+                    let task = fake_uuid(&mut ids);
+                    args(&["XADD", DOCKET, "*", "task_id", &task, "type", "task_assign", "message", &message,
+                           "priority", "normal", "from", "lead", "to", LOOP_AGENT, "timestamp",
+                           "2025-01-01T09:00:00+00:00"])
+                }
+                "agent-native" => args(&["RPUSH", AGENT_NATIVE_INBOX, &message]),
+                _ => args(&["TOWN.SEND", TOWN, &message]),
+            }
+        })
+        .collect();
+    if o.mode == "agent-docket" {
+        town_pipelined(conn, &[args(&["XGROUP", "CREATE", DOCKET, DOCKET_GROUP, "0", "MKSTREAM"])])?;
+    }
+    town_pipelined(conn, &commands).map(|_| ())
+}
+
+/// The single message of a receive's reply (`[message]`).
+fn one_message(reply: Reply) -> Result<Vec<u8>, String> {
+    let mut messages = reply.array()?;
+    match (messages.pop(), messages.is_empty()) {
+        (Some(message), true) => message.bulk(),
+        _ => Err("a receive gave other than one message".into()),
+    }
+}
+
+/// One consumer of `agent-onetrip`: `TOWN.RECV ... RELIABLE ACK <last id>`
+/// per message (the first by a plain reliable receive, the last id
+/// acknowledged alone).
+fn consume_agent_onetrip(conn: &mut Conn, claimed: &AtomicU64, items: u64) -> Result<(), String> {
+    let recv = [b"TOWN.RECV".as_slice(), TOWN.as_bytes(), LOOP_AGENT.as_bytes(), b"BLOCK", b"5", b"RELIABLE"];
+    let mut last: Option<String> = None;
+    while claimed.fetch_add(1, Ordering::Relaxed) < items {
+        let message = match &last {
+            None => one_message(conn.call(&recv)?)?,
+            Some(id) => {
+                let mut argv = recv.to_vec();
+                argv.extend([b"ACK".as_slice(), id.as_bytes()]);
+                let mut halves = conn.call(&argv)?.array()?.into_iter();
+                let (Some(acked), Some(next)) = (halves.next(), halves.next()) else {
+                    return Err("RECV ... ACK replied no pair".into());
+                };
+                if acked != Reply::Int(1) {
+                    return Err(format!("RECV ... ACK acknowledged {acked:?}"));
+                }
+                one_message(next)?
+            }
+        };
+        last = Some(message_id(&message)?);
+    }
+    if let Some(id) = last {
+        conn.call(&[b"TOWN.ACK", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), id.as_bytes()])?.int()?;
+    }
+    Ok(())
+}
+
+/// One message of `agent-twotrip`: `TOWN.RECV ... RELIABLE`, `TOWN.ACK`.
+fn consume_agent_twotrip(conn: &mut Conn) -> Result<(), String> {
+    let message = one_message(conn.call(&[b"TOWN.RECV", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), b"BLOCK", b"5", b"RELIABLE"])?)?;
+    let id = message_id(&message)?;
+    match conn.call(&[b"TOWN.ACK", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), id.as_bytes()])?.int()? {
+        1 => Ok(()),
+        n => Err(format!("TOWN.ACK removed {n}")),
+    }
+}
+
+/// One entry of `agent-docket`: tinytown's reliable receive and
+/// acknowledgement, `docket_read` (XREADGROUP ... COUNT 1 BLOCK) then
+/// `docket_ack` (XACK).
+fn consume_agent_docket(conn: &mut Conn, consumer: &str) -> Result<(), String> {
+    let reply = conn.call(&[b"XREADGROUP", b"GROUP", DOCKET_GROUP.as_bytes(), consumer.as_bytes(), b"COUNT", b"1",
+                            b"BLOCK", b"5000", b"STREAMS", DOCKET.as_bytes(), b">"])?;
+    // [[stream, [[id, fields]]]]
+    let id = (|| {
+        let stream = reply.array().ok()?.into_iter().next()?.array().ok()?;
+        let entry = stream.into_iter().nth(1)?.array().ok()?.into_iter().next()?.array().ok()?;
+        entry.into_iter().next()?.bulk().ok()
+    })()
+    .ok_or("XREADGROUP gave no entry")?;
+    match conn.call(&[b"XACK", DOCKET.as_bytes(), DOCKET_GROUP.as_bytes(), &id])?.int()? {
+        1 => Ok(()),
+        n => Err(format!("XACK acknowledged {n}")),
+    }
+}
+
+/// One message of `agent-native`: the floor of any two-trip reliable
+/// receive, `BLMOVE` into a pending list then `LREM` of it.
+fn consume_agent_native(conn: &mut Conn) -> Result<(), String> {
+    let message = conn
+        .call(&[b"BLMOVE", AGENT_NATIVE_INBOX.as_bytes(), AGENT_NATIVE_PENDING.as_bytes(), b"LEFT", b"RIGHT", b"5"])?
+        .bulk()?;
+    match conn.call(&[b"LREM", AGENT_NATIVE_PENDING.as_bytes(), b"1", &message])?.int()? {
+        1 => Ok(()),
+        n => Err(format!("LREM removed {n}")),
+    }
+}
+
+/// The Town consumer loops (`agent-onetrip`, `agent-twotrip`,
+/// `agent-docket`, `agent-native`), `--consumers` of them on one agent.
+fn run_agent(o: &Options) -> Result<(), String> {
+    let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
+    prefill_agent(&mut setup, o)?;
+    let round_trips = if o.mode == "agent-onetrip" { "1" } else { "2" };
+    let mode = o.mode.clone();
+    drive(o, round_trips, |worker| {
+        let mode = mode.clone();
+        Box::new(move |conn: &mut Conn, claimed: &AtomicU64, items: u64| match mode.as_str() {
+            "agent-onetrip" => consume_agent_onetrip(conn, claimed, items),
+            "agent-twotrip" => each_item(claimed, items, || consume_agent_twotrip(conn)),
+            "agent-docket" => {
+                let consumer = format!("worker-{worker}");
+                each_item(claimed, items, || consume_agent_docket(conn, &consumer))
+            }
+            "agent-native" => each_item(claimed, items, || consume_agent_native(conn)),
+            other => Err(format!("unknown mode {other:?} (agent-onetrip, agent-twotrip, agent-docket, agent-native)")),
+        })
+    })
+}
+
 fn main() {
     let result = options().and_then(|o| {
         if o.mode.starts_with("handoff-") {
             run_handoff(&o)
+        } else if o.mode.starts_with("agent-") {
+            run_agent(&o)
         } else if o.mode.starts_with("town-") {
             run_town(&o)
         } else {

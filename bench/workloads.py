@@ -302,7 +302,7 @@ GROWTH_HINCRBY = ["HINCRBY", "bench:h:__rand_int__", "memories", "1"]
 GROWTH_FILL_LUA = """
 local n = tonumber(ARGV[2])
 for i = 0, n - 1 do
-  local key = ARGV[1] .. string.format('%012d', i)
+  local key = ARGV[1] .. string.format('%012d', i) .. (ARGV[5] or '')
   if ARGV[3] == 'region' then
     redis.call('HSET', key, 'memories', '0', 'edges', '0', 'last_success', ARGV[4])
   else
@@ -314,9 +314,9 @@ return n
 GROWTH_REGION_PREFIX = f"exocortex:dreams:{{{ORG}}}:counters:{MEMORY_TYPE}:r:"
 
 
-def _growth_fill(prefix, count, shape):
+def _growth_fill(prefix, count, shape, suffix=""):
     def setup(client, requests):
-        client.call("EVAL", GROWTH_FILL_LUA, "0", prefix, str(count), shape, str(int(time.time())))
+        client.call("EVAL", GROWTH_FILL_LUA, "0", prefix, str(count), shape, str(int(time.time())), suffix)
 
     return setup
 
@@ -348,6 +348,111 @@ class Growth:
 
 GROWTH = [Growth("DREAMS.RECORD over {} regions", "HINCRBY over {} keys")]
 
+
+# ---------------------------------------------------------------- 10,000 regions (issue 21)
+
+# The seed-ratio rows of RECORD, RECORD EVENT and FIRE again, each call on a
+# random one of 10,000 regions (a deployment's keyspace rather than one hot
+# region), every region created before the run (untimed) for module and
+# seed alike. redis-benchmark draws each `__rand_int__` of a command on its
+# own: the Lua's KEYS (counters, event set) and its ARGV project may name
+# different regions. On the measured paths (accumulated; queued) ARGV's
+# project is only copied into a payload, but RECORD EVENT's Lua touches the
+# counters of one region and the event set of another (two cold keys where
+# the module touches one region's two).
+REGIONS = 10_000
+REGIONS_SUFFIX = f" over {REGIONS:,} regions"
+REGION_PROJECT = "r:__rand_int__"
+SEED_REGION_PREFIX = f'exocortex:dreams:counters:{{"org":"{ORG}","project":"r:'
+SEED_REGION_SUFFIX = f'","memory_type":{MEMORY_TYPE}}}'
+SEED_REGION_COUNTERS = f"{SEED_REGION_PREFIX}__rand_int__{SEED_REGION_SUFFIX}"
+
+
+def _regions_fill(client, requests):
+    _growth_fill(GROWTH_REGION_PREFIX, REGIONS, "region")(client, requests)
+    _growth_fill(SEED_REGION_PREFIX, REGIONS, "region", SEED_REGION_SUFFIX)(client, requests)
+
+
+def _over_regions(command, project_at, counters_at=None, events_at=None):
+    command = list(command)
+    command[project_at] = REGION_PROJECT
+    if counters_at is not None:
+        command[counters_at] = SEED_REGION_COUNTERS
+    if events_at is not None:
+        command[events_at] = f"{SEED_REGION_COUNTERS}:processed-events"
+    return command
+
+
+REGION_NOTE = f"a random one of {REGIONS:,} regions per call, all created before the run"
+REGION_FIRE_PAYLOAD = FIRE_PAYLOAD.replace(f'"project":"{PROJECT}"', f'"project":"{REGION_PROJECT}"')
+REGION_ROWS = [
+    Bench("DREAMS.RECORD" + REGIONS_SUFFIX, _over_regions(RECORD, 2), random_keyspace=REGIONS, setup=_regions_fill,
+          expect=_counted("accumulated"), note=REGION_NOTE),
+    Bench("RECORD_WRITE Lua (EVALSHA)" + REGIONS_SUFFIX, _over_regions(RECORD_LUA, 17, counters_at=4),
+          random_keyspace=REGIONS, setup=_regions_fill, expect=_lua_record_accumulated),
+    Bench("DREAMS.RECORD EVENT" + REGIONS_SUFFIX, _over_regions(RECORD_EVENT, 2), random_keyspace=REGIONS,
+          setup=_regions_fill, expect=_counted("accumulated"), note=REGION_NOTE + "; random event id per call"),
+    Bench("RECORD_WRITE Lua (EVALSHA) generation 1" + REGIONS_SUFFIX,
+          _over_regions(RECORD_EVENT_LUA, 17, counters_at=4, events_at=7), random_keyspace=REGIONS,
+          setup=_regions_fill, expect=_lua_record_accumulated),
+    Bench("DREAMS.FIRE" + REGIONS_SUFFIX, _over_regions(FIRE, 2), random_keyspace=REGIONS, setup=_regions_fill,
+          expect=_queued, verify=_module_ready_holds, note=FIRE_NOTE + "; " + REGION_NOTE),
+    Bench("ENQUEUE_BOUNDED Lua (EVALSHA)" + REGIONS_SUFFIX, FIRE_LUA[:-1] + [REGION_FIRE_PAYLOAD],
+          random_keyspace=REGIONS, setup=_regions_fill, expect=lambda r: r == 1, verify=_list_holds(SEED_QUEUE)),
+]
+
+# ---------------------------------------------------------------- one trip per item (issue 21)
+
+ONE_TRIP_NOTE = "DREAMS.DRAIN ... ACK <last payload>: acknowledge the last and take the next in one round trip"
+BATCH_NOTE = "DREAMS.DRAIN ... COUNT 10, then the ten DREAMS.ACKs pipelined: 2 round trips per 10 items"
+AGENT_NOTE = "one agent's inbox prefilled (untimed) with tinytown messages; per message, reliable receive + ack"
+ONE_TRIP_ROWS = [
+    row
+    for consumers in (1, 8)
+    for row in (
+        Loop(f"DREAMS.DRAIN...ACK one trip, {consumers} consumer{'s' if consumers > 1 else ''}",
+             "dreams-module-onetrip", consumers, note=ONE_TRIP_NOTE),
+        Loop(f"DREAMS.DRAIN COUNT 10+ACKs, {consumers} consumer{'s' if consumers > 1 else ''}",
+             "dreams-module-count10", consumers, note=BATCH_NOTE),
+        Loop(f"TOWN.RECV...ACK one trip, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-onetrip",
+             consumers, note="TOWN.RECV ... RELIABLE ACK <last id>: " + AGENT_NOTE),
+        Loop(f"TOWN.RECV RELIABLE+TOWN.ACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-twotrip",
+             consumers, note=AGENT_NOTE),
+        Loop(f"tinytown XREADGROUP+XACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-docket",
+             consumers, note="tinytown's reliable receive and acknowledge: its docket's docket_read + docket_ack"),
+        Loop(f"native BLMOVE+LREM message, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-native",
+             consumers, note="floor: any two round trips per item (a 200-byte tinytown message)"),
+    )
+]
+
+
+def _consumers(n):
+    return f"{n} consumer{'s' if n > 1 else ''}"
+
+
+# Issue 21: the one-trip loops against the seeds (>= 2.8x by server CPU per
+# item) and against the native two-trip floor (module / native >= 1: no
+# more server CPU per item); the batch against one at a time.
+ONE_TRIP_TARGETS = [
+    t
+    for n in (1, 8)
+    for t in (
+        Target(f"DREAMS.DRAIN...ACK one trip, {_consumers(n)}", f"seed drain()+acknowledge(), {_consumers(n)}", 2.8,
+               extra={"by_cpu": True}),
+        Target(f"DREAMS.DRAIN...ACK one trip, {_consumers(n)}", f"native BLMOVE+LREM, {_consumers(n)}", 1.0,
+               label=f"module one-trip / native two-trip (BLMOVE+LREM), {_consumers(n)}", extra={"by_cpu": True}),
+        Target(f"DREAMS.DRAIN...ACK one trip, {_consumers(n)}", f"DREAMS.DRAIN+ACK, {_consumers(n)}", None,
+               extra={"by_cpu": True}),
+        Target(f"DREAMS.DRAIN COUNT 10+ACKs, {_consumers(n)}", f"DREAMS.DRAIN+ACK, {_consumers(n)}", None,
+               label=f"DRAIN COUNT 10 (+ACKs) / one at a time (DRAIN+ACK), {_consumers(n)}", extra={"by_cpu": True}),
+        Target(f"TOWN.RECV...ACK one trip, {_consumers(n)}", f"tinytown XREADGROUP+XACK, {_consumers(n)}", 2.8,
+               extra={"by_cpu": True}),
+        Target(f"TOWN.RECV...ACK one trip, {_consumers(n)}", f"native BLMOVE+LREM message, {_consumers(n)}", 1.0,
+               label=f"Town module one-trip / native two-trip (BLMOVE+LREM), {_consumers(n)}", extra={"by_cpu": True}),
+        Target(f"TOWN.RECV...ACK one trip, {_consumers(n)}", f"TOWN.RECV RELIABLE+TOWN.ACK, {_consumers(n)}", None,
+               extra={"by_cpu": True}),
+    )
+]
 
 # ---------------------------------------------------------------- hand-off (issue 9)
 
@@ -411,6 +516,8 @@ WORKLOADS = (
         Loop("seed drain()+acknowledge(), 8 consumers", "dreams-seed", 8),
         Loop("native BLMOVE+LREM, 8 consumers", "dreams-native", 8, note=NATIVE_LOOP_NOTE),
     ]
+    + REGION_ROWS
+    + ONE_TRIP_ROWS
     + TOWN_ROWS
     + _growth_rows()
     + CLUSTER_ROWS
@@ -442,6 +549,11 @@ TARGETS = [
     Target("native BLMOVE+LREM, 8 consumers", "seed drain()+acknowledge(), 8 consumers", None, extra=ISSUE_12),
     Target("DREAMS.DRAIN+ACK, 1 consumer", "native BLMOVE+LREM, 1 consumer", None, extra=ISSUE_12),
     Target("DREAMS.DRAIN+ACK, 8 consumers", "native BLMOVE+LREM, 8 consumers", None, extra=ISSUE_12),
+    Target("DREAMS.RECORD" + REGIONS_SUFFIX, "RECORD_WRITE Lua (EVALSHA)" + REGIONS_SUFFIX, 5.0, extra=ISSUE_12),
+    Target("DREAMS.RECORD EVENT" + REGIONS_SUFFIX, "RECORD_WRITE Lua (EVALSHA) generation 1" + REGIONS_SUFFIX, 4.0,
+           extra=ISSUE_12),
+    Target("DREAMS.FIRE" + REGIONS_SUFFIX, "ENQUEUE_BOUNDED Lua (EVALSHA)" + REGIONS_SUFFIX, 2.0, extra=ISSUE_12),
+] + ONE_TRIP_TARGETS + [
     Target("DREAMS.RECORD", "HINCRBY", None),
     Target("DREAMS.FIRE", "RPUSH", None),
     Target("DREAMS.RECORD [P=1]", "RECORD_WRITE Lua (EVALSHA) [P=1]", None),

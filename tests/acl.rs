@@ -287,6 +287,7 @@ fn every_command(org: &str, payload: &str) -> Vec<Vec<String>> {
         vec!["DREAMS.COUNTERS", org, "web", "3"],
         vec!["DREAMS.ACK", org, payload, "SUCCESS", "TRIGGER", "100", "100", "0", "1000000"],
         vec!["DREAMS.DRAIN", org, "0.1", "NOQUIET"],
+        vec!["DREAMS.DRAIN", org, "0.1", "NOQUIET", "COUNT", "2", "ACK", payload, "FAILURE"],
         vec!["DREAMS.RECOVER", org],
     ];
     owned(calls)
@@ -324,6 +325,7 @@ fn every_town_command(town: &str) -> Vec<Vec<String>> {
         vec!["TOWN.RECV", town, "a", "COUNT", "2", "RELIABLE"],
         vec!["TOWN.RECV", town, "a", "BLOCK", "0.1"],
         vec!["TOWN.ACK", town, "a", "u1"],
+        vec!["TOWN.RECV", town, "a", "RELIABLE", "ACK", "m1"],
         vec!["TOWN.REQUEUE", town, "a"],
         vec!["TOWN.RECLAIM", town, "a", "c"],
         vec!["TOWN.BROADCAST", town, r#"{"id":"b1","type":"shutdown"}"#],

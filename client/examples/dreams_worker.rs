@@ -1,5 +1,7 @@
 //! A Dreams worker: recover what a previous owner left in flight, then
-//! drain → run → acknowledge until Ctrl-C or after N items.
+//! drain → run → acknowledge until Ctrl-C or after N items, one round trip
+//! per item (`DREAMS.DRAIN ... ACK`: each acknowledgement also takes the
+//! next fire).
 //!
 //! ```text
 //! make run                                   # redis-server + module on port 6390
@@ -55,19 +57,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("worker for {org} at {url}: recovered {recovered} fire(s) left in flight");
 
     let mut done = 0u64;
-    while !stopping.load(Ordering::SeqCst) && max_items.is_none_or(|max| done < max) {
-        let fire = match queue.drain(DRAIN_TIMEOUT).await? {
-            DrainResult::Ready(fire) => fire,
-            DrainResult::TimedOut => continue,
-            // DREAMS.DRAIN reorders quiet-hours work itself and never defers to us.
-            DrainResult::Deferred => continue,
+    let mut held: Option<FireMessage> = None;
+    loop {
+        let more = !stopping.load(Ordering::SeqCst) && max_items.is_none_or(|max| done < max);
+        let drained = match held.take() {
+            // Nothing in hand: a plain drain.
+            None if more => queue.drain(DRAIN_TIMEOUT).await?,
+            None => break,
+            Some(fire) => {
+                let succeeded = consolidate(&fire).await;
+                done += 1;
+                let region = format!("{}/{} type {}", fire.region.org, fire.region.project, fire.region.memory_type);
+                if !more || max_items.is_some_and(|max| done >= max) {
+                    // The last one: acknowledge it alone, take nothing more.
+                    let outcome = queue.acknowledge(&fire, succeeded, DreamsTrigger::default(), NODE).await?;
+                    println!("#{done} {region}: {outcome:?}");
+                    break;
+                }
+                // One round trip: acknowledge this one and take the next.
+                let (outcome, next) = queue
+                    .acknowledge_and_drain(&fire, succeeded, DreamsTrigger::default(), NODE, DRAIN_TIMEOUT)
+                    .await?;
+                println!("#{done} {region}: {outcome:?}");
+                next
+            }
         };
-        let succeeded = consolidate(&fire).await;
-        let outcome = queue
-            .acknowledge(&fire, succeeded, DreamsTrigger::default(), NODE)
-            .await?;
-        done += 1;
-        println!("#{done} {}/{} type {}: {outcome:?}", fire.region.org, fire.region.project, fire.region.memory_type);
+        held = match drained {
+            DrainResult::Ready(fire) => Some(fire),
+            DrainResult::TimedOut => None,
+            // DREAMS.DRAIN reorders quiet-hours work itself and never defers to us.
+            DrainResult::Deferred => None,
+        };
     }
     let lengths = queue.lengths().await?;
     println!(

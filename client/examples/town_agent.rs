@@ -1,7 +1,9 @@
 //! A Town agent: register its record, hand back what a previous run left
 //! unacknowledged, then loop — check the stop flag, receive reliably, act,
 //! acknowledge, heartbeat, log activity — until a stop is requested, a
-//! `shutdown` message arrives, Ctrl-C, or after N messages.
+//! `shutdown` message arrives, Ctrl-C, or after N messages. Each
+//! acknowledgement also receives the next message (`TOWN.RECV ... RELIABLE
+//! ACK <id>`): one round trip per message.
 //!
 //! ```text
 //! make run                                          # redis-server + module on port 6390
@@ -66,24 +68,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("agent {name} ({}) in town {town} at {url}: {requeued} unacknowledged message(s) requeued", me.id);
 
     let mut handled = 0u64;
+    // Acted on, not yet acknowledged: the next receive acknowledges it.
+    let mut to_ack: Option<String> = None;
     let reason = loop {
-        if interrupted.load(Ordering::SeqCst) {
-            break "Ctrl-C";
+        let stop = if interrupted.load(Ordering::SeqCst) {
+            Some("Ctrl-C")
+        } else if max_messages.is_some_and(|max| handled >= max) {
+            Some("message limit reached")
+        } else if channel.should_stop(me.id).await? {
+            Some("stop requested")
+        } else {
+            None
+        };
+        if let Some(reason) = stop {
+            if let Some(id) = to_ack.take() {
+                channel.ack_message(me.id, id).await?;
+            }
+            break reason;
         }
-        if max_messages.is_some_and(|max| handled >= max) {
-            break "message limit reached";
-        }
-        if channel.should_stop(me.id).await? {
-            break "stop requested";
-        }
+        let received = match to_ack.take() {
+            Some(id) => channel.ack_and_receive(me.id, id, 1, Some(RECEIVE_TIMEOUT), None).await?.1,
+            None => channel.receive_reliable(me.id, 1, Some(RECEIVE_TIMEOUT)).await?,
+        };
         let mut shutdown = false;
-        for delivery in channel.receive_reliable(me.id, 1, Some(RECEIVE_TIMEOUT)).await? {
+        for delivery in received {
             let summary = act(&delivery).await;
             shutdown |= matches!(delivery.message().map(|m| &m.msg_type), Some(MessageType::Shutdown));
             match delivery.ack_id() {
-                Some(id) => {
-                    channel.ack_message(me.id, id).await?;
-                }
+                Some(id) => to_ack = Some(id.to_string()),
                 // Nothing to acknowledge it by: it stays pending and comes
                 // back at the next start (requeue) for someone to look at.
                 None => eprintln!("left pending (no id): {summary}"),
@@ -96,6 +108,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         channel.increment_agent_rounds(me.id).await?;
         channel.update_agent_heartbeat(me.id).await?;
         if shutdown {
+            if let Some(id) = to_ack.take() {
+                channel.ack_message(me.id, id).await?;
+            }
             break "shutdown message";
         }
     };

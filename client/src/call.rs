@@ -181,6 +181,24 @@ impl Reply {
         }
     }
 
+    /// `[first, second]`: the reply of a one-trip call (an acknowledgement,
+    /// then the next items), each half decoded as its own command's.
+    pub(crate) fn halves(self) -> Result<(Reply, Reply)> {
+        let command = self.command;
+        match self.value {
+            Value::Array(items) if items.len() == 2 => {
+                let mut items = items.into_iter();
+                match (items.next(), items.next()) {
+                    (Some(first), Some(second)) => {
+                        Ok((Reply { command, value: first }, Reply { command, value: second }))
+                    }
+                    _ => Err(Error::unexpected(command, "a pair")),
+                }
+            }
+            value => Err(Error::unexpected(command, &value)),
+        }
+    }
+
     /// The reply as it came, for replies decoded elsewhere (streams).
     pub(crate) fn value(&self) -> &Value {
         &self.value

@@ -353,3 +353,46 @@ async fn a_drain_longer_than_the_response_timeout_is_a_typed_error() {
     let error = queue.drain(Duration::from_secs(2)).await.unwrap_err();
     assert!(matches!(error, Error::ResponseTimeout { command: "DREAMS.DRAIN", .. }), "{error}");
 }
+
+#[tokio::test]
+async fn acknowledge_and_drain_is_one_call_per_item_and_batches_drain_in_order() {
+    let server = Server::start();
+    let org = tenant("one-trip");
+    let mut queue = RedisFireQueue::new(server.multiplexed().await, QuietHours::none(), org.clone());
+    for project in ["a", "b", "c", "d", "e"] {
+        queue.fire(&RegionKey::new(org.as_str(), project, 1), "node-a").await.unwrap();
+    }
+    let wait = Duration::from_millis(200);
+    let mut handled = Vec::new();
+    let mut next = queue.drain(wait).await.unwrap();
+    while let DrainResult::Ready(fire) = next {
+        handled.push(fire.region.project.clone());
+        if handled.len() == 2 {
+            break;
+        }
+        let (acked, following) = queue
+            .acknowledge_and_drain_leased(&fire, true, DreamsTrigger::default(), "node-a", wait, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(acked, AcknowledgeOutcome::Acknowledged(counts(0, 0)));
+        next = following;
+    }
+    assert_eq!(handled, ["a", "b"]);
+    assert_eq!(queue.lengths().await.unwrap(), QueueLengths { ready: 3, deferred: 0, processing: 1 });
+    // A batch: the rest, in order.
+    let batch = queue.drain_batch(wait, 10, None).await.unwrap();
+    let projects: Vec<&str> = batch.iter().map(|fire| fire.region.project.as_str()).collect();
+    assert_eq!(projects, ["c", "d", "e"]);
+    assert!(queue.drain_batch(wait, 10, None).await.unwrap().is_empty(), "empty on timeout");
+    // The held "b" (first in flight) by its exact payload, with a failure:
+    // acknowledged, and nothing more to take before the timeout.
+    let in_flight = lrange(&server, &QueueKeys::new(&org).processing);
+    assert_eq!(in_flight.len(), 4);
+    let mut b = FireMessage::parse(in_flight[0].as_bytes()).expect("a fire");
+    assert_eq!(b.region.project, "b");
+    b.queued_payload = Some(in_flight[0].clone());
+    let (acked, none) = queue.acknowledge_and_drain(&b, false, DreamsTrigger::default(), "node-a", wait).await.unwrap();
+    assert_eq!(acked, AcknowledgeOutcome::Acknowledged(counts(0, 0)), "a FAILURE of a FIRE just removes it");
+    assert_eq!(none, DrainResult::TimedOut);
+    assert_eq!(queue.lengths().await.unwrap(), QueueLengths { ready: 0, deferred: 0, processing: 3 });
+}

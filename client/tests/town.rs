@@ -689,3 +689,32 @@ async fn server_refusals_are_typed_and_change_nothing() {
     assert_eq!(error.server_code(), Some("ERR"), "{error}");
     assert_eq!(server.digest(), before, "nothing changed");
 }
+
+#[tokio::test]
+async fn ack_and_receive_acknowledges_the_last_and_receives_the_next_in_one_call() {
+    let server = Server::start();
+    let channel = Channel::new(server.multiplexed().await, tenant("one-trip"));
+    let (boss, worker) = (AgentId::supervisor(), AgentId::new());
+    let sent: Vec<Message> = ["a", "b", "c"].iter().map(|t| task(boss, worker, t, Priority::Normal)).collect();
+    for message in &sent {
+        channel.send(message).await.unwrap();
+    }
+    let mut handled = Vec::new();
+    let mut batch = channel.receive_reliable(worker, 1, None).await.unwrap();
+    while let Some(delivery) = batch.pop() {
+        handled.push(description(delivery.message().unwrap()).to_owned());
+        let id = delivery.ack_id().unwrap();
+        let (acked, next) = channel
+            .ack_and_receive(worker, &id, 1, Some(Duration::from_millis(200)), Some(Duration::from_secs(60)))
+            .await
+            .unwrap();
+        assert!(acked, "{id} was pending");
+        assert!(!channel.ack_message(worker, &id).await.unwrap(), "{id} was acknowledged by the one-trip call");
+        batch = next;
+    }
+    assert_eq!(handled, ["a", "b", "c"]);
+    assert_eq!(channel.lengths(worker).await.unwrap(), MailboxLengths::default(), "the last one acknowledged too");
+    // An id that is not pending still receives (nothing here: empty after the wait).
+    let (acked, none) = channel.ack_and_receive(worker, sent[0].id, 1, None, None).await.unwrap();
+    assert!(!acked && none.is_empty());
+}

@@ -20,6 +20,11 @@ impl<'a> Args<'a> {
         self.at >= self.items.len()
     }
 
+    /// How many arguments were consumed (the index of the next one).
+    pub fn position(&self) -> usize {
+        self.at
+    }
+
     /// The next argument, if any.
     pub fn next(&mut self) -> Option<&'a [u8]> {
         let item = self.items.get(self.at).copied();

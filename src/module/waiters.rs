@@ -89,6 +89,11 @@ pub struct WaitOn<'a> {
     pub serve: Serve,
     /// Work already known to fall due later (unix ms), to wake for it.
     pub due_ms: Option<i64>,
+    /// The reply of the part of the call that already ran before it
+    /// blocked (the acknowledgement of a one-trip `DRAIN ... ACK` or `RECV
+    /// ... ACK`): the waiter is then answered `[before, <served reply or
+    /// nil>]`; an error is sent alone. `None`: the reply as it is.
+    pub before: Option<Reply>,
 }
 
 /// Waiters handed an item (or an error).
@@ -120,6 +125,8 @@ struct Ticket {
     interest: u8,
     seq: u64,
     delivery: Option<CommandResult>,
+    /// [`WaitOn::before`].
+    before: Option<Reply>,
 }
 
 struct Queue {
@@ -231,7 +238,6 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
 /// current command. Writes through the module's keys fire keyspace events
 /// that already call this, as do native pushes; calling it again is cheap
 /// and harmless (one pass per queue, whatever the number of calls).
-#[allow(dead_code)] // the entry point for writers outside the notifying key API (leases)
 pub fn work_arrived(ctx: *mut raw::RedisModuleCtx, key: &[u8]) {
     let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
     work_arrived_in(ctx, db, key);
@@ -263,6 +269,18 @@ fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
     }
 }
 
+/// Are clients blocked waiting for the queue whose first watched key is
+/// `first` (in the session's database)?
+pub fn has_waiters(session: &Session, first: &[u8]) -> bool {
+    with_registry(|r| {
+        if r.queues.is_empty() {
+            return false;
+        }
+        let db = unsafe { api!(RedisModule_GetSelectedDb)(session.ctx()) };
+        r.queues.get(&(db, first.to_vec())).is_some_and(|queue| queue.len() > 0)
+    })
+}
+
 /// Block the client of `session` as a waiter of `wait`, for `timeout_ms`
 /// (0: forever); `argv` (the arguments after the command name) are given
 /// back to `wait.serve` when work arrives; nil on timeout.
@@ -282,6 +300,7 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
         interest: wait.interest,
         seq,
         delivery: None,
+        before: wait.before,
     }));
     let mut keys = [private.as_ptr()];
     let bc = unsafe {
@@ -385,8 +404,9 @@ unsafe extern "C" fn on_timeout(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let ticket = ticket_of(ctx);
         let delivery = unsafe { ticket.as_mut() }.and_then(|t| t.delivery.take());
+        let before = unsafe { ticket.as_mut() }.and_then(|t| t.before.take());
         match delivery {
-            Some(result) => reply::send(ctx, &result),
+            Some(result) => reply::send(ctx, &after(before, result)),
             None => {
                 if let Some(t) = unsafe { ticket.as_ref() } {
                     let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
@@ -394,7 +414,7 @@ unsafe extern "C" fn on_timeout(
                         TIMED_OUT.bump();
                     }
                 }
-                reply::send(ctx, &Ok(Reply::Nil));
+                reply::send(ctx, &after(before, Ok(Reply::Nil)));
             }
         }
     }));
@@ -402,6 +422,15 @@ unsafe extern "C" fn on_timeout(
         reply::send_error(ctx, "internal error in a blocked call; please report this as a dreamtown bug");
     }
     raw::REDISMODULE_OK as c_int
+}
+
+/// A waiter's answer: `result`, after the reply of what ran before it
+/// blocked, if anything did (an error goes alone: what ran before stands).
+fn after(before: Option<Reply>, result: CommandResult) -> CommandResult {
+    match (before, result) {
+        (Some(before), Ok(reply)) => Ok(Reply::Array(vec![before, reply])),
+        (_, result) => result,
+    }
 }
 
 /// The client went away while waiting: leave the queue now.

@@ -15,8 +15,13 @@
 //! let conn = client.get_multiplexed_async_connection_with_config(&config).await?;
 //! let mut queue = RedisFireQueue::new(conn, QuietHours::none(), "acme");
 //! queue.fire(&RegionKey::new("acme", "web", 3), "node-a").await?;
-//! if let DrainResult::Ready(fire) = queue.drain(Duration::from_secs(1)).await? {
-//!     queue.acknowledge(&fire, true, DreamsTrigger::default(), "node-a").await?;
+//! // A worker: one round trip per item, each acknowledgement also taking
+//! // the next fire (`DREAMS.DRAIN ... ACK`).
+//! let wait = Duration::from_secs(1);
+//! let mut next = queue.drain(wait).await?;
+//! while let DrainResult::Ready(fire) = next {
+//!     // ... consolidate fire.region ...
+//!     next = queue.acknowledge_and_drain(&fire, true, DreamsTrigger::default(), "node-a", wait).await?.1;
 //! }
 //! # Ok(()) }
 //! ```

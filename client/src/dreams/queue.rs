@@ -13,7 +13,7 @@ use dreamtown::dreams::trigger::Trigger;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLengths, RecordWriteOutcome};
-use crate::call::{Call, timeout_secs};
+use crate::call::{Call, Reply, timeout_secs};
 use crate::lease::{Held, renew_period};
 use crate::error::{Error, Result};
 
@@ -388,6 +388,12 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     }
 
     async fn drain_with(&mut self, timeout: Duration, lease: Option<Duration>) -> Result<DrainResult> {
+        let reply = self.drain_call(timeout, lease).send(&mut self.conn).await?;
+        self.drained(&reply)
+    }
+
+    /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`.
+    fn drain_call(&self, timeout: Duration, lease: Option<Duration>) -> Call {
         let call = Call::new("DREAMS.DRAIN")
             .arg(&self.org)
             .arg(timeout_secs(timeout));
@@ -399,14 +405,23 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         } else {
             call.arg("NOQUIET")
         };
-        let call = match lease {
+        match lease {
             Some(lease) => call.arg("LEASE").arg(timeout_secs(lease)),
             None => call,
-        };
-        let reply = call.send(&mut self.conn).await?;
-        let Some(payload) = reply.optional_bulk()? else {
-            return Ok(DrainResult::TimedOut);
-        };
+        }
+    }
+
+    /// A drain's reply: one payload, or nil on timeout.
+    fn drained(&self, reply: &Reply) -> Result<DrainResult> {
+        match reply.optional_bulk()? {
+            Some(payload) => self.fire_of(payload).map(DrainResult::Ready),
+            None => Ok(DrainResult::TimedOut),
+        }
+    }
+
+    /// A drained payload as a fire of this organization, its exact bytes
+    /// kept for the acknowledgement.
+    fn fire_of(&self, payload: &[u8]) -> Result<FireMessage> {
         let invalid = || Error::InvalidPayload {
             payload: String::from_utf8_lossy(payload).into_owned(),
         };
@@ -415,7 +430,110 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             return Err(invalid());
         }
         message.queued_payload = Some(String::from_utf8(payload.to_vec()).map_err(|_| invalid())?);
-        Ok(DrainResult::Ready(message))
+        Ok(message)
+    }
+
+    /// The worker loop's one round trip: acknowledge `done` exactly as
+    /// [`acknowledge`](Self::acknowledge) would, then drain the next fire as
+    /// [`drain`](Self::drain) would, in one command
+    /// (`DREAMS.DRAIN ... ACK <payload> SUCCESS|FAILURE NODE <id> [TRIGGER ...]`).
+    ///
+    /// The acknowledgement is applied before the server waits: a timeout
+    /// ([`DrainResult::TimedOut`]) or a lost connection while waiting never
+    /// undoes it. An error means nothing was acknowledged, except for an
+    /// error that comes while the call waits (the organization's slot moved:
+    /// `TRYAGAIN`): then the acknowledgement stands, and acknowledging again
+    /// is harmless (it comes back [`AcknowledgeOutcome::Stale`]). A call
+    /// resent after a failover also reports `Stale` for a fire the first
+    /// attempt acknowledged. A `done` with no payload (not drained from this
+    /// queue) is `Stale` without asking the server, and the drain still runs.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::dreams::{DrainResult, DreamsTrigger, RedisFireQueue};
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// let wait = Duration::from_secs(5);
+    /// let mut next = queue.drain(wait).await?;
+    /// while let DrainResult::Ready(fire) = next {
+    ///     let worked = true; // ... consolidate fire.region ...
+    ///     let (acked, following) = queue
+    ///         .acknowledge_and_drain(&fire, worked, DreamsTrigger::default(), "node-a", wait)
+    ///         .await?;
+    ///     println!("{acked:?}");
+    ///     next = following;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn acknowledge_and_drain(
+        &mut self,
+        done: &FireMessage,
+        success: bool,
+        trigger: impl Into<Trigger>,
+        fired_by: &str,
+        timeout: Duration,
+    ) -> Result<(AcknowledgeOutcome, DrainResult)> {
+        self.acknowledge_and_drain_with(done, success, trigger.into(), fired_by, timeout, None).await
+    }
+
+    /// [`acknowledge_and_drain`](Self::acknowledge_and_drain), leasing the
+    /// next fire for `lease` as [`drain_leased`](Self::drain_leased) does.
+    pub async fn acknowledge_and_drain_leased(
+        &mut self,
+        done: &FireMessage,
+        success: bool,
+        trigger: impl Into<Trigger>,
+        fired_by: &str,
+        timeout: Duration,
+        lease: Duration,
+    ) -> Result<(AcknowledgeOutcome, DrainResult)> {
+        self.acknowledge_and_drain_with(done, success, trigger.into(), fired_by, timeout, Some(lease)).await
+    }
+
+    async fn acknowledge_and_drain_with(
+        &mut self,
+        done: &FireMessage,
+        success: bool,
+        trigger: Trigger,
+        fired_by: &str,
+        timeout: Duration,
+        lease: Option<Duration>,
+    ) -> Result<(AcknowledgeOutcome, DrainResult)> {
+        self.ensure_region(&done.region)?;
+        let Some(payload) = &done.queued_payload else {
+            return Ok((AcknowledgeOutcome::Stale, self.drain_with(timeout, lease).await?));
+        };
+        let call = self
+            .drain_call(timeout, lease)
+            .arg("ACK")
+            .arg(payload)
+            .arg(if success { "SUCCESS" } else { "FAILURE" })
+            .arg("NODE")
+            .arg(fired_by);
+        let (acked, drained) = with_trigger(call, trigger).send(&mut self.conn).await?.halves()?;
+        let (word, memories, edges) = acked.counted()?;
+        let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
+        Ok((outcome, self.drained(&drained)?))
+    }
+
+    /// Up to `count` fires in one call (`DREAMS.DRAIN ... COUNT <n>`), each
+    /// moved in flight (and leased, with `lease`) as one
+    /// [`drain`](Self::drain) would, in the order single drains would hand
+    /// them out; waits up to `timeout` for the first; empty on timeout.
+    /// Acknowledge each as usual.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::dreams::{DreamsTrigger, RedisFireQueue};
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// for fire in queue.drain_batch(Duration::from_secs(5), 10, None).await? {
+    ///     queue.acknowledge(&fire, true, DreamsTrigger::default(), "node-a").await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn drain_batch(&mut self, timeout: Duration, count: u32, lease: Option<Duration>) -> Result<Vec<FireMessage>> {
+        let reply = self.drain_call(timeout, lease).arg("COUNT").arg(count.max(1)).send(&mut self.conn).await?;
+        let payloads = reply.optional_bulks()?.unwrap_or_default();
+        payloads.iter().map(|payload| self.fire_of(payload)).collect()
     }
 
     /// Requeue every fire left in flight by a dead owner (`DREAMS.RECOVER`);

@@ -508,6 +508,55 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         self.run(call).await?.flag()
     }
 
+    /// The agent loop's one round trip: acknowledge `done` exactly as
+    /// [`ack_message`](Self::ack_message) would, then receive reliably as
+    /// [`receive_reliable`](Self::receive_reliable) (with `lease`:
+    /// [`receive_leased`](Self::receive_leased)) would, in one command
+    /// (`TOWN.RECV ... RELIABLE [LEASE <secs>] ACK <message-id>`). Whether
+    /// `done` was pending, and the messages received (empty on timeout).
+    ///
+    /// The acknowledgement is applied before the server waits: a timeout or
+    /// a lost connection while waiting never undoes it. An error means
+    /// nothing was acknowledged, except one that comes while the call waits
+    /// (the town's slot moved): then it stands, and acknowledging again is
+    /// harmless (false).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// let wait = Some(Duration::from_secs(5));
+    /// let mut batch = channel.receive_reliable(me, 1, wait).await?;
+    /// while let Some(delivery) = batch.pop() {
+    ///     // ... act on delivery.message() ...
+    ///     let Some(id) = delivery.ack_id() else { break };
+    ///     let (acked, next) = channel.ack_and_receive(me, id, 1, wait, None).await?;
+    ///     assert!(acked);
+    ///     batch = next;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn ack_and_receive(
+        &self,
+        agent_id: AgentId,
+        done: impl Display,
+        count: usize,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<(bool, Vec<Delivery>)> {
+        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
+        if let Some(timeout) = wait {
+            call = call.arg("BLOCK").arg(timeout_secs(timeout));
+        }
+        let mut call = call.arg("COUNT").arg(count).arg("RELIABLE");
+        if let Some(lease) = lease {
+            call = call.arg("LEASE").arg(timeout_secs(lease));
+        }
+        let call = call.arg("ACK").arg(done.to_string());
+        let (acked, received) = self.run(call).await?.halves()?;
+        Ok((acked.flag()?, optional_deliveries(&received)?.unwrap_or_default()))
+    }
+
     /// Hand every unacknowledged pending message of `agent_id` back to the
     /// head of its inbox, in the order received (`TOWN.REQUEUE`): call it
     /// when an agent restarts. How many moved.

@@ -23,14 +23,23 @@
 //! me.state = AgentState::Idle;
 //! channel.set_agent_state(&me).await?;
 //! channel.requeue_pending(me.id).await?; // what a previous run left unacknowledged
+//! let wait = Some(Duration::from_secs(1));
+//! // Acted on, not yet acknowledged: the next receive acknowledges it in the
+//! // same round trip (`TOWN.RECV ... RELIABLE ACK <id>`).
+//! let mut done: Option<String> = None;
 //! while !channel.should_stop(me.id).await? {
-//!     for delivery in channel.receive_reliable(me.id, 1, Some(Duration::from_secs(1))).await? {
+//!     let received = match done.take() {
+//!         Some(id) => channel.ack_and_receive(me.id, id, 1, wait, None).await?.1,
+//!         None => channel.receive_reliable(me.id, 1, wait).await?,
+//!     };
+//!     for delivery in received {
 //!         // ... act on delivery.message() ...
-//!         if let Some(id) = delivery.ack_id() {
-//!             channel.ack_message(me.id, id).await?;
-//!         }
+//!         done = delivery.ack_id();
 //!     }
 //!     channel.update_agent_heartbeat(me.id).await?;
+//! }
+//! if let Some(id) = done {
+//!     channel.ack_message(me.id, id).await?;
 //! }
 //! # Ok(()) }
 //! ```

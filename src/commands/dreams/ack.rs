@@ -37,21 +37,31 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// What DREAMS.ACK was asked, its payload already read as a fire message
-/// of the named organization.
-pub(crate) struct AckRequest<'a> {
+/// The parse step (the payload is read when the request is applied).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandError> {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    parse_clause(&mut args, org)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    acknowledge_now(session, &parse(argv)?)
+}
+
+/// One acknowledgement: what `DREAMS.ACK` and the `ACK` clause of
+/// `DREAMS.DRAIN` both carry.
+pub struct AckRequest<'a> {
     org: &'a str,
     payload: &'a [u8],
-    read: ReadFire<'a>,
     success: bool,
     fired_by: Option<&'a str>,
     thresholds: Option<Trigger>,
 }
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
+/// Read `<payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` to the end
+/// of `args`, for organization `org`. The payload is read (and refused if
+/// it is not a fire of `org`) when the request is applied, before any write.
+pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<'a>, CommandError> {
     let payload = args.required("payload")?;
     let success = match args.option().as_deref() {
         Some("SUCCESS") => true,
@@ -61,11 +71,18 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandE
     let (mut fired_by, mut thresholds) = (None, None);
     while let Some(option) = args.option() {
         match option.as_str() {
-            "NODE" => once(&mut fired_by, node(&mut args)?, "NODE")?,
-            "TRIGGER" => once(&mut thresholds, trigger(&mut args)?, "TRIGGER")?,
+            "NODE" => once(&mut fired_by, node(args)?, "NODE")?,
+            "TRIGGER" => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
             other => return Err(unknown_option(other)),
         }
     }
+    Ok(AckRequest { org, payload, success, fired_by, thresholds })
+}
+
+/// Apply `request`: every key it uses is checked (ACL, type) before the
+/// first write, so an error means nothing changed. The ACK's reply.
+pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandResult {
+    let (org, payload, success) = (request.org, request.payload, request.success);
     // Read in place (no copies) when the payload is in the module's layout.
     let read = ReadFire::read(payload).ok_or_else(|| CommandError::err("payload is not a Dreams fire message"))?;
     let message = read.get();
@@ -75,12 +92,6 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandE
             message.region.org
         )));
     }
-    Ok(AckRequest { org, payload, read, success, fired_by, thresholds })
-}
-
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let AckRequest { org, payload, read, success, fired_by, thresholds } = parse(argv)?;
-    let message = read.get();
     // Only the keys this call's path reads or writes are checked and opened
     // (docs/perf-notes.md, "the keys of the path it takes"): the in-flight
     // list now, the ready list and deferred set below, when needed.
@@ -91,7 +102,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     // An acknowledgement also ends the payload's lease, and finds a fire
     // whose lease ran out back in ready.
     let mut leases = RedisLeases::open(session, org, Access::Write)?;
-    let thresholds = thresholds.unwrap_or_else(config::trigger);
+    let thresholds = request.thresholds.unwrap_or_else(config::trigger);
     let now = session.now_secs();
     // The ready list and deferred set are used by a requeue, and the ready
     // list by a fire found back there (only where leases exist): checked
@@ -100,7 +111,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         queue.check_waiting(session, Access::Write)?;
     }
     let mut queue = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
-    let fired_by = fired_by.unwrap_or(message.fired_by);
+    let fired_by = request.fired_by.unwrap_or(message.fired_by);
     let acked = acknowledge(
         &mut queue,
         &mut counters,

@@ -7,14 +7,30 @@
 //! `LEASE <secs>` (or the `dreamtown.lease` config when absent and above 0)
 //! leases the returned item: unless acknowledged or extended in time, it
 //! goes back to the head of ready by itself (see `crate::dreams::lease`).
+//!
+//! `COUNT <n>`: up to n items in one call, each drained (and leased) as one
+//! drain would; the reply is then an array of payloads (nil on timeout).
+//!
+//! `ACK <payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` (last): the
+//! one-trip worker loop. The payload is acknowledged exactly as
+//! `DREAMS.ACK` would (the same code: [`super::ack`]) before the drain, and
+//! the reply is `[<the ACK's reply>, <the drain's reply>]`. Every key of
+//! both halves is checked (ACL, type) before the acknowledgement writes, so
+//! an error means nothing changed; once applied (and replicated, with the
+//! command) the acknowledgement stands whatever the drain then does: a
+//! timeout answers `[<ack>, nil]`, a disconnect loses nothing. A call that
+//! finds other drainers already blocked waits behind them (first come,
+//! first served), even for the item its own acknowledgement requeued.
 
+use super::ack::{self, AckRequest};
 use super::expiry;
 use super::store::{RedisLeases, RedisQueue};
-use super::{lease_secs, organization, unknown_option};
+use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::lease::{deadline, grant};
 use crate::dreams::drain::{drain, DrainPolicy};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
-use crate::dreams::region::QueueKeys;
+use crate::dreams::region::{QueueKey, QueueKeys};
+use super::queue_names::queue_names;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::KeyKind;
@@ -51,8 +67,26 @@ pub const SPEC: CommandSpec = CommandSpec {
         )
         .optional(),
         Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
+        Arg::new("count", ArgKind::Integer).token("COUNT").optional(),
+        Arg::new(
+            "ack",
+            ArgKind::Block(&[
+                Arg::new("payload", ArgKind::String).token("ACK"),
+                Arg::new(
+                    "result",
+                    ArgKind::OneOf(&[Arg::keyword("SUCCESS"), Arg::keyword("FAILURE")]),
+                ),
+                NODE_ARG,
+                TRIGGER_ARG,
+            ]),
+        )
+        .optional(),
     ],
 };
+
+/// The largest `COUNT`: one call's batch stays small next to the main
+/// thread's other work.
+const COUNT_MAX: u64 = 1000;
 
 pub(crate) struct DrainRequest<'a> {
     org: &'a str,
@@ -60,6 +94,11 @@ pub(crate) struct DrainRequest<'a> {
     policy: DrainPolicy,
     /// Lease length in seconds, if the item is leased.
     lease: Option<f64>,
+    /// `COUNT`: a batch, replied as an array.
+    count: Option<u64>,
+    /// The `ACK` clause, and where it starts in the arguments (what is
+    /// before it is the drain alone: a blocked call waits with that).
+    ack: Option<(AckRequest<'a>, usize)>,
 }
 
 /// The parse step.
@@ -71,8 +110,22 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     let mut offset: Option<i16> = None;
     let mut no_quiet = false;
     let mut lease = None;
+    let mut count = None;
+    let mut ack = None;
     while let Some(option) = args.option() {
         match option.as_str() {
+            "COUNT" if count.is_none() => {
+                let n = args.unsigned("count", COUNT_MAX)?;
+                if n == 0 {
+                    return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
+                }
+                count = Some(n);
+            }
+            "ACK" => {
+                let at = args.position().saturating_sub(1);
+                // The clause runs to the end of the arguments.
+                ack = Some((ack::parse_clause(&mut args, org)?, at));
+            }
             "QUIET" if window.is_none() => {
                 let text = args.text("quiet window")?;
                 let parsed: QuietHours = text.parse().map_err(|e| {
@@ -86,7 +139,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             }
             "NOQUIET" => no_quiet = true,
             "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            "QUIET" | "OFFSET" | "LEASE" => return Err(CommandError::err(format_args!("{option} given more than once"))),
+            "QUIET" | "OFFSET" | "LEASE" | "COUNT" => return Err(CommandError::err(format_args!("{option} given more than once"))),
             other => return Err(unknown_option(other)),
         }
     }
@@ -115,44 +168,100 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             queue_max: config::queue_max(),
         },
         lease: lease.or_else(config::lease_secs),
+        count,
+        ack,
     })
 }
 
-/// Drain once now: the payload that should run, if any, and whether the
-/// drain wrote anything (promotions, quiet deferrals, dead letters).
-fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<(Option<Vec<u8>>, bool), CommandError> {
-    let mut queue = RedisQueue::open(session, request.org, Access::Write, true)?;
-    // Opened (ACL and type checked) before anything is written.
+/// Open (ACL and type checked) every key a drain may write, before
+/// anything is written.
+fn open_keys(session: &Session, request: &DrainRequest<'_>) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
+    let queue = RedisQueue::open(session, request.org, Access::Write, true)?;
     let leases = match request.lease {
         Some(_) => Some(RedisLeases::open(session, request.org, Access::Write)?),
         None => None,
     };
-    let drained = drain(&mut queue, request.org, session.now_secs(), &request.policy);
-    stats::PROMOTED.add(drained.promoted);
-    stats::QUIET_DEFERRED.add(drained.quiet_deferred);
-    stats::DEAD_LETTERED.add(drained.dead_lettered);
-    if let Some(payload) = &drained.ready {
+    Ok((queue, leases))
+}
+
+/// Check (ACL, then type) the keys a drain writes that the
+/// acknowledgement does not check before it writes: the ready list, the
+/// deferred set and the dead-letter list. (It checks the in-flight list and
+/// the lease set, the other keys a drain, leased or not, uses.)
+fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
+    let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Dead]);
+    let [ready, deferred, dead] = session.check_strings(names, Access::Write)?;
+    session.open_checked(ready, Access::Read).require(KeyKind::List)?;
+    session.open_checked(deferred, Access::Read).require(KeyKind::ZSet)?;
+    session.open_checked(dead, Access::Read).require(KeyKind::List)?;
+    Ok(())
+}
+
+/// Drain now, up to `COUNT` items (one without it): the payloads that
+/// should run, each moved in flight and leased as one drain would.
+fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8>>, CommandError> {
+    let (mut queue, mut leases) = open_keys(session, request)?;
+    let now = session.now_secs();
+    let wanted = request.count.unwrap_or(1);
+    let mut payloads = Vec::new();
+    while (payloads.len() as u64) < wanted {
+        let drained = drain(&mut queue, request.org, now, &request.policy);
+        stats::PROMOTED.add(drained.promoted);
+        stats::QUIET_DEFERRED.add(drained.quiet_deferred);
+        stats::DEAD_LETTERED.add(drained.dead_lettered);
+        let Some(payload) = drained.ready else { break };
         stats::DRAINED.bump();
-        if let (Some(mut leases), Some(secs)) = (leases, request.lease) {
-            let now_ms = session.now_ms();
-            let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
-            grant(&mut leases, payload, until);
-            expiry::note(session, request.org, until);
-        }
+        payloads.push(payload);
     }
-    let wrote = drained.ready.is_some() || drained.promoted + drained.quiet_deferred + drained.dead_lettered > 0;
-    Ok((drained.ready, wrote))
+    if let (Some(leases), Some(secs), false) = (leases.as_mut(), request.lease, payloads.is_empty()) {
+        let now_ms = session.now_ms();
+        let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
+        for payload in &payloads {
+            grant(leases, payload, until);
+        }
+        expiry::note(session, request.org, until);
+    }
+    Ok(payloads)
+}
+
+/// The drain's own reply: the payload (nil if none), or with `COUNT` the
+/// array of payloads (nil if none, as `BLMPOP`).
+fn drained_reply(request: &DrainRequest<'_>, mut payloads: Vec<Vec<u8>>) -> Reply {
+    match (request.count, payloads.is_empty()) {
+        (_, true) => Reply::Nil,
+        (Some(_), false) => Reply::bulks(payloads),
+        (None, false) => Reply::bulk_or_nil(payloads.pop()),
+    }
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
-    if let (Some(payload), _) = drain_now(session, &request)? {
-        return Ok(Reply::Bulk(payload));
-    }
-    if !session.may_block() {
-        return Ok(Reply::Nil);
-    }
+    let (before, drain_argv) = match &request.ack {
+        Some((ack, at)) => {
+            // Every key of both halves is checked before the
+            // acknowledgement writes: those only the drain uses here, the
+            // rest by the acknowledgement itself, first.
+            check_beyond_ack(session, request.org)?;
+            let acked = ack::acknowledge_now(session, ack)?;
+            (Some(acked), argv.get(..*at).unwrap_or(argv))
+        }
+        None => (None, argv),
+    };
     let keys = QueueKeys::new(request.org);
+    // First come, first served: with drainers already waiting, this call
+    // waits behind them rather than take what arrived for them (the item
+    // its own acknowledgement requeued, say).
+    let queued_behind = before.is_some() && session.may_block() && waiters::has_waiters(session, keys.ready.as_bytes());
+    if !queued_behind {
+        let payloads = drain_now(session, &request)?;
+        if !payloads.is_empty() || !session.may_block() {
+            let reply = drained_reply(&request, payloads);
+            return Ok(match before {
+                Some(acked) => Reply::Array(vec![acked, reply]),
+                None => reply,
+            });
+        }
+    }
     let due_ms = next_due_ms(session, &keys.deferred);
     let wait = WaitOn {
         watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],
@@ -160,8 +269,14 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         probe,
         serve,
         due_ms,
+        before,
     };
-    waiters::block(session, argv, request.timeout_ms, wait)
+    let blocked = waiters::block(session, drain_argv, request.timeout_ms, wait);
+    if queued_behind {
+        // Make sure a pass looks at whatever is there, in arrival order.
+        waiters::work_arrived(session.ctx(), keys.ready.as_bytes());
+    }
+    blocked
 }
 
 /// The one kind of work a drainer waits for.
@@ -225,8 +340,8 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Err(error) => return Some(Err(error)),
     };
     match drain_now(session, &request) {
-        Ok((Some(payload), _)) => Some(Ok(Reply::Bulk(payload))),
-        Ok((None, _)) => None,
+        Ok(payloads) if payloads.is_empty() => None,
+        Ok(payloads) => Some(Ok(drained_reply(&request, payloads))),
         Err(error) => Some(Err(error)),
     }
 }

@@ -37,11 +37,19 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, wanted) = parse(argv)?;
-    let mut mail = RedisMail::open(session, &keys, &agent)?;
-    let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
+    let removed = acknowledge_now(session, &keys, &agent, wanted)?;
+    Ok(Reply::Integer(i64::from(removed)))
+}
+
+/// Acknowledge `agent`'s message `wanted`: what `TOWN.ACK` and the `ACK`
+/// clause of `TOWN.RECV` both do. Every key is checked (ACL, type) before
+/// the first write. Whether a message was removed.
+pub fn acknowledge_now(session: &Session, keys: &TownKeys, agent: &str, wanted: &[u8]) -> Result<bool, CommandError> {
+    let mut mail = RedisMail::open(session, keys, agent)?;
+    let mut leases = open_leases(session, keys, agent, Access::Write)?;
     let removed = acknowledge(&mut mail, &mut leases, wanted);
     if removed {
         stats::TOWN_ACKED.bump();
     }
-    Ok(Reply::Integer(i64::from(removed)))
+    Ok(removed)
 }

@@ -13,8 +13,19 @@
 //! config when absent and above 0) also leases each message by id: unless
 //! acknowledged or extended in time, it goes back to the head of the inbox
 //! by itself (see `crate::town::lease`).
+//!
+//! `ACK <message-id>` (with `RELIABLE`): the one-trip agent loop. The
+//! message is acknowledged exactly as `TOWN.ACK` would (the same code:
+//! [`super::ack`]) before the receive, and the reply is `[<the ACK's
+//! count, 0 or 1>, <the receive's reply>]`. Every key of both halves is
+//! checked (ACL, type) before the acknowledgement writes, so an error
+//! means nothing changed; once applied (and replicated) it stands whatever
+//! the receive then does: a timeout answers `[<count>, nil]`.
 
+use super::ack;
 use super::expiry::{self, open_leases};
+use crate::commands::dreams::store::RedisLeases;
+use crate::module::key::Key;
 use super::index::IdIndex;
 use crate::commands::dreams::lease_secs;
 use crate::dreams::lease::{deadline, grant};
@@ -50,6 +61,7 @@ pub const SPEC: CommandSpec = CommandSpec {
         Arg::flag("URGENT"),
         Arg::flag("RELIABLE"),
         Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
+        Arg::new("message-id", ArgKind::String).token("ACK").optional(),
     ],
 };
 
@@ -61,6 +73,9 @@ pub(crate) struct Request {
     reliable: bool,
     /// Lease length in seconds (reliable receives only).
     lease: Option<f64>,
+    /// `ACK <message-id>`, and where the clause starts in the arguments
+    /// (a blocked call waits with the arguments less the clause).
+    ack: Option<(Vec<u8>, usize)>,
 }
 
 /// The parse step.
@@ -72,8 +87,13 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
     let mut count = None;
     let (mut urgent_only, mut reliable) = (false, false);
     let mut lease = None;
+    let mut ack = None;
     while let Some(option) = args.option() {
         match option.as_str() {
+            "ACK" if ack.is_none() => {
+                let at = args.position().saturating_sub(1);
+                ack = Some((args.required("message id")?.to_vec(), at));
+            }
             "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
             "COUNT" if count.is_none() => {
                 let n = args.unsigned("count", i64::MAX as u64)?;
@@ -85,11 +105,14 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
             "URGENT" => once(&mut urgent_only, "URGENT")?,
             "RELIABLE" => once(&mut reliable, "RELIABLE")?,
             "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            "BLOCK" | "COUNT" | "LEASE" => {
+            "BLOCK" | "COUNT" | "LEASE" | "ACK" => {
                 return Err(CommandError::err(format_args!("{option} given more than once")))
             }
             other => return Err(unknown_option(other)),
         }
+    }
+    if ack.is_some() && !reliable {
+        return Err(CommandError::err("ACK needs RELIABLE (only pending messages are acknowledged)"));
     }
     if lease.is_some() && !reliable {
         return Err(CommandError::err("LEASE needs RELIABLE (only pending messages can be leased)"));
@@ -105,11 +128,19 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
         receive: ReceiveRequest { count, urgent_only },
         reliable,
         lease,
+        ack,
     })
 }
 
-/// Take what there is now (possibly nothing).
-fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, CommandError> {
+/// The keys a receive may write, opened (ACL and type checked) before
+/// anything is written.
+struct ReceiveKeys {
+    inboxes: Inboxes,
+    pending: Option<(Key, IdIndex)>,
+    leases: Option<RedisLeases>,
+}
+
+fn open_keys(session: &Session, request: &Request) -> Result<ReceiveKeys, CommandError> {
     let inboxes = Inboxes::open(session, &request.keys, &request.agent, Access::Write)?;
     let pending = match request.reliable {
         true => Some((
@@ -122,6 +153,12 @@ fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, Com
         Some(_) => Some(open_leases(session, &request.keys, &request.agent, Access::Write)?),
         None => None,
     };
+    Ok(ReceiveKeys { inboxes, pending, leases })
+}
+
+/// Take what there is now (possibly nothing).
+fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, CommandError> {
+    let ReceiveKeys { inboxes, pending, leases } = open_keys(session, request)?;
     let take = request.receive.take(inboxes.urgent.len(), inboxes.inbox.len());
     if take.is_empty() {
         return Ok(Vec::new());
@@ -156,16 +193,42 @@ fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, Com
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
+    let before = match &request.ack {
+        Some((wanted, _)) => {
+            // Every key of both halves is checked before the
+            // acknowledgement writes: those only the receive uses here
+            // (the urgent inbox, the mailbox index), the rest (inbox,
+            // pending list, lease set) by the acknowledgement itself, first.
+            open_list(session, &request.keys.urgent(&request.agent), Access::Write)?;
+            IdIndex::mailboxes(session, &request.keys, Access::Write)?;
+            let removed = ack::acknowledge_now(session, &request.keys, &request.agent, wanted)?;
+            Some(Reply::Integer(i64::from(removed)))
+        }
+        None => None,
+    };
+    let answer = |reply: Reply| match &before {
+        Some(acked) => Reply::Array(vec![acked.clone(), reply]),
+        None => reply,
+    };
     let messages = receive_now(session, &request)?;
     if !messages.is_empty() {
-        return Ok(Reply::bulks(messages));
+        return Ok(answer(Reply::bulks(messages)));
     }
     let Some(timeout_ms) = request.block_ms else {
-        return Ok(Reply::Array(Vec::new()));
+        return Ok(answer(Reply::Array(Vec::new())));
     };
     if !session.may_block() {
-        return Ok(Reply::Array(Vec::new()));
+        return Ok(answer(Reply::Array(Vec::new())));
     }
+    // A blocked call waits with its arguments less the ACK clause.
+    let without_ack: Vec<&[u8]>;
+    let wait_argv = match &request.ack {
+        Some((_, at)) => {
+            without_ack = argv.iter().enumerate().filter(|(i, _)| *i != *at && *i != at + 1).map(|(_, a)| *a).collect();
+            without_ack.as_slice()
+        }
+        None => argv,
+    };
     let urgent = request.keys.urgent(&request.agent);
     let inbox = request.keys.inbox(&request.agent);
     let interest = if request.receive.urgent_only { URGENT } else { URGENT | INBOX };
@@ -175,8 +238,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         probe,
         serve,
         due_ms: None,
+        before,
     };
-    waiters::block(session, argv, timeout_ms, wait)
+    waiters::block(session, wait_argv, timeout_ms, wait)
 }
 
 /// Work in the inbox.
