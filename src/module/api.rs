@@ -62,6 +62,8 @@ required!(
     RedisModule_ScanKey,
     RedisModule_ScanCursorCreate,
     RedisModule_ScanCursorDestroy,
+    RedisModule_ScanCursorRestart,
+    RedisModule_Scan,
     RedisModule_CreateString,
     RedisModule_CreateStringFromLongLong,
     RedisModule_FreeString,

@@ -99,6 +99,7 @@ redis_module! {
             ["lease", &LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["town-lease", &TOWN_LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["catch-up-keys-per-turn", &CATCH_UP_KEYS_PER_TURN, 10_000, CATCH_UP_KEYS_RANGE.0, CATCH_UP_KEYS_RANGE.1, ConfigurationFlags::DEFAULT, None],
         ],
         string: [
             ["quiet-hours", &QUIET_HOURS, QUIET_HOURS_DEFAULT, ConfigurationFlags::DEFAULT, None],
