@@ -13,7 +13,7 @@
 //!
 //! The catch-up. A server that becomes a master (`REPLICAOF NO ONE`,
 //! failover), ends a load (RDB, AOF, `DEBUG RELOAD`, the swap of an async
-//! replica load) or loads the module into a populated keyspace must index
+//! replica load, `SWAPDB`) or loads the module into a populated keyspace must index
 //! leases no command here noted. It walks every database with
 //! `RedisModule_Scan` and a cursor kept between turns, at most
 //! `dreamtown.catch-up-keys-per-turn` keys (10,000) and [`CATCH_UP_BUDGET_US`] per turn, one
@@ -306,7 +306,12 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
     let (Some(subscribe), Some(_)) = (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer }) else {
         return Err("this server lacks module timers or server events (needed for leases)".into());
     };
-    for id in [raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, raw::REDISMODULE_EVENT_LOADING, raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD] {
+    for id in [
+        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+        raw::REDISMODULE_EVENT_LOADING,
+        raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD,
+        raw::REDISMODULE_EVENT_SWAPDB,
+    ] {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not subscribe to server event {id}"));
@@ -407,7 +412,10 @@ unsafe extern "C" fn on_server_event(
     // restarts the catch-up" without a case of its own.
     let swapped = event.id == raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD
         && subevent != raw::REDISMODULE_SUBEVENT_REPL_ASYNC_LOAD_STARTED;
-    if becomes_master || loaded || swapped {
+    // SWAPDB exchanges two databases under the index's database numbers
+    // (and under a catch-up's cursor): index them again.
+    let swapdb = event.id == raw::REDISMODULE_EVENT_SWAPDB;
+    if becomes_master || loaded || swapped || swapdb {
         let _ = catch_unwind(AssertUnwindSafe(|| restart_catch_up(ctx)));
     }
 }

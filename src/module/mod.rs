@@ -50,11 +50,16 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ));
         return Status::Err;
     }
-    // Keys signal WATCH themselves, and only when a command really changed them.
+    // Keys signal WATCH themselves, and only when a command really changed
+    // them. Async (swapdb) replica loading is handled (`leases`: a replica
+    // keeps no index, and a completed or aborted async load restarts the
+    // catch-up; nothing else here follows the keyspace): without this flag
+    // the server would give up diskless swapdb loading for every module.
+    // Valkey's VALKEYMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD is the same bit.
     unsafe {
         api::api!(RedisModule_SetModuleOptions)(
             ctx.ctx,
-            raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+            (raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as c_int,
         )
     };
     unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
