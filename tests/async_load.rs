@@ -129,14 +129,14 @@ fn a_swapdb_replica_loads_async_serves_old_data_swaps_and_a_promotion_after_expi
     let dbsize = int(&ok(&mut r, &["DBSIZE"]));
     // 2,000 keys at 1 ms each: the load takes about 2 s.
     ok(&mut m, &["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
-    // The new dataset: the old lease recovered, a new one granted for 6 s.
+    // The new dataset: the old lease recovered, a new one granted for 8 s.
     let fresh = tenant("async-load-fresh");
     force_resync(
         &mut m,
         &[
             &["DREAMS.RECOVER", &org],
             &["DREAMS.FIRE", &fresh, "p", "1"],
-            &["DREAMS.DRAIN", &fresh, "0.01", "NOQUIET", "LEASE", "6"],
+            &["DREAMS.DRAIN", &fresh, "0.01", "NOQUIET", "LEASE", "8"],
         ],
     );
     let fresh_payload = lrange(&mut m, &Keys::new(&fresh).processing);
@@ -178,11 +178,12 @@ fn an_aborted_async_load_keeps_the_old_data_then_resyncs_and_a_promotion_after_e
     // The next sync completes and the replica ends digest-equal.
     ok(&mut m, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
     ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
-    // The new dataset has a lease of 6 s for the promotion below.
-    ok(&mut m, &["DREAMS.FIRE", &org, "q", "1"]);
-    let leased = Dreams::new(&mut m, &org).drain("0.01", &["NOQUIET", "LEASE", "6"]).expect("the fire");
     wait_until("the resync", || link_up(&mut r));
     wait_until("digest-equal to the master", || digest(&mut m) == digest(&mut r));
+    // A lease for the promotion below, granted once the replica is in sync.
+    ok(&mut m, &["DREAMS.FIRE", &org, "q", "1"]);
+    let leased = Dreams::new(&mut m, &org).drain("0.01", &["NOQUIET", "LEASE", "3"]).expect("the fire");
+    wait_until("the replica has the lease", || in_flight(&mut r, &org).contains(&leased));
     drop(m);
     drop(master);
     assert!(in_flight(&mut r, &org).contains(&leased), "not expired before the promotion");
