@@ -27,11 +27,7 @@ sets the sizes (default "1000000 5000000").
 
 import argparse
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,19 +35,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import run  # noqa: E402
 from resp import Client  # noqa: E402
+from run import free_port  # noqa: E402
 from servers import server_bin  # noqa: E402
 
 TENANTS = 50
 LEASE_SECS = "600"
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def dead_port():
@@ -59,50 +49,18 @@ def dead_port():
     return free_port()
 
 
-class Server:
+class Server(run.Server):
+    """bench/run.py's server, unpinned, with `DEBUG` enabled, the module
+    or not; a client with a long timeout for `DEBUG POPULATE`."""
+
     def __init__(self, module):
-        self.dir = tempfile.mkdtemp(prefix="dreamtown-promotion-")
-        self.port = free_port()
-        argv = [
-            server_bin(), "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", self.dir,
-            "--enable-debug-command", "yes",
-            "--logfile", os.path.join(self.dir, "server.log"),
-        ]
-        if module:
-            argv += ["--loadmodule", str(module)]
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while True:
-            if self.process.poll() is not None:
-                raise SystemExit(f"{server_bin()} exited; see {self.dir}/server.log")
-            try:
-                self.client = Client(self.port, timeout=120)
-                self.client.call("PING")
-                return
-            except (OSError, ConnectionError):
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not answer PING within 20 s")
-                time.sleep(0.05)
+        super().__init__(module, pin=False, extra=["--enable-debug-command", "yes"])
+        self.client.close()
+        self.client = Client(self.port, timeout=300)
 
     def info(self, section):
         text = self.client.call("INFO", section).decode()
-        fields = {}
-        for line in text.splitlines():
-            if ":" in line and not line.startswith("#"):
-                name, value = line.split(":", 1)
-                fields[name] = value.strip()
-        return fields
-
-    def stop(self):
-        try:
-            self.client.close()
-        except OSError:
-            pass
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        return dict(line.split(":", 1) for line in text.splitlines() if ":" in line and not line.startswith("#"))
 
 
 def lease_tenants(client, count, prefix):
