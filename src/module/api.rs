@@ -63,6 +63,7 @@ required!(
     RedisModule_ScanCursorCreate,
     RedisModule_ScanCursorDestroy,
     RedisModule_ScanCursorRestart,
+    RedisModule_DbSize,
     RedisModule_Scan,
     RedisModule_CreateString,
     RedisModule_CreateStringFromLongLong,

@@ -319,11 +319,26 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
     }
     // Loaded into a running server (MODULE LOAD): its leases are indexed
     // by a catch-up from the first tick. At startup the dataset loads
-    // later, and the loading event starts it then.
-    if is_master(ctx) {
+    // later, and the loading event starts it then; an empty keyspace has
+    // nothing to find (and no timer then keeps `MODULE UNLOAD` waiting).
+    if is_master(ctx) && !keyspace_is_empty(ctx) {
         restart_catch_up(ctx);
     }
     Ok(())
+}
+
+/// Does no database hold a key? O(databases).
+fn keyspace_is_empty(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let select = api!(RedisModule_SelectDb);
+    let size = api!(RedisModule_DbSize);
+    let mut db = 0;
+    let mut empty = true;
+    while empty && unsafe { select(ctx, db) } == raw::REDISMODULE_OK as c_int {
+        empty = unsafe { size(ctx) } == 0;
+        db += 1;
+    }
+    unsafe { select(ctx, 0) };
+    empty
 }
 
 /// Start a full catch-up at the next tick (dropping one under way).
