@@ -101,15 +101,16 @@ class Server:
     second one, a single-node Redis Cluster owning every slot, for the rows
     that measure the module's cluster-mode cost (the migration guard)."""
 
-    def __init__(self, module, pin, cluster=False):
+    def __init__(self, module, pin, cluster=False, extra=()):
+        """`module` None: the same server without the module (a native
+        baseline); `extra`: more server arguments."""
         self.dir = tempfile.mkdtemp(prefix="dreamtown-bench-")
         self.port = free_port(cluster)
         argv = [
             server_bin(), "--port", str(self.port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--dir", self.dir,
             "--logfile", os.path.join(self.dir, "redis.log"),
-            "--loadmodule", str(module),
-        ]
+        ] + (["--loadmodule", str(module)] if module else []) + list(extra)
         if cluster:
             argv += ["--cluster-enabled", "yes", "--cluster-config-file", os.path.join(self.dir, "nodes.conf")]
         if pin:

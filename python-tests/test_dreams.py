@@ -197,6 +197,7 @@ class TestConfigAndInfo:
             "dreamtown.age-floor": "604800",
             "dreamtown.lease": "0",
             "dreamtown.town-lease": "0",
+            "dreamtown.catch-up-keys-per-turn": "10000",
         }
         r.config_set("dreamtown.quiet-hours", "23-07")
         assert r.config_get("dreamtown.quiet-hours") == {"dreamtown.quiet-hours": "23-07"}

@@ -16,8 +16,9 @@ use common::{module_path, tenant, Server, DEADLINE};
 use dreams_support::*;
 use redis::Connection;
 
-const DEFAULTS: [(&str, &str); 10] = [
+const DEFAULTS: [(&str, &str); 11] = [
     ("queue-max", "1000"),
+    ("catch-up-keys-per-turn", "10000"),
     ("lease", "0"),
     ("town-lease", "0"),
     ("quiet-hours", "02-06"),

@@ -31,6 +31,10 @@ pub static AGE_FLOOR: AtomicI64 = AtomicI64::new(604_800);
 pub static LEASE: AtomicI64 = AtomicI64::new(0);
 /// `town-lease`: the same for `TOWN.RECV ... RELIABLE`.
 pub static TOWN_LEASE: AtomicI64 = AtomicI64::new(0);
+/// `catch-up-keys-per-turn`: keys one turn of the lease catch-up examines
+/// at most (`leases`): a smaller value means shorter main-thread turns and
+/// a longer catch-up.
+pub static CATCH_UP_KEYS_PER_TURN: AtomicI64 = AtomicI64::new(10_000);
 /// `quiet-hours`: the quiet window, `HH-HH` or empty for none.
 pub static QUIET_HOURS: QuietSetting = QuietSetting(Mutex::new(String::new()));
 
@@ -51,10 +55,13 @@ pub const SECONDS_RANGE: (i64, i64) = (0, 3_153_600_000);
 /// `lease`'s and `town-lease`'s inclusive range (seconds, 100 years).
 pub const LEASE_RANGE: (i64, i64) = (0, 3_153_600_000);
 
+/// `catch-up-keys-per-turn`'s inclusive range.
+pub const CATCH_UP_KEYS_RANGE: (i64, i64) = (100, 1_000_000);
+
 /// Each numeric setting by name, with its range. Redis enforces the ranges
 /// on `CONFIG SET`, but installs `loadmodule` arguments (the defaults the
 /// module registers) unchecked: [`check_module_args`] applies them there.
-pub const NUMERIC_RANGES: [(&str, (i64, i64)); 9] = [
+pub const NUMERIC_RANGES: [(&str, (i64, i64)); 10] = [
     ("lease", LEASE_RANGE),
     ("town-lease", LEASE_RANGE),
     ("queue-max", QUEUE_MAX_RANGE),
@@ -64,6 +71,7 @@ pub const NUMERIC_RANGES: [(&str, (i64, i64)); 9] = [
     ("edge-threshold", THRESHOLD_RANGE),
     ("min-interval", SECONDS_RANGE),
     ("age-floor", SECONDS_RANGE),
+    ("catch-up-keys-per-turn", CATCH_UP_KEYS_RANGE),
 ];
 
 /// The text settings (validated by their own setters when Redis loads them).

@@ -6,6 +6,7 @@ pub mod acl_category;
 pub mod api;
 pub mod args;
 pub mod call;
+pub mod cluster_slot;
 pub mod command;
 pub mod config;
 pub mod effects;
@@ -53,8 +54,15 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         return Status::Err;
     }
     // Keys signal WATCH themselves, and only when a command really changed
-    // them; on Valkey 9, atomic slot migration is handled (slot_migration).
-    let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int | slot_migration::options(ctx.ctx);
+    // them. Async (swapdb) replica loading is handled (`leases`: a replica
+    // keeps no index, and a completed or aborted async load restarts the
+    // catch-up; nothing else here follows the keyspace): without this flag
+    // the server would give up diskless swapdb loading for every module.
+    // Valkey's VALKEYMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD is the same bit.
+    // On Valkey 9, atomic slot migration is handled (slot_migration).
+    let options = (raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD)
+        as c_int
+        | slot_migration::options(ctx.ctx);
     unsafe { api::api!(RedisModule_SetModuleOptions)(ctx.ctx, options) };
     unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
     // Optional: a server without module ACL categories (Redis 7.0, 7.2) or
@@ -98,6 +106,7 @@ redis_module! {
             ["lease", &LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["town-lease", &TOWN_LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
             ["age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
+            ["catch-up-keys-per-turn", &CATCH_UP_KEYS_PER_TURN, 10_000, CATCH_UP_KEYS_RANGE.0, CATCH_UP_KEYS_RANGE.1, ConfigurationFlags::DEFAULT, None],
         ],
         string: [
             ["quiet-hours", &QUIET_HOURS, QUIET_HOURS_DEFAULT, ConfigurationFlags::DEFAULT, None],

@@ -23,7 +23,7 @@
 //! * While a node imports a slot, nothing of the module acts on it: the
 //!   keyspace events the import client's writes fire reach no waiter (no
 //!   client of that slot can be blocked here) and only teach the lease
-//!   index which tenants arrived with leases (`leases::index_lease_key`);
+//!   index which tenants arrived with leases (`leases::index_key`);
 //!   timers and waiter passes leave the slot alone (`migration_guard::
 //!   may_touch` asks [`tenant_is_moving`]). When the import completes, the
 //!   lease timer finds those tenants here and expires their leases; when
@@ -121,8 +121,7 @@ fn with_moves<R>(run: impl FnOnce(&mut Vec<Move>) -> R) -> R {
 /// claim on Valkey 9 or newer (with the event subscribed), nothing
 /// elsewhere. Called once when the module loads.
 pub fn options(ctx: *mut raw::RedisModuleCtx) -> c_int {
-    // Slots are computed by the server's hash function.
-    if !server_knows_the_option(ctx) || unsafe { raw::RedisModule_ClusterKeySlotC }.is_none() {
+    if !server_knows_the_option(ctx) {
         return 0;
     }
     let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToServerEvent }) else { return 0 };
@@ -224,7 +223,7 @@ fn handle(subevent: u64, ranges: Vec<(u16, u16)>) {
             // leave the lease index; an aborted export keeps them here,
             // and a completed import found its own in the keyspace events.
             if subevent == EXPORT_COMPLETED || subevent == IMPORT_ABORTED {
-                leases::forget_tenants(|tenant| in_ranges(&finished.ranges, tenant_slot(tenant)));
+                leases::forget_slots(&finished.ranges);
             }
         }
         _ => {}
@@ -254,7 +253,7 @@ pub fn tenant_is_moving(tenant: &[u8]) -> bool {
 
 /// Is `key`'s slot being imported by this node?
 fn key_is_importing(key: &[u8]) -> bool {
-    ANY.load(Ordering::Relaxed) && moving(key_slot(key), Some(true))
+    ANY.load(Ordering::Relaxed) && moving(super::cluster_slot::key_slot(key), Some(true))
 }
 
 /// A keyspace event on `key`: if its slot is being imported, learn what
@@ -265,22 +264,14 @@ pub fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> bool {
     if !key_is_importing(key) {
         return false;
     }
-    leases::index_lease_key(ctx, key);
+    leases::index_key(ctx, key);
     true
-}
-
-/// The slot of a key, by the server's own hash (`RedisModule_ClusterKeySlotC`,
-/// which [`options`] requires before it claims anything).
-fn key_slot(key: &[u8]) -> u16 {
-    let Some(slot_of) = (unsafe { raw::RedisModule_ClusterKeySlotC }) else { return u16::MAX };
-    let slot = unsafe { slot_of(key.as_ptr().cast::<c_char>(), key.len()) };
-    u16::try_from(slot).unwrap_or(u16::MAX)
 }
 
 /// The slot of a tenant: a valid tenant has no braces, so it hashes as
 /// the hash tag of all its keys does.
 fn tenant_slot(tenant: &[u8]) -> u16 {
-    key_slot(tenant)
+    super::cluster_slot::key_slot(tenant)
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ fn sections() -> Vec<Section> {
             (c"resets", TOWN_RESETS.get()),
             (c"reset_keys_deleted", TOWN_RESET_KEYS.get()),
         ],
-    ), (c"waiters", waiters), (c"cluster", super::slot_migration::info_fields())]
+    ), (c"waiters", waiters), (c"leases", super::leases::info_fields()), (c"cluster", super::slot_migration::info_fields())]
 }
 
 /// The INFO callback: one section per concern, `dreamtown_<section>`.

@@ -47,6 +47,8 @@ pub struct Server {
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
+    /// Everything after `--port <port>`, to start the same server again.
+    args: Vec<String>,
 }
 
 impl Server {
@@ -57,43 +59,70 @@ impl Server {
 
     /// Start a server; `module_args` follow the module path on `--loadmodule`.
     pub fn start_with_module_args(extra: &[&str], module_args: &[&str]) -> Server {
+        let mut loadmodule = vec!["--loadmodule".to_owned(), module_path().display().to_string()];
+        loadmodule.extend(module_args.iter().map(|s| s.to_string()));
+        Self::start_args(&loadmodule, extra)
+    }
+
+    /// Start a server without the module (to load it at run time).
+    pub fn start_without_module(extra: &[&str]) -> Server {
+        Self::start_args(&[], extra)
+    }
+
+    fn start_args(loadmodule: &[String], extra: &[&str]) -> Server {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port();
             let dir = std::env::temp_dir().join(format!("dreamtown-test-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("test dir");
-            let mut loadmodule = vec![module_path().display().to_string()];
-            loadmodule.extend(module_args.iter().map(|s| s.to_string()));
-            let mut command = Command::new(server_bin());
-            command
-                .arg("--port")
-                .arg(port.to_string())
-                .arg("--bind")
-                .arg("127.0.0.1")
-                .arg("--save")
-                .arg("")
-                .arg("--appendonly")
-                .arg("no")
-                .arg("--enable-debug-command")
-                .arg("yes")
+            let mut args: Vec<String> = [
+                "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--enable-debug-command", "yes",
                 // A replica syncs at once instead of after the default 5 s.
-                .arg("--repl-diskless-sync-delay")
-                .arg("0")
-                .arg("--dir")
-                .arg(&dir)
-                .arg("--loadmodule")
-                .args(&loadmodule)
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let child = command.spawn().expect("redis-server on PATH");
-            let mut server = Server { child, port, dir };
+                "--repl-diskless-sync-delay", "0",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.push("--dir".into());
+            args.push(dir.display().to_string());
+            args.extend(loadmodule.iter().cloned());
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let child = Self::spawn(port, &args);
+            let mut server = Server { child, port, dir, args };
             match server.wait_ready() {
                 Ok(()) => return server,
                 Err(error) => last_error = error,
             }
         }
         panic!("redis-server did not start: {last_error}");
+    }
+
+    fn spawn(port: u16, args: &[String]) -> Child {
+        Command::new(server_bin())
+            .arg("--port")
+            .arg(port.to_string())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH")
+    }
+
+    /// Kill the process (no shutdown save: what is on disk is what the
+    /// test saved) and start it again on the same port, directory and
+    /// arguments.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let started = Instant::now();
+        loop {
+            self.child = Self::spawn(self.port, &self.args);
+            match self.wait_ready() {
+                Ok(()) => return,
+                Err(error) if started.elapsed() > DEADLINE => panic!("restart failed: {error}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
     }
 
     /// Start a plain server with the module.

@@ -11,11 +11,10 @@ use crate::module::session::{Access, Session};
 use crate::module::stats;
 
 /// Leases expired per organization per tick; more wait for the next tick.
-const EXPIRE_PER_TICK: u64 = 10_000;
+const EXPIRE_PER_TICK: u64 = 1_000;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily {
-    pattern: "exocortex:dreams:{*}:leases",
     tenant_of,
     expire,
     earliest,

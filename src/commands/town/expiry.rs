@@ -17,11 +17,10 @@ use crate::town::lease::{expire_due, AgentMail};
 use super::mailbox::open_list;
 
 /// Leases expired per agent per tick; more wait for the next tick.
-const EXPIRE_PER_TICK: u64 = 10_000;
+const EXPIRE_PER_TICK: u64 = 1_000;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily {
-    pattern: "tt:{*}:leases:*",
     tenant_of,
     expire,
     earliest,
