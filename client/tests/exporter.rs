@@ -263,3 +263,60 @@ fn prometheus_scrapes_the_exporter_and_promql_returns_the_values() {
     assert_eq!(promql(prom_port, &peak), vec![N as f64]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every `dreamtown_*` name in `text`.
+fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("dreamtown_") {
+        let tail = &rest[at..];
+        let end = tail.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')).unwrap_or(tail.len());
+        names.insert(tail[..end].to_owned());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../monitoring");
+    let dashboard = std::fs::read_to_string(root.join("grafana-dashboard.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&dashboard).expect("the dashboard is JSON");
+    let exprs: Vec<String> = json["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|target| target["expr"].as_str().map(str::to_owned))
+        .collect();
+    assert!(exprs.len() >= 15, "{exprs:?}");
+    let alerts = std::fs::read_to_string(root.join("alerts.yml")).unwrap();
+
+    // A server with every kind of value present, so every name is exported.
+    let server = Server::start();
+    let mut con = server.connect();
+    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
+    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
+    run(&mut con, &["DREAMS.DRAIN", "dash", "0", "NOQUIET", "LEASE", "600"]);
+    // After the drain, which would promote it (due since 1970).
+    run(&mut con, &["ZADD", "exocortex:dreams:{dash}:deferred", "1", "{\"old\":1}"]);
+    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"1","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
+    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"2","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
+    run(&mut con, &["TOWN.RECV", "dash", "w", "RELIABLE", "LEASE", "600"]);
+    let (_exporter, port) = exporter(&["--redis", &server.url()]);
+    let exported = metric_names(&http_get(port, "/metrics").expect("/metrics"));
+    for name in metric_names(&exprs.join("\n")).into_iter().chain(metric_names(&alerts)) {
+        assert!(exported.contains(&name), "{name} is used by the dashboard or the alerts but not exported: {exported:?}");
+    }
+
+    // The rules are valid Prometheus rules.
+    let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
+    match promtool {
+        Some(promtool) => {
+            let status = Command::new(promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
+            assert!(status.success(), "promtool check rules monitoring/alerts.yml failed");
+        }
+        None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
+        None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
+    }
+}
