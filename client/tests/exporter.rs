@@ -320,3 +320,41 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
         None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
     }
 }
+
+#[test]
+fn a_cluster_is_exported_node_by_node() {
+    let cluster = common::Cluster::start(3);
+    let mut nodes_seen = std::collections::BTreeSet::new();
+    let mut expected = Vec::new();
+    let mut any = cluster.nodes[0].connect();
+    for i in 0..9 {
+        let org = tenant(&format!("cl{i}"));
+        let slot: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(format!("exocortex:dreams:{{{org}}}:queue")).query(&mut any).unwrap();
+        let owner = &cluster.nodes[cluster.owner_of_slot(slot)];
+        let mut con = owner.connect();
+        for _ in 0..=i {
+            run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]);
+        }
+        nodes_seen.insert(owner.port);
+        expected.push((org, node_of(owner), (i + 1) as f64));
+    }
+    assert!(nodes_seen.len() >= 2, "the tenants fell on one node: pick other names");
+    let urls = cluster.urls();
+    let mut args = Vec::new();
+    for url in &urls {
+        args.extend(["--redis", url.as_str()]);
+    }
+    let (_exporter, port) = exporter(&args);
+    let text = http_get(port, "/metrics").expect("/metrics");
+    for (org, node, fired) in &expected {
+        assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", node)]), Some(*fired), "{org} on {node}: {text}");
+        // Asked only of the node that owns it.
+        let series = text.lines().filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\""))).count();
+        assert_eq!(series, 1, "{org}: {text}");
+    }
+    let fired_total: f64 = cluster.nodes.iter().filter_map(|n| sample(&text, "dreamtown_node_dreams_fired_total", &[("node", &node_of(n))])).sum();
+    assert_eq!(fired_total, 45.0, "{text}");
+    for node in &cluster.nodes {
+        assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(node))]), Some(1.0), "{text}");
+    }
+}
