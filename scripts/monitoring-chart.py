@@ -144,18 +144,17 @@ def draw(samples, seconds, node):
         return [(org, COLOURS[org], [(t, value(s, name, org=org)) for t, s in samples
                                      if value(s, name, org=org) is not None]) for org in ORGS]
 
-    acks = []
-    for (t0, a), (t1, b) in zip(samples, samples[1:]):
-        va = value(a, "dreamtown_node_dreams_acks_acknowledged_total", node=node)
-        vb = value(b, "dreamtown_node_dreams_acks_acknowledged_total", node=node)
-        if va is not None and vb is not None and t1 > t0:
-            acks.append((t1, (vb - va) / (t1 - t0)))
-    fired = []
-    for (t0, a), (t1, b) in zip(samples, samples[1:]):
-        va = value(a, "dreamtown_node_dreams_fired_total", node=node)
-        vb = value(b, "dreamtown_node_dreams_fired_total", node=node)
-        if va is not None and vb is not None and t1 > t0:
-            fired.append((t1, (vb - va) / (t1 - t0)))
+    def rate(name):
+        """Per-second increase of the node counter `name` between scrapes."""
+        out = []
+        for (t0, a), (t1, b) in zip(samples, samples[1:]):
+            va, vb = value(a, name, node=node), value(b, name, node=node)
+            if va is not None and vb is not None and t1 > t0:
+                out.append((t1, (vb - va) / (t1 - t0)))
+        return out
+
+    acks = rate("dreamtown_node_dreams_acks_acknowledged_total")
+    fired = rate("dreamtown_node_dreams_fired_total")
     lost = [(f"{org} dead letters", COLOURS[org], pts) for org, _, pts in per_org("dreamtown_dreams_dead_letters")
             if org == "initech"]
     lost += [(f"{org} expired", COLOURS[org], pts)

@@ -17,6 +17,7 @@ use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
 use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::module::string::OwnedString;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -45,10 +46,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let now_ms = session.now_ms();
     // Deferred items are scored by the second they were deferred.
     let oldest_deferred = lowest_score(&deferred, f64::NEG_INFINITY).map(|secs| now_ms.saturating_sub(secs.saturating_mul(1000)).max(0));
-    let expired_waiting = match leases.exists() {
-        true => call::zcount(session.ctx(), &leases_name, c"0", c"0").unwrap_or(0).max(0) as u64,
-        false => 0,
-    };
+    let expired_waiting = expired_markers(session, &leases, &leases_name);
     let leased = leases.len().saturating_sub(expired_waiting);
     let next_deadline = lowest_score(&leases, (EXPIRED + 1) as f64);
     let fields: [(&str, Reply); 9] = [
@@ -63,6 +61,16 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         ("now_ms", Reply::Integer(now_ms)),
     ];
     Ok(pairs(fields))
+}
+
+/// How many expiry markers (score [`EXPIRED`]) a lease set holds: items
+/// whose lease ran out, back in ready, their late ACK still honoured. One
+/// `ZCOUNT` (O(log n)); the key API could only count them by walking.
+pub(crate) fn expired_markers(session: &Session, leases: &Key, name: &OwnedString) -> u64 {
+    match leases.exists() {
+        true => call::zcount(session.ctx(), name, c"0", c"0").unwrap_or(0).max(0) as u64,
+        false => 0,
+    }
 }
 
 /// The lowest score of a sorted set at or above `min`, as an integer.

@@ -8,10 +8,9 @@
 //! are the exporter's job, agent by agent).
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::stats::{lowest_score, optional, pairs};
+use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs};
 use crate::dreams::lease::EXPIRED;
 use crate::module::args::Args;
-use crate::module::call;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -84,10 +83,7 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
         true => head_age(&inbox),
         false => head_age(&urgent),
     };
-    let expired_waiting = match leases.exists() {
-        true => call::zcount(session.ctx(), &leases_name, c"0", c"0").unwrap_or(0).max(0) as u64,
-        false => 0,
-    };
+    let expired_waiting = expired_markers(session, &leases, &leases_name);
     Ok(pairs([
         ("inbox", Reply::count(inbox.len())),
         ("urgent", Reply::count(urgent.len())),
