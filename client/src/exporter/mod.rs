@@ -174,7 +174,11 @@ impl Exporter {
         }
         for warning in warnings {
             metrics.comment(&format!("dreamtown-exporter: {warning}"));
-            // Said once on stderr per distinct message, on every scrape in /metrics.
+            // Said once on stderr per distinct message, on every scrape in
+            // /metrics; the memory of what was said stays bounded.
+            if self.warned.len() >= 1000 {
+                self.warned.clear();
+            }
             if self.warned.insert(warning.clone()) {
                 eprintln!("dreamtown-exporter: {warning}");
             }
