@@ -34,6 +34,7 @@
 mod call;
 pub mod lease;
 pub mod dreams;
+pub mod exporter;
 mod durable;
 mod error;
 pub mod migrate;

@@ -25,6 +25,7 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &dreams::counters::SPEC,
         &dreams::extend::SPEC,
         &dreams::inflight::SPEC,
+        &dreams::stats::SPEC,
         &town::send::SPEC,
         &town::recv::SPEC,
         &town::ack::SPEC,
@@ -40,5 +41,6 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &town::activity::SPEC,
         &town::backlog::SPEC,
         &town::reset::SPEC,
+        &town::stats::SPEC,
     ]
 }

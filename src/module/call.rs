@@ -48,3 +48,20 @@ pub fn integer_replicated(
     unsafe { api!(RedisModule_FreeCallReply)(reply) };
     value
 }
+
+/// `ZCOUNT key min max` as the module (read-only, not replicated): the
+/// number of members scored in `[min, max]`, O(log n) — the key API can
+/// only count by walking the range. `None` when the call did not answer an
+/// integer (the caller checked the key's type first).
+pub fn zcount(ctx: *mut raw::RedisModuleCtx, key: &OwnedString, min: &CStr, max: &CStr) -> Option<i64> {
+    let reply = unsafe {
+        api!(RedisModule_Call)(ctx, c"ZCOUNT".as_ptr(), c"scc".as_ptr(), key.as_ptr(), min.as_ptr(), max.as_ptr())
+    };
+    if reply.is_null() {
+        return None;
+    }
+    let kind = unsafe { api!(RedisModule_CallReplyType)(reply) };
+    let value = (kind == raw::REDISMODULE_REPLY_INTEGER as c_int).then(|| unsafe { api!(RedisModule_CallReplyInteger)(reply) });
+    unsafe { api!(RedisModule_FreeCallReply)(reply) };
+    value
+}

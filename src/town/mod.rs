@@ -8,6 +8,7 @@
 //! so the rules are unit-tested without a server.
 
 pub mod activity;
+pub mod age;
 pub mod agent;
 pub mod checked;
 pub mod fields;

@@ -14,6 +14,7 @@ pub mod queue_names;
 pub mod record;
 pub mod recover;
 pub mod settle;
+pub mod stats;
 pub mod store;
 
 use crate::dreams::region::RegionKey;

@@ -20,6 +20,7 @@ pub mod recv;
 pub mod requeue;
 pub mod reset;
 pub mod send;
+pub mod stats;
 pub mod stop;
 pub mod task;
 

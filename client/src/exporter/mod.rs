@@ -1,0 +1,348 @@
+//! The Prometheus exporter behind `dreamtown-exporter`: `/metrics` in the
+//! Prometheus text format with, per node, the `INFO dreamtown` totals
+//! (`dreamtown_node_*`) and, per tenant found on that node, the gauges of
+//! `DREAMS.STATS` (`dreamtown_dreams_*{org}`) and `TOWN.STATS`
+//! (`dreamtown_town_*{town}` and `{town,agent}`), plus the exporter's own
+//! health (`dreamtown_exporter_*`: scrape time, tenants found and over the
+//! limit, discovery passes, errors).
+//!
+//! One server, or a cluster given as its master nodes (one `--redis` per
+//! node: every tenant lives on the node serving its slot, so each node is
+//! asked about the tenants found in its own keyspace). Tenants are found
+//! by [`discovery`]; see docs/monitoring.md for every metric.
+
+pub mod discovery;
+pub mod http;
+pub mod text;
+
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use discovery::Scan;
+use text::{Kind, Metrics};
+
+/// What the exporter asks of the servers.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// One URL per node (`redis://[user:pass@]host:port[/db]`).
+    pub nodes: Vec<String>,
+    /// At most this many organizations and this many towns per node.
+    pub max_tenants: usize,
+    /// At most this many agents per town (the first by id).
+    pub max_agents: usize,
+    /// `SCAN` calls per family per node per scrape.
+    pub scan_calls: u32,
+    /// `COUNT` of each `SCAN`.
+    pub scan_count: u32,
+    /// Connect and read timeout.
+    pub timeout: Duration,
+    /// A tenant no discovery pass has seen for this long is no longer exported.
+    pub forget: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            nodes: Vec::new(),
+            max_tenants: 1000,
+            max_agents: 100,
+            scan_calls: 100,
+            scan_count: 1000,
+            timeout: Duration::from_secs(5),
+            forget: Duration::from_secs(3600),
+        }
+    }
+}
+
+struct Node {
+    url: String,
+    label: String,
+    connection: Option<redis::Connection>,
+    dreams: Scan,
+    town: Scan,
+    errors: u64,
+}
+
+/// The exporter's state: a connection and a tenant scan per node.
+pub struct Exporter {
+    config: Config,
+    nodes: Vec<Node>,
+    warned: std::collections::BTreeSet<String>,
+}
+
+/// Field/value pairs of a STATS reply.
+fn pairs(value: &Value) -> Vec<(String, Option<f64>)> {
+    let Value::Array(items) = value else { return Vec::new() };
+    items
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [Value::BulkString(name), value] => {
+                let number = match value {
+                    Value::Int(n) => Some(*n as f64),
+                    _ => None,
+                };
+                Some((String::from_utf8_lossy(name).into_owned(), number))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The node label of a URL: its `host:port`.
+fn node_label(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    rest.split('/').next().unwrap_or(rest).to_owned()
+}
+
+/// INFO fields that are levels, not totals.
+const INFO_GAUGES: [&str; 4] = ["waiters", "waiter_queues", "slot_imports_in_progress", "slot_exports_in_progress"];
+
+/// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
+/// become seconds, as Prometheus wants.
+const DREAMS_FIELDS: [(&str, &str, &str); 8] = [
+    ("ready", "dreamtown_dreams_ready", "Fires in the ready list"),
+    ("deferred", "dreamtown_dreams_deferred", "Fires deferred by quiet hours"),
+    ("in_flight", "dreamtown_dreams_in_flight", "Fires drained and not yet acknowledged"),
+    ("dead_letters", "dreamtown_dreams_dead_letters", "Items in the dead-letter list"),
+    ("leased", "dreamtown_dreams_leased", "In-flight fires with a running lease"),
+    ("expired_leases_waiting", "dreamtown_dreams_expired_leases_waiting", "Fires whose lease ran out, back in ready, a late ACK still honoured"),
+    ("oldest_deferred_age_ms", "dreamtown_dreams_oldest_deferred_age_seconds", "Age of the oldest quiet-hours deferral"),
+    ("next_lease_deadline_ms", "dreamtown_dreams_next_lease_deadline_timestamp_seconds", "The earliest lease deadline (unix time)"),
+];
+
+const AGENT_FIELDS: [(&str, &str, &str); 8] = [
+    ("inbox", "dreamtown_town_inbox", "Messages in the agent's inbox"),
+    ("urgent", "dreamtown_town_urgent", "Messages in the agent's urgent inbox"),
+    ("pending", "dreamtown_town_pending", "Messages received RELIABLE, not yet acknowledged"),
+    ("leased", "dreamtown_town_leased", "Pending messages with a running lease"),
+    ("expired_leases_waiting", "dreamtown_town_expired_leases_waiting", "Messages whose lease ran out, back in the inbox"),
+    ("next_message_age_ms", "dreamtown_town_next_message_age_seconds", "Age (from created_at) of the message the next TOWN.RECV gets"),
+    ("oldest_pending_age_ms", "dreamtown_town_oldest_pending_age_seconds", "Age (from created_at) of the longest-pending message"),
+    ("next_lease_deadline_ms", "dreamtown_town_next_lease_deadline_timestamp_seconds", "The earliest lease deadline (unix time)"),
+];
+
+const TOWN_FIELDS: [(&str, &str, &str); 4] = [
+    ("agents", "dreamtown_town_agents", "Agents in the town's agent index"),
+    ("mailboxes", "dreamtown_town_mailboxes", "Agents with per-agent keys"),
+    ("tasks", "dreamtown_town_tasks", "Tasks in the town's task index"),
+    ("backlog", "dreamtown_town_backlog", "Task ids waiting in the backlog"),
+];
+
+fn scaled(field: &str, value: f64) -> f64 {
+    if field.ends_with("_ms") { value / 1000.0 } else { value }
+}
+
+impl Exporter {
+    /// An exporter for `config.nodes` (connections are made on first scrape).
+    pub fn new(config: Config) -> Self {
+        let nodes = config
+            .nodes
+            .iter()
+            .map(|url| Node {
+                url: url.clone(),
+                label: node_label(url),
+                connection: None,
+                dreams: Scan::new(discovery::DREAMS, config.forget),
+                town: Scan::new(discovery::TOWN, config.forget),
+                errors: 0,
+            })
+            .collect();
+        Self { config, nodes, warned: Default::default() }
+    }
+
+    /// One scrape: the exposition text.
+    pub fn scrape(&mut self) -> String {
+        let started = Instant::now();
+        let mut metrics = Metrics::default();
+        let config = self.config.clone();
+        let mut warnings = Vec::new();
+        for node in &mut self.nodes {
+            let up = match scrape_node(&config, node, &mut metrics, &mut warnings) {
+                Ok(()) => 1.0,
+                Err(error) => {
+                    node.errors += 1;
+                    node.connection = None;
+                    warnings.push(format!("node {}: {error}", node.label));
+                    0.0
+                }
+            };
+            let labels = [("node", node.label.as_str())];
+            metrics.add("dreamtown_up", Kind::Gauge, "1 when the node answered this scrape", &labels, up);
+            metrics.add("dreamtown_exporter_errors_total", Kind::Counter, "Scrapes of the node that failed", &labels, node.errors as f64);
+        }
+        for warning in warnings {
+            metrics.comment(&format!("dreamtown-exporter: {warning}"));
+            // Said once on stderr per distinct message, on every scrape in
+            // /metrics; the memory of what was said stays bounded.
+            if self.warned.len() >= 1000 {
+                self.warned.clear();
+            }
+            if self.warned.insert(warning.clone()) {
+                eprintln!("dreamtown-exporter: {warning}");
+            }
+        }
+        metrics.add(
+            "dreamtown_exporter_scrape_duration_seconds",
+            Kind::Gauge,
+            "Time this scrape took, all nodes",
+            &[],
+            started.elapsed().as_secs_f64(),
+        );
+        metrics.render()
+    }
+}
+
+fn connect(config: &Config, node: &mut Node) -> redis::RedisResult<()> {
+    if node.connection.is_none() {
+        let client = redis::Client::open(node.url.as_str())?;
+        let con = client.get_connection_with_timeout(config.timeout)?;
+        con.set_read_timeout(Some(config.timeout))?;
+        node.connection = Some(con);
+    }
+    Ok(())
+}
+
+fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings: &mut Vec<String>) -> redis::RedisResult<()> {
+    connect(config, node)?;
+    let Some(con) = node.connection.as_mut() else { return Ok(()) };
+    let label = node.label.clone();
+    let info: String = redis::cmd("INFO").arg("dreamtown").query(con)?;
+    info_metrics(&info, &label, metrics);
+    node.dreams.step(con, config.scan_calls, config.scan_count)?;
+    node.town.step(con, config.scan_calls, config.scan_count)?;
+
+    for (family, scan) in [("dreams", &node.dreams), ("town", &node.town)] {
+        let labels = [("node", label.as_str()), ("family", family)];
+        let found = scan.tenants().len();
+        let over = found.saturating_sub(config.max_tenants);
+        metrics.add("dreamtown_exporter_tenants", Kind::Gauge, "Tenants found on the node", &labels, found as f64);
+        metrics.add("dreamtown_exporter_tenants_over_limit", Kind::Gauge, "Tenants found beyond --max-tenants, not exported", &labels, over as f64);
+        metrics.add("dreamtown_exporter_tenant_scan_complete", Kind::Gauge, "1 once a full SCAN pass has ended (the tenant list is complete)", &labels, f64::from(u8::from(scan.complete())));
+        metrics.add("dreamtown_exporter_discovery_passes_total", Kind::Counter, "Full SCAN passes over the node's keyspace", &labels, scan.passes as f64);
+        metrics.add("dreamtown_exporter_scan_calls_total", Kind::Counter, "SCAN calls made to find tenants", &labels, scan.calls as f64);
+        if over > 0 {
+            warnings.push(format!(
+                "node {label}: {found} {family} tenants found, only the first {} (by name) are exported; raise --max-tenants to see them all",
+                config.max_tenants
+            ));
+        }
+    }
+
+    let orgs: Vec<String> = node.dreams.tenants().into_iter().take(config.max_tenants).cloned().collect();
+    for chunk in orgs.chunks(100) {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for org in chunk {
+            pipe.cmd("DREAMS.STATS").arg(org);
+        }
+        let replies: Vec<Value> = pipe.query(con)?;
+        for (org, reply) in chunk.iter().zip(&replies) {
+            let labels = [("node", label.as_str()), ("org", org.as_str())];
+            if let Value::ServerError(error) = reply {
+                warnings.push(format!("DREAMS.STATS {org}: {error:?}"));
+                continue;
+            }
+            tenant_metrics(&pairs(reply), &DREAMS_FIELDS, &labels, metrics);
+        }
+    }
+
+    let towns: Vec<String> = node.town.tenants().into_iter().take(config.max_tenants).cloned().collect();
+    for town in &towns {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        pipe.cmd("TOWN.STATS").arg(town);
+        pipe.cmd("ZRANGE").arg(format!("tt:{{{town}}}:index:mailboxes")).arg(0).arg(config.max_agents as i64);
+        let replies: Vec<Value> = pipe.query(con)?;
+        let [town_reply, agents_reply] = replies.as_slice() else { continue };
+        let labels = [("node", label.as_str()), ("town", town.as_str())];
+        if let Value::ServerError(error) = town_reply {
+            warnings.push(format!("TOWN.STATS {town}: {error:?}"));
+            continue;
+        }
+        tenant_metrics(&pairs(town_reply), &TOWN_FIELDS, &labels, metrics);
+        let Value::Array(agents) = agents_reply else { continue };
+        let mut agents: Vec<String> = agents
+            .iter()
+            .filter_map(|agent| match agent {
+                Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+                _ => None,
+            })
+            .collect();
+        if agents.len() > config.max_agents {
+            agents.truncate(config.max_agents);
+            warnings.push(format!("town {town}: more than {} agents, only the first {} (by id) are exported; raise --max-agents", config.max_agents, config.max_agents));
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for agent in &agents {
+            pipe.cmd("TOWN.STATS").arg(town).arg(agent);
+        }
+        let replies: Vec<Value> = pipe.query(con)?;
+        for (agent, reply) in agents.iter().zip(&replies) {
+            let labels = [("node", label.as_str()), ("town", town.as_str()), ("agent", agent.as_str())];
+            if let Value::ServerError(error) = reply {
+                warnings.push(format!("TOWN.STATS {town} {agent}: {error:?}"));
+                continue;
+            }
+            tenant_metrics(&pairs(reply), &AGENT_FIELDS, &labels, metrics);
+        }
+    }
+    Ok(())
+}
+
+/// Each known field of a STATS reply as a gauge; a nil field (no such item)
+/// is left out rather than made a number.
+fn tenant_metrics(fields: &[(String, Option<f64>)], known: &[(&str, &str, &str)], labels: &[(&str, &str)], metrics: &mut Metrics) {
+    for (field, metric, help) in known {
+        if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
+            metrics.add(metric, Kind::Gauge, help, labels, scaled(field, *value));
+        }
+    }
+}
+
+/// `INFO dreamtown` as `dreamtown_node_<section>_<field>[_total]{node}`.
+fn info_metrics(info: &str, node: &str, metrics: &mut Metrics) {
+    let mut section = String::new();
+    for line in info.lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix("# ") {
+            section = name.trim().strip_prefix("dreamtown_").unwrap_or(name.trim()).to_owned();
+            continue;
+        }
+        let Some((field, value)) = line.split_once(':') else { continue };
+        let Ok(value) = value.trim().parse::<f64>() else { continue };
+        let field = field.strip_prefix("dreamtown_").unwrap_or(field);
+        let valid = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid(field) || !valid(&section) {
+            continue;
+        }
+        let (name, kind) = match INFO_GAUGES.contains(&field) || field == "atomic_slot_migration" {
+            true => (format!("dreamtown_node_{section}_{field}"), Kind::Gauge),
+            false => (format!("dreamtown_node_{section}_{field}_total"), Kind::Counter),
+        };
+        let help = format!("INFO dreamtown, section dreamtown_{section}, field {field}");
+        metrics.add(&name, kind, &help, &[("node", node)], value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_becomes_counters_and_gauges() {
+        let mut metrics = Metrics::default();
+        info_metrics("# dreamtown_dreams\r\ndreamtown_fired:3\r\n# dreamtown_waiters\r\ndreamtown_waiters:2\r\n", "h:1", &mut metrics);
+        let text = metrics.render();
+        assert!(text.contains("# TYPE dreamtown_node_dreams_fired_total counter\ndreamtown_node_dreams_fired_total{node=\"h:1\"} 3\n"), "{text}");
+        assert!(text.contains("# TYPE dreamtown_node_waiters_waiters gauge\ndreamtown_node_waiters_waiters{node=\"h:1\"} 2\n"), "{text}");
+    }
+
+    #[test]
+    fn node_labels_drop_scheme_credentials_and_db() {
+        assert_eq!(node_label("redis://user:pw@127.0.0.1:6390/2"), "127.0.0.1:6390");
+        assert_eq!(node_label("127.0.0.1:6390"), "127.0.0.1:6390");
+    }
+}

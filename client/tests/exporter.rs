@@ -1,0 +1,360 @@
+//! `dreamtown-exporter` against real servers: `/metrics` carries the
+//! `INFO dreamtown` totals per node and the `DREAMS.STATS`/`TOWN.STATS`
+//! gauges per tenant, found by a `SCAN` spread over scrapes; beyond
+//! `--max-tenants` it says so; a dead node reads `dreamtown_up 0`; and
+//! Debian's `prometheus` scrapes it and answers PromQL with the values the
+//! test produced.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{scratch_dir, tenant, wait_until, Server};
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// A child process killed (by its own handle) when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET path` on 127.0.0.1:`port`: the body, or None if nothing answers.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
+}
+
+/// Start the exporter on a free port and wait until it serves.
+fn exporter(args: &[&str]) -> (Process, u16) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_dreamtown-exporter"))
+        .args(args)
+        .args(["--listen", &listen])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dreamtown-exporter");
+    let process = Process(child);
+    wait_until("the exporter to listen", || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    (process, port)
+}
+
+/// The value of the sample `name` carrying all of `labels`.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let (labelset, value) = match rest.strip_prefix('{') {
+            Some(rest) => rest.split_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        labels
+            .iter()
+            .all(|(k, v)| labelset.split(',').any(|pair| pair == format!("{k}=\"{v}\"")))
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
+fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd.query(con).unwrap_or_else(|error| panic!("{args:?}: {error}"))
+}
+
+fn node_of(server: &Server) -> String {
+    format!("127.0.0.1:{}", server.port)
+}
+
+#[test]
+fn metrics_carry_node_totals_and_tenant_gauges() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let (a, b, town) = (tenant("exp-a"), tenant("exp-b"), tenant("exp-t"));
+    for _ in 0..7 {
+        run(&mut con, &["DREAMS.FIRE", &a, "web", "3"]);
+    }
+    for _ in 0..2 {
+        run(&mut con, &["DREAMS.FIRE", &b, "web", "3"]);
+    }
+    // Unrelated keys the discovery scan must walk past.
+    for i in 0..200 {
+        run(&mut con, &["SET", &format!("other:{i}"), "x"]);
+    }
+    run(&mut con, &["TOWN.SEND", &town, r#"{"id":"1","to":"w1","created_at":"2025-01-01T00:00:00Z"}"#]);
+    let url = server.url();
+    // Two SCAN calls of COUNT 10 per scrape: a pass over ~210 keys takes
+    // several scrapes, so discovery is spread over them.
+    let (_exporter, port) = exporter(&["--redis", &url, "--scan-calls", "2", "--scan-count", "10"]);
+    let node = node_of(&server);
+    let first = http_get(port, "/metrics").expect("/metrics");
+    assert_eq!(sample(&first, "dreamtown_exporter_tenant_scan_complete", &[("family", "dreams")]), Some(0.0), "{first}");
+    assert_eq!(sample(&first, "dreamtown_exporter_scan_calls_total", &[("family", "dreams")]), Some(2.0), "{first}");
+    assert_eq!(sample(&first, "dreamtown_node_dreams_fired_total", &[("node", &node)]), Some(9.0), "{first}");
+    let mut text = first;
+    wait_until("a full discovery pass", || {
+        text = http_get(port, "/metrics").unwrap_or_default();
+        sample(&text, "dreamtown_exporter_tenant_scan_complete", &[("family", "dreams")]) == Some(1.0)
+            && sample(&text, "dreamtown_exporter_tenant_scan_complete", &[("family", "town")]) == Some(1.0)
+    });
+    assert_eq!(sample(&text, "dreamtown_up", &[("node", &node)]), Some(1.0));
+    assert_eq!(sample(&text, "dreamtown_exporter_tenants", &[("family", "dreams")]), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", &a)]), Some(7.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", &b)]), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_town_inbox", &[("town", &town), ("agent", "w1")]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_town_mailboxes", &[("town", &town)]), Some(1.0), "{text}");
+    let age = sample(&text, "dreamtown_town_next_message_age_seconds", &[("town", &town), ("agent", "w1")]).expect("age");
+    assert!(age > 365.0 * 86_400.0 * 0.9, "{age}");
+    assert!(sample(&text, "dreamtown_exporter_scrape_duration_seconds", &[]).is_some_and(|s| s > 0.0));
+    assert!(text.contains("# TYPE dreamtown_node_dreams_acks_acknowledged_total counter"));
+    assert!(text.contains("# TYPE dreamtown_dreams_ready gauge"));
+
+    // Three drained under a lease, then acknowledged.
+    let mut payloads = Vec::new();
+    for _ in 0..3 {
+        let redis::Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &a, "0", "NOQUIET", "LEASE", "600"]) else { panic!() };
+        payloads.push(payload);
+    }
+    let text = http_get(port, "/metrics").expect("/metrics");
+    assert_eq!(sample(&text, "dreamtown_dreams_in_flight", &[("org", &a)]), Some(3.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_leased", &[("org", &a)]), Some(3.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", &a)]), Some(4.0), "{text}");
+    let deadline = sample(&text, "dreamtown_dreams_next_lease_deadline_timestamp_seconds", &[("org", &a)]).expect("deadline");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    assert!(deadline > now + 500.0 && deadline < now + 700.0, "{deadline} vs {now}");
+    for payload in &payloads {
+        redis::cmd("DREAMS.ACK").arg(&a).arg(payload).arg("SUCCESS").query::<redis::Value>(&mut con).unwrap();
+    }
+    let text = http_get(port, "/metrics").expect("/metrics");
+    assert_eq!(sample(&text, "dreamtown_node_dreams_acks_acknowledged_total", &[("node", &node)]), Some(3.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_in_flight", &[("org", &a)]), Some(0.0), "{text}");
+    assert!(http_get(port, "/nothing").is_none());
+}
+
+#[test]
+fn beyond_the_tenant_limit_it_says_so_and_a_dead_node_reads_down() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let orgs: Vec<String> = (0..3).map(|i| tenant(&format!("lim{i}"))).collect();
+    for org in &orgs {
+        run(&mut con, &["DREAMS.FIRE", org, "web", "3"]);
+    }
+    let dead = format!("redis://127.0.0.1:{}/", free_port());
+    let (_exporter, port) = exporter(&["--redis", &server.url(), "--redis", &dead, "--max-tenants", "2", "--timeout-secs", "2"]);
+    let text = http_get(port, "/metrics").expect("/metrics");
+    assert_eq!(sample(&text, "dreamtown_exporter_tenants", &[("family", "dreams")]), Some(3.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_exporter_tenants_over_limit", &[("family", "dreams")]), Some(1.0), "{text}");
+    assert!(text.contains("3 dreams tenants found, only the first 2 (by name) are exported; raise --max-tenants"), "{text}");
+    let exported = text.lines().filter(|line| line.starts_with("dreamtown_dreams_ready{")).count();
+    assert_eq!(exported, 2, "{text}");
+    assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(&server))]), Some(1.0), "{text}");
+    let dead_node = dead.trim_start_matches("redis://").trim_end_matches('/');
+    assert_eq!(sample(&text, "dreamtown_up", &[("node", dead_node)]), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_exporter_errors_total", &[("node", dead_node)]), Some(1.0), "{text}");
+}
+
+/// Debian's `prometheus` binary, if installed (`apt-get install -y
+/// prometheus`); `DREAMTOWN_PROMETHEUS` names another.
+fn prometheus_bin() -> Option<PathBuf> {
+    if let Ok(path) = std::env::var("DREAMTOWN_PROMETHEUS") {
+        return Some(PathBuf::from(path));
+    }
+    let path = PathBuf::from("/usr/bin/prometheus");
+    path.exists().then_some(path)
+}
+
+/// Percent-encode a PromQL query for a URL.
+fn encode(query: &str) -> String {
+    query
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The instant-query result of `query`: each series' value as a number.
+fn promql(port: u16, query: &str) -> Vec<f64> {
+    let Some(body) = http_get(port, &format!("/api/v1/query?query={}", encode(query))) else { return Vec::new() };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&body) else { return Vec::new() };
+    json["data"]["result"]
+        .as_array()
+        .map(|series| series.iter().filter_map(|s| s["value"][1].as_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn prometheus_scrapes_the_exporter_and_promql_returns_the_values() {
+    let Some(prometheus) = prometheus_bin() else {
+        if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() {
+            eprintln!("skipped: no prometheus and DREAMTOWN_NO_PROMETHEUS is set");
+            return;
+        }
+        panic!("this test needs Debian's prometheus: apt-get install -y prometheus (or set DREAMTOWN_PROMETHEUS, or DREAMTOWN_NO_PROMETHEUS=1 to skip)");
+    };
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("prom");
+    let node = node_of(&server);
+    let (_exporter, exporter_port) = exporter(&["--redis", &server.url()]);
+
+    let prom_port = free_port();
+    let dir = scratch_dir("prometheus", prom_port);
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: dreamtown\n    static_configs:\n      - targets: ['127.0.0.1:{exporter_port}']\n"
+        ),
+    )
+    .unwrap();
+    let _prometheus = Process(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus"),
+    );
+
+    // Queue depth after N fires.
+    const N: usize = 6;
+    for _ in 0..N {
+        run(&mut con, &["DREAMS.FIRE", &org, "web", "3"]);
+    }
+    let depth = format!("dreamtown_dreams_ready{{org=\"{org}\"}}");
+    wait_until("PromQL to see the depth", || promql(prom_port, &depth) == vec![N as f64]);
+
+    // Drain and acknowledge all of them: the acknowledged counter reaches N
+    // and its rate is positive; the depth falls to 0.
+    for _ in 0..N {
+        let redis::Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]) else { panic!() };
+        redis::cmd("DREAMS.ACK").arg(&org).arg(payload).arg("SUCCESS").query::<redis::Value>(&mut con).unwrap();
+    }
+    let acked = format!("dreamtown_node_dreams_acks_acknowledged_total{{node=\"{node}\"}}");
+    wait_until("PromQL to see the acknowledgements", || promql(prom_port, &acked) == vec![N as f64]);
+    wait_until("PromQL to see the queue empty", || promql(prom_port, &depth) == vec![0.0]);
+    let rate = format!("rate({acked}[1m])");
+    let rates = promql(prom_port, &rate);
+    assert!(rates.len() == 1 && rates[0] > 0.0, "{rate}: {rates:?}");
+    let peak = format!("max_over_time({depth}[5m])");
+    assert_eq!(promql(prom_port, &peak), vec![N as f64]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every `dreamtown_*` name in `text`.
+fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("dreamtown_") {
+        let tail = &rest[at..];
+        let end = tail.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')).unwrap_or(tail.len());
+        names.insert(tail[..end].to_owned());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../monitoring");
+    let dashboard = std::fs::read_to_string(root.join("grafana-dashboard.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&dashboard).expect("the dashboard is JSON");
+    let exprs: Vec<String> = json["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|target| target["expr"].as_str().map(str::to_owned))
+        .collect();
+    assert!(exprs.len() >= 15, "{exprs:?}");
+    let alerts = std::fs::read_to_string(root.join("alerts.yml")).unwrap();
+
+    // A server with every kind of value present, so every name is exported.
+    let server = Server::start();
+    let mut con = server.connect();
+    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
+    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
+    run(&mut con, &["DREAMS.DRAIN", "dash", "0", "NOQUIET", "LEASE", "600"]);
+    // After the drain, which would promote it (due since 1970).
+    run(&mut con, &["ZADD", "exocortex:dreams:{dash}:deferred", "1", "{\"old\":1}"]);
+    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"1","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
+    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"2","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
+    run(&mut con, &["TOWN.RECV", "dash", "w", "RELIABLE", "LEASE", "600"]);
+    let (_exporter, port) = exporter(&["--redis", &server.url()]);
+    let exported = metric_names(&http_get(port, "/metrics").expect("/metrics"));
+    for name in metric_names(&exprs.join("\n")).into_iter().chain(metric_names(&alerts)) {
+        assert!(exported.contains(&name), "{name} is used by the dashboard or the alerts but not exported: {exported:?}");
+    }
+
+    // The rules are valid Prometheus rules.
+    let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
+    match promtool {
+        Some(promtool) => {
+            let status = Command::new(promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
+            assert!(status.success(), "promtool check rules monitoring/alerts.yml failed");
+        }
+        None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
+        None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
+    }
+}
+
+#[test]
+fn a_cluster_is_exported_node_by_node() {
+    let cluster = common::Cluster::start(3);
+    let mut nodes_seen = std::collections::BTreeSet::new();
+    let mut expected = Vec::new();
+    let mut any = cluster.nodes[0].connect();
+    for i in 0..9 {
+        let org = tenant(&format!("cl{i}"));
+        let slot: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(format!("exocortex:dreams:{{{org}}}:queue")).query(&mut any).unwrap();
+        let owner = &cluster.nodes[cluster.owner_of_slot(slot)];
+        let mut con = owner.connect();
+        for _ in 0..=i {
+            run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]);
+        }
+        nodes_seen.insert(owner.port);
+        expected.push((org, node_of(owner), (i + 1) as f64));
+    }
+    assert!(nodes_seen.len() >= 2, "the tenants fell on one node: pick other names");
+    let urls = cluster.urls();
+    let mut args = Vec::new();
+    for url in &urls {
+        args.extend(["--redis", url.as_str()]);
+    }
+    let (_exporter, port) = exporter(&args);
+    let text = http_get(port, "/metrics").expect("/metrics");
+    for (org, node, fired) in &expected {
+        assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", node)]), Some(*fired), "{org} on {node}: {text}");
+        // Asked only of the node that owns it.
+        let series = text.lines().filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\""))).count();
+        assert_eq!(series, 1, "{org}: {text}");
+    }
+    let fired_total: f64 = cluster.nodes.iter().filter_map(|n| sample(&text, "dreamtown_node_dreams_fired_total", &[("node", &node_of(n))])).sum();
+    assert_eq!(fired_total, 45.0, "{text}");
+    for node in &cluster.nodes {
+        assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(node))]), Some(1.0), "{text}");
+    }
+}

@@ -1,0 +1,98 @@
+//! `TOWN.STATS <town> [<agent>]`: for operators and exporters, as
+//! field/value pairs. With an agent: its inboxes, pending list and leases,
+//! and the ages (from the messages' `created_at`) of the message the next
+//! `TOWN.RECV` gets and of the oldest pending one; without: the town's
+//! indexes and backlog. Cheap by construction: lengths, the head item of a
+//! list, the lowest score of the lease set and one `ZCOUNT` — O(log n),
+//! no walk over messages or agents (town-wide sums of the per-agent fields
+//! are the exporter's job, agent by agent).
+
+use super::{id, town, AGENT_ARG, TOWN_ARG};
+use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs};
+use crate::dreams::lease::EXPIRED;
+use crate::module::args::Args;
+use crate::module::command::{entry_point, CommandSpec, TenantUse};
+use crate::module::key::{Key, KeyKind};
+use crate::module::reply::{CommandError, CommandResult, Reply};
+use crate::module::session::{Access, Session};
+use crate::module::string::OwnedString;
+use crate::town::age::{age_ms, created_at_ms};
+use crate::town::keys::TownKeys;
+
+/// The command.
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "TOWN.STATS",
+    entry: entry_point!(run),
+    flags: "readonly fast",
+    tenant: TenantUse::Read,
+    arity: -2,
+    summary: "A town's statistics (indexes, backlog) or one agent's (inboxes, pending, leases, ages) as field/value pairs",
+    complexity: "O(log N) where N is the number of the agent's leased messages; O(1) for the town",
+    args: &[TOWN_ARG, AGENT_ARG.optional()],
+};
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let mut args = Args::new(argv);
+    let keys = town(&mut args)?;
+    if args.is_empty() {
+        return town_stats(session, &keys);
+    }
+    let agent = id(&mut args, "agent id")?;
+    args.end()?;
+    agent_stats(session, &keys, &agent)
+}
+
+/// Check ACL for every name, then open them and check their types.
+fn open_all<const N: usize>(session: &Session, keys: [(String, KeyKind); N]) -> Result<[Key; N], CommandError> {
+    let kinds = keys.each_ref().map(|(_, kind)| *kind);
+    let names = session.check_strings(keys.map(|(name, _)| OwnedString::new(name.as_bytes())), Access::Read)?;
+    let opened = names.map(|name| session.open_checked(name, Access::Read));
+    for (key, kind) in opened.iter().zip(kinds) {
+        key.require(kind)?;
+    }
+    Ok(opened)
+}
+
+fn town_stats(session: &Session, keys: &TownKeys) -> CommandResult {
+    let [agents, mailboxes, tasks, backlog] = open_all(session, [
+        (keys.agent_index(), KeyKind::Hash),
+        (keys.mailbox_index(), KeyKind::ZSet),
+        (keys.task_index(), KeyKind::ZSet),
+        (keys.backlog(), KeyKind::List),
+    ])?;
+    Ok(pairs([
+        ("agents", Reply::count(agents.len())),
+        ("mailboxes", Reply::count(mailboxes.len())),
+        ("tasks", Reply::count(tasks.len())),
+        ("backlog", Reply::count(backlog.len())),
+    ]))
+}
+
+fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
+    let leases_name = OwnedString::new(keys.leases(agent).as_bytes());
+    let [inbox, urgent, pending, leases] = open_all(session, [
+        (keys.inbox(agent), KeyKind::List),
+        (keys.urgent(agent), KeyKind::List),
+        (keys.pending(agent), KeyKind::List),
+        (keys.leases(agent), KeyKind::ZSet),
+    ])?;
+    let now_ms = session.now_ms();
+    let head_age = |list: &Key| list.get(0).and_then(|message| created_at_ms(&message)).map(|at| age_ms(now_ms, at));
+    // RECV reads the urgent inbox first.
+    let next_age = match urgent.is_empty() {
+        true => head_age(&inbox),
+        false => head_age(&urgent),
+    };
+    let expired_waiting = expired_markers(session, &leases, &leases_name);
+    Ok(pairs([
+        ("inbox", Reply::count(inbox.len())),
+        ("urgent", Reply::count(urgent.len())),
+        ("pending", Reply::count(pending.len())),
+        ("leased", Reply::count(leases.len().saturating_sub(expired_waiting))),
+        ("expired_leases_waiting", Reply::count(expired_waiting)),
+        ("next_lease_deadline_ms", optional(lowest_score(&leases, (EXPIRED + 1) as f64))),
+        ("next_message_age_ms", optional(next_age)),
+        ("oldest_pending_age_ms", optional(head_age(&pending))),
+        ("now_ms", Reply::Integer(now_ms)),
+    ]))
+}
