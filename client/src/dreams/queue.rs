@@ -16,6 +16,7 @@ use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLength
 use crate::call::{Call, timeout_secs};
 use crate::lease::{Held, renew_period};
 use crate::error::{Error, Result};
+use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// One organization's Dreams fire queue on a server with the dreamtown
 /// module, over any async connection of the `redis` crate: a
@@ -63,6 +64,8 @@ pub struct RedisFireQueue<C = MultiplexedConnection> {
     /// # Ok(()) }
     /// ```
     pub quiet_hours: QuietHours,
+    /// How long a call refused with `TRYAGAIN` is sent again (`crate::retry`).
+    tryagain_deadline: Duration,
 }
 
 impl<C: ConnectionLike + Send> RedisFireQueue<C> {
@@ -85,7 +88,35 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             conn,
             org: org.into(),
             quiet_hours,
+            tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE,
         }
+    }
+
+    /// Resend a call refused with `TRYAGAIN` (the organization's cluster
+    /// slot is moving the legacy way; nothing ran) with a growing pause
+    /// (10 ms doubling to 500 ms) until `deadline` has passed since its
+    /// first send, then return the refusal. Default
+    /// [`DEFAULT_TRYAGAIN_DEADLINE`] (30 s); `Duration::ZERO` returns the
+    /// first `TRYAGAIN`. A cluster connection's own retries come first
+    /// (docs/client.md, "Slots that move").
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::dreams::{QuietHours, RedisFireQueue};
+    /// # fn demo(conn: redis::aio::MultiplexedConnection) {
+    /// let queue = RedisFireQueue::new(conn, QuietHours::none(), "acme")
+    ///     .with_tryagain_deadline(Duration::from_secs(120));
+    /// assert_eq!(queue.tryagain_deadline(), Duration::from_secs(120));
+    /// # }
+    /// ```
+    pub fn with_tryagain_deadline(mut self, deadline: Duration) -> Self {
+        self.tryagain_deadline = deadline;
+        self
+    }
+
+    /// How long a call refused with `TRYAGAIN` is sent again.
+    pub fn tryagain_deadline(&self) -> Duration {
+        self.tryagain_deadline
     }
 
     /// The organization this queue serves.
@@ -142,7 +173,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         let reply = region_call("DREAMS.FIRE", region)
             .arg("NODE")
             .arg(fired_by)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?;
         match reply.word()? {
             "queued" => Ok(FireOutcome::Queued),
@@ -229,7 +260,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
                 .arg("GENERATION")
                 .arg(fence.generation);
         }
-        let reply = with_trigger(call, trigger).send(&mut self.conn).await?;
+        let reply = with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?;
         let (word, memories, edges) = reply.counted()?;
         RecordWriteOutcome::from_reply(word, snapshot(memories, edges))
     }
@@ -259,7 +290,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(event_id)
             .arg(delivery_generation)
             .arg_if(retain_legacy_identity, "RETAIN")
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?
             .ok()
     }
@@ -301,7 +332,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(if success { "SUCCESS" } else { "FAILURE" })
             .arg("NODE")
             .arg(fired_by);
-        let reply = with_trigger(call, trigger.into()).send(&mut self.conn).await?;
+        let reply = with_trigger(call, trigger.into()).send(&mut self.conn, self.tryagain_deadline).await?;
         let (word, memories, edges) = reply.counted()?;
         AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))
     }
@@ -366,7 +397,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(&self.org)
             .arg(payload)
             .arg(timeout_secs(lease));
-        call.send(&mut self.conn).await?.flag()
+        call.send(&mut self.conn, self.tryagain_deadline).await?.flag()
     }
 
     /// Run `work` while keeping `fire`'s lease alive: extended by `lease`
@@ -403,7 +434,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             Some(lease) => call.arg("LEASE").arg(timeout_secs(lease)),
             None => call,
         };
-        let reply = call.send(&mut self.conn).await?;
+        let reply = call.send(&mut self.conn, self.tryagain_deadline).await?;
         let Some(payload) = reply.optional_bulk()? else {
             return Ok(DrainResult::TimedOut);
         };
@@ -432,7 +463,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     pub async fn recover_inflight(&mut self) -> Result<u64> {
         Call::new("DREAMS.RECOVER")
             .arg(&self.org)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?
             .count()
     }
@@ -450,7 +481,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     pub async fn lengths(&mut self) -> Result<QueueLengths> {
         let [ready, deferred, processing] = Call::new("DREAMS.LEN")
             .arg(&self.org)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?
             .counts::<3>()?;
         Ok(QueueLengths { ready, deferred, processing })
@@ -469,7 +500,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     pub async fn counters(&mut self, region: &RegionKey) -> Result<RegionCounters> {
         self.ensure_region(region)?;
         let reply = region_call("DREAMS.COUNTERS", region)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?;
         let pairs = reply.pairs()?;
         let field = |name: &str| {
