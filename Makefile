@@ -52,7 +52,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: all build deps venv node-deps servers run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
+.PHONY: all build deps venv node-deps servers bench-legacy-move run test test-unit test-rust test-client test-python cluster cluster-stop bench clean help
 
 all: build
 
@@ -60,6 +60,7 @@ help:
 	@echo "make run    - build and start redis-server on port $(PORT) with the module"
 	@echo "make test   - run every test against real redis-server processes"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
+	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
 	@echo "make build  - build target/release/libdreamtown.so"
 	@echo "make servers - fetch the five servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
@@ -151,6 +152,13 @@ test-python:
 bench: build
 	@echo "== benchmark (one $(SERVER), module vs the seed's Lua vs native commands)"
 	python3 bench/run.py --module $(MODULE)
+
+## bench-legacy-move: how long a tenant answers TRYAGAIN while its slot
+## moves the legacy way (SETSLOT/MIGRATE, as redis-cli --cluster reshard),
+## and what a default redis-py client sees; a measurement, not a test.
+## Results: docs/resharding.md. Knob: LEGACY_MOVE_RUNS (3).
+bench-legacy-move: build venv
+	$(PYTHON) bench/legacy_move.py --runs $(or $(LEGACY_MOVE_RUNS),3)
 
 clean:
 	$(CARGO) clean

@@ -7,8 +7,8 @@
 //!   (its deadline), where a call with no deadline gets the refusal back.
 //! * A `READONLY` read on a replica of the source is not checked for the
 //!   move by Redis: it answers from whatever part of the tenant the
-//!   replica still holds (docs/resharding.md, "Replica reads during a
-//!   move").
+//!   replica still holds; Valkey answers `ASK` there, as the master does
+//!   (docs/resharding.md, "Replica reads during a move").
 
 mod common;
 
@@ -163,7 +163,7 @@ fn lengths(value: &Value) -> Option<Vec<i64>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_readonly_replica_read_during_a_legacy_move_sees_what_its_master_still_holds() {
+async fn a_readonly_replica_read_during_a_legacy_move_redirects_on_valkey_and_sees_what_its_master_still_holds_on_redis() {
     let cluster = Cluster::start_with_replicas(3, 1);
     let org = common::tenant("replica-read");
     let slot = keyslot(&cluster.nodes[0], &org);
@@ -179,21 +179,43 @@ async fn a_readonly_replica_read_during_a_legacy_move_sees_what_its_master_still
     assert!(matches!(drained, Ok(Value::BulkString(_))), "{drained:?}");
     let replica_node = &cluster.nodes[replica];
     let synced = |expected: [i64; 3]| {
-        common::wait_until("the replica's view", || lengths(&replica_len(replica_node, &org)).as_deref() == Some(&expected[..]))
+        let mut last = Value::Nil;
+        let started = Instant::now();
+        while lengths(&last).as_deref() != Some(&expected[..]) {
+            assert!(started.elapsed() < common::DEADLINE, "the replica answers {last:?}, not {expected:?}");
+            std::thread::sleep(Duration::from_millis(20));
+            last = replica_len(replica_node, &org);
+        }
     };
     synced([2, 0, 1]);
+
+    // Valkey (8.0 and later) replicates SETSLOT to replicas and applies the
+    // migration checks to their reads; Redis does neither.
+    let server: String = redis::cmd("INFO").arg("server").query(&mut replica_node.connect()).expect("INFO server");
+    let valkey = server.contains("server_name:valkey");
+    let redirected = |answer: &Value| matches!(answer, Value::SimpleString(s) if s.to_uppercase().contains("ASK"));
 
     open_move(&cluster, slot, from, to);
     // The master refuses the tenant (ASK) ...
     let at_source = redis::cmd("DREAMS.LEN").arg(&org).query::<Value>(&mut cluster.nodes[from].connect());
     assert!(at_source.as_ref().is_err_and(|error| error.code() == Some("ASK")), "{at_source:?}");
-    // ... the replica answers, the whole tenant while nothing has moved ...
-    synced([2, 0, 1]);
-    // ... and, once the ready list has gone to the target (its deletion
-    // replicated), the in-flight item without the ready ones: half a tenant.
     let ready = dreamtown_client::dreams::QueueKeys::new(&org).ready;
-    migrate(&cluster, from, to, &[ready]);
-    synced([0, 0, 1]);
+    if valkey {
+        // ... and so does its replica, before and after part of the tenant moved.
+        let answer = replica_len(replica_node, &org);
+        assert!(redirected(&answer), "{answer:?}");
+        migrate(&cluster, from, to, &[ready]);
+        let _: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut cluster.nodes[from].connect()).expect("WAIT");
+        let answer = replica_len(replica_node, &org);
+        assert!(redirected(&answer), "{answer:?}");
+    } else {
+        // ... the replica answers, the whole tenant while nothing has moved ...
+        synced([2, 0, 1]);
+        // ... and, once the ready list has gone to the target (its deletion
+        // replicated), the in-flight item without the ready ones: half a tenant.
+        migrate(&cluster, from, to, &[ready]);
+        synced([0, 0, 1]);
+    }
     // The move's end: the replica then redirects like its master.
     finish_move(&cluster, slot, from, to);
     common::wait_until("the replica redirects to the new owner", || {
