@@ -18,8 +18,16 @@
 
 use std::time::Duration;
 
+#[cfg(doc)]
+use crate::Error;
+
 /// How long a call keeps resending a command refused with `TRYAGAIN`
-/// unless told otherwise: long enough for a legacy move of a slot holding a
+/// unless told otherwise (`with_tryagain_deadline` on the queue or
+/// channel). The deadline counts from the call's first send; the pause
+/// between sends is 10 ms, doubled after each refusal up to 500 ms; at the
+/// deadline the call returns the `TRYAGAIN` ([`Error::is_retryable`]). The
+/// `redis` crate's cluster connection retries first, by its own settings
+/// (docs/client.md, "Slots that move"). Long enough for a legacy move of a slot holding a
 /// deep queue and thousands of other keys (docs/resharding.md has the
 /// measurements), short enough that a move stuck half-way surfaces as an
 /// error.

@@ -117,13 +117,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         }
     }
 
-    /// Resend a call refused with `TRYAGAIN` (the town's cluster slot is
-    /// moving the legacy way; nothing ran) with a growing pause (10 ms
-    /// doubling to 500 ms) until `deadline` has passed since its first
-    /// send, then return the refusal. Default [`DEFAULT_TRYAGAIN_DEADLINE`]
-    /// (30 s); `Duration::ZERO` returns the first `TRYAGAIN`. A cluster
-    /// connection's own retries come first (docs/client.md, "Slots that
-    /// move").
+    /// How long a call refused with `TRYAGAIN` (the town's slot is moving
+    /// the legacy way; nothing ran) is sent again: [`DEFAULT_TRYAGAIN_DEADLINE`]
+    /// says how, and is the default; `Duration::ZERO` returns the first one.
     ///
     /// ```no_run
     /// # use std::time::Duration;
