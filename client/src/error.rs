@@ -161,6 +161,14 @@ impl Error {
         }
     }
 
+    /// Is this `TRYAGAIN` (the tenant's slot is moving; nothing ran)?
+    pub(crate) fn is_tryagain(&self) -> bool {
+        match self {
+            Self::Redis(error) => error.code() == Some("TRYAGAIN"),
+            _ => self.server_code() == Some("TRYAGAIN"),
+        }
+    }
+
     /// Is this Redis's `UNBLOCKED ... instance state changed` (a blocked
     /// command released, unrun, because its node became a replica)?
     pub(crate) fn is_unblocked_by_role_change(&self) -> bool {

@@ -14,7 +14,10 @@
 //! [`Error::is_retryable`] tells which refusals changed nothing and may be
 //! sent again (a cluster connection already follows `MOVED`/`ASK` and
 //! retries `TRYAGAIN` and connection loss; a call whose blocking wait a
-//! failover interrupted is sent again by the client). Wrap a connection in
+//! failover interrupted is sent again by the client; a `TRYAGAIN` while
+//! the tenant's slot moves is sent again until a deadline,
+//! [`DEFAULT_TRYAGAIN_DEADLINE`] unless the queue or channel says
+//! otherwise). Wrap a connection in
 //! [`Durable`] to `WAIT` for replicas after every write.
 //!
 //! ```no_run
@@ -38,10 +41,12 @@ pub mod exporter;
 mod durable;
 mod error;
 pub mod migrate;
+mod retry;
 pub mod town;
 
 pub use durable::{Durable, Shortfall};
 pub use error::{Error, Result};
+pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// The `redis` crate this client is built on, so connections match its version.
 ///

@@ -16,6 +16,7 @@ use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLength
 use crate::call::{Call, Reply, timeout_secs};
 use crate::lease::{Held, renew_period};
 use crate::error::{Error, Result};
+use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// One organization's Dreams fire queue on a server with the dreamtown
 /// module, over any async connection of the `redis` crate: a
@@ -63,6 +64,8 @@ pub struct RedisFireQueue<C = MultiplexedConnection> {
     /// # Ok(()) }
     /// ```
     pub quiet_hours: QuietHours,
+    /// How long a call refused with `TRYAGAIN` is sent again (`crate::retry`).
+    tryagain_deadline: Duration,
 }
 
 impl<C: ConnectionLike + Send> RedisFireQueue<C> {
@@ -85,7 +88,31 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             conn,
             org: org.into(),
             quiet_hours,
+            tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE,
         }
+    }
+
+    /// How long a call refused with `TRYAGAIN` (the organization's slot is moving
+    /// the legacy way; nothing ran) is sent again: [`DEFAULT_TRYAGAIN_DEADLINE`]
+    /// says how, and is the default; `Duration::ZERO` returns the first one.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::dreams::{QuietHours, RedisFireQueue};
+    /// # fn demo(conn: redis::aio::MultiplexedConnection) {
+    /// let queue = RedisFireQueue::new(conn, QuietHours::none(), "acme")
+    ///     .with_tryagain_deadline(Duration::from_secs(120));
+    /// assert_eq!(queue.tryagain_deadline(), Duration::from_secs(120));
+    /// # }
+    /// ```
+    pub fn with_tryagain_deadline(mut self, deadline: Duration) -> Self {
+        self.tryagain_deadline = deadline;
+        self
+    }
+
+    /// How long a call refused with `TRYAGAIN` is sent again.
+    pub fn tryagain_deadline(&self) -> Duration {
+        self.tryagain_deadline
     }
 
     /// The organization this queue serves.
@@ -142,7 +169,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         let reply = region_call("DREAMS.FIRE", region)
             .arg("NODE")
             .arg(fired_by)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?;
         match reply.word()? {
             "queued" => Ok(FireOutcome::Queued),
@@ -229,7 +256,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
                 .arg("GENERATION")
                 .arg(fence.generation);
         }
-        let reply = with_trigger(call, trigger).send(&mut self.conn).await?;
+        let reply = with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?;
         let (word, memories, edges) = reply.counted()?;
         RecordWriteOutcome::from_reply(word, snapshot(memories, edges))
     }
@@ -259,7 +286,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(event_id)
             .arg(delivery_generation)
             .arg_if(retain_legacy_identity, "RETAIN")
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?
             .ok()
     }
@@ -301,7 +328,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(if success { "SUCCESS" } else { "FAILURE" })
             .arg("NODE")
             .arg(fired_by);
-        let reply = with_trigger(call, trigger.into()).send(&mut self.conn).await?;
+        let reply = with_trigger(call, trigger.into()).send(&mut self.conn, self.tryagain_deadline).await?;
         let (word, memories, edges) = reply.counted()?;
         AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))
     }
@@ -366,7 +393,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(&self.org)
             .arg(payload)
             .arg(timeout_secs(lease));
-        call.send(&mut self.conn).await?.flag()
+        call.send(&mut self.conn, self.tryagain_deadline).await?.flag()
     }
 
     /// Run `work` while keeping `fire`'s lease alive: extended by `lease`
@@ -388,7 +415,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     }
 
     async fn drain_with(&mut self, timeout: Duration, lease: Option<Duration>) -> Result<DrainResult> {
-        let reply = self.drain_call(timeout, lease).send(&mut self.conn).await?;
+        let reply = self.drain_call(timeout, lease).send(&mut self.conn, self.tryagain_deadline).await?;
         self.drained(&reply)
     }
 
@@ -509,7 +536,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(if success { "SUCCESS" } else { "FAILURE" })
             .arg("NODE")
             .arg(fired_by);
-        let (acked, drained) = with_trigger(call, trigger).send(&mut self.conn).await?.halves()?;
+        let (acked, drained) = with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?.halves()?;
         let (word, memories, edges) = acked.counted()?;
         let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
         Ok((outcome, self.drained(&drained)?))
@@ -531,7 +558,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn drain_batch(&mut self, timeout: Duration, count: u32, lease: Option<Duration>) -> Result<Vec<FireMessage>> {
-        let reply = self.drain_call(timeout, lease).arg("COUNT").arg(count.max(1)).send(&mut self.conn).await?;
+        let reply = self.drain_call(timeout, lease).arg("COUNT").arg(count.max(1)).send(&mut self.conn, self.tryagain_deadline).await?;
         let payloads = reply.optional_bulks()?.unwrap_or_default();
         payloads.iter().map(|payload| self.fire_of(payload)).collect()
     }
@@ -550,7 +577,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     pub async fn recover_inflight(&mut self) -> Result<u64> {
         Call::new("DREAMS.RECOVER")
             .arg(&self.org)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?
             .count()
     }
@@ -568,7 +595,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     pub async fn lengths(&mut self) -> Result<QueueLengths> {
         let [ready, deferred, processing] = Call::new("DREAMS.LEN")
             .arg(&self.org)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?
             .counts::<3>()?;
         Ok(QueueLengths { ready, deferred, processing })
@@ -587,7 +614,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     pub async fn counters(&mut self, region: &RegionKey) -> Result<RegionCounters> {
         self.ensure_region(region)?;
         let reply = region_call("DREAMS.COUNTERS", region)
-            .send(&mut self.conn)
+            .send(&mut self.conn, self.tryagain_deadline)
             .await?;
         let pairs = reply.pairs()?;
         let field = |name: &str| {

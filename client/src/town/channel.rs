@@ -15,6 +15,7 @@ use super::ids::AgentId;
 use super::message::Message;
 use crate::call::{Call, Reply, timeout_secs};
 use crate::error::{Error, Result};
+use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// One town's agent channel on a server with the dreamtown module, over any
 /// async connection of the `redis` crate that can be cloned: a
@@ -60,6 +61,8 @@ pub struct Channel<C = MultiplexedConnection> {
     conn: C,
     town: String,
     keys: TownKeys,
+    /// How long a call refused with `TRYAGAIN` is sent again (`crate::retry`).
+    tryagain_deadline: Duration,
 }
 
 /// The lengths of an agent's three lists (`TOWN.LEN`).
@@ -110,7 +113,30 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
             keys: TownKeys::new(&town),
             conn,
             town,
+            tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE,
         }
+    }
+
+    /// How long a call refused with `TRYAGAIN` (the town's slot is moving
+    /// the legacy way; nothing ran) is sent again: [`DEFAULT_TRYAGAIN_DEADLINE`]
+    /// says how, and is the default; `Duration::ZERO` returns the first one.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::town::Channel;
+    /// # fn demo(conn: redis::aio::MultiplexedConnection) {
+    /// let channel = Channel::new(conn, "acme").with_tryagain_deadline(Duration::from_secs(120));
+    /// assert_eq!(channel.tryagain_deadline(), Duration::from_secs(120));
+    /// # }
+    /// ```
+    pub fn with_tryagain_deadline(mut self, deadline: Duration) -> Self {
+        self.tryagain_deadline = deadline;
+        self
+    }
+
+    /// How long a call refused with `TRYAGAIN` is sent again.
+    pub fn tryagain_deadline(&self) -> Duration {
+        self.tryagain_deadline
     }
 
     /// The town this channel serves.
@@ -158,7 +184,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// Send `call` over a clone of the connection.
     pub(super) async fn run(&self, call: Call) -> Result<Reply> {
         let mut conn = self.conn.clone();
-        call.send(&mut conn).await
+        call.send(&mut conn, self.tryagain_deadline).await
     }
 
     /// Send `call` and expect `OK`.
