@@ -4,16 +4,20 @@
 
 /// The cluster slot of a key name (CRC16 of its hash tag, as Redis).
 pub fn key_slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
+    crc16(hash_tag(key)) & 0x3fff
+}
+
+/// What of `name` the cluster hashes: what is between its first `{` and
+/// the first `}` after it, if that is not empty; else the whole name.
+pub fn hash_tag(name: &[u8]) -> &[u8] {
+    name.iter()
         .position(|b| *b == b'{')
         .and_then(|open| {
-            let rest = key.get(open + 1..)?;
+            let rest = name.get(open + 1..)?;
             let close = rest.iter().position(|b| *b == b'}')?;
             (close > 0).then(|| rest.get(..close)).flatten()
         })
-        .unwrap_or(key);
-    crc16(tagged) & 0x3fff
+        .unwrap_or(name)
 }
 
 /// CRC16-CCITT (XModem), the cluster's key hash.

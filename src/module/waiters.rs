@@ -365,15 +365,7 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
 
 /// `dreamtown:waiter:{<tag>}:<seq>`: the hash tag of `first` keeps the slot.
 fn private_key(first: &[u8], seq: u64) -> Vec<u8> {
-    let tag = first
-        .iter()
-        .position(|b| *b == b'{')
-        .and_then(|open| {
-            let rest = first.get(open + 1..)?;
-            let close = rest.iter().position(|b| *b == b'}')?;
-            (close > 0).then(|| rest.get(..close)).flatten()
-        })
-        .unwrap_or(first);
+    let tag = super::cluster_slot::hash_tag(first);
     let mut name = b"dreamtown:waiter:{".to_vec();
     name.extend_from_slice(tag);
     name.extend_from_slice(b"}:");
