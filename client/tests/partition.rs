@@ -523,11 +523,17 @@ impl Round {
         let event = format!("event-{id}");
         let at = self.since();
         let mut outcome = Outcome::Unknown;
-        for _ in 0..3 {
+        for tries in 0..3 {
             let before = conn.shortfalls();
             let fence = DeliveryFence { event_id: &event, generation: 1 };
             let result = queue.record_write_once(&counter, 1, 0, no_trigger(), client, fence).await;
-            outcome = outcome_of(&result, conn, before);
+            let this_try = outcome_of(&result, conn, before);
+            // A refused retry does not undo an earlier try that may have
+            // landed: after an unknown, only an ok settles the outcome.
+            if this_try == Outcome::Failed && outcome == Outcome::Unknown && tries > 0 {
+                break;
+            }
+            outcome = this_try;
             if outcome != Outcome::Unknown || self.stop.load(Ordering::Relaxed) {
                 break;
             }
