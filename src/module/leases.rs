@@ -36,8 +36,9 @@
 //! slot migration (`slot_migration`), is kept until the move completes; one
 //! whose lease set is gone from this node is forgotten when it comes due.
 //!
-//! Hooks for slot migration (`slot_migration`, Valkey 9's atomic slot
-//! migration): [`index_key`] indexes one arrived key, [`forget_slots`]
+//! Hooks for slot migration (`slot_migration`, Valkey 9's and Redis 8.4's
+//! atomic slot migration): [`index_key`] indexes one arrived key,
+//! [`index_slots`] the lease sets of arrived slots (Redis 8.4), [`forget_slots`]
 //! drops the entries of slots that left (an entry whose lease set is gone
 //! is dropped when it comes due anyway; forgetting keeps the index small).
 
@@ -367,7 +368,6 @@ pub fn index_key(ctx: *mut raw::RedisModuleCtx, name: &[u8]) {
 /// slots, in bounded turns like every catch-up (it walks the keyspace:
 /// the module API has no per-slot scan on every server). Nothing happens
 /// on a replica. Calls made while one runs are merged and run after it.
-#[allow(dead_code)] // Not called today: imports are indexed from their keyspace events (`slot_migration`).
 pub fn index_slots(ctx: *mut raw::RedisModuleCtx, ranges: &[SlotRange]) {
     if ranges.is_empty() {
         return;

@@ -59,7 +59,8 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
     // catch-up; nothing else here follows the keyspace): without this flag
     // the server would give up diskless swapdb loading for every module.
     // Valkey's VALKEYMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD is the same bit.
-    // On Valkey 9, atomic slot migration is handled (slot_migration).
+    // On Valkey 9, atomic slot migration is handled (slot_migration);
+    // on Redis 8.4, which asks for no option, its events are subscribed there.
     let options = (raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD)
         as c_int
         | slot_migration::options(ctx.ctx);
