@@ -39,6 +39,8 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "TOWN.TASK" => done(town::task::parse(argv).map(drop)),
         "TOWN.BACKLOG" => done(town::backlog::parse(argv).map(drop)),
         "TOWN.ACTIVITY" => done(town::activity::parse(argv).map(drop)),
+        "DREAMS.STATS" => done(dreams::stats::parse(argv).map(drop)),
+        "TOWN.STATS" => done(town::stats::parse(argv).map(drop)),
         _ => None,
     }
 }

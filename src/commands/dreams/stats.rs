@@ -15,7 +15,7 @@ use crate::module::args::Args;
 use crate::module::call;
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
 use crate::module::key::{Key, KeyKind};
-use crate::module::reply::{CommandResult, Reply};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::string::OwnedString;
 
@@ -31,10 +31,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the organization.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
     args.end()?;
+    Ok(org)
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    let org = parse(argv)?;
     let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases]);
     let [ready, deferred, processing, dead, leases] = session.check_strings(names, Access::Read)?;
     let leases_name = leases.clone();

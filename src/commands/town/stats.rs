@@ -31,15 +31,23 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG.optional()],
 };
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+/// The parse step: the town, and the agent if one is named.
+pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, Option<String>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     if args.is_empty() {
-        return town_stats(session, &keys);
+        return Ok((keys, None));
     }
     let agent = id(&mut args, "agent id")?;
     args.end()?;
-    agent_stats(session, &keys, &agent)
+    Ok((keys, Some(agent)))
+}
+
+fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
+    match parse(argv)? {
+        (keys, None) => town_stats(session, &keys),
+        (keys, Some(agent)) => agent_stats(session, &keys, &agent),
+    }
 }
 
 /// Check ACL for every name, then open them and check their types.
