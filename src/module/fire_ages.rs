@@ -22,7 +22,8 @@
 //! keyspace and keeps those slots in memory.
 //!
 //! Bounded: a list's map is emptied whenever the list is seen empty (by a
-//! command that takes its last item, or by STATS), at most [`MAX_ORGS`]
+//! command that takes its last item, or by STATS; keeping a little room, so
+//! a queue that empties and fills again allocates nothing), at most [`MAX_ORGS`]
 //! organizations have maps and at most [`MAX_ENTRIES`] items (all
 //! organizations together, about 40 bytes each) are timed; beyond that an
 //! item is not timed (its age, once at the head, becomes a lower bound) and
@@ -42,6 +43,8 @@ use super::tenant_stats::{IdMap, TenantId};
 pub const MAX_ORGS: usize = 10_000;
 /// Items timed at most (all organizations and both lists together).
 pub const MAX_ENTRIES: usize = 1_000_000;
+/// Room an emptied list's map keeps (a few hundred bytes).
+const KEPT_ROOM: usize = 8;
 
 /// Which list of an organization's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,14 +162,20 @@ impl Table {
         }
     }
 
-    /// `org`'s `list` is empty: forget what was timed there (and the
-    /// organization, when both lists are).
+    /// `org`'s `list` is empty: forget what was timed there. The map keeps
+    /// a little room ([`KEPT_ROOM`]) and the organization its entry, so a
+    /// queue that keeps emptying and filling allocates nothing per call;
+    /// once half the organizations' cap is in use, an organization whose
+    /// lists are both empty is dropped instead.
     pub fn emptied(&mut self, org: TenantId, list: List) {
+        let crowded = self.orgs.len() > self.caps.0 / 2;
         let Entry::Occupied(mut found) = self.orgs.entry(org.get()) else { return };
         let timed = &mut found.get_mut().lists[list as usize];
         self.entries = self.entries.saturating_sub(timed.items.len());
-        *timed = Timed::default();
-        if found.get().lists.iter().all(|other| other.items.is_empty() && other.probe.is_none()) {
+        timed.items.clear();
+        timed.items.shrink_to(KEPT_ROOM);
+        timed.probe = None;
+        if crowded && found.get().lists.iter().all(|other| other.items.is_empty() && other.probe.is_none()) {
             found.remove();
         }
     }
@@ -270,7 +279,8 @@ mod tests {
         assert_eq!(table.sizes(), (1, 2));
         table.left(org, List::Ready, b"b", true);
         table.left(org, List::InFlight, b"a", true);
-        assert_eq!(table.sizes(), (0, 0));
+        // The organization keeps its (small) entry while the table has room.
+        assert_eq!(table.sizes(), (1, 0));
     }
 
     #[test]
@@ -283,7 +293,18 @@ mod tests {
         assert_eq!(table.age(org, List::Ready, b"y", 4_000), Age { ms: 0, exact: false });
         assert_eq!(table.sizes(), (1, 0));
         table.emptied(org, List::Ready);
-        assert_eq!(table.sizes(), (0, 0));
+        assert_eq!(table.sizes(), (1, 0));
+        assert_eq!(table.age(org, List::Ready, b"y", 5_000), Age { ms: 0, exact: false });
+    }
+
+    #[test]
+    fn a_crowded_table_drops_organizations_whose_lists_are_empty() {
+        let mut table = Table::with_caps(2, 10);
+        let (a, b) = (TenantId::of("a"), TenantId::of("b"));
+        table.entered(a, List::Ready, b"1", 0);
+        table.entered(b, List::Ready, b"1", 0);
+        table.left(a, List::Ready, b"1", true);
+        assert_eq!(table.sizes(), (1, 1));
     }
 
     #[test]

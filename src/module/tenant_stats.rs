@@ -21,7 +21,10 @@
 //! (about 200 bytes each); a tenant first seen beyond a cap is not counted
 //! (its STATS say `totals_tracked:0`) and `INFO dreamtown`
 //! (`dreamtown_tenant_stats`) counts those refusals. `TOWN.RESET` drops
-//! its town's agent entries, `TOWN.AGENT DEL` the agent's.
+//! its town's agent entries, `TOWN.AGENT DEL` the agent's; and once a
+//! table is more than half full, a STATS call that finds an organization's
+//! queue or an agent's inboxes entirely empty drops its entry ([`idle_seen`]:
+//! a counter reset), so tenants that come and go do not lock out newer ones.
 
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -353,6 +356,17 @@ impl Table {
         self.agents = self.agents.saturating_sub(before - entry.agents.len());
     }
 
+    /// Is `family` more than half full?
+    pub fn crowded(&self, family: Family) -> bool {
+        let sizes = self.sizes();
+        sizes.get(family as usize).zip(self.caps.get(family as usize)).is_some_and(|(size, cap)| *size > cap / 2)
+    }
+
+    /// Forget `org`'s totals.
+    pub fn forget_org(&mut self, org: TenantId) {
+        self.orgs.remove(&org.0);
+    }
+
     /// Entries held: organizations, towns, agents.
     pub fn sizes(&self) -> [usize; 3] {
         [self.orgs.len(), self.towns.len(), self.agents]
@@ -413,6 +427,19 @@ pub fn at_cap(family: Family) -> bool {
     let table = table();
     let sizes = table.sizes();
     sizes.get(family as usize).zip(table.caps.get(family as usize)).is_some_and(|(size, cap)| size >= cap)
+}
+
+/// A STATS call found the tenant with nothing queued, in flight or leased:
+/// once its family's table is more than half full, forget the tenant's
+/// totals (a counter reset, which `rate()` handles), so that tenants that
+/// come and go do not lock newer ones out. `agent` for a Town agent.
+pub fn idle_seen(tenant: TenantId, agent: Option<TenantId>) {
+    let mut table = table();
+    match agent {
+        None if table.crowded(Family::Orgs) => table.forget_org(tenant),
+        Some(agent) if table.crowded(Family::Agents) => table.forget_agents(tenant, Some(agent)),
+        _ => {}
+    }
 }
 
 /// Forget a town's agents' totals (`TOWN.RESET`), or one agent's
@@ -488,5 +515,9 @@ mod tests {
         assert_eq!(table.town(town, None).map(|t| t.get(Town::Sent)), Some(2));
         table.count_town(TenantId::of("tt:{u}"), None, Town::Sent, 1);
         assert_eq!(table.sizes(), [2, 1, 1]);
+        assert!(table.crowded(Family::Orgs));
+        table.forget_org(TenantId::of("a"));
+        assert_eq!(table.dreams(TenantId::of("a")), None);
+        assert!(!table.crowded(Family::Orgs));
     }
 }

@@ -80,6 +80,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     for (name, parts) in DREAMS_FIELDS {
         fields.push((name, Reply::count(totals.map_or(0, |totals| totals.sum(parts)))));
     }
+    let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.len() == 0);
+    if idle {
+        tenant_stats::idle_seen(org_id, None);
+    }
     Ok(pairs(fields))
 }
 

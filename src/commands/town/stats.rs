@@ -126,6 +126,10 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
         ("oldest_pending_age_ms", optional(head_age(&pending))),
         ("now_ms", Reply::Integer(now_ms)),
     ];
-    fields.extend(totals(TenantId::of(keys.prefix()), Some(agent)));
+    let town = TenantId::of(keys.prefix());
+    fields.extend(totals(town, Some(agent)));
+    if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.len() == 0) {
+        tenant_stats::idle_seen(town, Some(town.agent(agent)));
+    }
     Ok(pairs(fields))
 }
