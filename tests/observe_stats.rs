@@ -277,6 +277,11 @@ fn dreams_totals_count_each_organizations_work() {
         (Some(in_flight), Some(1), Some(1), Some(1), Some(fires + 2)),
         "{s:?}"
     );
+    // A replayed record is counted as deduplicated, once per replay.
+    let event = ["DREAMS.RECORD", org.as_str(), "dedup", "1", "1", "0", "EVENT", "e1", "GENERATION", "1"];
+    run(&mut con, &event).unwrap();
+    run(&mut con, &event).unwrap();
+    assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &org]), "records_deduplicated"), Some(1));
     // The other organization saw none of it; INFO has the node's sums.
     let o = stats(&mut con, &["DREAMS.STATS", &other]);
     assert_eq!((get(&o, "fired"), get(&o, "drained"), get(&o, "acks_acknowledged")), (Some(1), Some(0), Some(0)));
@@ -417,6 +422,11 @@ fn town_totals_per_agent_and_for_the_town() {
     let t = stats(&mut con, &["TOWN.STATS", &town]);
     assert_eq!(values(&t), [4, 1, 3, 2, 1, 1, 2], "{t:?}");
     assert_eq!((get(&t, "broadcasts"), get(&t, "stop_requests"), get(&t, "totals_tracked")), (Some(1), Some(1), Some(1)), "{t:?}");
+    // A reliable receive whose lease runs out.
+    run(&mut con, &["TOWN.SEND", &town, &message("l1", "w4", &now)]).unwrap();
+    run(&mut con, &["TOWN.RECV", &town, "w4", "RELIABLE", "LEASE", "0.05"]).unwrap();
+    wait_until("the message lease to run out", || get(&stats(&mut con, &["TOWN.STATS", &town, "w4"]), "messages_lease_expired") == Some(1));
+    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town]), "messages_lease_expired"), Some(1));
     // An agent never heard of: tracked, nothing counted.
     let none = stats(&mut con, &["TOWN.STATS", &town, "nobody"]);
     assert_eq!((get(&none, "messages_sent"), get(&none, "totals_since_ms")), (Some(0), None));
@@ -426,7 +436,7 @@ fn town_totals_per_agent_and_for_the_town() {
     assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town, "w2"]), "messages_sent"), Some(0));
     run(&mut con, &["TOWN.RESET", &town]).unwrap();
     assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town, "w1"]), "messages_sent"), Some(0));
-    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town]), "messages_sent"), Some(4));
+    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town]), "messages_sent"), Some(5));
     let info: String = redis::cmd("INFO").arg("dreamtown").query(&mut con).unwrap();
     assert!(info.contains("dreamtown_towns_tracked:1") && info.contains("dreamtown_agents_tracked:0"), "{info}");
 }
