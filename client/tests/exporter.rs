@@ -347,8 +347,11 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
     let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
     match promtool {
         Some(promtool) => {
-            let status = Command::new(promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
+            let status = Command::new(&promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
             assert!(status.success(), "promtool check rules monitoring/alerts.yml failed");
+            // The oldest-fire alerts fire after their `for`, not before.
+            let output = Command::new(&promtool).arg("test").arg("rules").arg(root.join("alerts.test.yml")).output().unwrap();
+            assert!(output.status.success(), "promtool test rules monitoring/alerts.test.yml: {}", String::from_utf8_lossy(&output.stdout));
         }
         None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
         None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
