@@ -5,7 +5,7 @@ ports, runs a small workload for --seconds (three organizations: one whose
 workers fall behind then catch up, one whose workers let leases expire,
 one that receives foreign items that end as dead letters), scrapes
 /metrics every second as Prometheus would, and draws what the exporter
-reported as an SVG of four panels (stdlib only, hand-written SVG, as
+reported as an SVG of six panels (stdlib only, hand-written SVG, as
 bench/chart.py). Both processes are stopped by their own pid.
 
 Usage: scripts/monitoring-chart.py [--server PATH] [--module PATH]
@@ -43,7 +43,9 @@ def wait_for(what, check, deadline=30):
         try:
             if check():
                 return
-        except OSError:
+        # redis-py's ConnectionError is not an OSError: the server may
+        # not listen yet on a loaded machine.
+        except (OSError, redis.exceptions.ConnectionError):
             pass
         time.sleep(0.05)
     sys.exit(f"timed out waiting for {what}")
@@ -153,6 +155,24 @@ def draw(samples, seconds, node):
                 out.append((t1, (vb - va) / (t1 - t0)))
         return out
 
+    def org_rate(name):
+        """Per-second increase of the per-organization counter `name`."""
+        out = []
+        for org in ORGS:
+            pts = []
+            for (t0, a), (t1, b) in zip(samples, samples[1:]):
+                va, vb = value(a, name, org=org), value(b, name, org=org)
+                if va is not None and vb is not None and t1 > t0:
+                    pts.append((t1, (vb - va) / (t1 - t0)))
+            out.append((f"{org} acknowledged", COLOURS[org], pts))
+        return out
+
+    # acme's and globex's next ready fire; globex's oldest in-flight one
+    # (acme acknowledges at once: nothing of it is in flight at a scrape).
+    ages = [(f"{org} ready", COLOURS[org], pts) for org, _, pts in per_org("dreamtown_dreams_oldest_ready_age_seconds")
+            if org != "initech"]
+    ages += [(f"{org} in flight", "#fbd38d", pts)
+             for org, _, pts in per_org("dreamtown_dreams_oldest_inflight_age_seconds") if org == "globex"]
     acks = rate("dreamtown_node_dreams_acks_acknowledged_total")
     fired = rate("dreamtown_node_dreams_fired_total")
     lost = [(f"{org} dead letters", COLOURS[org], pts) for org, _, pts in per_org("dreamtown_dreams_dead_letters")
@@ -162,13 +182,16 @@ def draw(samples, seconds, node):
     lost.append(("leases expired, total", COLOURS["node"],
                  [(t, v) for t, smp in samples
                   if (v := value(smp, "dreamtown_node_dreams_leases_expired_total", node=node)) is not None]))
-    W, H = 980, 620
+    W, H = 980, 910
     body = []
     body += line_panel(10, 40, 475, 280, "Ready (dreamtown_dreams_ready)", per_org("dreamtown_dreams_ready"), seconds)
     body += line_panel(495, 40, 475, 280, "In flight (dreamtown_dreams_in_flight)", per_org("dreamtown_dreams_in_flight"), seconds)
     body += line_panel(10, 330, 475, 280, "Throughput per second (rate of the node's _total counters)",
                        [("fired", "#718096", fired), ("acknowledged", COLOURS["node"], acks)], seconds, "/s")
     body += line_panel(495, 330, 475, 280, "Dead letters and lease expiries", lost, seconds)
+    body += line_panel(10, 620, 475, 280, "Acknowledged per second, per organization (its _total counter)",
+                       org_rate("dreamtown_dreams_acks_acknowledged_total")[:2], seconds, "/s")
+    body += line_panel(495, 620, 475, 280, "Age of the next ready and oldest in-flight fire (s)", ages, seconds, "s")
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
             'font-family="Helvetica, Arial, sans-serif">'
             '<style>.title{font-size:13px;font-weight:bold;fill:#1a202c}.axis{font-size:10px;fill:#4a5568}'
@@ -195,7 +218,7 @@ def main():
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         exporter = None
         try:
-            con = redis.Redis(port=port)
+            con = redis.Redis(host="127.0.0.1", port=port)
             wait_for("redis-server", lambda: con.ping())
             exporter = subprocess.Popen([args.exporter, "--redis", f"redis://127.0.0.1:{port}/",
                                          "--listen", f"127.0.0.1:{http}"],

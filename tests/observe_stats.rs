@@ -3,6 +3,10 @@
 //! ages come from deferral scores and `created_at`, expired leases show up
 //! as waiting markers, and the commands are read-only, documented,
 //! ACL-checked on every key they read and refuse a wrong key type.
+//! Per-tenant totals count what each command did to that tenant (and only
+//! on the node that ran it: a replica reports 0); the ages of the oldest
+//! ready and in-flight fire are exact for items this node saw enter, lower
+//! bounds from the first look for the others.
 
 mod common;
 
@@ -50,7 +54,11 @@ fn dreams_stats_count_what_the_queue_holds() {
     let names: Vec<&str> = empty.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["dead_letters", "deferred", "expired_leases_waiting", "in_flight", "leased", "next_lease_deadline_ms", "now_ms", "oldest_deferred_age_ms", "ready"]
+        ["acks_acknowledged", "acks_failure", "acks_stale", "acks_success", "dead_lettered", "dead_letters", "deferred", "drained",
+         "dropped", "dropped_capacity_ack", "dropped_capacity_fire", "dropped_capacity_record", "expired_leases_waiting", "fired",
+         "fired_ack_requeue", "fired_fire", "fired_record", "in_flight", "leased", "leases_expired", "next_lease_deadline_ms", "now_ms",
+         "oldest_deferred_age_ms", "oldest_in_flight_age_exact", "oldest_in_flight_age_ms", "oldest_ready_age_exact", "oldest_ready_age_ms",
+         "promoted", "quiet_deferred", "ready", "records_deduplicated", "recovered", "totals_since_ms", "totals_tracked"]
     );
     for field in ["ready", "deferred", "in_flight", "dead_letters", "leased", "expired_leases_waiting"] {
         assert_eq!(get(&empty, field), Some(0), "{field}");
@@ -190,6 +198,247 @@ fn stats_are_read_only_documented_acl_checked_and_type_checked() {
     run(&mut con, &["DEL", &format!("exocortex:dreams:{{{other}}}:leases"), &format!("tt:{{{other}}}:pending:w1")]).unwrap();
     let digest_after: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut con).unwrap();
     assert_eq!(digest_before, digest_after);
+}
+
+/// The server's clock, from a STATS reply.
+fn server_now(con: &mut Connection, org: &str) -> i64 {
+    get(&stats(con, &["DREAMS.STATS", org]), "now_ms").unwrap()
+}
+
+#[test]
+fn dreams_totals_count_each_organizations_work() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let (org, other) = (tenant("totals"), tenant("totals"));
+    let fires = 4;
+    for _ in 0..fires {
+        assert_eq!(run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]).unwrap(), Value::SimpleString("queued".into()));
+    }
+    run(&mut con, &["DREAMS.FIRE", &other, "web", "1"]).unwrap();
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!((get(&s, "fired"), get(&s, "fired_fire"), get(&s, "drained")), (Some(fires), Some(fires), Some(0)), "{s:?}");
+    assert_eq!(get(&s, "totals_tracked"), Some(1));
+    assert!(get(&s, "totals_since_ms").unwrap() <= get(&s, "now_ms").unwrap());
+    assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &other]), "fired"), Some(1));
+
+    // A drain and a successful acknowledgement.
+    let Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap() else { panic!() };
+    let payload = String::from_utf8(payload).unwrap();
+    run(&mut con, &["DREAMS.ACK", &org, &payload, "SUCCESS"]).unwrap();
+    // The same acknowledgement again is stale.
+    run(&mut con, &["DREAMS.ACK", &org, &payload, "SUCCESS"]).unwrap();
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!(
+        (get(&s, "drained"), get(&s, "acks_acknowledged"), get(&s, "acks_success"), get(&s, "acks_failure"), get(&s, "acks_stale")),
+        (Some(1), Some(1), Some(1), Some(0), Some(1)),
+        "{s:?}"
+    );
+
+    // A recorded fire whose failure is retried: requeued, as the rules say
+    // (its counters are still due under TRIGGER 1 1 0 0).
+    let trigger = ["TRIGGER", "1", "1", "0", "0"];
+    let mut record = vec!["DREAMS.RECORD", &org, "api", "2", "5", "5"];
+    record.extend(trigger);
+    let Value::Array(reply) = run(&mut con, &record).unwrap() else { panic!() };
+    assert_eq!(reply.first(), Some(&Value::SimpleString("queued".into())));
+    // Drain until the recorded fire (the explicit ones are ahead of it).
+    let recorded = loop {
+        let Value::BulkString(next) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap() else { panic!("nothing to drain") };
+        let next = String::from_utf8(next).unwrap();
+        if next.contains("fired_at") {
+            break next;
+        }
+    };
+    let mut ack = vec!["DREAMS.ACK", &org, &recorded, "FAILURE"];
+    ack.extend(trigger);
+    let Value::Array(reply) = run(&mut con, &ack).unwrap() else { panic!() };
+    assert_eq!(reply.first(), Some(&Value::SimpleString("requeued".into())));
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!(
+        (get(&s, "fired_record"), get(&s, "fired_ack_requeue"), get(&s, "fired"), get(&s, "acks_failure"), get(&s, "acks_acknowledged")),
+        (Some(1), Some(1), Some(fires + 2), Some(1), Some(2)),
+        "{s:?}"
+    );
+    assert_eq!(get(&s, "drained"), Some(fires + 1), "{s:?}");
+
+    // In flight → back to ready by RECOVER; a foreign item dead-lettered;
+    // a fire dropped at the ceiling; a lease running out.
+    let in_flight = get(&s, "in_flight").unwrap();
+    assert_eq!(run(&mut con, &["DREAMS.RECOVER", &org]).unwrap(), Value::Int(in_flight));
+    run(&mut con, &["LPUSH", &format!("exocortex:dreams:{{{org}}}:queue"), "junk"]).unwrap();
+    run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET", "LEASE", "0.05"]).unwrap();
+    let ready = get(&stats(&mut con, &["DREAMS.STATS", &org]), "ready").unwrap();
+    run(&mut con, &["CONFIG", "SET", "dreamtown.queue-max", &(ready + 1).to_string()]).unwrap();
+    assert_eq!(run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]).unwrap(), Value::SimpleString("dropped".into()));
+    wait_until("the lease to run out", || get(&stats(&mut con, &["DREAMS.STATS", &org]), "leases_expired") == Some(1));
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!(
+        (get(&s, "recovered"), get(&s, "dead_lettered"), get(&s, "dropped"), get(&s, "dropped_capacity_fire"), get(&s, "fired")),
+        (Some(in_flight), Some(1), Some(1), Some(1), Some(fires + 2)),
+        "{s:?}"
+    );
+    // A replayed record is counted as deduplicated, once per replay.
+    let event = ["DREAMS.RECORD", org.as_str(), "dedup", "1", "1", "0", "EVENT", "e1", "GENERATION", "1"];
+    run(&mut con, &event).unwrap();
+    run(&mut con, &event).unwrap();
+    assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &org]), "records_deduplicated"), Some(1));
+    // The other organization saw none of it; INFO has the node's sums.
+    let o = stats(&mut con, &["DREAMS.STATS", &other]);
+    assert_eq!((get(&o, "fired"), get(&o, "drained"), get(&o, "acks_acknowledged")), (Some(1), Some(0), Some(0)));
+    let info: String = redis::cmd("INFO").arg("dreamtown").query(&mut con).unwrap();
+    assert!(info.contains(&format!("dreamtown_fired:{}", fires + 3)), "{info}");
+    assert!(info.contains("dreamtown_orgs_tracked:2"), "{info}");
+}
+
+#[test]
+fn a_crowded_totals_table_forgets_organizations_seen_idle() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("idle");
+    run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]).unwrap();
+    // Over half of the 10,000 organizations the table counts.
+    let mut pipe = redis::pipe();
+    for i in 0..5_000 {
+        pipe.cmd("DREAMS.FIRE").arg(format!("{org}-{i}")).arg("web").arg("1").ignore();
+    }
+    pipe.query::<()>(&mut con).unwrap();
+    // Busy (an item ready): kept however crowded.
+    assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &org]), "fired"), Some(1));
+    assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &org]), "fired"), Some(1));
+    let Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap() else { panic!() };
+    run(&mut con, &["DREAMS.ACK", &org, &String::from_utf8(payload).unwrap(), "SUCCESS"]).unwrap();
+    // Seen idle: this reply still has the totals, the next starts over.
+    let last = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!((get(&last, "fired"), get(&last, "acks_success")), (Some(1), Some(1)), "{last:?}");
+    let after = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!((get(&after, "fired"), get(&after, "totals_since_ms"), get(&after, "totals_tracked")), (Some(0), None, Some(1)), "{after:?}");
+    let info: String = redis::cmd("INFO").arg("dreamtown").query(&mut con).unwrap();
+    assert!(info.contains("dreamtown_orgs_tracked:5000"), "{info}");
+}
+
+#[test]
+fn dreams_ages_of_the_oldest_ready_and_in_flight_fire() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("ages");
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    for field in ["oldest_ready_age_ms", "oldest_ready_age_exact", "oldest_in_flight_age_ms", "oldest_in_flight_age_exact"] {
+        assert_eq!(get(&s, field), None, "{field}");
+    }
+    let before = server_now(&mut con, &org);
+    run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]).unwrap();
+    let after = server_now(&mut con, &org);
+    run(&mut con, &["DREAMS.FIRE", &org, "web", "2"]).unwrap();
+    wait_until("300 ms to pass", || server_now(&mut con, &org) >= after + 300);
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    let now = get(&s, "now_ms").unwrap();
+    let age = get(&s, "oldest_ready_age_ms").unwrap();
+    assert!((now - after..=now - before).contains(&age), "{age} not in {}..={}: {s:?}", now - after, now - before);
+    assert_eq!(get(&s, "oldest_ready_age_exact"), Some(1));
+    assert_eq!(get(&s, "oldest_in_flight_age_ms"), None);
+
+    // Drained: the first is in flight, timed from the drain; the second is
+    // now the next ready one, timed from its own FIRE.
+    let drained_before = server_now(&mut con, &org);
+    run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap();
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    let now = get(&s, "now_ms").unwrap();
+    let in_flight = get(&s, "oldest_in_flight_age_ms").unwrap();
+    assert!(in_flight <= now - drained_before, "{s:?}");
+    assert_eq!(get(&s, "oldest_in_flight_age_exact"), Some(1));
+    let ready = get(&s, "oldest_ready_age_ms").unwrap();
+    assert!(ready >= now - drained_before && ready <= now - before, "{s:?}");
+
+    // An item the module did not see enter (a client's own LPUSH, as after
+    // a restart or a migration) is timed from the first look: a lower bound.
+    run(&mut con, &["LPUSH", &format!("exocortex:dreams:{{{org}}}:queue"), "written-elsewhere"]).unwrap();
+    let first = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!(get(&first, "oldest_ready_age_exact"), Some(0), "{first:?}");
+    assert!(get(&first, "oldest_ready_age_ms").unwrap() < 250, "{first:?}");
+    let seen = get(&first, "now_ms").unwrap();
+    wait_until("200 ms to pass", || server_now(&mut con, &org) >= seen + 200);
+    let later = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert!(get(&later, "oldest_ready_age_ms").unwrap() >= 200, "{later:?}");
+    assert_eq!(get(&later, "oldest_ready_age_exact"), Some(0));
+
+    // Emptied lists have no ages, and the table lets go of them.
+    run(&mut con, &["DEL", &format!("exocortex:dreams:{{{org}}}:queue")]).unwrap();
+    run(&mut con, &["DREAMS.RECOVER", &org]).unwrap();
+    run(&mut con, &["DEL", &format!("exocortex:dreams:{{{org}}}:queue")]).unwrap();
+    let s = stats(&mut con, &["DREAMS.STATS", &org]);
+    assert_eq!((get(&s, "oldest_ready_age_ms"), get(&s, "oldest_in_flight_age_ms")), (None, None));
+    let info: String = redis::cmd("INFO").arg("dreamtown").query(&mut con).unwrap();
+    assert!(info.contains("dreamtown_fire_ages_entries:0"), "{info}");
+}
+
+#[test]
+fn a_replica_reports_no_totals_and_lower_bound_ages() {
+    let master = Server::start();
+    let replica = master.start_replica();
+    let (mut con, mut rcon) = (master.connect(), replica.connect());
+    let org = tenant("replica");
+    for _ in 0..3 {
+        run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]).unwrap();
+    }
+    run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap();
+    let _: Value = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    let s = stats(&mut rcon, &["DREAMS.STATS", &org]);
+    assert_eq!((get(&s, "ready"), get(&s, "in_flight")), (Some(2), Some(1)), "{s:?}");
+    assert_eq!((get(&s, "fired"), get(&s, "drained"), get(&s, "totals_since_ms")), (Some(0), Some(0), None), "{s:?}");
+    assert_eq!((get(&s, "oldest_ready_age_exact"), get(&s, "oldest_in_flight_age_exact")), (Some(0), Some(0)), "{s:?}");
+    assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &org]), "oldest_ready_age_exact"), Some(1));
+    // Reading on the replica wrote nothing.
+    assert_eq!(master.digest(), replica.digest());
+}
+
+#[test]
+fn town_totals_per_agent_and_for_the_town() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let town = tenant("totals");
+    let now = rfc3339(chrono_now_ms());
+    for (id, to) in [("m1", "w1"), ("m2", "w1"), ("m3", "w2")] {
+        run(&mut con, &["TOWN.SEND", &town, &message(id, to, &now)]).unwrap();
+    }
+    run(&mut con, &["TOWN.SEND", &town, &message("u1", "w1", &now), "URGENT"]).unwrap();
+    run(&mut con, &["TOWN.RECV", &town, "w1", "COUNT", "2", "RELIABLE"]).unwrap();
+    assert_eq!(run(&mut con, &["TOWN.ACK", &town, "w1", "u1"]).unwrap(), Value::Int(1));
+    assert_eq!(run(&mut con, &["TOWN.REQUEUE", &town, "w1"]).unwrap(), Value::Int(1));
+    run(&mut con, &["TOWN.RECV", &town, "w2"]).unwrap();
+    run(&mut con, &["TOWN.BROADCAST", &town, &message("b1", "all", &now)]).unwrap();
+    run(&mut con, &["TOWN.STOP", &town, "REQUEST", "w2"]).unwrap();
+    run(&mut con, &["TOWN.ACTIVITY", &town, "LOG", "w2", "working"]).unwrap();
+    // w1's two inbox messages go to w3.
+    assert_eq!(run(&mut con, &["TOWN.RECLAIM", &town, "w1", "w3"]).unwrap(), Value::Int(2));
+
+    let w1 = stats(&mut con, &["TOWN.STATS", &town, "w1"]);
+    let fields = ["messages_sent", "messages_sent_urgent", "messages_received", "messages_received_reliable", "messages_acked", "messages_requeued", "messages_reclaimed"];
+    let values = |s: &BTreeMap<String, Option<i64>>| fields.map(|field| get(s, field).unwrap());
+    assert_eq!(values(&w1), [3, 1, 2, 2, 1, 1, 2], "{w1:?}");
+    assert!(!w1.contains_key("broadcasts"));
+    let w2 = stats(&mut con, &["TOWN.STATS", &town, "w2"]);
+    assert_eq!(values(&w2), [1, 0, 1, 0, 0, 0, 0], "{w2:?}");
+    assert_eq!((get(&w2, "stop_requests"), get(&w2, "activity_logged")), (Some(1), Some(1)));
+    let t = stats(&mut con, &["TOWN.STATS", &town]);
+    assert_eq!(values(&t), [4, 1, 3, 2, 1, 1, 2], "{t:?}");
+    assert_eq!((get(&t, "broadcasts"), get(&t, "stop_requests"), get(&t, "totals_tracked")), (Some(1), Some(1), Some(1)), "{t:?}");
+    // A reliable receive whose lease runs out.
+    run(&mut con, &["TOWN.SEND", &town, &message("l1", "w4", &now)]).unwrap();
+    run(&mut con, &["TOWN.RECV", &town, "w4", "RELIABLE", "LEASE", "0.05"]).unwrap();
+    wait_until("the message lease to run out", || get(&stats(&mut con, &["TOWN.STATS", &town, "w4"]), "messages_lease_expired") == Some(1));
+    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town]), "messages_lease_expired"), Some(1));
+    // An agent never heard of: tracked, nothing counted.
+    let none = stats(&mut con, &["TOWN.STATS", &town, "nobody"]);
+    assert_eq!((get(&none, "messages_sent"), get(&none, "totals_since_ms")), (Some(0), None));
+
+    // Deleting an agent drops its totals; a reset drops every agent's, not the town's.
+    run(&mut con, &["TOWN.AGENT", &town, "DEL", "w2"]).unwrap();
+    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town, "w2"]), "messages_sent"), Some(0));
+    run(&mut con, &["TOWN.RESET", &town]).unwrap();
+    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town, "w1"]), "messages_sent"), Some(0));
+    assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town]), "messages_sent"), Some(5));
+    let info: String = redis::cmd("INFO").arg("dreamtown").query(&mut con).unwrap();
+    assert!(info.contains("dreamtown_towns_tracked:1") && info.contains("dreamtown_agents_tracked:0"), "{info}");
 }
 
 fn chrono_now_ms() -> i64 {

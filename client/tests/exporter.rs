@@ -1,6 +1,8 @@
 //! `dreamtown-exporter` against real servers: `/metrics` carries the
 //! `INFO dreamtown` totals per node and the `DREAMS.STATS`/`TOWN.STATS`
-//! gauges per tenant, found by a `SCAN` spread over scrapes; beyond
+//! gauges and `_total` counters per tenant (fired, drained, acknowledged;
+//! sent, received, acked per town and agent; the ages of the oldest ready
+//! and in-flight fire), found by a `SCAN` spread over scrapes; beyond
 //! `--max-tenants` it says so; a dead node reads `dreamtown_up 0`; and
 //! Debian's `prometheus` scrapes it and answers PromQL with the values the
 //! test produced.
@@ -126,6 +128,19 @@ fn metrics_carry_node_totals_and_tenant_gauges() {
     assert!(sample(&text, "dreamtown_exporter_scrape_duration_seconds", &[]).is_some_and(|s| s > 0.0));
     assert!(text.contains("# TYPE dreamtown_node_dreams_acks_acknowledged_total counter"));
     assert!(text.contains("# TYPE dreamtown_dreams_ready gauge"));
+    // Per-tenant totals, as counters with tenant labels.
+    assert!(text.contains("# TYPE dreamtown_dreams_fired_total counter"), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_fired_total", &[("org", &a)]), Some(7.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_fired_fire_total", &[("org", &b)]), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_drained_total", &[("org", &a)]), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_town_messages_sent_total", &[("town", &town)]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_town_agent_messages_sent_total", &[("town", &town), ("agent", "w1")]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_town_broadcasts_total", &[("town", &town)]), Some(0.0), "{text}");
+    assert!(!text.contains("dreamtown_town_agent_broadcasts_total"), "{text}");
+    // The age of the next ready fire, timed as it entered; nothing in flight yet.
+    assert!(sample(&text, "dreamtown_dreams_oldest_ready_age_seconds", &[("org", &a)]).is_some_and(|age| (0.0..600.0).contains(&age)), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_oldest_ready_age_exact", &[("org", &a)]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)]), None, "{text}");
 
     // Three drained under a lease, then acknowledged.
     let mut payloads = Vec::new();
@@ -140,12 +155,21 @@ fn metrics_carry_node_totals_and_tenant_gauges() {
     let deadline = sample(&text, "dreamtown_dreams_next_lease_deadline_timestamp_seconds", &[("org", &a)]).expect("deadline");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     assert!(deadline > now + 500.0 && deadline < now + 700.0, "{deadline} vs {now}");
+    assert!(sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)]).is_some_and(|age| (0.0..600.0).contains(&age)), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_oldest_inflight_age_exact", &[("org", &a)]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_drained_total", &[("org", &a)]), Some(3.0), "{text}");
     for payload in &payloads {
         redis::cmd("DREAMS.ACK").arg(&a).arg(payload).arg("SUCCESS").query::<redis::Value>(&mut con).unwrap();
     }
     let text = http_get(port, "/metrics").expect("/metrics");
     assert_eq!(sample(&text, "dreamtown_node_dreams_acks_acknowledged_total", &[("node", &node)]), Some(3.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_dreams_in_flight", &[("org", &a)]), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_acks_acknowledged_total", &[("org", &a)]), Some(3.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_acks_success_total", &[("org", &a)]), Some(3.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_acks_acknowledged_total", &[("org", &b)]), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)]), None, "{text}");
+    // The tables' sizes are levels, not totals.
+    assert!(text.contains("# TYPE dreamtown_node_tenant_stats_orgs_tracked gauge"), "{text}");
     assert!(http_get(port, "/nothing").is_none());
 }
 
@@ -246,6 +270,11 @@ fn prometheus_scrapes_the_exporter_and_promql_returns_the_values() {
     }
     let depth = format!("dreamtown_dreams_ready{{org=\"{org}\"}}");
     wait_until("PromQL to see the depth", || promql(prom_port, &depth) == vec![N as f64]);
+    let fired = format!("dreamtown_dreams_fired_total{{org=\"{org}\"}}");
+    wait_until("PromQL to see the tenant's fires", || promql(prom_port, &fired) == vec![N as f64]);
+    // The oldest ready fire ages while nothing drains.
+    let age = format!("dreamtown_dreams_oldest_ready_age_seconds{{org=\"{org}\"}}");
+    wait_until("PromQL to see the oldest ready fire age", || promql(prom_port, &age).first().is_some_and(|age| *age >= 1.0));
 
     // Drain and acknowledge all of them: the acknowledged counter reaches N
     // and its rate is positive; the depth falls to 0.
@@ -259,6 +288,11 @@ fn prometheus_scrapes_the_exporter_and_promql_returns_the_values() {
     let rate = format!("rate({acked}[1m])");
     let rates = promql(prom_port, &rate);
     assert!(rates.len() == 1 && rates[0] > 0.0, "{rate}: {rates:?}");
+    let tenant_acked = format!("dreamtown_dreams_acks_acknowledged_total{{org=\"{org}\"}}");
+    wait_until("PromQL to see the tenant's acknowledgements", || promql(prom_port, &tenant_acked) == vec![N as f64]);
+    let tenant_rate = format!("sum by (org) (rate({tenant_acked}[1m]))");
+    let rates = promql(prom_port, &tenant_rate);
+    assert!(rates.len() == 1 && rates[0] > 0.0, "{tenant_rate}: {rates:?}");
     let peak = format!("max_over_time({depth}[5m])");
     assert_eq!(promql(prom_port, &peak), vec![N as f64]);
     let _ = std::fs::remove_dir_all(&dir);
@@ -313,8 +347,11 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
     let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
     match promtool {
         Some(promtool) => {
-            let status = Command::new(promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
+            let status = Command::new(&promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
             assert!(status.success(), "promtool check rules monitoring/alerts.yml failed");
+            // The oldest-fire alerts fire after their `for`, not before.
+            let output = Command::new(&promtool).arg("test").arg("rules").arg(root.join("alerts.test.yml")).output().unwrap();
+            assert!(output.status.success(), "promtool test rules monitoring/alerts.test.yml: {}", String::from_utf8_lossy(&output.stdout));
         }
         None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
         None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),

@@ -10,6 +10,7 @@ pub mod cluster_slot;
 pub mod command;
 pub mod config;
 pub mod effects;
+pub mod fire_ages;
 pub mod key;
 pub mod keyspace_events;
 pub mod leases;
@@ -18,6 +19,7 @@ pub mod reply;
 pub mod session;
 pub mod slot_migration;
 pub mod stats;
+pub mod tenant_stats;
 pub mod string;
 pub mod waiters;
 

@@ -141,7 +141,14 @@ fn sections() -> Vec<Section> {
             (c"resets", TOWN_RESETS.get()),
             (c"reset_keys_deleted", TOWN_RESET_KEYS.get()),
         ],
-    ), (c"waiters", waiters), (c"leases", super::leases::info_fields()), (c"cluster", super::slot_migration::info_fields())]
+    ), (c"waiters", waiters), (c"tenant_stats", tenant_stats_fields()), (c"leases", super::leases::info_fields()), (c"cluster", super::slot_migration::info_fields())]
+}
+
+/// What the per-tenant tables hold (`tenant_stats`, `fire_ages`).
+fn tenant_stats_fields() -> Vec<(&'static CStr, u64)> {
+    let mut fields = super::tenant_stats::info_fields();
+    fields.extend(super::fire_ages::info_fields());
+    fields
 }
 
 /// The INFO callback: one section per concern, `dreamtown_<section>`.

@@ -120,6 +120,12 @@ impl TownKeys {
         self.parts("index", name)
     }
 
+    /// `tt:{town}`: what every key of the town starts with (names the
+    /// town in the module's per-tenant tables).
+    pub fn prefix(&self) -> &str {
+        &self.base
+    }
+
     /// `tt:{town}:inbox:<agent>`.
     pub fn inbox(&self, agent: &str) -> String {
         self.agent_key_parts(AgentKey::Inbox, agent).concat()

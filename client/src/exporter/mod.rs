@@ -1,8 +1,10 @@
 //! The Prometheus exporter behind `dreamtown-exporter`: `/metrics` in the
 //! Prometheus text format with, per node, the `INFO dreamtown` totals
-//! (`dreamtown_node_*`) and, per tenant found on that node, the gauges of
-//! `DREAMS.STATS` (`dreamtown_dreams_*{org}`) and `TOWN.STATS`
-//! (`dreamtown_town_*{town}` and `{town,agent}`), plus the exporter's own
+//! (`dreamtown_node_*`) and, per tenant found on that node, the gauges and
+//! the per-tenant totals (`_total` counters) of `DREAMS.STATS`
+//! (`dreamtown_dreams_*{org}`) and `TOWN.STATS` (`dreamtown_town_*{town}`,
+//! and `{town,agent}` for the agent gauges and `dreamtown_town_agent_*`
+//! counters), plus the exporter's own
 //! health (`dreamtown_exporter_*`: scrape time, tenants found and over the
 //! limit, discovery passes, errors).
 //!
@@ -97,11 +99,21 @@ fn node_label(url: &str) -> String {
 }
 
 /// INFO fields that are levels, not totals.
-const INFO_GAUGES: [&str; 4] = ["waiters", "waiter_queues", "slot_imports_in_progress", "slot_exports_in_progress"];
+const INFO_GAUGES: [&str; 9] = [
+    "waiters",
+    "waiter_queues",
+    "slot_imports_in_progress",
+    "slot_exports_in_progress",
+    "orgs_tracked",
+    "towns_tracked",
+    "agents_tracked",
+    "fire_ages_orgs",
+    "fire_ages_entries",
+];
 
 /// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
 /// become seconds, as Prometheus wants.
-const DREAMS_FIELDS: [(&str, &str, &str); 8] = [
+const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
     ("ready", "dreamtown_dreams_ready", "Fires in the ready list"),
     ("deferred", "dreamtown_dreams_deferred", "Fires deferred by quiet hours"),
     ("in_flight", "dreamtown_dreams_in_flight", "Fires drained and not yet acknowledged"),
@@ -110,6 +122,53 @@ const DREAMS_FIELDS: [(&str, &str, &str); 8] = [
     ("expired_leases_waiting", "dreamtown_dreams_expired_leases_waiting", "Fires whose lease ran out, back in ready, a late ACK still honoured"),
     ("oldest_deferred_age_ms", "dreamtown_dreams_oldest_deferred_age_seconds", "Age of the oldest quiet-hours deferral"),
     ("next_lease_deadline_ms", "dreamtown_dreams_next_lease_deadline_timestamp_seconds", "The earliest lease deadline (unix time)"),
+    ("oldest_ready_age_ms", "dreamtown_dreams_oldest_ready_age_seconds", "Age of the fire the next drain takes, since it entered the ready list (a lower bound when the _exact gauge is 0)"),
+    ("oldest_ready_age_exact", "dreamtown_dreams_oldest_ready_age_exact", "1 when the oldest ready age was timed as the fire entered, 0 when it is a lower bound"),
+    ("oldest_in_flight_age_ms", "dreamtown_dreams_oldest_inflight_age_seconds", "Age of the oldest in-flight fire, since it was drained (a lower bound when the _exact gauge is 0)"),
+    ("oldest_in_flight_age_exact", "dreamtown_dreams_oldest_inflight_age_exact", "1 when the oldest in-flight age was timed as the fire was drained, 0 when it is a lower bound"),
+    ("totals_since_ms", "dreamtown_dreams_totals_since_timestamp_seconds", "When the node started counting the organization's totals (unix time; they start at 0 after a restart or failover)"),
+];
+
+/// `DREAMS.STATS` totals, exported as `dreamtown_dreams_<field>_total`
+/// counters (kept in memory by the node that runs the commands: they
+/// restart at 0 after a restart or failover, which rate() handles).
+const DREAMS_TOTALS: [(&str, &str); 19] = [
+    ("fired", "Fires queued (by FIRE, RECORD and requeueing acknowledgements)"),
+    ("fired_fire", "Fires queued by DREAMS.FIRE"),
+    ("fired_record", "Fires queued by DREAMS.RECORD"),
+    ("fired_ack_requeue", "Fires requeued by an acknowledgement"),
+    ("dropped", "Fires dropped at the queue ceiling"),
+    ("dropped_capacity_fire", "DREAMS.FIRE fires dropped at the ceiling"),
+    ("dropped_capacity_record", "DREAMS.RECORD fires dropped at the ceiling"),
+    ("dropped_capacity_ack", "Requeues dropped at the ceiling"),
+    ("records_deduplicated", "Records ignored as already counted"),
+    ("drained", "Fires handed to a worker"),
+    ("quiet_deferred", "Fires moved behind other work by quiet hours"),
+    ("promoted", "Deferred fires promoted back to ready"),
+    ("dead_lettered", "Ready items moved to the dead-letter list"),
+    ("acks_acknowledged", "Acknowledgements that counted (success or failure)"),
+    ("acks_success", "Acknowledgements with SUCCESS that counted"),
+    ("acks_failure", "Acknowledgements with FAILURE that counted"),
+    ("acks_stale", "Acknowledgements of fires no longer in flight"),
+    ("recovered", "Fires moved back to ready by DREAMS.RECOVER"),
+    ("leases_expired", "Fires whose lease ran out"),
+];
+
+/// `TOWN.STATS` totals, as `dreamtown_town_<field>_total{town}` and
+/// `dreamtown_town_agent_<field>_total{town,agent}` (`broadcasts`: town only).
+const TOWN_TOTALS: [(&str, &str); 12] = [
+    ("messages_sent", "Messages stored by TOWN.SEND"),
+    ("messages_sent_urgent", "Messages sent to an urgent inbox"),
+    ("messages_received", "Messages handed out by TOWN.RECV"),
+    ("messages_received_reliable", "Messages received RELIABLE (kept pending)"),
+    ("messages_acked", "Pending messages acknowledged"),
+    ("messages_requeued", "Pending messages handed back by TOWN.REQUEUE"),
+    ("messages_reclaimed", "Messages moved away by TOWN.RECLAIM"),
+    ("messages_reclaimed_unparsed", "Reclaimed messages moved unchanged (unparsable)"),
+    ("messages_lease_expired", "Pending messages whose lease ran out"),
+    ("stop_requests", "Stop flags set by TOWN.STOP REQUEST"),
+    ("activity_logged", "Entries written by TOWN.ACTIVITY LOG"),
+    ("broadcasts", "TOWN.BROADCAST messages published"),
 ];
 
 const AGENT_FIELDS: [(&str, &str, &str); 8] = [
@@ -244,7 +303,9 @@ fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings
                 warnings.push(format!("DREAMS.STATS {org}: {error:?}"));
                 continue;
             }
-            tenant_metrics(&pairs(reply), &DREAMS_FIELDS, &labels, metrics);
+            let fields = pairs(reply);
+            tenant_metrics(&fields, &DREAMS_FIELDS, &labels, metrics);
+            tenant_totals(&fields, "dreamtown_dreams", &DREAMS_TOTALS, &labels, metrics);
         }
     }
 
@@ -261,7 +322,9 @@ fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings
             warnings.push(format!("TOWN.STATS {town}: {error:?}"));
             continue;
         }
-        tenant_metrics(&pairs(town_reply), &TOWN_FIELDS, &labels, metrics);
+        let fields = pairs(town_reply);
+        tenant_metrics(&fields, &TOWN_FIELDS, &labels, metrics);
+        tenant_totals(&fields, "dreamtown_town", &TOWN_TOTALS, &labels, metrics);
         let Value::Array(agents) = agents_reply else { continue };
         let mut agents: Vec<String> = agents
             .iter()
@@ -286,7 +349,9 @@ fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings
                 warnings.push(format!("TOWN.STATS {town} {agent}: {error:?}"));
                 continue;
             }
-            tenant_metrics(&pairs(reply), &AGENT_FIELDS, &labels, metrics);
+            let fields = pairs(reply);
+            tenant_metrics(&fields, &AGENT_FIELDS, &labels, metrics);
+            tenant_totals(&fields, "dreamtown_town_agent", &TOWN_TOTALS, &labels, metrics);
         }
     }
     Ok(())
@@ -298,6 +363,17 @@ fn tenant_metrics(fields: &[(String, Option<f64>)], known: &[(&str, &str, &str)]
     for (field, metric, help) in known {
         if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
             metrics.add(metric, Kind::Gauge, help, labels, scaled(field, *value));
+        }
+    }
+}
+
+/// Each total a STATS reply has as `<prefix>_<field>_total`, a counter (a
+/// field the reply lacks, as `broadcasts` for an agent or an older module,
+/// is left out).
+fn tenant_totals(fields: &[(String, Option<f64>)], prefix: &str, known: &[(&str, &str)], labels: &[(&str, &str)], metrics: &mut Metrics) {
+    for (field, help) in known {
+        if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
+            metrics.add(&format!("{prefix}_{field}_total"), Kind::Counter, help, labels, *value);
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, Dreams};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -110,6 +111,7 @@ pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandRe
     if requeue_due(counters.counters(), message, success, &thresholds, now) || !leases.is_empty() {
         queue.check_waiting(session, Access::Write)?;
     }
+    let tenant = queue.tenant();
     let mut queue = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
     let fired_by = request.fired_by.unwrap_or(message.fired_by);
     let acked = acknowledge(
@@ -124,16 +126,30 @@ pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandRe
         config::queue_max(),
         super::new_fire_id,
     );
+    let result = match success {
+        true => Dreams::AckSuccess,
+        false => Dreams::AckFailure,
+    };
     match acked.outcome {
-        AckOutcome::Stale => stats::ACKS_STALE.bump(),
-        AckOutcome::Acknowledged => stats::ACKS_ACKNOWLEDGED.bump(),
+        AckOutcome::Stale => {
+            stats::ACKS_STALE.bump();
+            tenant_stats::dreams(tenant, Dreams::AckStale, 1);
+        }
+        AckOutcome::Acknowledged => {
+            stats::ACKS_ACKNOWLEDGED.bump();
+            tenant_stats::dreams(tenant, result, 1);
+        }
         AckOutcome::Requeued => {
             stats::ACKS_ACKNOWLEDGED.bump();
             stats::FIRED_ACK_REQUEUE.bump();
+            tenant_stats::dreams(tenant, result, 1);
+            tenant_stats::dreams(tenant, Dreams::FiredAckRequeue, 1);
         }
         AckOutcome::Dropped => {
             stats::ACKS_ACKNOWLEDGED.bump();
             stats::DROPPED_ACK.bump();
+            tenant_stats::dreams(tenant, result, 1);
+            tenant_stats::dreams(tenant, Dreams::DroppedAck, 1);
         }
     }
     Ok(counted_reply(acked.outcome.as_str(), acked.memories, acked.edges))

@@ -39,6 +39,7 @@ use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, Dreams};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -204,13 +205,18 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8
     let now = session.now_secs();
     let wanted = request.count.unwrap_or(1);
     let mut payloads = Vec::new();
+    let org = queue.tenant();
     while (payloads.len() as u64) < wanted {
         let drained = drain(&mut queue, request.org, now, &request.policy);
         stats::PROMOTED.add(drained.promoted);
         stats::QUIET_DEFERRED.add(drained.quiet_deferred);
         stats::DEAD_LETTERED.add(drained.dead_lettered);
+        tenant_stats::dreams(org, Dreams::Promoted, drained.promoted);
+        tenant_stats::dreams(org, Dreams::QuietDeferred, drained.quiet_deferred);
+        tenant_stats::dreams(org, Dreams::DeadLettered, drained.dead_lettered);
         let Some(payload) = drained.ready else { break };
         stats::DRAINED.bump();
+        tenant_stats::dreams(org, Dreams::Drained, 1);
         payloads.push(payload);
     }
     if let (Some(leases), Some(secs), false) = (leases.as_mut(), request.lease, payloads.is_empty()) {

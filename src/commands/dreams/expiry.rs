@@ -9,6 +9,7 @@ use crate::dreams::region::QueueKeys;
 use crate::module::leases::{self, LeaseFamily};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, Dreams};
 
 /// Leases expired per organization per tick; more wait for the next tick.
 const EXPIRE_PER_TICK: u64 = 1_000;
@@ -44,6 +45,7 @@ fn expire(session: &Session, org: &str, now_ms: i64) -> Option<i64> {
     let requeued = expire_due(&mut queue, &mut leases, now_ms, EXPIRE_PER_TICK);
     if requeued > 0 {
         stats::LEASES_EXPIRED.add(requeued);
+        tenant_stats::dreams(queue.tenant(), Dreams::LeaseExpired, requeued);
         leases::wake_receivers(session, QueueKeys::new(org).ready.as_bytes());
     }
     leases.earliest()

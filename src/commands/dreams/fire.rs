@@ -11,6 +11,7 @@ use crate::dreams::region::RegionKey;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, Dreams};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -44,9 +45,16 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();
     let outcome = fire(&mut queue, &region, fired_by, fire_id.as_str(), config::queue_max());
-    match outcome {
-        FireOutcome::Queued => stats::FIRED_FIRE.bump(),
-        FireOutcome::Dropped => stats::DROPPED_FIRE.bump(),
-    }
+    let counted = match outcome {
+        FireOutcome::Queued => {
+            stats::FIRED_FIRE.bump();
+            Dreams::FiredFire
+        }
+        FireOutcome::Dropped => {
+            stats::DROPPED_FIRE.bump();
+            Dreams::DroppedFire
+        }
+    };
+    tenant_stats::dreams(queue.tenant(), counted, 1);
     Ok(Reply::Status(outcome.as_str()))
 }

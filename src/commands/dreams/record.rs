@@ -18,6 +18,7 @@ use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, Dreams, TenantId};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -139,11 +140,25 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if let Some(refused) = counters.refused() {
         return Err(refused);
     }
-    match recorded.outcome {
-        RecordOutcome::Queued => stats::FIRED_RECORD.bump(),
-        RecordOutcome::Dropped => stats::DROPPED_RECORD.bump(),
-        RecordOutcome::Accumulated if recorded.deduplicated => stats::RECORDS_DEDUPLICATED.bump(),
-        RecordOutcome::Accumulated => {}
+    let counted = match recorded.outcome {
+        RecordOutcome::Queued => {
+            stats::FIRED_RECORD.bump();
+            Some(Dreams::FiredRecord)
+        }
+        RecordOutcome::Dropped => {
+            stats::DROPPED_RECORD.bump();
+            Some(Dreams::DroppedRecord)
+        }
+        RecordOutcome::Accumulated if recorded.deduplicated => {
+            stats::RECORDS_DEDUPLICATED.bump();
+            Some(Dreams::RecordsDeduplicated)
+        }
+        // The common case: nothing more to count.
+        RecordOutcome::Accumulated => None,
+    };
+    if let Some(counted) = counted {
+        let org = queue.as_ref().map_or_else(|| TenantId::of(&region.org), RedisQueue::tenant);
+        tenant_stats::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_str(), recorded.memories, recorded.edges))
 }

@@ -9,6 +9,7 @@ use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, Dreams};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -38,5 +39,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     // Nothing is in flight any more, so nothing is leased.
     leases.clear();
     stats::RECOVERED.add(moved);
+    tenant_stats::dreams(queue.tenant(), Dreams::Recovered, moved);
     Ok(Reply::count(moved))
 }

@@ -1,11 +1,11 @@
 //! `DREAMS.STATS <org>`: an organization's queue at a glance for operators
 //! and exporters, as field/value pairs. Cheap by construction: lengths of
 //! its lists and sets, the lowest score of the deferred and lease sets and
-//! one `ZCOUNT`, so O(log n) whatever the queue holds; no walk over items.
-//! Fire payloads carry no enqueue time, so the age of the oldest ready or
-//! in-flight item is not known without storing more (see docs/dreams.md);
-//! per-organization totals are not kept (the per-node totals are in
-//! `INFO dreamtown`).
+//! one `ZCOUNT`, the head of the ready and in-flight lists, so O(log n)
+//! whatever the queue holds; no walk over items. The ages of those heads
+//! come from `module::fire_ages` (fire payloads carry no enqueue time) and
+//! the organization's totals from `module::tenant_stats`: both in memory on
+//! this node, not replicated (see docs/dreams.md#dreamsstats).
 
 use super::organization;
 use super::queue_names::queue_names;
@@ -13,6 +13,8 @@ use crate::dreams::lease::EXPIRED;
 use crate::dreams::region::QueueKey;
 use crate::module::args::Args;
 use crate::module::call;
+use crate::module::fire_ages::{self, Age, List};
+use crate::module::tenant_stats::{self, Family, TenantId, DREAMS_FIELDS};
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
 use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -26,8 +28,8 @@ pub const SPEC: CommandSpec = CommandSpec {
     flags: "readonly fast",
     tenant: TenantUse::Read,
     arity: 2,
-    summary: "An organization's queue statistics: lengths, leases, the oldest deferral's age (field/value pairs)",
-    complexity: "O(log N) where N is the number of leased items",
+    summary: "An organization's queue statistics: lengths, leases, ages of the oldest items, totals since this node started counting (field/value pairs)",
+    complexity: "O(log N + M) where N is the number of leased items and M the size of the head items",
     args: &[Arg::tenant("org")],
 };
 
@@ -55,7 +57,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let expired_waiting = expired_markers(session, &leases, &leases_name);
     let leased = leases.len().saturating_sub(expired_waiting);
     let next_deadline = lowest_score(&leases, (EXPIRED + 1) as f64);
-    let fields: [(&str, Reply); 9] = [
+    let org_id = TenantId::of(org);
+    let ready_age = fire_ages::head_age(org_id, List::Ready, ready.get(0).as_deref(), now_ms);
+    let in_flight_age = fire_ages::head_age(org_id, List::InFlight, processing.get(0).as_deref(), now_ms);
+    let mut fields = vec![
         ("ready", Reply::count(ready.len())),
         ("deferred", Reply::count(deferred.len())),
         ("in_flight", Reply::count(processing.len())),
@@ -64,9 +69,36 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         ("expired_leases_waiting", Reply::count(expired_waiting)),
         ("next_lease_deadline_ms", optional(next_deadline)),
         ("oldest_deferred_age_ms", optional(oldest_deferred)),
+        ("oldest_ready_age_ms", optional(ready_age.map(|age| age.ms))),
+        ("oldest_ready_age_exact", exact(ready_age)),
+        ("oldest_in_flight_age_ms", optional(in_flight_age.map(|age| age.ms))),
+        ("oldest_in_flight_age_exact", exact(in_flight_age)),
         ("now_ms", Reply::Integer(now_ms)),
     ];
+    let totals = tenant_stats::dreams_totals(org_id);
+    fields.extend(totals_header(totals.map(|totals| totals.since_ms), Family::Orgs));
+    for (name, parts) in DREAMS_FIELDS {
+        fields.push((name, Reply::count(totals.map_or(0, |totals| totals.sum(parts)))));
+    }
+    let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.len() == 0);
+    if idle {
+        tenant_stats::idle_seen(org_id, None);
+    }
     Ok(pairs(fields))
+}
+
+/// `1` when an age was timed as its item entered the list, `0` when it is
+/// a lower bound, nil when there is no item.
+fn exact(age: Option<Age>) -> Reply {
+    optional(age.map(|age| i64::from(age.exact)))
+}
+
+/// `totals_tracked` (whether this node counts the tenant: not beyond the
+/// caps of `tenant_stats`) and `totals_since_ms` (when it started, nil if
+/// it has counted nothing yet).
+pub(crate) fn totals_header(since_ms: Option<i64>, family: Family) -> [(&'static str, Reply); 2] {
+    let tracked = since_ms.is_some() || !tenant_stats::at_cap(family);
+    [("totals_tracked", Reply::Integer(i64::from(tracked))), ("totals_since_ms", optional(since_ms))]
 }
 
 /// How many expiry markers (score [`EXPIRED`]) a lease set holds: items
@@ -90,6 +122,6 @@ pub(crate) fn optional(value: Option<i64>) -> Reply {
 }
 
 /// Field/value pairs as one flat array (as `CONFIG GET` and `XINFO` reply).
-pub(crate) fn pairs<const N: usize>(fields: [(&str, Reply); N]) -> Reply {
+pub(crate) fn pairs<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Reply {
     Reply::Array(fields.into_iter().flat_map(|(name, value)| [Reply::Bulk(name.as_bytes().to_vec()), value]).collect())
 }

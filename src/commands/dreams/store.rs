@@ -8,7 +8,10 @@ use super::queue_names::queue_names;
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
+use crate::module::api::api;
 use crate::module::call;
+use crate::module::fire_ages::{self, List};
+use crate::module::tenant_stats::TenantId;
 use crate::module::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
@@ -36,6 +39,9 @@ pub struct RedisQueue {
     /// goes in flight next, pop and push replicate as one `LMOVE`; any
     /// other write (or the end of the command) replicates the `LPOP` first.
     popped: Option<Taken>,
+    /// The organization, for its per-tenant totals and for timing its
+    /// items (`fire_ages`: every push, pop, move and removal here is noted).
+    org: TenantId,
 }
 
 impl RedisQueue {
@@ -53,6 +59,7 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
             popped: None,
+            org: TenantId::of(org),
         };
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
@@ -81,6 +88,7 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: None,
             popped: None,
+            org: TenantId::of(org),
         };
         queue.processing.require(KeyKind::List)?;
         Ok(queue)
@@ -98,6 +106,11 @@ impl RedisQueue {
 }
 
 impl RedisQueue {
+    /// The organization, as the per-tenant tables know it.
+    pub fn tenant(&self) -> TenantId {
+        self.org
+    }
+
     /// Every in-flight payload, oldest first.
     pub fn in_flight(&self) -> Vec<Vec<u8>> {
         self.processing.all()
@@ -130,22 +143,26 @@ impl QueueStore for RedisQueue {
     fn push_ready(&mut self, payload: &[u8]) {
         self.settle();
         self.ready.push(End::Tail, &[payload]);
+        fire_ages::entered(self.org, List::Ready, payload, clock_ms());
     }
     fn push_ready_head(&mut self, payload: &[u8]) {
         self.settle();
         self.ready.push(End::Head, &[payload]);
+        fire_ages::entered(self.org, List::Ready, payload, clock_ms());
     }
     fn pop_ready(&mut self) -> Option<Vec<u8>> {
         self.settle();
         let popped = self.ready.take(End::Head)?;
         let payload = popped.as_bytes().to_vec();
         self.popped = Some(popped);
+        fire_ages::left(self.org, List::Ready, &payload, self.ready.len() == 0);
         Some(payload)
     }
     fn push_popped_to_processing(&mut self, payload: &[u8]) {
         match self.popped.take() {
             Some(popped) if popped.as_bytes() == payload => {
                 self.processing.push_taken(&self.ready, &popped, End::Tail);
+                fire_ages::entered(self.org, List::InFlight, payload, clock_ms());
             }
             other => {
                 self.popped = other;
@@ -155,20 +172,30 @@ impl QueueStore for RedisQueue {
     }
     fn remove_ready(&mut self, payload: &[u8]) -> bool {
         self.settle();
-        self.ready.remove_first(payload)
+        let removed = self.ready.remove_first(payload);
+        if removed {
+            fire_ages::left(self.org, List::Ready, payload, self.ready.len() == 0);
+        }
+        removed
     }
     fn push_processing(&mut self, payload: &[u8]) {
         self.settle();
         self.processing.push(End::Tail, &[payload]);
+        fire_ages::entered(self.org, List::InFlight, payload, clock_ms());
     }
     fn remove_processing(&mut self, payload: &[u8]) -> bool {
         self.settle();
-        self.processing.remove_first(payload)
+        let removed = self.processing.remove_first(payload);
+        if removed {
+            fire_ages::left(self.org, List::InFlight, payload, self.processing.len() == 0);
+        }
+        removed
     }
     fn take_processing(&mut self) -> Vec<Vec<u8>> {
         self.settle();
         let payloads = self.processing.all();
         self.processing.delete();
+        fire_ages::emptied(self.org, List::InFlight);
         payloads
     }
     fn add_deferred(&mut self, score: i64, payload: &[u8]) {
@@ -187,15 +214,24 @@ impl QueueStore for RedisQueue {
         let members: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         self.deferred.zrem(&members);
         self.ready.push(End::Tail, &members);
+        fire_ages::entered_all(self.org, List::Ready, &members, clock_ms());
     }
     fn push_dead(&mut self, payload: &[u8]) {
         self.settle();
         match &self.dead {
             Some(dead) => dead.push(End::Tail, &[payload]),
             // Only a drain dead-letters, and it opens the list; never drop data.
-            None => self.ready.push(End::Tail, &[payload]),
+            None => {
+                self.ready.push(End::Tail, &[payload]);
+                fire_ages::entered(self.org, List::Ready, payload, clock_ms());
+            }
         }
     }
+}
+
+/// The server clock (unix ms), for timing items as they move.
+fn clock_ms() -> i64 {
+    unsafe { api!(RedisModule_Milliseconds)() }
 }
 
 /// How a command uses a region's counted-event set.

@@ -10,6 +10,7 @@ use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::lease::acknowledge;
 use crate::town::keys::TownKeys;
 
@@ -50,6 +51,7 @@ pub fn acknowledge_now(session: &Session, keys: &TownKeys, agent: &str, wanted: 
     let removed = acknowledge(&mut mail, &mut leases, wanted);
     if removed {
         stats::TOWN_ACKED.bump();
+        super::count(keys, Some(agent), Town::Acked, 1);
     }
     Ok(removed)
 }

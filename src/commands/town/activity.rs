@@ -13,6 +13,7 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 
 /// The command.
@@ -61,6 +62,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         log.expire_at(expires_at(session.now_ms()));
         mailboxes.add(&agent);
         stats::TOWN_ACTIVITY_LOGGED.bump();
+        super::count(&keys, Some(&agent), Town::ActivityLogged, 1);
         return Ok(Reply::OK);
     }
     let log = open_list(session, &keys.activity(&agent), Access::Read)?;

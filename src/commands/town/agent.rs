@@ -14,6 +14,7 @@
 //! * `HEARTBEAT <agent-id>`: OK; `last_heartbeat` = the server's clock,
 //!   RFC 3339 UTC (ERR if the agent does not exist).
 
+use crate::module::tenant_stats::{self, TenantId};
 use super::index::{AgentIndex, IdIndex};
 use super::{id, record, subcommand, town, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::module::args::Args;
@@ -162,6 +163,8 @@ fn delete(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
     let deleted = owned.iter().filter(|key| key.delete()).count() as u64;
     agents.remove(agent);
     mailboxes.remove(agent);
+    let town = TenantId::of(keys.prefix());
+    tenant_stats::forget_agents(town, Some(town.agent(agent)));
     Ok(Reply::count(deleted))
 }
 

@@ -9,6 +9,7 @@ use crate::module::effects::publish;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::Session;
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::message::is_object;
 use crate::town::keys::TownKeys;
 
@@ -40,5 +41,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     session.check_publish(channel.as_bytes())?;
     let receivers = publish(session.ctx(), channel.as_bytes(), message, session.in_cluster());
     stats::TOWN_BROADCASTS.bump();
+    super::count(&keys, None, Town::Broadcasts, 1);
     Ok(Reply::Integer(receivers))
 }

@@ -10,6 +10,7 @@ use crate::module::leases::{self, LeaseFamily};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::module::string::OwnedString;
 use crate::town::keys::TownKeys;
 use crate::town::lease::{expire_due, AgentMail};
@@ -99,6 +100,7 @@ fn expire(session: &Session, tenant: &str, now_ms: i64) -> Option<i64> {
     let requeued = expire_due(&mut mail, &mut leases, now_ms, EXPIRE_PER_TICK);
     if requeued > 0 {
         stats::TOWN_LEASES_EXPIRED.add(requeued);
+        super::count(&keys, Some(agent), Town::LeaseExpired, requeued);
         leases::wake_receivers(session, keys.inbox(agent).as_bytes());
     }
     leases.earliest()

@@ -28,6 +28,7 @@ use crate::module::args::Args;
 use crate::module::command::{Arg, ArgKind};
 use crate::module::reply::{CommandError, Reply};
 use crate::module::session::tenant_str;
+use crate::module::tenant_stats::{self, TenantId, Town};
 use crate::town::keys::TownKeys;
 use crate::town::message::MessageError;
 
@@ -100,4 +101,10 @@ pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
             .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
             .collect(),
     )
+}
+
+/// Count `n` of `what` in the town's per-tenant totals, and in `agent`'s.
+pub fn count(keys: &TownKeys, agent: Option<&str>, what: Town, n: u64) {
+    let town = TenantId::of(keys.prefix());
+    tenant_stats::town(town, agent.map(|agent| town.agent(agent)), what, n);
 }

@@ -13,6 +13,7 @@ use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::reclaim::{reclaim, OldMail};
 use crate::town::keys::TownKeys;
 
@@ -68,7 +69,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     mailboxes.add(&to);
     let moved = moves.len() as u64;
+    let unparsed = moves.iter().filter(|m| !m.readdressed).count() as u64;
     stats::TOWN_RECLAIMED.add(moved);
-    stats::TOWN_RECLAIMED_UNPARSED.add(moves.iter().filter(|m| !m.readdressed).count() as u64);
+    stats::TOWN_RECLAIMED_UNPARSED.add(unparsed);
+    super::count(&keys, Some(&from), Town::Reclaimed, moved);
+    super::count(&keys, Some(&from), Town::ReclaimedUnparsed, unparsed);
     Ok(Reply::count(moved))
 }

@@ -41,6 +41,7 @@ use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::keys::TownKeys;
 use crate::town::receive::ReceiveRequest;
 
@@ -167,11 +168,13 @@ fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, Com
     messages.extend(inboxes.inbox.pop_many(End::Head, take.inbox));
     let count = messages.len() as u64;
     stats::TOWN_RECEIVED.add(count);
+    super::count(&request.keys, Some(&request.agent), Town::Received, count);
     if let Some((pending, mailboxes)) = pending {
         let values: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
         pending.push(End::Tail, &values);
         mailboxes.add(&request.agent);
         stats::TOWN_RECEIVED_RELIABLE.add(count);
+        super::count(&request.keys, Some(&request.agent), Town::ReceivedReliable, count);
     }
     if let (Some(mut leases), Some(secs)) = (leases, request.lease) {
         let now_ms = session.now_ms();

@@ -12,6 +12,7 @@ use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -55,5 +56,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     mailboxes.add(&agent);
     let moved = messages.len() as u64;
     stats::TOWN_REQUEUED.add(moved);
+    super::count(&keys, Some(&agent), Town::Requeued, moved);
     Ok(Reply::count(moved))
 }

@@ -12,6 +12,7 @@ use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::{self, TenantId};
 use crate::town::keys::TownKeys;
 use crate::town::reset::{doomed, Scope};
 
@@ -64,6 +65,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         .filter(|name| session.open_unchecked(name.as_bytes(), Access::Write).delete())
         .count() as u64;
     stats::TOWN_RESETS.bump();
+    // The agents' keys are gone: so are their totals (the town's stay).
+    tenant_stats::forget_agents(TenantId::of(keys.prefix()), None);
     stats::TOWN_RESET_KEYS.add(deleted);
     Ok(Reply::count(deleted))
 }

@@ -11,6 +11,7 @@ use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::keys::TownKeys;
 use crate::town::message::Envelope;
 use crate::town::priority::Destination;
@@ -54,8 +55,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let length = inboxes.deliver(destination, message);
     mailboxes.add(&envelope.to);
     stats::TOWN_SENT.bump();
+    super::count(&keys, Some(&envelope.to), Town::Sent, 1);
     if destination == Destination::Urgent {
         stats::TOWN_SENT_URGENT.bump();
+        super::count(&keys, Some(&envelope.to), Town::SentUrgent, 1);
     }
     Ok(Reply::count(length))
 }

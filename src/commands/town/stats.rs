@@ -4,11 +4,15 @@
 //! `TOWN.RECV` gets and of the oldest pending one; without: the town's
 //! indexes and backlog. Cheap by construction: lengths, the head item of a
 //! list, the lowest score of the lease set and one `ZCOUNT` — O(log n),
-//! no walk over messages or agents (town-wide sums of the per-agent fields
-//! are the exporter's job, agent by agent).
+//! no walk over messages or agents (town-wide sums of the per-agent depths
+//! are the exporter's job, agent by agent). Both also report totals (sent,
+//! received, acked, requeued, reclaimed, leases expired...) counted in
+//! memory on this node by `module::tenant_stats`, not replicated: 0 on a
+//! replica, from 0 again after a restart or failover.
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs};
+use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs, totals_header};
+use crate::module::tenant_stats::{self, Family, TenantId, TOWN_FIELDS};
 use crate::dreams::lease::EXPIRED;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
@@ -26,7 +30,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     flags: "readonly fast",
     tenant: TenantUse::Read,
     arity: -2,
-    summary: "A town's statistics (indexes, backlog) or one agent's (inboxes, pending, leases, ages) as field/value pairs",
+    summary: "A town's statistics (indexes, backlog, totals) or one agent's (inboxes, pending, leases, ages, totals) as field/value pairs",
     complexity: "O(log N) where N is the number of the agent's leased messages; O(1) for the town",
     args: &[TOWN_ARG, AGENT_ARG.optional()],
 };
@@ -68,12 +72,31 @@ fn town_stats(session: &Session, keys: &TownKeys) -> CommandResult {
         (keys.task_index(), KeyKind::ZSet),
         (keys.backlog(), KeyKind::List),
     ])?;
-    Ok(pairs([
+    let mut fields = vec![
         ("agents", Reply::count(agents.len())),
         ("mailboxes", Reply::count(mailboxes.len())),
         ("tasks", Reply::count(tasks.len())),
         ("backlog", Reply::count(backlog.len())),
-    ]))
+    ];
+    fields.extend(totals(TenantId::of(keys.prefix()), None));
+    Ok(pairs(fields))
+}
+
+/// The town's totals (with `broadcasts`), or an agent's.
+fn totals(town: TenantId, agent: Option<&str>) -> Vec<(&'static str, Reply)> {
+    let totals = tenant_stats::town_totals(town, agent.map(|agent| town.agent(agent)));
+    let family = match agent {
+        Some(_) => Family::Agents,
+        None => Family::Towns,
+    };
+    let mut fields = totals_header(totals.map(|totals| totals.since_ms), family).to_vec();
+    for (name, what) in TOWN_FIELDS {
+        if what == tenant_stats::Town::Broadcasts && agent.is_some() {
+            continue;
+        }
+        fields.push((name, Reply::count(totals.map_or(0, |totals| totals.get(what)))));
+    }
+    fields
 }
 
 fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
@@ -92,7 +115,7 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
         false => head_age(&urgent),
     };
     let expired_waiting = expired_markers(session, &leases, &leases_name);
-    Ok(pairs([
+    let mut fields = vec![
         ("inbox", Reply::count(inbox.len())),
         ("urgent", Reply::count(urgent.len())),
         ("pending", Reply::count(pending.len())),
@@ -102,5 +125,11 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
         ("next_message_age_ms", optional(next_age)),
         ("oldest_pending_age_ms", optional(head_age(&pending))),
         ("now_ms", Reply::Integer(now_ms)),
-    ]))
+    ];
+    let town = TenantId::of(keys.prefix());
+    fields.extend(totals(town, Some(agent)));
+    if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.len() == 0) {
+        tenant_stats::idle_seen(town, Some(town.agent(agent)));
+    }
+    Ok(pairs(fields))
 }

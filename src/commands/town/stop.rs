@@ -12,6 +12,7 @@ use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
+use crate::module::tenant_stats::Town;
 use crate::town::keys::TownKeys;
 use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG, MAX_TTL_SECS};
 
@@ -87,6 +88,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             flag.set_string_expiring(FLAG, at);
             mailboxes.add(&agent);
             stats::TOWN_STOP_REQUESTS.bump();
+            super::count(&keys, Some(&agent), Town::StopRequests, 1);
             Ok(Reply::OK)
         }
         "CHECK" => {
