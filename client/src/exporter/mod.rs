@@ -98,17 +98,29 @@ fn node_label(url: &str) -> String {
     rest.split('/').next().unwrap_or(rest).to_owned()
 }
 
-/// INFO fields that are levels, not totals.
-const INFO_GAUGES: [&str; 9] = [
+/// INFO fields that are levels (or maxima, or of the last run), not totals.
+const INFO_GAUGES: [&str; 21] = [
     "waiters",
     "waiter_queues",
     "slot_imports_in_progress",
     "slot_exports_in_progress",
+    "atomic_slot_migration",
     "orgs_tracked",
     "towns_tracked",
     "agents_tracked",
     "fire_ages_orgs",
     "fire_ages_entries",
+    "lease_tenants_indexed",
+    "lease_index_bytes",
+    "lease_max_tick_us",
+    "catching_up",
+    "catch_up_keys_examined",
+    "catch_up_turns",
+    "catch_up_tenants_indexed",
+    "catch_up_last_duration_ms",
+    "catch_up_max_keys_per_turn",
+    "catch_up_max_turn_us",
+    "catch_up_max_turn_cpu_us",
 ];
 
 /// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
@@ -394,8 +406,10 @@ fn info_metrics(info: &str, node: &str, metrics: &mut Metrics) {
         if !valid(field) || !valid(&section) {
             continue;
         }
-        let (name, kind) = match INFO_GAUGES.contains(&field) || field == "atomic_slot_migration" {
+        let (name, kind) = match INFO_GAUGES.contains(&field) {
             true => (format!("dreamtown_node_{section}_{field}"), Kind::Gauge),
+            // A field already named `..._total` keeps its one suffix.
+            false if field.ends_with("_total") => (format!("dreamtown_node_{section}_{field}"), Kind::Counter),
             false => (format!("dreamtown_node_{section}_{field}_total"), Kind::Counter),
         };
         let help = format!("INFO dreamtown, section dreamtown_{section}, field {field}");
@@ -414,6 +428,18 @@ mod tests {
         let text = metrics.render();
         assert!(text.contains("# TYPE dreamtown_node_dreams_fired_total counter\ndreamtown_node_dreams_fired_total{node=\"h:1\"} 3\n"), "{text}");
         assert!(text.contains("# TYPE dreamtown_node_waiters_waiters gauge\ndreamtown_node_waiters_waiters{node=\"h:1\"} 2\n"), "{text}");
+    }
+
+    #[test]
+    fn lease_levels_are_gauges_and_their_totals_counters() {
+        let mut metrics = Metrics::default();
+        let info = "# dreamtown_leases\r\ndreamtown_lease_tenants_indexed:5\r\ndreamtown_catching_up:1\r\ndreamtown_catch_up_max_turn_cpu_us:900\r\ndreamtown_catch_up_turns_total:7\r\n";
+        info_metrics(info, "h:1", &mut metrics);
+        let text = metrics.render();
+        for gauge in ["leases_lease_tenants_indexed", "leases_catching_up", "leases_catch_up_max_turn_cpu_us"] {
+            assert!(text.contains(&format!("# TYPE dreamtown_node_{gauge} gauge\n")), "{gauge}: {text}");
+        }
+        assert!(text.contains("# TYPE dreamtown_node_leases_catch_up_turns_total counter\n"), "{text}");
     }
 
     #[test]
