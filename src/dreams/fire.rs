@@ -2,7 +2,7 @@
 //! never exceed the queue maximum; at the ceiling the newest fire is dropped
 //! and existing work is untouched.
 
-use super::message::{payload, RegionWriteCounters};
+use super::message::{with_payload, RegionWriteCounters};
 use super::region::RegionRef;
 use super::store::{QueueStore, RegionStore};
 
@@ -39,7 +39,7 @@ pub fn fire(
     if queue.total_len() >= queue_max {
         return FireOutcome::Dropped;
     }
-    queue.push_ready(payload(region, fired_by, None, Some(fire_id), false).as_bytes());
+    with_payload(region, fired_by, None, Some(fire_id), false, |payload| queue.push_ready(payload));
     FireOutcome::Queued
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn enqueue_counted(
         return false;
     }
     counters.set_pending(&fire_id);
-    queue.push_ready(payload(region, fired_by, Some(snapshot), Some(&fire_id), false).as_bytes());
+    with_payload(region, fired_by, Some(snapshot), Some(&fire_id), false, |payload| queue.push_ready(payload));
     true
 }
 

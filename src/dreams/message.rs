@@ -145,32 +145,76 @@ pub fn payload(
 ) -> String {
     let strings = region.org.len() + region.project.len() + fired_by.len() + fire_id.map_or(0, str::len);
     let mut out = String::with_capacity(200 + strings);
+    write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
+    out
+}
+
+/// [`payload`], handed to `use_payload` from a buffer kept between calls
+/// (one per thread) instead of a new string: every FIRE and every record
+/// that fires makes one, only to copy it into a Redis string.
+pub fn with_payload<R>(
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<&str>,
+    quiet_deferred: bool,
+    mut use_payload: impl FnMut(&[u8]) -> R,
+) -> R {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    let kept = BUFFER.try_with(|buffer| {
+        // Never re-entered (nothing below calls back here); if it were,
+        // or the buffer were gone, a fresh string does the job.
+        let mut out = buffer.try_borrow_mut().ok()?;
+        out.clear();
+        write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
+        let done = use_payload(out.as_bytes());
+        // A payload is a few hundred bytes; an outsized one is not kept.
+        if out.capacity() > 4096 {
+            *out = String::new();
+        }
+        Some(done)
+    });
+    match kept {
+        Ok(Some(done)) => done,
+        _ => use_payload(payload(region, fired_by, fired_at, fire_id, quiet_deferred).as_bytes()),
+    }
+}
+
+fn write_payload(
+    out: &mut String,
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<&str>,
+    quiet_deferred: bool,
+) {
     out.push_str("{\"region\":{\"org\":");
-    push_json_string(&mut out, region.org);
+    push_json_string(out, region.org);
     out.push_str(",\"project\":");
-    push_json_string(&mut out, region.project);
+    push_json_string(out, region.project);
     out.push_str(",\"memory_type\":");
-    push_decimal(&mut out, u64::from(region.memory_type));
+    push_decimal(out, u64::from(region.memory_type));
     out.push_str("},\"fired_by\":");
-    push_json_string(&mut out, fired_by);
+    push_json_string(out, fired_by);
     if let Some(counters) = fired_at {
         out.push_str(",\"fired_at\":{\"memories_since_last_cycle\":");
-        push_decimal(&mut out, u64::from(counters.memories_since_last_cycle));
+        push_decimal(out, u64::from(counters.memories_since_last_cycle));
         out.push_str(",\"edges_since_last_cycle\":");
-        push_decimal(&mut out, u64::from(counters.edges_since_last_cycle));
+        push_decimal(out, u64::from(counters.edges_since_last_cycle));
         out.push_str(",\"seconds_since_last_cycle\":");
-        push_decimal(&mut out, counters.seconds_since_last_cycle);
+        push_decimal(out, counters.seconds_since_last_cycle);
         out.push('}');
     }
     if let Some(fire_id) = fire_id {
         out.push_str(",\"fire_id\":");
-        push_json_string(&mut out, fire_id);
+        push_json_string(out, fire_id);
     }
     if quiet_deferred {
         out.push_str(",\"quiet_deferred\":true");
     }
     out.push('}');
-    out
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes: `"` and `\\` with
@@ -348,6 +392,18 @@ mod tests {
             quiet_deferred: false,
         };
         assert_eq!(message.to_payload(), serde_json::to_string(&message).unwrap());
+    }
+
+    #[test]
+    fn the_kept_buffer_hands_over_what_payload_makes() {
+        let long = "x".repeat(5000);
+        for (project, fire_id) in [("p", Some("f")), (long.as_str(), None), ("q\"\n", Some("g")), ("p", None)] {
+            let region = RegionRef { org: "o", project, memory_type: 7 };
+            let counters = Some(RegionWriteCounters { memories_since_last_cycle: 1, edges_since_last_cycle: 2, seconds_since_last_cycle: 3 });
+            let expected = payload(region, "n", counters, fire_id, true);
+            let handed = with_payload(region, "n", counters, fire_id, true, |bytes| bytes.to_vec());
+            assert_eq!(handed, expected.as_bytes());
+        }
     }
 
     #[test]
