@@ -82,7 +82,7 @@ pub(crate) fn parse<'a>(
     let (mut fired_by, mut delivered, mut thresholds) = (None, None, None);
     // Options matched in place (no upper-cased copy: RECORD is the hot path).
     while let Some(word) = args.next() {
-        let is = |name: &str| word.eq_ignore_ascii_case(name.as_bytes());
+        let is = |name: &str| crate::module::args::is_word(word, name);
         if is("NODE") {
             once(&mut fired_by, node(&mut args)?, "NODE")?;
         } else if is("EVENT") {
