@@ -2,8 +2,8 @@
 //! never exceed the queue maximum; at the ceiling the newest fire is dropped
 //! and existing work is untouched.
 
-use super::message::{payload, RegionWriteCounters};
-use super::region::{RegionKey, RegionRef};
+use super::message::{with_payload, RegionWriteCounters};
+use super::region::RegionRef;
 use super::store::{QueueStore, RegionStore};
 
 /// The default ceiling over ready + deferred + in-flight items.
@@ -31,7 +31,7 @@ impl FireOutcome {
 /// An explicit fire: a region payload without a counter snapshot.
 pub fn fire(
     queue: &mut impl QueueStore,
-    region: &RegionKey,
+    region: RegionRef<'_>,
     fired_by: &str,
     fire_id: &str,
     queue_max: u64,
@@ -39,7 +39,7 @@ pub fn fire(
     if queue.total_len() >= queue_max {
         return FireOutcome::Dropped;
     }
-    queue.push_ready(payload(region.borrowed(), fired_by, None, Some(fire_id), false).as_bytes());
+    with_payload(region, fired_by, None, Some(fire_id), false, |payload| queue.push_ready(payload));
     FireOutcome::Queued
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn enqueue_counted(
         return false;
     }
     counters.set_pending(&fire_id);
-    queue.push_ready(payload(region, fired_by, Some(snapshot), Some(&fire_id), false).as_bytes());
+    with_payload(region, fired_by, Some(snapshot), Some(&fire_id), false, |payload| queue.push_ready(payload));
     true
 }
 
@@ -71,14 +71,15 @@ pub(crate) fn snapshot_count(value: i64) -> u32 {
 mod tests {
     use super::*;
     use crate::dreams::memory::MemoryQueue;
+    use crate::dreams::region::RegionKey;
 
     #[test]
     fn fires_below_the_ceiling_and_drops_at_it() {
         let mut queue = MemoryQueue::default();
         let region = RegionKey::new("o", "p", 1);
-        assert_eq!(fire(&mut queue, &region, "n", "a", 2), FireOutcome::Queued);
+        assert_eq!(fire(&mut queue, region.borrowed(), "n", "a", 2), FireOutcome::Queued);
         queue.processing.push(b"in-flight".to_vec());
-        assert_eq!(fire(&mut queue, &region, "n", "b", 2), FireOutcome::Dropped);
+        assert_eq!(fire(&mut queue, region.borrowed(), "n", "b", 2), FireOutcome::Dropped);
         assert_eq!(queue.ready.len(), 1);
         let payload = String::from_utf8(queue.ready[0].clone()).unwrap();
         assert_eq!(
@@ -92,6 +93,6 @@ mod tests {
         let mut queue = MemoryQueue::default();
         queue.add_deferred(0, b"later");
         let region = RegionKey::new("o", "p", 1);
-        assert_eq!(fire(&mut queue, &region, "n", "a", 1), FireOutcome::Dropped);
+        assert_eq!(fire(&mut queue, region.borrowed(), "n", "a", 1), FireOutcome::Dropped);
     }
 }

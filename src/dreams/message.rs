@@ -145,32 +145,76 @@ pub fn payload(
 ) -> String {
     let strings = region.org.len() + region.project.len() + fired_by.len() + fire_id.map_or(0, str::len);
     let mut out = String::with_capacity(200 + strings);
+    write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
+    out
+}
+
+/// [`payload`], handed to `use_payload` from a buffer kept between calls
+/// (one per thread) instead of a new string: every FIRE and every record
+/// that fires makes one, only to copy it into a Redis string.
+pub fn with_payload<R>(
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<&str>,
+    quiet_deferred: bool,
+    mut use_payload: impl FnMut(&[u8]) -> R,
+) -> R {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    let kept = BUFFER.try_with(|buffer| {
+        // Never re-entered (nothing below calls back here); if it were,
+        // or the buffer were gone, a fresh string does the job.
+        let mut out = buffer.try_borrow_mut().ok()?;
+        out.clear();
+        write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
+        let done = use_payload(out.as_bytes());
+        // A payload is a few hundred bytes; an outsized one is not kept.
+        if out.capacity() > 4096 {
+            *out = String::new();
+        }
+        Some(done)
+    });
+    match kept {
+        Ok(Some(done)) => done,
+        _ => use_payload(payload(region, fired_by, fired_at, fire_id, quiet_deferred).as_bytes()),
+    }
+}
+
+fn write_payload(
+    out: &mut String,
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<&str>,
+    quiet_deferred: bool,
+) {
     out.push_str("{\"region\":{\"org\":");
-    push_json_string(&mut out, region.org);
+    push_json_string(out, region.org);
     out.push_str(",\"project\":");
-    push_json_string(&mut out, region.project);
+    push_json_string(out, region.project);
     out.push_str(",\"memory_type\":");
-    push_decimal(&mut out, u64::from(region.memory_type));
+    push_decimal(out, u64::from(region.memory_type));
     out.push_str("},\"fired_by\":");
-    push_json_string(&mut out, fired_by);
+    push_json_string(out, fired_by);
     if let Some(counters) = fired_at {
         out.push_str(",\"fired_at\":{\"memories_since_last_cycle\":");
-        push_decimal(&mut out, u64::from(counters.memories_since_last_cycle));
+        push_decimal(out, u64::from(counters.memories_since_last_cycle));
         out.push_str(",\"edges_since_last_cycle\":");
-        push_decimal(&mut out, u64::from(counters.edges_since_last_cycle));
+        push_decimal(out, u64::from(counters.edges_since_last_cycle));
         out.push_str(",\"seconds_since_last_cycle\":");
-        push_decimal(&mut out, counters.seconds_since_last_cycle);
+        push_decimal(out, counters.seconds_since_last_cycle);
         out.push('}');
     }
     if let Some(fire_id) = fire_id {
         out.push_str(",\"fire_id\":");
-        push_json_string(&mut out, fire_id);
+        push_json_string(out, fire_id);
     }
     if quiet_deferred {
         out.push_str(",\"quiet_deferred\":true");
     }
     out.push('}');
-    out
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes: `"` and `\\` with
@@ -180,7 +224,7 @@ fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
     let mut rest = text;
     // A table lookup per byte: the scan is most of the cost of a payload.
-    while let Some(at) = rest.bytes().position(|byte| ESCAPED[usize::from(byte)]) {
+    while let Some(at) = first_escaped(rest.as_bytes()) {
         // `at` is an ASCII byte, so both sides of it are char boundaries.
         out.push_str(rest.get(..at).unwrap_or_default());
         let byte = rest.as_bytes().get(at).copied().unwrap_or_default();
@@ -204,6 +248,36 @@ fn push_json_string(out: &mut String, text: &str) {
     }
     out.push_str(rest);
     out.push('"');
+}
+
+/// The position of the first byte of `bytes` a JSON string escapes. Eight
+/// bytes at a time (names, node ids and fire ids rarely hold any such
+/// byte, and a byte-by-byte scan was most of the cost of a payload), the
+/// rest through the table.
+fn first_escaped(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // A byte of `word` is flagged (its high bit set in the result) when it
+    // is below 0x20, `"` or `\\`; a flag can also fall on a byte above a
+    // flagged one (borrows), never on an earlier one, so the first flagged
+    // byte of a word whose flags are not all zero is found by the table.
+    let flagged = |word: u64| {
+        let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        (below_space | quote.wrapping_sub(ONES) & !quote | backslash.wrapping_sub(ONES) & !backslash) & HIGHS
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    let mut start = 0;
+    for chunk in chunks.by_ref() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if flagged(u64::from_le_bytes(word)) != 0 {
+            return chunk.iter().position(|byte| ESCAPED[usize::from(*byte)]).map(|at| start + at);
+        }
+        start += 8;
+    }
+    chunks.remainder().iter().position(|byte| ESCAPED[usize::from(*byte)]).map(|at| start + at)
 }
 
 /// The bytes a JSON string escapes: control characters, `"` and `\\`.
@@ -318,6 +392,43 @@ mod tests {
             quiet_deferred: false,
         };
         assert_eq!(message.to_payload(), serde_json::to_string(&message).unwrap());
+    }
+
+    #[test]
+    fn the_kept_buffer_hands_over_what_payload_makes() {
+        let long = "x".repeat(5000);
+        for (project, fire_id) in [("p", Some("f")), (long.as_str(), None), ("q\"\n", Some("g")), ("p", None)] {
+            let region = RegionRef { org: "o", project, memory_type: 7 };
+            let counters = Some(RegionWriteCounters { memories_since_last_cycle: 1, edges_since_last_cycle: 2, seconds_since_last_cycle: 3 });
+            let expected = payload(region, "n", counters, fire_id, true);
+            let handed = with_payload(region, "n", counters, fire_id, true, |bytes| bytes.to_vec());
+            assert_eq!(handed, expected.as_bytes());
+        }
+    }
+
+    #[test]
+    fn the_word_scan_finds_what_the_byte_scan_finds() {
+        let mut random = crate::test_random::Random::new(0x9e37_79b9_7f4a_7c15);
+        let alphabet = [b'a', b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0xff, 0xc3, b'/', b'{'];
+        for _ in 0..20_000 {
+            let len = (random.next() % 40) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match random.next() % 4 {
+                    0 => alphabet[(random.next() % alphabet.len() as u64) as usize],
+                    _ => (random.next() % 256) as u8,
+                })
+                .collect();
+            let expected = bytes.iter().position(|byte| ESCAPED[usize::from(*byte)]);
+            assert_eq!(first_escaped(&bytes), expected, "{bytes:?}");
+        }
+        for byte in 0..=255u8 {
+            for at in 0..17 {
+                let mut bytes = vec![b'x'; 17];
+                bytes[at] = byte;
+                let expected = ESCAPED[usize::from(byte)].then_some(at);
+                assert_eq!(first_escaped(&bytes), expected, "{byte} at {at}");
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::fire::{enqueue_counted, snapshot_count};
 use super::message::RegionWriteCounters;
-use super::region::RegionKey;
+use super::region::RegionRef;
 use super::store::{QueueStore, RegionCounters, RegionStore};
 use super::trigger::{Trigger, COUNTER_MAX};
 
@@ -95,7 +95,7 @@ pub fn fire_due_unless_pending(current: &RegionCounters, write: &Write<'_>, trig
 pub fn record<Q: QueueStore>(
     queue: Option<&mut Q>,
     counters: &mut impl RegionStore,
-    region: &RegionKey,
+    region: RegionRef<'_>,
     write: Write<'_>,
     fired_by: &str,
     trigger: &Trigger,
@@ -141,7 +141,7 @@ pub fn record<Q: QueueStore>(
         edges_since_last_cycle: snapshot_count(edges),
         seconds_since_last_cycle: elapsed as u64,
     };
-    let outcome = if enqueue_counted(queue, counters, region.borrowed(), fired_by, snapshot, new_fire_id(), queue_max) {
+    let outcome = if enqueue_counted(queue, counters, region, fired_by, snapshot, new_fire_id(), queue_max) {
         RecordOutcome::Queued
     } else {
         RecordOutcome::Dropped
@@ -171,6 +171,7 @@ pub fn settle(counters: &mut impl RegionStore, event_id: &[u8], generation: i64,
 mod tests {
     use super::*;
     use crate::dreams::memory::{MemoryCounters, MemoryQueue};
+    use crate::dreams::region::RegionKey;
 
     const NOW: i64 = 1_000_000;
 
@@ -199,7 +200,7 @@ mod tests {
         now: i64,
     ) -> Recorded {
         let region = RegionKey::new("o", "p", 1);
-        record(Some(queue), counters, &region, write, "n", trigger, now, 1000, || "fire-1".into())
+        record(Some(queue), counters, region.borrowed(), write, "n", trigger, now, 1000, || "fire-1".into())
     }
 
     #[test]
@@ -261,7 +262,7 @@ mod tests {
         let (mut queue, mut counters): (MemoryQueue, MemoryCounters) = Default::default();
         let region = RegionKey::new("o", "p", 1);
         queue.ready.push(b"x".to_vec());
-        let result = record(Some(&mut queue), &mut counters, &region, write(3), "n", &trigger(1, 0), NOW, 1, || "f".into());
+        let result = record(Some(&mut queue), &mut counters, region.borrowed(), write(3), "n", &trigger(1, 0), NOW, 1, || "f".into());
         assert_eq!(result.outcome, RecordOutcome::Dropped);
         assert_eq!(counters.fields.memories, Some(3));
         assert_eq!(counters.fields.pending, None);
@@ -323,7 +324,7 @@ mod tests {
             let seen = write.delivery.is_some() && counters.events.contains(&b"e".to_vec());
             let mut queue = MemoryQueue::default();
             let region = RegionKey::new("o", "p", 1);
-            let result = record(Some(&mut queue), &mut counters, &region, write, "n", &t, NOW, 1000, || "f".into());
+            let result = record(Some(&mut queue), &mut counters, region.borrowed(), write, "n", &t, NOW, 1000, || "f".into());
             let fires = result.outcome != RecordOutcome::Accumulated;
             assert_eq!(fires, due && !seen, "{write:?} {t:?} -> {result:?}");
             if fires { fired += 1 } else { quiet += 1 }

@@ -84,7 +84,7 @@ impl<'a> Args<'a> {
     /// Is the next argument the keyword `word` (case-insensitive)? Consumes it if so.
     pub fn keyword(&mut self, word: &str) -> bool {
         match self.items.get(self.at) {
-            Some(item) if item.eq_ignore_ascii_case(word.as_bytes()) => {
+            Some(item) if is_word(item, word) => {
                 self.at += 1;
                 true
             }
@@ -204,6 +204,13 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
     }
     let ms = (seconds * 1000.0).ceil() as i64;
     Ok(ms)
+}
+
+/// Is `item` the option `word` (given in upper case), in any case? The
+/// exact bytes are compared first: clients send options in upper case, and
+/// a `memcmp` is a fraction of the per-byte case folding.
+pub fn is_word(item: &[u8], word: &str) -> bool {
+    item == word.as_bytes() || item.eq_ignore_ascii_case(word.as_bytes())
 }
 
 #[cfg(test)]

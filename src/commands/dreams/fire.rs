@@ -2,12 +2,12 @@
 //! explicit fire of a region under the ceiling. Reply `queued` or `dropped`.
 
 use super::store::RedisQueue;
-use super::{node, once, region, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use super::{node, once, region_ref, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
 use crate::dreams::fire::{fire, FireOutcome};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::config;
-use crate::dreams::region::RegionKey;
+use crate::dreams::region::RegionRef;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
@@ -26,9 +26,9 @@ pub const SPEC: CommandSpec = CommandSpec {
 };
 
 /// The parse step: the region and the `NODE`, if given.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionKey, Option<&'a str>), CommandError> {
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionRef<'a>, Option<&'a str>), CommandError> {
     let mut args = Args::new(argv);
-    let region = region(&mut args)?;
+    let region = region_ref(&mut args)?;
     let mut fired_by = None;
     while let Some(option) = args.option() {
         match option.as_str() {
@@ -41,10 +41,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionKey, Option<&'a s
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, fired_by) = parse(argv)?;
-    let mut queue = RedisQueue::open(session, &region.org, Access::Write, false)?;
+    let mut queue = RedisQueue::open(session, region.org, Access::Write, false)?;
     let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();
-    let outcome = fire(&mut queue, &region, fired_by, fire_id.as_str(), config::queue_max());
+    let outcome = fire(&mut queue, region, fired_by, fire_id.as_str(), config::queue_max());
     let counted = match outcome {
         FireOutcome::Queued => {
             stats::FIRED_FIRE.bump();

@@ -17,7 +17,7 @@ pub mod settle;
 pub mod stats;
 pub mod store;
 
-use crate::dreams::region::RegionKey;
+use crate::dreams::region::{RegionKey, RegionRef};
 use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
 use crate::module::command::{Arg, ArgKind};
@@ -34,10 +34,16 @@ pub fn organization<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
 
 /// Read `<org> <project> <memory-type>`.
 pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
-    let org = organization(args)?.to_owned();
-    let project = args.text("project")?.to_owned();
+    region_ref(args).map(|region| region.to_key())
+}
+
+/// [`region`] borrowed from the arguments: the hot commands (FIRE, RECORD)
+/// copy the names nowhere but into the key names and the payload.
+pub fn region_ref<'a>(args: &mut Args<'a>) -> Result<RegionRef<'a>, CommandError> {
+    let org = organization(args)?;
+    let project = args.text("project")?;
     let memory_type = args.unsigned("memory type", u64::from(u32::MAX))? as u32;
-    Ok(RegionKey { org, project, memory_type })
+    Ok(RegionRef { org, project, memory_type })
 }
 
 /// Read the four values after `TRIGGER`.

@@ -5,11 +5,11 @@
 
 use super::store::{EventSet, RedisQueue, RedisRegion};
 use super::{
-    counted_reply, node, once, region, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS,
+    counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS,
     TRIGGER_ARG,
 };
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
-use crate::dreams::region::RegionKey;
+use crate::dreams::region::RegionRef;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
@@ -75,15 +75,15 @@ pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
 #[allow(clippy::type_complexity)]
 pub(crate) fn parse<'a>(
     argv: &'a [&'a [u8]],
-) -> Result<(RegionKey, Write<'a>, Option<&'a str>, Option<Trigger>), CommandError> {
+) -> Result<(RegionRef<'a>, Write<'a>, Option<&'a str>, Option<Trigger>), CommandError> {
     let mut args = Args::new(argv);
-    let region = region(&mut args)?;
+    let region = region_ref(&mut args)?;
     let memories = args.unsigned("memories", u64::from(u32::MAX))?;
     let edges = args.unsigned("edges", u64::from(u32::MAX))?;
     let (mut fired_by, mut delivered, mut thresholds) = (None, None, None);
     // Options matched in place (no upper-cased copy: RECORD is the hot path).
     while let Some(word) = args.next() {
-        let is = |name: &str| word.eq_ignore_ascii_case(name.as_bytes());
+        let is = |name: &str| crate::module::args::is_word(word, name);
         if is("NODE") {
             once(&mut fired_by, node(&mut args)?, "NODE")?;
         } else if is("EVENT") {
@@ -116,20 +116,20 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some(_) => EventSet::CheckedByWrite,
         None => EventSet::Untouched,
     };
-    let mut counters = RedisRegion::open_with(session, region.borrowed(), Access::Write, events, false)?;
+    let mut counters = RedisRegion::open_with(session, region, Access::Write, events, false)?;
     // The pending fire matters (and is read) only when the write would
     // otherwise fire; most records are far from that.
     if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {
         counters.read_pending();
     }
     let mut queue = match fire_due(counters.counters(), &write, &thresholds, now) {
-        true => Some(RedisQueue::open(session, &region.org, Access::Write, false)?),
+        true => Some(RedisQueue::open(session, region.org, Access::Write, false)?),
         false => None,
     };
     let recorded = record(
         queue.as_mut(),
         &mut counters,
-        &region,
+        region,
         write,
         fired_by.unwrap_or(DEFAULT_NODE),
         &thresholds,
