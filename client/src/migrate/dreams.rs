@@ -14,11 +14,16 @@
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 
+use super::Direction;
 use super::apply::Op;
+#[cfg(feature = "net")]
 use super::conn::{Endpoint, glob_escape};
-use super::plan::{Discovered, Plan};
+use super::plan::Plan;
+#[cfg(feature = "net")]
+use super::plan::Discovered;
 use super::snapshot::{Snapshot, Value};
-use super::{Direction, Result};
+#[cfg(feature = "net")]
+use super::Result;
 
 const SEED_QUEUE: &str = "exocortex:dreams:queue:org:";
 const SEED_COUNTERS: &str = "exocortex:dreams:counters:";
@@ -41,19 +46,26 @@ pub fn seed_events(region: &RegionKey) -> String {
 
 /// A key of one organization, by role.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Role {
+pub enum Role {
+    /// The ready list.
     Ready,
+    /// The deferred sorted set.
     Deferred,
+    /// The in-flight list.
     Processing,
+    /// dreamtown only: dead letters.
     Dead,
+    /// dreamtown only: lease deadlines.
     Leases,
+    /// A region's counters hash.
     Counters(RegionKey),
+    /// A region's processed-event set.
     Events(RegionKey),
 }
 
 impl Role {
     /// The Redis type of the role's key.
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Ready | Self::Processing | Self::Dead => "list",
             Self::Deferred | Self::Leases => "zset",
@@ -63,8 +75,11 @@ impl Role {
     }
 }
 
-/// What a seed key name is: (organization, role).
-fn parse_seed(key: &str) -> Option<(String, Role)> {
+/// What a seed key name is: (organization, role); `None` if it is not
+/// exactly a name the seed writes.
+pub fn parse_seed(key: &[u8]) -> Option<(String, Role)> {
+    let key = String::from_utf8_lossy(key);
+    let key = key.as_ref();
     if let Some(rest) = key.strip_prefix(SEED_QUEUE) {
         let (json, role) = if let Some(json) = rest.strip_suffix(":deferred") {
             (json, Role::Deferred)
@@ -90,8 +105,11 @@ fn parse_seed(key: &str) -> Option<(String, Role)> {
     Some((org, if events { Role::Events(region) } else { Role::Counters(region) }))
 }
 
-/// What a dreamtown key name of `org` is.
-fn parse_module(org: &str, key: &str) -> Option<Role> {
+/// What a dreamtown key name of `org` is; `None` if it is not one of
+/// dreamtown's Dreams keys of `org`.
+pub fn parse_module(org: &str, key: &[u8]) -> Option<Role> {
+    let key = String::from_utf8_lossy(key);
+    let key = key.as_ref();
     let rest = key.strip_prefix(&format!("exocortex:dreams:{{{org}}}:"))?;
     match rest {
         "queue" => return Some(Role::Ready),
@@ -112,14 +130,22 @@ fn parse_module(org: &str, key: &str) -> Option<Role> {
     }
 }
 
+/// The organization of a dreamtown Dreams key, if it is one.
+pub fn module_tenant(key: &[u8]) -> Option<String> {
+    let key = String::from_utf8_lossy(key);
+    let org = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)?;
+    parse_module(org, key.as_bytes()).map(|_| org.to_owned())
+}
+
 /// Every organization with keys on the source.
+#[cfg(feature = "net")]
 pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<String>> {
     let mut orgs = Vec::new();
     match direction {
         Direction::Forward => {
             for pattern in [format!("{SEED_QUEUE}*"), format!("{SEED_COUNTERS}*")] {
                 for key in source.scan(&pattern).await? {
-                    if let Some((org, _)) = parse_seed(&String::from_utf8_lossy(&key)) {
+                    if let Some((org, _)) = parse_seed(&key) {
                         orgs.push(org);
                     }
                 }
@@ -127,12 +153,7 @@ pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<
         }
         Direction::Reverse => {
             for key in source.scan("exocortex:dreams:{*").await? {
-                let key = String::from_utf8_lossy(&key);
-                if let Some(org) = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)
-                    && parse_module(org, &key).is_some()
-                {
-                    orgs.push(org.to_owned());
-                }
+                orgs.extend(module_tenant(&key));
             }
         }
     }
@@ -142,6 +163,7 @@ pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<
 }
 
 /// The source keys of `org` to move, and those left in place (with why).
+#[cfg(feature = "net")]
 pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) -> Result<Discovered> {
     let mut found = Discovered::default();
     match direction {
@@ -151,14 +173,14 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
             let pattern = format!("{SEED_COUNTERS}{{\"org\":{},*", glob_escape(&serde_json::Value::String(org.to_owned()).to_string()));
             for key in source.scan(&pattern).await? {
                 let name = String::from_utf8_lossy(&key).into_owned();
-                if matches!(parse_seed(&name), Some((ref owner, _)) if owner == org) {
+                if matches!(parse_seed(&key), Some((ref owner, _)) if owner == org) {
                     names.push(name);
                 }
             }
             for name in names {
                 let kind: String = redis::cmd("TYPE").arg(&name).query_async(source).await?;
                 if kind != "none"
-                    && let Some((_, role)) = parse_seed(&name)
+                    && let Some((_, role)) = parse_seed(name.as_bytes())
                 {
                     found.take(name.clone().into_bytes(), name, &kind, role.kind());
                 }
@@ -167,7 +189,7 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
         Direction::Reverse => {
             for key in source.scan(&format!("exocortex:dreams:{{{}}}:*", glob_escape(org))).await? {
                 let name = String::from_utf8_lossy(&key).into_owned();
-                match parse_module(org, &name) {
+                match parse_module(org, &key) {
                     Some(Role::Dead) => found
                         .left
                         .push((name, "dead letters: the seed's layout has no place for them".into())),
@@ -194,11 +216,10 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
 pub fn missing_regions(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Vec<Vec<u8>> {
     let mut have = std::collections::HashSet::new();
     let mut fires = Vec::new();
-    for (name, snapshot) in keys {
-        let name = String::from_utf8_lossy(name).into_owned();
+    for (key, snapshot) in keys {
         let role = match direction {
-            Direction::Forward => parse_seed(&name).map(|(_, role)| role),
-            Direction::Reverse => parse_module(org, &name),
+            Direction::Forward => parse_seed(key).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, key),
         };
         match (role, &snapshot.value) {
             (Some(Role::Counters(region)), _) => {
@@ -246,11 +267,11 @@ pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Pl
     };
     let mut dead = Vec::new();
     let is_fire = |payload: &[u8]| FireMessage::parse(payload).is_some_and(|message| message.region.org == org);
-    for (name, snapshot) in keys {
-        let name = String::from_utf8_lossy(name).into_owned();
+    for (key, snapshot) in keys {
+        let name = String::from_utf8_lossy(key).into_owned();
         let role = match direction {
-            Direction::Forward => parse_seed(&name).filter(|(owner, _)| owner == org).map(|(_, role)| role),
-            Direction::Reverse => parse_module(org, &name),
+            Direction::Forward => parse_seed(key).filter(|(owner, _)| owner == org).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, key),
         };
         let Some(role) = role else {
             plan.fail(&name, "staged key is not a Dreams key of this organization");
@@ -309,13 +330,13 @@ mod tests {
     fn seed_names_parse() {
         let region = RegionKey::new("acme", "web", 3);
         assert_eq!(seed_counters(&region), r#"exocortex:dreams:counters:{"org":"acme","project":"web","memory_type":3}"#);
-        assert_eq!(parse_seed(&seed_counters(&region)), Some(("acme".into(), Role::Counters(region.clone()))));
-        assert_eq!(parse_seed(&seed_events(&region)), Some(("acme".into(), Role::Events(region))));
+        assert_eq!(parse_seed(seed_counters(&region).as_bytes()), Some(("acme".into(), Role::Counters(region.clone()))));
+        assert_eq!(parse_seed(seed_events(&region).as_bytes()), Some(("acme".into(), Role::Events(region))));
         assert_eq!(seed_queue("acme"), r#"exocortex:dreams:queue:org:"acme""#);
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#), Some(("acme".into(), Role::Deferred)));
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#), Some(("a:b".into(), Role::Processing)));
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:acme"#), None);
-        assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#), None);
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#.as_bytes()), Some(("acme".into(), Role::Deferred)));
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#.as_bytes()), Some(("a:b".into(), Role::Processing)));
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:acme"#.as_bytes()), None);
+        assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#.as_bytes()), None);
     }
 
     fn snapshot(value: Value) -> Snapshot {
@@ -370,12 +391,12 @@ mod tests {
 
     #[test]
     fn module_names_parse() {
-        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue"), Some(Role::Ready));
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue".as_bytes()), Some(Role::Ready));
         assert_eq!(
-            parse_module("acme", "exocortex:dreams:{acme}:counters:3:a:b"),
+            parse_module("acme", "exocortex:dreams:{acme}:counters:3:a:b".as_bytes()),
             Some(Role::Counters(RegionKey::new("acme", "a:b", 3)))
         );
-        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:counters:x:web"), None);
-        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other"), None);
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:counters:x:web".as_bytes()), None);
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other".as_bytes()), None);
     }
 }
