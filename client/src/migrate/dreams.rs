@@ -78,8 +78,9 @@ impl Role {
 /// What a seed key name is: (organization, role); `None` if it is not
 /// exactly a name the seed writes.
 pub fn parse_seed(key: &[u8]) -> Option<(String, Role)> {
-    let key = String::from_utf8_lossy(key);
-    let key = key.as_ref();
+    // Both layouts' names are UTF-8 text: bytes that are not were never
+    // written by either (read lossily they would move under another name).
+    let key = std::str::from_utf8(key).ok()?;
     if let Some(rest) = key.strip_prefix(SEED_QUEUE) {
         let (json, role) = if let Some(json) = rest.strip_suffix(":deferred") {
             (json, Role::Deferred)
@@ -108,8 +109,9 @@ pub fn parse_seed(key: &[u8]) -> Option<(String, Role)> {
 /// What a dreamtown key name of `org` is; `None` if it is not one of
 /// dreamtown's Dreams keys of `org`.
 pub fn parse_module(org: &str, key: &[u8]) -> Option<Role> {
-    let key = String::from_utf8_lossy(key);
-    let key = key.as_ref();
+    // Both layouts' names are UTF-8 text: bytes that are not were never
+    // written by either (read lossily they would move under another name).
+    let key = std::str::from_utf8(key).ok()?;
     let rest = key.strip_prefix(&format!("exocortex:dreams:{{{org}}}:"))?;
     match rest {
         "queue" => return Some(Role::Ready),
@@ -121,7 +123,9 @@ pub fn parse_module(org: &str, key: &[u8]) -> Option<Role> {
     }
     let (kind, region) = rest.split_once(':')?;
     let (memory_type, project) = region.split_once(':')?;
-    let memory_type: u32 = memory_type.parse().ok().filter(|_| memory_type == memory_type.trim_start_matches('+'))?;
+    // Only the decimal dreamtown writes: `03` or `+3` would be a second
+    // name of region 3 (both merged into one seed key on the way back).
+    let memory_type: u32 = memory_type.parse().ok().filter(|number: &u32| number.to_string() == memory_type)?;
     let region = RegionKey::new(org, project, memory_type);
     match kind {
         "counters" => Some(Role::Counters(region)),
@@ -132,7 +136,7 @@ pub fn parse_module(org: &str, key: &[u8]) -> Option<Role> {
 
 /// The organization of a dreamtown Dreams key, if it is one.
 pub fn module_tenant(key: &[u8]) -> Option<String> {
-    let key = String::from_utf8_lossy(key);
+    let key = std::str::from_utf8(key).ok()?;
     let org = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)?;
     parse_module(org, key.as_bytes()).map(|_| org.to_owned())
 }
@@ -389,6 +393,24 @@ mod tests {
         );
     }
 
+    /// Found by the migrate_readers fuzz target: names that are not UTF-8
+    /// were read lossily, so their contents moved under another name (a
+    /// project's bytes replaced by U+FFFD). Neither layout writes them:
+    /// they are not read as its keys, and a staged one is not placed.
+    #[test]
+    fn names_that_are_not_utf8_are_no_layouts() {
+        let seed = b"exocortex:dreams:counters:{\"org\":\"acme\",\"project\":\"w\xffb\",\"memory_type\":3}";
+        assert_eq!(parse_seed(seed), None);
+        assert_eq!(parse_seed(b"exocortex:dreams:queue:org:\"ac\xffme\""), None);
+        let module = b"exocortex:dreams:{acme}:counters:3:w\xffb";
+        assert_eq!(parse_module("acme", module), None);
+        assert_eq!(module_tenant(module), None);
+        let hash = snapshot(Value::Hash(vec![(b"memories".to_vec(), b"4".to_vec())]));
+        let plan = plan(Direction::Reverse, "acme", &[(module.to_vec(), hash)]);
+        assert!(plan.ops.is_empty());
+        assert_eq!(plan.failures.len(), 1);
+    }
+
     #[test]
     fn module_names_parse() {
         assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue".as_bytes()), Some(Role::Ready));
@@ -397,6 +419,11 @@ mod tests {
             Some(Role::Counters(RegionKey::new("acme", "a:b", 3)))
         );
         assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:counters:x:web".as_bytes()), None);
+        // Found by the migrate_readers fuzz target: a second spelling of a
+        // memory type was read as the region's (two keys, one seed key).
+        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:counters:03:web"), None);
+        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:events:+3:web"), None);
+        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:counters:0:web"), Some(Role::Counters(RegionKey::new("acme", "web", 0))));
         assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other".as_bytes()), None);
     }
 }

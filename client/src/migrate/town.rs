@@ -113,7 +113,9 @@ fn module_base(town: &str) -> String {
 /// role, if it is one. tinytown's town names may contain `:`; from a key
 /// alone the town is taken as the first segment.
 pub fn tenant_of(direction: Direction, key: &[u8]) -> Option<(String, Role)> {
-    let key = String::from_utf8_lossy(key);
+    // Names that are not UTF-8 are not tinytown's nor dreamtown's (read
+    // lossily they would move under another name).
+    let key = std::str::from_utf8(key).ok()?;
     let rest = key.strip_prefix("tt:")?;
     let (town, rest, module) = match direction {
         Direction::Forward if !rest.starts_with('{') => rest.split_once(':').map(|(town, rest)| (town, rest, false))?,
@@ -129,7 +131,7 @@ pub fn tenant_of(direction: Direction, key: &[u8]) -> Option<(String, Role)> {
 pub fn role_of(direction: Direction, town: &str, key: &[u8]) -> Option<(String, Role)> {
     let module = direction == Direction::Reverse;
     let base = if module { module_base(town) } else { seed_base(town) };
-    let key = String::from_utf8_lossy(key);
+    let key = std::str::from_utf8(key).ok()?;
     let rest = key.strip_prefix(&base)?;
     Role::parse(rest, module).map(|role| (rest.to_owned(), role))
 }
@@ -298,6 +300,21 @@ mod tests {
             key: "tt:{t}:index:mailboxes".into(),
             members: vec![(b"a".to_vec(), "0".into()), (b"b".to_vec(), "0".into())]
         }));
+    }
+
+    /// Found by the migrate_readers fuzz target: a name that is not UTF-8
+    /// was read lossily and its contents written under another name.
+    #[test]
+    fn names_that_are_not_utf8_are_no_layouts() {
+        let key = b"tt:t:stop:a\xffb";
+        assert_eq!(role_of(Direction::Forward, "t", key), None);
+        assert_eq!(tenant_of(Direction::Forward, key), None);
+        assert_eq!(tenant_of(Direction::Reverse, b"tt:{t}:inbox:\xff"), None);
+        let keys = vec![(key.to_vec(), Snapshot { value: Value::Str(b"1".to_vec()), pttl: None })];
+        let plan = plan(Direction::Forward, "t", &keys);
+        assert!(plan.ops.is_empty());
+        assert_eq!(plan.failures.len(), 1);
+        assert_eq!(role_of(Direction::Forward, "t", b"tt:t:stop:a"), Some(("stop:a".into(), Role::Stop("a".into()))));
     }
 
     #[test]
