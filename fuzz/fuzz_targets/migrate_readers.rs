@@ -15,6 +15,11 @@
 //! the items.
 //!
 //! Asserted, beyond "no panic":
+//! * counters (`dreams::seed_counter`): what is accepted is a canonical
+//!   decimal dreamtown reads, within the field's limit, and reads again
+//!   unchanged; decimals are kept, clamped or refused exactly by their
+//!   value (no overflow: a u128 model); the seed's Lua-printed exponent
+//!   form reads as that double's integer;
 //! * names: a name a reader accepts is byte for byte what the layout's
 //!   writer makes of what was read (no second spelling, no lossy text),
 //!   and the other layout's name for it reads back to the same role;
@@ -27,13 +32,15 @@
 //!   apply script), moved back the other way and then again the first
 //!   way, gives what the first move wrote, less what the other layout has
 //!   no place for (dead letters; fires of another organization). Counter
-//!   arithmetic is modelled in u128 and never overflows.
+//!   arithmetic is modelled in u128 and never overflows; the counters a
+//!   move forward writes are numbers dreamtown reads (`RegionCounters`).
 #![no_main]
 
 use std::collections::{BTreeMap, HashSet};
 
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
+use dreamtown::dreams::store::{parse_integer, RegionCounters};
 use dreamtown_client::migrate::apply::{Op, COUNTER_MAX};
 use dreamtown_client::migrate::snapshot::{Snapshot, Value};
 use dreamtown_client::migrate::{dreams, town, valid_tenant, Direction};
@@ -204,6 +211,49 @@ fn town_names(tenant: &str, key: &[u8]) {
         }
         if let Some((owner, role)) = town::tenant_of(direction, key) {
             assert_eq!(town::role_of(direction, &owner, key).map(|(_, r)| r), Some(role), "tenant_of and role_of differ");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- counters
+
+/// `seed_counter`: what it accepts is a canonical decimal dreamtown reads,
+/// within the field's limit, read again unchanged; a canonical decimal in
+/// range is kept as it is; a decimal is refused only above i64 (clamped
+/// for the two counts); the exponent form Redis prints a Lua number in is
+/// read as exactly that double's integer.
+fn counter(field: &[u8], value: &[u8]) {
+    let read = dreams::seed_counter(field, value);
+    let numeric = matches!(field, b"memories" | b"edges" | b"last_success" | b"settled_generation");
+    let clamp = matches!(field, b"memories" | b"edges");
+    let limit = if clamp { u128::from(COUNTER_MAX) } else { i64::MAX as u128 };
+    if !numeric {
+        assert_eq!(read.as_deref(), Ok(value), "a field that is not a counter is kept");
+        return;
+    }
+    let decimal = !value.is_empty() && value.iter().all(u8::is_ascii_digit);
+    if let Ok(out) = &read {
+        let n = parse_integer(out).expect("an accepted counter is a decimal dreamtown reads");
+        assert!(n >= 0 && (n as u128) <= limit && n.to_string().as_bytes() == out.as_slice(), "{out:?}");
+        assert_eq!(dreams::seed_counter(field, out).as_ref(), Ok(out), "read twice");
+        if decimal && number(value) <= limit && (value == b"0" || value[0] != b'0') {
+            assert_eq!(out.as_slice(), value, "a canonical decimal in range is kept");
+        }
+        if !decimal {
+            let x: f64 = std::str::from_utf8(value).expect("utf-8").parse().expect("a number");
+            let want = if clamp && x >= limit as f64 { limit } else { x as u128 };
+            assert_eq!(n as u128, want, "{:?} read as {n}", String::from_utf8_lossy(value));
+        }
+    }
+    if decimal {
+        assert_eq!(read.is_ok(), clamp || number(value) <= limit, "{:?}", String::from_utf8_lossy(value));
+        // The same number as the seed's Lua prints it once it is a double.
+        let double = number(value).min(u128::from(u64::MAX)) as f64;
+        let printed = format!("{double:e}").replacen("e", "e+", 1);
+        let want = if clamp { (double as u128).min(limit) } else { double as u128 };
+        match dreams::seed_counter(field, printed.as_bytes()) {
+            Ok(out) => assert_eq!(number(&out), want, "{printed}"),
+            Err(_) => assert!(!clamp && want > limit, "{printed} refused"),
         }
     }
 }
@@ -507,10 +557,18 @@ fn round_trip(family: Family, direction: Direction, tenant: &str, keys: &Keys) {
     if apply(&mut written, &first.ops).is_none() {
         return; // the script refuses it, writing nothing
     }
-    for key in written.keys() {
+    for (key, snapshot) in &written {
         match family {
             Family::Dreams => dreams_names(tenant, key),
             Family::Town => town_names(tenant, key),
+        }
+        // What a move forward writes into a region's counters, dreamtown
+        // reads (else every RECORD of the region would be refused).
+        if let (Family::Dreams, Direction::Forward, Some(dreams::Role::Counters(_)), Value::Hash(fields)) =
+            (family, direction, dreams::parse_module(tenant, key), &snapshot.value)
+        {
+            let read = RegionCounters::parse(|name| hash_get(fields, name.as_bytes()).map(<[u8]>::to_vec));
+            assert!(read.is_ok(), "dreamtown cannot read the counters written to {}: {fields:?}", String::from_utf8_lossy(key));
         }
     }
     let back = plan(family, other(direction), tenant, &listed(family, &written));
@@ -545,6 +603,11 @@ fuzz_target!(|data: &[u8]| {
             Family::Town => town_names(&tenant, &key),
         }
         if let Some(snapshot) = snapshot(rest) {
+            if let (Family::Dreams, Value::Hash(fields)) = (family, &snapshot.value) {
+                for (field, value) in fields {
+                    counter(field, value);
+                }
+            }
             if names.insert(key.clone()) {
                 keys.push((key, snapshot));
             }

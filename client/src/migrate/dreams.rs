@@ -15,7 +15,7 @@ use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 
 use super::Direction;
-use super::apply::Op;
+use super::apply::{COUNTER_MAX, Op};
 #[cfg(feature = "net")]
 use super::conn::{Endpoint, glob_escape};
 use super::plan::Plan;
@@ -211,6 +211,58 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
     Ok(found)
 }
 
+/// A field of a seed region's counters hash, as dreamtown is to read it:
+/// `memories` and `edges` a decimal up to [`COUNTER_MAX`] (the ceiling both
+/// the seed and the apply script keep: more is that), `last_success` and
+/// `settled_generation` a decimal that dreamtown's `i64` holds (more is
+/// refused: dreamtown would refuse every write of the region); any other
+/// field as it is. The seed writes its counters as Lua numbers, which
+/// Redis prints with 17 significant digits: a generation of 10^17 or more
+/// is stored as `1.2345678901234568e+17`, read here as the integer it is
+/// (the apply script takes decimals only). The error says why a value is
+/// none of these (the batch is then not applied).
+pub fn seed_counter(field: &[u8], value: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let (limit, clamp) = match field {
+        b"memories" | b"edges" => (COUNTER_MAX, true),
+        b"last_success" | b"settled_generation" => (i64::MAX as u64, false),
+        _ => return Ok(value.to_vec()),
+    };
+    let field = String::from_utf8_lossy(field);
+    let decimal = !value.is_empty() && value.iter().all(u8::is_ascii_digit);
+    let number = if decimal {
+        // Saturating: any excess is over `limit` anyway.
+        Some(value.iter().fold(0u128, |n, &digit| n.saturating_mul(10).saturating_add(u128::from(digit - b'0'))))
+    } else {
+        // A float cast to an integer saturates; only whole numbers pass.
+        lua_number(value).filter(|x| x.is_finite() && *x >= 0.0 && x.fract() == 0.0).map(|x| x as u128)
+    };
+    let Some(number) = number else {
+        return Err(format!("counter {field} is {:?}, not a whole number", String::from_utf8_lossy(value)));
+    };
+    if number <= u128::from(limit) {
+        Ok(number.to_string().into_bytes())
+    } else if clamp {
+        Ok(limit.to_string().into_bytes())
+    } else {
+        Err(format!("counter {field} is {}, above what dreamtown holds ({limit})", String::from_utf8_lossy(value)))
+    }
+}
+
+/// A number in the exponent form Redis prints a Lua number in
+/// (`1.2345678901234568e+17`: digits, optionally `.` and digits, `e`, a
+/// sign, digits).
+fn lua_number(value: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (mantissa, exponent) = text.split_once('e')?;
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, "0"));
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let exponent = exponent.strip_prefix(['+', '-'])?;
+    if !(digits(whole) && digits(fraction) && digits(exponent)) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 /// The counters and event-set names of regions whose pending fire may be
 /// among `keys` (a fire with a snapshot) but whose counters are not: a
 /// region written for the first time after the keys were listed. They join
@@ -301,12 +353,24 @@ pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Pl
             }
             (Role::Leases, Value::ZSet(members)) => plan.drop("leases", members.len()),
             (Role::Counters(region), Value::Hash(fields)) => {
-                let key = match direction {
-                    Direction::Forward => RegionKeys::new(&region).counters,
-                    Direction::Reverse => seed_counters(&region),
+                let (key, fields) = match direction {
+                    Direction::Forward => {
+                        let read: std::result::Result<Vec<_>, String> = fields
+                            .iter()
+                            .map(|(field, value)| seed_counter(field, value).map(|value| (field.clone(), value)))
+                            .collect();
+                        match read {
+                            Ok(fields) => (RegionKeys::new(&region).counters, fields),
+                            Err(why) => {
+                                plan.fail(&name, &why);
+                                continue;
+                            }
+                        }
+                    }
+                    Direction::Reverse => (seed_counters(&region), fields.clone()),
                 };
                 plan.count("counter regions", 1);
-                plan.ops.push(Op::Counters { key, fields: fields.clone() });
+                plan.ops.push(Op::Counters { key, fields });
             }
             (Role::Events(region), Value::Set(members)) => {
                 let key = match direction {
@@ -409,6 +473,49 @@ mod tests {
         let plan = plan(Direction::Reverse, "acme", &[(module.to_vec(), hash)]);
         assert!(plan.ops.is_empty());
         assert_eq!(plan.failures.len(), 1);
+    }
+
+    /// The seed's counters as dreamtown reads them. Found with the
+    /// migrate_readers fuzz target's property that dreamtown reads the
+    /// counters a move writes: a `last_success` above i64 was carried over
+    /// (the apply script takes any digits) and the region's every RECORD
+    /// refused afterwards; and the seed's own spelling of a generation of
+    /// 10^17 or more (a Lua number printed by Redis) made the batch refused.
+    #[test]
+    fn seed_counters_read_as_dreamtown_holds_them() {
+        let read = |field: &str, value: &str| {
+            seed_counter(field.as_bytes(), value.as_bytes()).map(|value| String::from_utf8(value).unwrap())
+        };
+        assert_eq!(read("memories", "12").as_deref(), Ok("12"));
+        assert_eq!(read("edges", "0042").as_deref(), Ok("42"));
+        assert_eq!(read("memories", "99999999999999999999999999999999999999999").as_deref(), Ok("4294967295"));
+        assert_eq!(read("memories", "1e+300").as_deref(), Ok("4294967295"));
+        assert_eq!(read("settled_generation", "1.2345678901234568e+17").as_deref(), Ok("123456789012345680"));
+        assert_eq!(read("settled_generation", "9223372036854775807").as_deref(), Ok("9223372036854775807"));
+        assert!(read("settled_generation", "9223372036854775808").is_err());
+        assert!(read("last_success", "99999999999999999999").is_err());
+        assert!(read("last_success", "1e+19").is_err());
+        assert!(read("last_success", "1.5").is_err());
+        assert!(read("memories", "1.5e+0").is_err());
+        assert!(read("memories", "-1").is_err());
+        assert!(read("edges", "").is_err());
+        assert!(read("memories", "inf").is_err());
+        assert_eq!(read("pending", "f-1").as_deref(), Ok("f-1"));
+        let region = RegionKey::new("acme", "web", 3);
+        let hash = |value: &str| {
+            snapshot(Value::Hash(vec![(b"last_success".to_vec(), value.as_bytes().to_vec()), (b"pending".to_vec(), b"f".to_vec())]))
+        };
+        let moved = plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("1.7e+17"))]);
+        assert_eq!(
+            moved.ops,
+            vec![Op::Counters {
+                key: RegionKeys::new(&region).counters,
+                fields: vec![(b"last_success".to_vec(), b"170000000000000000".to_vec()), (b"pending".to_vec(), b"f".to_vec())]
+            }]
+        );
+        let refused = plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("99999999999999999999"))]);
+        assert!(refused.ops.is_empty());
+        assert_eq!(refused.failures.len(), 1, "{:?}", refused.failures);
     }
 
     #[test]
