@@ -400,22 +400,6 @@ fn apply(model: &mut Model, ops: &[Op]) -> Option<()> {
 
 // ---------------------------------------------------------------- plans
 
-fn op_key(op: &Op) -> &str {
-    match op {
-        Op::Append { key, .. }
-        | Op::Prepend { key, .. }
-        | Op::ZAddNx { key, .. }
-        | Op::SAdd { key, .. }
-        | Op::HSet { key, .. }
-        | Op::HSetNx { key, .. }
-        | Op::Record { key, .. }
-        | Op::Counters { key, .. }
-        | Op::Activity { key, .. }
-        | Op::Flag { key, .. }
-        | Op::Stream { key, .. } => key,
-    }
-}
-
 /// A fire of `org`, as serde_json reads it.
 fn is_fire(org: &str, payload: &[u8]) -> bool {
     serde_json::from_slice::<FireMessage>(payload).is_ok_and(|message| message.region.org == org)
@@ -430,7 +414,7 @@ fn plan(family: Family, direction: Direction, tenant: &str, keys: &[(Vec<u8>, Sn
     // dead letters, Town's indexes, a pending list prepended to its inbox).
     let mut written = HashSet::new();
     for op in &plan.ops {
-        let key = op_key(op);
+        let key = op.key();
         let shared = key.ends_with("}:dead")
             || key.contains("}:index:")
             || matches!(op, Op::Prepend { .. });
@@ -461,7 +445,7 @@ fn dreams_items(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)], p
             Op::ZAddNx { members, .. } => members.iter().map(|(m, _)| m.clone()).collect(),
             _ => continue,
         };
-        if op_key(op).ends_with("}:dead") {
+        if op.key().ends_with("}:dead") {
             dead.extend(items);
         } else {
             good.extend(items);

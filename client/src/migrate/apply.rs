@@ -74,8 +74,8 @@ impl Op {
         }
     }
 
-    #[cfg(feature = "net")]
-    fn key(&self) -> &str {
+    /// The target key it writes.
+    pub fn key(&self) -> &str {
         match self {
             Self::Append { key, .. }
             | Self::Prepend { key, .. }
