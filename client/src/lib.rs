@@ -34,18 +34,32 @@
 
 #![warn(missing_docs)]
 
+// Without the default `net` feature only `migrate`'s pure readers and
+// plans are built (for the fuzz targets in fuzz/): everything that talks
+// to a server needs the redis crate and tokio.
+#[cfg(feature = "net")]
 mod call;
+#[cfg(feature = "net")]
 pub mod lease;
+#[cfg(feature = "net")]
 pub mod dreams;
+#[cfg(feature = "net")]
 pub mod exporter;
+#[cfg(feature = "net")]
 mod durable;
+#[cfg(feature = "net")]
 mod error;
 pub mod migrate;
+#[cfg(feature = "net")]
 mod retry;
+#[cfg(feature = "net")]
 pub mod town;
 
+#[cfg(feature = "net")]
 pub use durable::{Durable, Shortfall};
+#[cfg(feature = "net")]
 pub use error::{Error, Result};
+#[cfg(feature = "net")]
 pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// The `redis` crate this client is built on, so connections match its version.
@@ -54,6 +68,7 @@ pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
 /// let client = dreamtown_client::redis::Client::open("redis://127.0.0.1:6390/");
 /// assert!(client.is_ok());
 /// ```
+#[cfg(feature = "net")]
 pub use redis;
 
 /// The `uuid` crate of the Town ids ([`town::AgentId::from_uuid`] ...).

@@ -21,6 +21,7 @@ const RECORD_WRITE: &str = include_str!("../../tests/fixtures/seed-lua/record_wr
 const ENQUEUE_BOUNDED: &str = include_str!("../../tests/fixtures/seed-lua/enqueue_bounded.lua");
 const DEFER: &str = include_str!("../../tests/fixtures/seed-lua/defer.lua");
 const ACKNOWLEDGE: &str = include_str!("../../tests/fixtures/seed-lua/acknowledge.lua");
+const SETTLE_WRITE: &str = include_str!("../../tests/fixtures/seed-lua/settle_write.lua");
 
 /// The seed's keys of an organization's queue.
 struct SeedQueue {
@@ -808,6 +809,46 @@ async fn counters_merge_by_the_rules() {
     assert_eq!(drained, own, "the seed's pending fire still runs");
     let ack: (String, i64, i64) = cmd(&["DREAMS.ACK", "merge", &drained, "SUCCESS"]).query(&mut con).unwrap();
     assert_eq!(ack.0, "stale", "and acknowledges as stale: the target's pending fire owns the counters");
+}
+
+/// The seed's counters move as dreamtown reads them: a settled generation
+/// of 10^17 or more, which the seed's own SETTLE_WRITE_LUA stores as Redis
+/// prints a Lua number (`1.2345678901234568e+17`), moves as the integer it
+/// stands for and still fences older deliveries on dreamtown (the apply
+/// script used to refuse the batch); a `last_success` dreamtown cannot hold
+/// (above i64) fails its organization, whose keys stay with the seed (it
+/// used to move, and dreamtown refused every later RECORD of the region).
+#[tokio::test]
+async fn seed_counters_move_as_dreamtown_reads_them() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let big = RegionKey::new("big", "web", 3);
+    let _: i64 = redis::cmd("EVAL")
+        .arg(SETTLE_WRITE)
+        .arg(2)
+        .arg(seed_counters(&big))
+        .arg(seed_events(&big))
+        .arg("ev-1")
+        .arg(123_456_789_012_345_678u64)
+        .arg(1)
+        .query(&mut con)
+        .expect("SETTLE_WRITE_LUA");
+    assert_eq!(hash(&mut con, &seed_counters(&big))["settled_generation"], "1.2345678901234568e+17", "the seed's own spelling");
+    let huge = RegionKey::new("huge", "web", 3);
+    let _: () = cmd(&["HSET", &seed_counters(&huge), "memories", "1", "last_success", "99999999999999999999"]).query(&mut con).unwrap();
+    let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["big", "huge"]).await;
+    assert!(reports[0].ok(), "{}", reports[0]);
+    assert_eq!(hash(&mut con, "exocortex:dreams:{big}:counters:3:web")["settled_generation"], "123456789012345680");
+    let fenced: (String, i64, i64) =
+        cmd(&["DREAMS.RECORD", "big", "web", "3", "1", "0", "EVENT", "ev-2", "GENERATION", "123456789012345679"]).query(&mut con).unwrap();
+    assert_eq!(fenced, ("accumulated".to_string(), 0, 0), "a generation below the settled one counts nothing");
+    let counted: (String, i64, i64) =
+        cmd(&["DREAMS.RECORD", "big", "web", "3", "1", "0", "EVENT", "ev-3", "GENERATION", "123456789012345681"]).query(&mut con).unwrap();
+    assert_eq!((counted.1, counted.2), (1, 0), "a later one counts");
+    assert!(!reports[1].ok());
+    assert!(reports[1].errors.iter().any(|error| error.contains("last_success")), "{}", reports[1]);
+    assert_eq!(hash(&mut con, &seed_counters(&huge))["last_success"], "99999999999999999999", "left with the seed");
+    assert!(hash(&mut con, "exocortex:dreams:{huge}:counters:3:web").is_empty());
 }
 
 /// A seed key of the wrong type is refused and left where it is (the

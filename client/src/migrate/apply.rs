@@ -7,8 +7,10 @@
 //! The script first checks every target key's type and every counter it
 //! will merge, and writes nothing if one is wrong: it never stops halfway.
 
+#[cfg(feature = "net")]
 use redis::aio::ConnectionLike;
 
+#[cfg(feature = "net")]
 use super::Result;
 use super::snapshot::{Group, StreamEntry};
 
@@ -72,7 +74,8 @@ impl Op {
         }
     }
 
-    fn key(&self) -> &str {
+    /// The target key it writes.
+    pub fn key(&self) -> &str {
         match self {
             Self::Append { key, .. }
             | Self::Prepend { key, .. }
@@ -89,6 +92,7 @@ impl Op {
     }
 
     /// The operation's name and arguments for the script.
+    #[cfg(feature = "net")]
     fn encode(&self) -> (&'static str, Vec<Vec<u8>>) {
         fn pairs(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<Vec<u8>> {
             fields.iter().flat_map(|(f, v)| [f.clone(), v.clone()]).collect()
@@ -154,6 +158,7 @@ pub struct Applied {
 
 /// KEYS: the applied-batch set, then one key per op. ARGV: batch id, then
 /// per op: name, key index, argument count, arguments.
+#[cfg(feature = "net")]
 const APPLY_LUA: &str = r#"
 local applied = KEYS[1]
 if redis.call('SISMEMBER', applied, ARGV[1]) == 1 then return {0, 0, 0, 0} end
@@ -302,6 +307,7 @@ return {1, conflicts, reids, unclaimed}
 "#;
 
 /// Apply `ops` as batch `batch` on the target, once.
+#[cfg(feature = "net")]
 pub async fn apply<C: ConnectionLike + Send>(con: &mut C, applied_set: &str, batch: &str, ops: &[Op]) -> Result<Applied> {
     let mut call = redis::cmd("EVAL");
     call.arg(APPLY_LUA).arg(1 + ops.len()).arg(applied_set);
@@ -323,6 +329,7 @@ pub async fn apply<C: ConnectionLike + Send>(con: &mut C, applied_set: &str, bat
 /// Whether `batch` is recorded as applied on the target (the verification
 /// before the source's copy is deleted: the script wrote it in the same
 /// atomic step as the data).
+#[cfg(feature = "net")]
 pub async fn verify<C: ConnectionLike + Send>(con: &mut C, applied_set: &str, batch: &str) -> Result<bool> {
     let member: bool = redis::cmd("SISMEMBER").arg(applied_set).arg(batch).query_async(con).await?;
     Ok(member)

@@ -8,6 +8,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::Result;
 
+/// How long connecting to a server may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A connection to one server or to a cluster.
 #[derive(Clone)]
 pub enum Endpoint {
@@ -21,7 +24,12 @@ impl Endpoint {
     /// Connect to `url`; a node with `cluster_enabled:1` makes a cluster endpoint.
     pub async fn connect(url: &str) -> Result<Self> {
         let client = redis::Client::open(url)?;
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        // No response timeout (an apply script may hold a large batch for
+        // seconds); connecting may take longer than the crate's 1 s on a
+        // loaded machine (the kill-and-rerun test saw "timed out").
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(CONNECT_TIMEOUT));
         let mut single = client.get_multiplexed_async_connection_with_config(&config).await?;
         let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut single).await?;
         if !info.contains("cluster_enabled:1") {
@@ -40,7 +48,11 @@ impl Endpoint {
             let node = redis::Client::open(node_url.as_str())?;
             masters.push(node.get_multiplexed_async_connection_with_config(&config).await?);
         }
-        let cluster = redis::cluster::ClusterClient::new(vec![url])?.get_async_connection().await?;
+        let cluster = redis::cluster::ClusterClient::builder(vec![url])
+            .connection_timeout(CONNECT_TIMEOUT)
+            .build()?
+            .get_async_connection()
+            .await?;
         Ok(Self::Cluster(cluster, masters))
     }
 

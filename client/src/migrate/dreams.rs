@@ -14,11 +14,16 @@
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 
-use super::apply::Op;
+use super::Direction;
+use super::apply::{COUNTER_MAX, Op};
+#[cfg(feature = "net")]
 use super::conn::{Endpoint, glob_escape};
-use super::plan::{Discovered, Plan};
+use super::plan::Plan;
+#[cfg(feature = "net")]
+use super::plan::Discovered;
 use super::snapshot::{Snapshot, Value};
-use super::{Direction, Result};
+#[cfg(feature = "net")]
+use super::Result;
 
 const SEED_QUEUE: &str = "exocortex:dreams:queue:org:";
 const SEED_COUNTERS: &str = "exocortex:dreams:counters:";
@@ -41,19 +46,26 @@ pub fn seed_events(region: &RegionKey) -> String {
 
 /// A key of one organization, by role.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Role {
+pub enum Role {
+    /// The ready list.
     Ready,
+    /// The deferred sorted set.
     Deferred,
+    /// The in-flight list.
     Processing,
+    /// dreamtown only: dead letters.
     Dead,
+    /// dreamtown only: lease deadlines.
     Leases,
+    /// A region's counters hash.
     Counters(RegionKey),
+    /// A region's processed-event set.
     Events(RegionKey),
 }
 
 impl Role {
     /// The Redis type of the role's key.
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Ready | Self::Processing | Self::Dead => "list",
             Self::Deferred | Self::Leases => "zset",
@@ -63,8 +75,12 @@ impl Role {
     }
 }
 
-/// What a seed key name is: (organization, role).
-fn parse_seed(key: &str) -> Option<(String, Role)> {
+/// What a seed key name is: (organization, role); `None` if it is not
+/// exactly a name the seed writes.
+pub fn parse_seed(key: &[u8]) -> Option<(String, Role)> {
+    // Both layouts' names are UTF-8 text: bytes that are not were never
+    // written by either (read lossily they would move under another name).
+    let key = std::str::from_utf8(key).ok()?;
     if let Some(rest) = key.strip_prefix(SEED_QUEUE) {
         let (json, role) = if let Some(json) = rest.strip_suffix(":deferred") {
             (json, Role::Deferred)
@@ -90,8 +106,12 @@ fn parse_seed(key: &str) -> Option<(String, Role)> {
     Some((org, if events { Role::Events(region) } else { Role::Counters(region) }))
 }
 
-/// What a dreamtown key name of `org` is.
-fn parse_module(org: &str, key: &str) -> Option<Role> {
+/// What a dreamtown key name of `org` is; `None` if it is not one of
+/// dreamtown's Dreams keys of `org`.
+pub fn parse_module(org: &str, key: &[u8]) -> Option<Role> {
+    // Both layouts' names are UTF-8 text: bytes that are not were never
+    // written by either (read lossily they would move under another name).
+    let key = std::str::from_utf8(key).ok()?;
     let rest = key.strip_prefix(&format!("exocortex:dreams:{{{org}}}:"))?;
     match rest {
         "queue" => return Some(Role::Ready),
@@ -103,7 +123,9 @@ fn parse_module(org: &str, key: &str) -> Option<Role> {
     }
     let (kind, region) = rest.split_once(':')?;
     let (memory_type, project) = region.split_once(':')?;
-    let memory_type: u32 = memory_type.parse().ok().filter(|_| memory_type == memory_type.trim_start_matches('+'))?;
+    // Only the decimal dreamtown writes: `03` or `+3` would be a second
+    // name of region 3 (both merged into one seed key on the way back).
+    let memory_type: u32 = memory_type.parse().ok().filter(|number: &u32| number.to_string() == memory_type)?;
     let region = RegionKey::new(org, project, memory_type);
     match kind {
         "counters" => Some(Role::Counters(region)),
@@ -112,14 +134,22 @@ fn parse_module(org: &str, key: &str) -> Option<Role> {
     }
 }
 
+/// The organization of a dreamtown Dreams key, if it is one.
+pub fn module_tenant(key: &[u8]) -> Option<String> {
+    let key = std::str::from_utf8(key).ok()?;
+    let org = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)?;
+    parse_module(org, key.as_bytes()).map(|_| org.to_owned())
+}
+
 /// Every organization with keys on the source.
+#[cfg(feature = "net")]
 pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<String>> {
     let mut orgs = Vec::new();
     match direction {
         Direction::Forward => {
             for pattern in [format!("{SEED_QUEUE}*"), format!("{SEED_COUNTERS}*")] {
                 for key in source.scan(&pattern).await? {
-                    if let Some((org, _)) = parse_seed(&String::from_utf8_lossy(&key)) {
+                    if let Some((org, _)) = parse_seed(&key) {
                         orgs.push(org);
                     }
                 }
@@ -127,12 +157,7 @@ pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<
         }
         Direction::Reverse => {
             for key in source.scan("exocortex:dreams:{*").await? {
-                let key = String::from_utf8_lossy(&key);
-                if let Some(org) = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)
-                    && parse_module(org, &key).is_some()
-                {
-                    orgs.push(org.to_owned());
-                }
+                orgs.extend(module_tenant(&key));
             }
         }
     }
@@ -142,6 +167,7 @@ pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<
 }
 
 /// The source keys of `org` to move, and those left in place (with why).
+#[cfg(feature = "net")]
 pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) -> Result<Discovered> {
     let mut found = Discovered::default();
     match direction {
@@ -151,14 +177,14 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
             let pattern = format!("{SEED_COUNTERS}{{\"org\":{},*", glob_escape(&serde_json::Value::String(org.to_owned()).to_string()));
             for key in source.scan(&pattern).await? {
                 let name = String::from_utf8_lossy(&key).into_owned();
-                if matches!(parse_seed(&name), Some((ref owner, _)) if owner == org) {
+                if matches!(parse_seed(&key), Some((ref owner, _)) if owner == org) {
                     names.push(name);
                 }
             }
             for name in names {
                 let kind: String = redis::cmd("TYPE").arg(&name).query_async(source).await?;
                 if kind != "none"
-                    && let Some((_, role)) = parse_seed(&name)
+                    && let Some((_, role)) = parse_seed(name.as_bytes())
                 {
                     found.take(name.clone().into_bytes(), name, &kind, role.kind());
                 }
@@ -167,7 +193,7 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
         Direction::Reverse => {
             for key in source.scan(&format!("exocortex:dreams:{{{}}}:*", glob_escape(org))).await? {
                 let name = String::from_utf8_lossy(&key).into_owned();
-                match parse_module(org, &name) {
+                match parse_module(org, &key) {
                     Some(Role::Dead) => found
                         .left
                         .push((name, "dead letters: the seed's layout has no place for them".into())),
@@ -185,6 +211,58 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
     Ok(found)
 }
 
+/// A field of a seed region's counters hash, as dreamtown is to read it:
+/// `memories` and `edges` a decimal up to [`COUNTER_MAX`] (the ceiling both
+/// the seed and the apply script keep: more is that), `last_success` and
+/// `settled_generation` a decimal that dreamtown's `i64` holds (more is
+/// refused: dreamtown would refuse every write of the region); any other
+/// field as it is. The seed writes its counters as Lua numbers, which
+/// Redis prints with 17 significant digits: a generation of 10^17 or more
+/// is stored as `1.2345678901234568e+17`, read here as the integer it is
+/// (the apply script takes decimals only). The error says why a value is
+/// none of these (the batch is then not applied).
+pub fn seed_counter(field: &[u8], value: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let (limit, clamp) = match field {
+        b"memories" | b"edges" => (COUNTER_MAX, true),
+        b"last_success" | b"settled_generation" => (i64::MAX as u64, false),
+        _ => return Ok(value.to_vec()),
+    };
+    let field = String::from_utf8_lossy(field);
+    let decimal = !value.is_empty() && value.iter().all(u8::is_ascii_digit);
+    let number = if decimal {
+        // Saturating: any excess is over `limit` anyway.
+        Some(value.iter().fold(0u128, |n, &digit| n.saturating_mul(10).saturating_add(u128::from(digit - b'0'))))
+    } else {
+        // A float cast to an integer saturates; only whole numbers pass.
+        lua_number(value).filter(|x| x.is_finite() && *x >= 0.0 && x.fract() == 0.0).map(|x| x as u128)
+    };
+    let Some(number) = number else {
+        return Err(format!("counter {field} is {:?}, not a whole number", String::from_utf8_lossy(value)));
+    };
+    if number <= u128::from(limit) {
+        Ok(number.to_string().into_bytes())
+    } else if clamp {
+        Ok(limit.to_string().into_bytes())
+    } else {
+        Err(format!("counter {field} is {}, above what dreamtown holds ({limit})", String::from_utf8_lossy(value)))
+    }
+}
+
+/// A number in the exponent form Redis prints a Lua number in
+/// (`1.2345678901234568e+17`: digits, optionally `.` and digits, `e`, a
+/// sign, digits).
+fn lua_number(value: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (mantissa, exponent) = text.split_once('e')?;
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, "0"));
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let exponent = exponent.strip_prefix(['+', '-'])?;
+    if !(digits(whole) && digits(fraction) && digits(exponent)) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 /// The counters and event-set names of regions whose pending fire may be
 /// among `keys` (a fire with a snapshot) but whose counters are not: a
 /// region written for the first time after the keys were listed. They join
@@ -194,11 +272,10 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
 pub fn missing_regions(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Vec<Vec<u8>> {
     let mut have = std::collections::HashSet::new();
     let mut fires = Vec::new();
-    for (name, snapshot) in keys {
-        let name = String::from_utf8_lossy(name).into_owned();
+    for (key, snapshot) in keys {
         let role = match direction {
-            Direction::Forward => parse_seed(&name).map(|(_, role)| role),
-            Direction::Reverse => parse_module(org, &name),
+            Direction::Forward => parse_seed(key).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, key),
         };
         match (role, &snapshot.value) {
             (Some(Role::Counters(region)), _) => {
@@ -246,11 +323,11 @@ pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Pl
     };
     let mut dead = Vec::new();
     let is_fire = |payload: &[u8]| FireMessage::parse(payload).is_some_and(|message| message.region.org == org);
-    for (name, snapshot) in keys {
-        let name = String::from_utf8_lossy(name).into_owned();
+    for (key, snapshot) in keys {
+        let name = String::from_utf8_lossy(key).into_owned();
         let role = match direction {
-            Direction::Forward => parse_seed(&name).filter(|(owner, _)| owner == org).map(|(_, role)| role),
-            Direction::Reverse => parse_module(org, &name),
+            Direction::Forward => parse_seed(key).filter(|(owner, _)| owner == org).map(|(_, role)| role),
+            Direction::Reverse => parse_module(org, key),
         };
         let Some(role) = role else {
             plan.fail(&name, "staged key is not a Dreams key of this organization");
@@ -276,12 +353,24 @@ pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Pl
             }
             (Role::Leases, Value::ZSet(members)) => plan.drop("leases", members.len()),
             (Role::Counters(region), Value::Hash(fields)) => {
-                let key = match direction {
-                    Direction::Forward => RegionKeys::new(&region).counters,
-                    Direction::Reverse => seed_counters(&region),
+                let (key, fields) = match direction {
+                    Direction::Forward => {
+                        let read: std::result::Result<Vec<_>, String> = fields
+                            .iter()
+                            .map(|(field, value)| seed_counter(field, value).map(|value| (field.clone(), value)))
+                            .collect();
+                        match read {
+                            Ok(fields) => (RegionKeys::new(&region).counters, fields),
+                            Err(why) => {
+                                plan.fail(&name, &why);
+                                continue;
+                            }
+                        }
+                    }
+                    Direction::Reverse => (seed_counters(&region), fields.clone()),
                 };
                 plan.count("counter regions", 1);
-                plan.ops.push(Op::Counters { key, fields: fields.clone() });
+                plan.ops.push(Op::Counters { key, fields });
             }
             (Role::Events(region), Value::Set(members)) => {
                 let key = match direction {
@@ -309,13 +398,13 @@ mod tests {
     fn seed_names_parse() {
         let region = RegionKey::new("acme", "web", 3);
         assert_eq!(seed_counters(&region), r#"exocortex:dreams:counters:{"org":"acme","project":"web","memory_type":3}"#);
-        assert_eq!(parse_seed(&seed_counters(&region)), Some(("acme".into(), Role::Counters(region.clone()))));
-        assert_eq!(parse_seed(&seed_events(&region)), Some(("acme".into(), Role::Events(region))));
+        assert_eq!(parse_seed(seed_counters(&region).as_bytes()), Some(("acme".into(), Role::Counters(region.clone()))));
+        assert_eq!(parse_seed(seed_events(&region).as_bytes()), Some(("acme".into(), Role::Events(region))));
         assert_eq!(seed_queue("acme"), r#"exocortex:dreams:queue:org:"acme""#);
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#), Some(("acme".into(), Role::Deferred)));
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#), Some(("a:b".into(), Role::Processing)));
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:acme"#), None);
-        assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#), None);
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#.as_bytes()), Some(("acme".into(), Role::Deferred)));
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#.as_bytes()), Some(("a:b".into(), Role::Processing)));
+        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:acme"#.as_bytes()), None);
+        assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#.as_bytes()), None);
     }
 
     fn snapshot(value: Value) -> Snapshot {
@@ -368,14 +457,80 @@ mod tests {
         );
     }
 
+    /// Found by the migrate_readers fuzz target: names that are not UTF-8
+    /// were read lossily, so their contents moved under another name (a
+    /// project's bytes replaced by U+FFFD). Neither layout writes them:
+    /// they are not read as its keys, and a staged one is not placed.
+    #[test]
+    fn names_that_are_not_utf8_are_no_layouts() {
+        let seed = b"exocortex:dreams:counters:{\"org\":\"acme\",\"project\":\"w\xffb\",\"memory_type\":3}";
+        assert_eq!(parse_seed(seed), None);
+        assert_eq!(parse_seed(b"exocortex:dreams:queue:org:\"ac\xffme\""), None);
+        let module = b"exocortex:dreams:{acme}:counters:3:w\xffb";
+        assert_eq!(parse_module("acme", module), None);
+        assert_eq!(module_tenant(module), None);
+        let hash = snapshot(Value::Hash(vec![(b"memories".to_vec(), b"4".to_vec())]));
+        let plan = plan(Direction::Reverse, "acme", &[(module.to_vec(), hash)]);
+        assert!(plan.ops.is_empty());
+        assert_eq!(plan.failures.len(), 1);
+    }
+
+    /// The seed's counters as dreamtown reads them. Found with the
+    /// migrate_readers fuzz target's property that dreamtown reads the
+    /// counters a move writes: a `last_success` above i64 was carried over
+    /// (the apply script takes any digits) and the region's every RECORD
+    /// refused afterwards; and the seed's own spelling of a generation of
+    /// 10^17 or more (a Lua number printed by Redis) made the batch refused.
+    #[test]
+    fn seed_counters_read_as_dreamtown_holds_them() {
+        let read = |field: &str, value: &str| {
+            seed_counter(field.as_bytes(), value.as_bytes()).map(|value| String::from_utf8(value).unwrap())
+        };
+        assert_eq!(read("memories", "12").as_deref(), Ok("12"));
+        assert_eq!(read("edges", "0042").as_deref(), Ok("42"));
+        assert_eq!(read("memories", "99999999999999999999999999999999999999999").as_deref(), Ok("4294967295"));
+        assert_eq!(read("memories", "1e+300").as_deref(), Ok("4294967295"));
+        assert_eq!(read("settled_generation", "1.2345678901234568e+17").as_deref(), Ok("123456789012345680"));
+        assert_eq!(read("settled_generation", "9223372036854775807").as_deref(), Ok("9223372036854775807"));
+        assert!(read("settled_generation", "9223372036854775808").is_err());
+        assert!(read("last_success", "99999999999999999999").is_err());
+        assert!(read("last_success", "1e+19").is_err());
+        assert!(read("last_success", "1.5").is_err());
+        assert!(read("memories", "1.5e+0").is_err());
+        assert!(read("memories", "-1").is_err());
+        assert!(read("edges", "").is_err());
+        assert!(read("memories", "inf").is_err());
+        assert_eq!(read("pending", "f-1").as_deref(), Ok("f-1"));
+        let region = RegionKey::new("acme", "web", 3);
+        let hash = |value: &str| {
+            snapshot(Value::Hash(vec![(b"last_success".to_vec(), value.as_bytes().to_vec()), (b"pending".to_vec(), b"f".to_vec())]))
+        };
+        let moved = plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("1.7e+17"))]);
+        assert_eq!(
+            moved.ops,
+            vec![Op::Counters {
+                key: RegionKeys::new(&region).counters,
+                fields: vec![(b"last_success".to_vec(), b"170000000000000000".to_vec()), (b"pending".to_vec(), b"f".to_vec())]
+            }]
+        );
+        let refused = plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("99999999999999999999"))]);
+        assert!(refused.ops.is_empty());
+        assert_eq!(refused.failures.len(), 1, "{:?}", refused.failures);
+    }
+
     #[test]
     fn module_names_parse() {
-        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue"), Some(Role::Ready));
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:queue".as_bytes()), Some(Role::Ready));
         assert_eq!(
-            parse_module("acme", "exocortex:dreams:{acme}:counters:3:a:b"),
+            parse_module("acme", "exocortex:dreams:{acme}:counters:3:a:b".as_bytes()),
             Some(Role::Counters(RegionKey::new("acme", "a:b", 3)))
         );
-        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:counters:x:web"), None);
-        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other"), None);
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:counters:x:web".as_bytes()), None);
+        // Found by the migrate_readers fuzz target: a second spelling of a
+        // memory type was read as the region's (two keys, one seed key).
+        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:counters:03:web"), None);
+        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:events:+3:web"), None);
+        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:counters:0:web"), Some(Role::Counters(RegionKey::new("acme", "web", 0))));
+        assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other".as_bytes()), None);
     }
 }

@@ -2,10 +2,13 @@
 //! serves a seed server without the module and a dreamtown server): its
 //! type's contents and its remaining time to live.
 
+#[cfg(feature = "net")]
 use std::collections::HashMap;
 
+#[cfg(feature = "net")]
 use redis::aio::ConnectionLike;
 
+#[cfg(feature = "net")]
 use super::Result;
 
 /// A stream entry: its id and field/value pairs.
@@ -90,6 +93,7 @@ impl Value {
 }
 
 /// Read `key`; `None` if it does not exist.
+#[cfg(feature = "net")]
 pub async fn read<C: ConnectionLike + Send>(con: &mut C, key: &[u8]) -> Result<Option<Snapshot>> {
     let kind: String = redis::cmd("TYPE").arg(key).query_async(con).await?;
     let value = match kind.as_str() {
@@ -133,6 +137,7 @@ pub async fn read<C: ConnectionLike + Send>(con: &mut C, key: &[u8]) -> Result<O
     Ok(Some(Snapshot { value, pttl: (pttl >= 0).then_some(pttl) }))
 }
 
+#[cfg(feature = "net")]
 fn text(value: Option<&redis::Value>) -> String {
     match value {
         Some(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(bytes).into_owned(),

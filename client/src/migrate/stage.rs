@@ -13,9 +13,12 @@
 //! of it. On a seed server (one node, keys of many slots) that does not
 //! matter: a script may touch any key of a server that is not a cluster.
 
+#[cfg(feature = "net")]
 use redis::aio::ConnectionLike;
 
-use super::{Family, Result};
+use super::Family;
+#[cfg(feature = "net")]
+use super::Result;
 
 /// A staged batch: its id and each (original name, staging name).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +35,7 @@ pub fn manifest(family: Family, tenant: &str) -> String {
 }
 
 /// The staging name of the `n`th key of a batch.
+#[cfg(feature = "net")]
 fn staging(family: Family, tenant: &str, n: usize) -> String {
     format!("dreamtown-migrate:{{{tenant}}}:{}:stage:{n}", family.name())
 }
@@ -41,7 +45,22 @@ pub fn applied(family: Family, tenant: &str) -> String {
     format!("dreamtown-migrate:{{{tenant}}}:{}:applied", family.name())
 }
 
+impl Batch {
+    /// Read a manifest's items (the batch id, then each original and
+    /// staging name); `None` for an empty manifest (no batch staged).
+    pub fn from_manifest(items: Vec<Vec<u8>>) -> Option<Self> {
+        let mut items = items.into_iter();
+        let id = items.next()?;
+        let mut keys = Vec::new();
+        while let (Some(original), Some(staged)) = (items.next(), items.next()) {
+            keys.push((original, staged));
+        }
+        Some(Batch { id: String::from_utf8_lossy(&id).into_owned(), keys })
+    }
+}
+
 /// The batch an earlier run staged and did not finish, if any.
+#[cfg(feature = "net")]
 pub async fn pending<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str) -> Result<Option<Batch>> {
     let items: Vec<Vec<u8>> = redis::cmd("LRANGE")
         .arg(manifest(family, tenant))
@@ -49,19 +68,14 @@ pub async fn pending<C: ConnectionLike + Send>(con: &mut C, family: Family, tena
         .arg(-1)
         .query_async(con)
         .await?;
-    let mut items = items.into_iter();
-    let Some(id) = items.next() else { return Ok(None) };
-    let mut keys = Vec::new();
-    while let (Some(original), Some(staged)) = (items.next(), items.next()) {
-        keys.push((original, staged));
-    }
-    Ok(Some(Batch { id: String::from_utf8_lossy(&id).into_owned(), keys }))
+    Ok(Batch::from_manifest(items))
 }
 
 /// KEYS: manifest, then n originals, then n staging names; ARGV: batch id,
 /// n, `new` or `extend`. Renames the originals that exist and lists them in
 /// the manifest: as a new batch unless a manifest exists (an unfinished
 /// batch: nothing is done), or added to the staged batch with this id.
+#[cfg(feature = "net")]
 const STAGE_LUA: &str = r"
 local extend = ARGV[3] == 'extend'
 if extend then
@@ -85,6 +99,7 @@ return moved
 ";
 
 /// Run STAGE_LUA for `keys`, staged from index `first` on; the number renamed.
+#[cfg(feature = "net")]
 async fn rename<C: ConnectionLike + Send>(
     con: &mut C,
     family: Family,
@@ -108,6 +123,7 @@ async fn rename<C: ConnectionLike + Send>(
 
 /// Stage `keys` (those that still exist) as a new batch; `None` if none did
 /// or another run staged a batch in between (the caller looks again).
+#[cfg(feature = "net")]
 pub async fn stage<C: ConnectionLike + Send>(
     con: &mut C,
     family: Family,
@@ -126,6 +142,7 @@ pub async fn stage<C: ConnectionLike + Send>(
 
 /// Add `keys` (those that exist) to the staged `batch`, which the target
 /// has not applied yet; the batch as it is now.
+#[cfg(feature = "net")]
 pub async fn extend<C: ConnectionLike + Send>(
     con: &mut C,
     family: Family,
@@ -141,6 +158,7 @@ pub async fn extend<C: ConnectionLike + Send>(
 /// batch id, n. Puts staged keys back under their names where nothing took
 /// their place since; the manifest keeps the rest (none: it goes). Returns
 /// how many stay staged.
+#[cfg(feature = "net")]
 const RESTORE_LUA: &str = r"
 if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return -1 end
 local n = tonumber(ARGV[2])
@@ -164,6 +182,7 @@ return #kept / 2
 /// Give a batch the target refused back to the old code: staged keys
 /// return to their names (one atomic step); the number that stay staged
 /// because the old code has written a key of that name since.
+#[cfg(feature = "net")]
 pub async fn restore<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<i64> {
     let mut call = redis::cmd("EVAL");
     call.arg(RESTORE_LUA).arg(1 + 2 * batch.keys.len()).arg(manifest(family, tenant));
@@ -179,6 +198,7 @@ pub async fn restore<C: ConnectionLike + Send>(con: &mut C, family: Family, tena
 
 /// Delete a batch's staged keys and its manifest, in one `UNLINK` (one
 /// atomic step; large values are freed off the main thread).
+#[cfg(feature = "net")]
 pub async fn finish<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<()> {
     let mut call = redis::cmd("UNLINK");
     for (_, staged) in &batch.keys {

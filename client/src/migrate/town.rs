@@ -16,22 +16,35 @@
 
 use dreamtown::town::keys::TownKeys;
 
+use super::Direction;
 use super::apply::Op;
+#[cfg(feature = "net")]
 use super::conn::{Endpoint, glob_escape};
-use super::plan::{Discovered, Plan};
+use super::plan::Plan;
+#[cfg(feature = "net")]
+use super::plan::Discovered;
 use super::snapshot::{Snapshot, Value};
-use super::{Direction, Result};
+#[cfg(feature = "net")]
+use super::Result;
 
-/// A key of one town, by role.
+/// A key of one town, by role (with the agent or task id it names).
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Role {
+pub enum Role {
+    /// An agent record (hash).
     Agent(String),
+    /// An agent's inbox (list).
     Inbox(String),
+    /// An agent's urgent inbox (list).
     Urgent(String),
+    /// An agent's activity log (list).
     Activity(String),
+    /// An agent's stop flag (string).
     Stop(String),
+    /// A task record (hash).
     Task(String),
+    /// The backlog of task ids (list).
     Backlog,
+    /// One of the streams (`docket:tasks`, `docket:events`, `events`, `events:agent:<id>`).
     Stream,
     /// dreamtown only: reliably received, not acknowledged.
     Pending(String),
@@ -42,7 +55,10 @@ enum Role {
 }
 
 impl Role {
-    fn parse(rest: &str, module: bool) -> Option<Self> {
+    /// The role of a key from what follows the town's prefix: tinytown's
+    /// layout, or with `module` dreamtown's (which adds pending lists,
+    /// leases and indexes).
+    pub fn parse(rest: &str, module: bool) -> Option<Self> {
         match rest {
             "backlog" => return Some(Self::Backlog),
             "docket:tasks" | "docket:events" | "events" => return Some(Self::Stream),
@@ -71,7 +87,7 @@ impl Role {
     }
 
     /// The Redis type the role's key has.
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Agent(_) | Self::Task(_) => "hash",
             Self::Inbox(_) | Self::Urgent(_) | Self::Activity(_) | Self::Backlog | Self::Pending(_) => "list",
@@ -93,30 +109,39 @@ fn module_base(town: &str) -> String {
     format!("tt:{{{town}}}:")
 }
 
-/// Every town with keys on the source. tinytown's town names may contain
-/// `:`; from a key alone the town is taken as the first segment.
+/// The town of a key of the source's layout (`direction`'s), and its
+/// role, if it is one. tinytown's town names may contain `:`; from a key
+/// alone the town is taken as the first segment.
+pub fn tenant_of(direction: Direction, key: &[u8]) -> Option<(String, Role)> {
+    // Names that are not UTF-8 are not tinytown's nor dreamtown's (read
+    // lossily they would move under another name).
+    let key = std::str::from_utf8(key).ok()?;
+    let rest = key.strip_prefix("tt:")?;
+    let (town, rest, module) = match direction {
+        Direction::Forward if !rest.starts_with('{') => rest.split_once(':').map(|(town, rest)| (town, rest, false))?,
+        Direction::Reverse => rest.strip_prefix('{').and_then(|rest| rest.split_once("}:")).map(|(town, rest)| (town, rest, true))?,
+        Direction::Forward => return None,
+    };
+    Role::parse(rest, module).map(|role| (town.to_owned(), role))
+}
+
+/// The role of `key` among `town`'s keys of the source's layout
+/// (`direction`'s), with the remainder after the town's prefix (the same
+/// in both layouts); `None` if it is not a key of that town's layout.
+pub fn role_of(direction: Direction, town: &str, key: &[u8]) -> Option<(String, Role)> {
+    let module = direction == Direction::Reverse;
+    let base = if module { module_base(town) } else { seed_base(town) };
+    let key = std::str::from_utf8(key).ok()?;
+    let rest = key.strip_prefix(&base)?;
+    Role::parse(rest, module).map(|role| (rest.to_owned(), role))
+}
+
+/// Every town with keys on the source.
+#[cfg(feature = "net")]
 pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<String>> {
     let mut towns = Vec::new();
     for key in source.scan("tt:*").await? {
-        let key = String::from_utf8_lossy(&key);
-        let Some(rest) = key.strip_prefix("tt:") else { continue };
-        match direction {
-            Direction::Forward if !rest.starts_with('{') => {
-                if let Some((town, rest)) = rest.split_once(':')
-                    && Role::parse(rest, false).is_some()
-                {
-                    towns.push(town.to_owned());
-                }
-            }
-            Direction::Reverse => {
-                if let Some((town, rest)) = rest.strip_prefix('{').and_then(|rest| rest.split_once("}:"))
-                    && Role::parse(rest, true).is_some()
-                {
-                    towns.push(town.to_owned());
-                }
-            }
-            _ => {}
-        }
+        towns.extend(tenant_of(direction, &key).map(|(town, _)| town));
     }
     towns.sort();
     towns.dedup();
@@ -124,13 +149,13 @@ pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<
 }
 
 /// The source keys of `town` to move, and those left in place (with why).
+#[cfg(feature = "net")]
 pub async fn discover(source: &mut Endpoint, direction: Direction, town: &str) -> Result<Discovered> {
-    let module = direction == Direction::Reverse;
-    let base = if module { module_base(town) } else { seed_base(town) };
+    let base = if direction == Direction::Reverse { module_base(town) } else { seed_base(town) };
     let mut found = Discovered::default();
     for key in source.scan(&format!("{}*", glob_escape(&base))).await? {
         let name = String::from_utf8_lossy(&key).into_owned();
-        let Some(role) = name.strip_prefix(&base).and_then(|rest| Role::parse(rest, module)) else {
+        let Some((_, role)) = role_of(direction, town, &key) else {
             found.left.push((name, "not a key dreamtown's Town owns".into()));
             continue;
         };
@@ -153,21 +178,15 @@ fn target(direction: Direction, town: &str, rest: &str) -> String {
 
 /// What the staged keys of `town` become on the target.
 pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> Plan {
-    let module = direction == Direction::Reverse;
-    let base = if module { module_base(town) } else { seed_base(town) };
     let indexes = TownKeys::new(town);
     let mut plan = Plan::default();
     let mut mailboxes = Vec::new();
     for (name, snapshot) in keys {
-        let name = String::from_utf8_lossy(name).into_owned();
-        let Some((rest, role)) = name
-            .strip_prefix(&base)
-            .and_then(|rest| Role::parse(rest, module).map(|role| (rest, role)))
-        else {
-            plan.fail(&name, "staged key is not a Town key of this town");
+        let Some((rest, role)) = role_of(direction, town, name) else {
+            plan.fail(&String::from_utf8_lossy(name), "staged key is not a Town key of this town");
             continue;
         };
-        let key = target(direction, town, rest);
+        let key = target(direction, town, &rest);
         let forward = direction == Direction::Forward;
         match (&role, &snapshot.value) {
             (Role::Agent(id), Value::Hash(fields)) => {
@@ -226,7 +245,7 @@ pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> P
             }
             (Role::Leases(_), Value::ZSet(members)) => plan.drop("leases", members.len()),
             (Role::Index, value) => plan.drop("index entries", value.len()),
-            (_, value) => plan.fail(&name, &format!("unexpected contents ({})", value.kind())),
+            (_, value) => plan.fail(&String::from_utf8_lossy(name), &format!("unexpected contents ({})", value.kind())),
         }
     }
     if direction == Direction::Forward && !mailboxes.is_empty() {
@@ -281,6 +300,21 @@ mod tests {
             key: "tt:{t}:index:mailboxes".into(),
             members: vec![(b"a".to_vec(), "0".into()), (b"b".to_vec(), "0".into())]
         }));
+    }
+
+    /// Found by the migrate_readers fuzz target: a name that is not UTF-8
+    /// was read lossily and its contents written under another name.
+    #[test]
+    fn names_that_are_not_utf8_are_no_layouts() {
+        let key = b"tt:t:stop:a\xffb";
+        assert_eq!(role_of(Direction::Forward, "t", key), None);
+        assert_eq!(tenant_of(Direction::Forward, key), None);
+        assert_eq!(tenant_of(Direction::Reverse, b"tt:{t}:inbox:\xff"), None);
+        let keys = vec![(key.to_vec(), Snapshot { value: Value::Str(b"1".to_vec()), pttl: None })];
+        let plan = plan(Direction::Forward, "t", &keys);
+        assert!(plan.ops.is_empty());
+        assert_eq!(plan.failures.len(), 1);
+        assert_eq!(role_of(Direction::Forward, "t", b"tt:t:stop:a"), Some(("stop:a".into(), Role::Stop("a".into()))));
     }
 
     #[test]
