@@ -833,7 +833,10 @@ async fn seed_counters_move_as_dreamtown_reads_them() {
         .arg(1)
         .query(&mut con)
         .expect("SETTLE_WRITE_LUA");
-    assert_eq!(hash(&mut con, &seed_counters(&big))["settled_generation"], "1.2345678901234568e+17", "the seed's own spelling");
+    // The seed's own spelling depends on the server's Lua: Redis 7.0 prints
+    // the exponent form, Redis 8 and Valkey the integer.
+    let spelled = hash(&mut con, &seed_counters(&big))["settled_generation"].clone();
+    assert!(["1.2345678901234568e+17", "123456789012345680"].contains(&spelled.as_str()), "the seed's own spelling: {spelled}");
     let huge = RegionKey::new("huge", "web", 3);
     let _: () = cmd(&["HSET", &seed_counters(&huge), "memories", "1", "last_success", "99999999999999999999"]).query(&mut con).unwrap();
     let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["big", "huge"]).await;
