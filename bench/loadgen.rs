@@ -24,7 +24,9 @@
 //!   `agent-docket`: tinytown's reliable receive and acknowledgement, its
 //!   docket's `XREADGROUP ... COUNT 1 BLOCK` + `XACK`; `agent-native`: the
 //!   floor of any two-trip reliable receive, `BLMOVE` + `LREM` of the
-//!   message. `--consumers` consumers of one agent's messages, prefilled
+//!   message; `agent-native-onetrip`: the floor of any one-trip loop, one
+//!   `BLMOVE` of the message per item and nothing else (what any reliable
+//!   receive must at least do in its one round trip). `--consumers` consumers of one agent's messages, prefilled
 //!   (untimed) with `--items` tinytown messages.
 //!
 //! - `town-reclaim-module` / `town-reclaim-seed`: move a dead agent's
@@ -1106,7 +1108,7 @@ fn prefill_agent(conn: &mut Conn, o: &Options) -> Result<(), String> {
                            "priority", "normal", "from", "lead", "to", LOOP_AGENT, "timestamp",
                            "2025-01-01T09:00:00+00:00"])
                 }
-                "agent-native" => args(&["RPUSH", AGENT_NATIVE_INBOX, &message]),
+                "agent-native" | "agent-native-onetrip" => args(&["RPUSH", AGENT_NATIVE_INBOX, &message]),
                 _ => args(&["TOWN.SEND", TOWN, &message]),
             }
         })
@@ -1197,12 +1199,26 @@ fn consume_agent_native(conn: &mut Conn) -> Result<(), String> {
     }
 }
 
+/// One message of `agent-native-onetrip`: the floor of any one-trip loop,
+/// a single `BLMOVE` into a pending list (never acknowledged: a one-trip
+/// loop's acknowledgement rides on its next receive, which this floor does
+/// not even pay for).
+fn consume_agent_native_onetrip(conn: &mut Conn) -> Result<(), String> {
+    conn.call(&[b"BLMOVE", AGENT_NATIVE_INBOX.as_bytes(), AGENT_NATIVE_PENDING.as_bytes(), b"LEFT", b"RIGHT", b"5"])?
+        .bulk()
+        .map(|_| ())
+}
+
 /// The Town consumer loops (`agent-onetrip`, `agent-twotrip`,
-/// `agent-docket`, `agent-native`), `--consumers` of them on one agent.
+/// `agent-docket`, `agent-native`, `agent-native-onetrip`), `--consumers`
+/// of them on one agent.
 fn run_agent(o: &Options) -> Result<(), String> {
     let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
     prefill_agent(&mut setup, o)?;
-    let round_trips = if o.mode == "agent-onetrip" { "1" } else { "2" };
+    let round_trips = match o.mode.as_str() {
+        "agent-onetrip" | "agent-native-onetrip" => "1",
+        _ => "2",
+    };
     let mode = o.mode.clone();
     drive(o, round_trips, |worker| {
         let mode = mode.clone();
@@ -1214,7 +1230,10 @@ fn run_agent(o: &Options) -> Result<(), String> {
                 each_item(claimed, items, || consume_agent_docket(conn, &consumer))
             }
             "agent-native" => each_item(claimed, items, || consume_agent_native(conn)),
-            other => Err(format!("unknown mode {other:?} (agent-onetrip, agent-twotrip, agent-docket, agent-native)")),
+            "agent-native-onetrip" => each_item(claimed, items, || consume_agent_native_onetrip(conn)),
+            other => Err(format!(
+                "unknown mode {other:?} (agent-onetrip, agent-twotrip, agent-docket, agent-native, agent-native-onetrip)"
+            )),
         })
     })
 }
