@@ -206,12 +206,15 @@ fn guarded(
         with_arguments(argv, argc, |args| {
             // In a cluster, refuse before anything is opened while the
             // tenant's slot is moving (see migration_guard).
+            // The context flags, read once for the guard and the session
+            // (about 130 instructions a read).
+            let flags = Session::context_flags(ctx);
             let tenant = args.first().copied().unwrap_or_default();
-            if let Err(error) = migration_guard::check(ctx, tenant) {
+            if let Err(error) = migration_guard::check(ctx, flags, tenant) {
                 reply::send(ctx, &Err(error));
                 return true;
             }
-            let session = Session::new(ctx);
+            let session = Session::with_flags(ctx, flags);
             let result = run(&session, args);
             if let Some(result) = &result {
                 reply::send(ctx, result);
