@@ -26,6 +26,14 @@ impl FireOutcome {
             Self::Dropped => "dropped",
         }
     }
+
+    /// The reply word, NUL-terminated for the reply API.
+    pub fn as_c_str(self) -> &'static std::ffi::CStr {
+        match self {
+            Self::Queued => c"queued",
+            Self::Dropped => c"dropped",
+        }
+    }
 }
 
 /// An explicit fire: a region payload without a counter snapshot.
@@ -86,6 +94,13 @@ mod tests {
             payload,
             r#"{"region":{"org":"o","project":"p","memory_type":1},"fired_by":"n","fire_id":"a"}"#
         );
+    }
+
+    #[test]
+    fn the_reply_words_agree() {
+        for outcome in [FireOutcome::Queued, FireOutcome::Dropped] {
+            assert_eq!(outcome.as_c_str().to_str().unwrap(), outcome.as_str());
+        }
     }
 
     #[test]

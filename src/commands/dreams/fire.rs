@@ -57,5 +57,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
     };
     tenant_stats::dreams(queue.tenant(), counted, 1);
-    Ok(Reply::Status(outcome.as_str()))
+    Ok(Reply::Status(outcome.as_c_str()))
 }

@@ -71,7 +71,7 @@ pub fn once<T>(slot: &mut Option<T>, value: T, option: &str) -> Result<(), Comma
 }
 
 /// `[outcome, memories, edges]`.
-pub fn counted_reply(outcome: &'static str, memories: i64, edges: i64) -> Reply {
+pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64) -> Reply {
     Reply::Counted(outcome, memories, edges)
 }
 
