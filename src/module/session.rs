@@ -274,5 +274,5 @@ pub fn tenant_str<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, CommandErr
     if bytes.iter().any(|b| *b == b'{' || *b == b'}') {
         return Err(CommandError::err(format_args!("{what} must not contain '{{' or '}}'")));
     }
-    std::str::from_utf8(bytes).map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
+    super::args::utf8(bytes).ok_or_else(|| CommandError::err(format_args!("{what} must be valid UTF-8")))
 }
