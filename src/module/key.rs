@@ -204,10 +204,15 @@ impl Key {
 
     /// Elements of the value (list length, hash fields, set members ...).
     pub fn len(&self) -> u64 {
-        if !self.exists() {
+        // No type test first: `RedisModule_ValueLength` answers 0 for an
+        // empty key itself ("If the key pointer is NULL or the key is
+        // empty, zero is returned", module.c, every version), so the
+        // `RedisModule_KeyType` call `exists` makes would be paid twice.
+        let handle = self.handle();
+        if handle.is_null() {
             return 0;
         }
-        unsafe { api!(RedisModule_ValueLength)(self.handle()) as u64 }
+        unsafe { api!(RedisModule_ValueLength)(handle) as u64 }
     }
 
     /// Is the value absent or empty?
