@@ -167,7 +167,10 @@ pub fn payload(
 
 /// [`payload`], handed to `use_payload` from a buffer kept between calls
 /// (one per thread) instead of a new string: every FIRE and every record
-/// that fires makes one, only to copy it into a Redis string.
+/// that fires makes one, only to copy it into a Redis string. The start of
+/// the last payload, up to its project (`{"region":{"org":"<org>","project":"`),
+/// is kept too and reused when the next one is for the same organization
+/// (the tenant: consecutive fires usually are), saving its escape scan.
 pub fn with_payload<R>(
     region: RegionRef<'_>,
     fired_by: &str,
@@ -177,18 +180,31 @@ pub fn with_payload<R>(
     mut use_payload: impl FnMut(&[u8]) -> R,
 ) -> R {
     thread_local! {
-        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static KEPT: std::cell::RefCell<Kept> = const {
+            std::cell::RefCell::new(Kept { out: Vec::new(), org: String::new(), start: 0 })
+        };
     }
-    let kept = BUFFER.try_with(|buffer| {
+    let kept = KEPT.try_with(|kept| {
         // Never re-entered (nothing below calls back here); if it were,
         // or the buffer were gone, a fresh one does the job.
-        let mut out = buffer.try_borrow_mut().ok()?;
-        out.clear();
-        write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
-        let done = use_payload(&out);
+        let mut kept = kept.try_borrow_mut().ok()?;
+        let kept = &mut *kept;
+        // The start is reused only for exactly the same organization text
+        // (so it escapes the same), and only while it is still in place.
+        if kept.start > 0 && kept.start <= kept.out.len() && kept.org == region.org {
+            kept.out.truncate(kept.start);
+        } else {
+            kept.out.clear();
+            write_start(&mut kept.out, region.org);
+            kept.start = kept.out.len();
+            kept.org.clear();
+            kept.org.push_str(region.org);
+        }
+        write_rest(&mut kept.out, region, fired_by, fired_at, fire_id, quiet_deferred);
+        let done = use_payload(&kept.out);
         // A payload is a few hundred bytes; an outsized one is not kept.
-        if out.capacity() > 4096 {
-            *out = Vec::new();
+        if kept.out.capacity() > 4096 || kept.org.capacity() > 4096 {
+            *kept = Kept { out: Vec::new(), org: String::new(), start: 0 };
         }
         Some(done)
     });
@@ -202,6 +218,14 @@ pub fn with_payload<R>(
     }
 }
 
+/// The buffer [`with_payload`] keeps: the last payload, the organization
+/// it was written for, and how long its start (up to the project) is.
+struct Kept {
+    out: Vec<u8>,
+    org: String,
+    start: usize,
+}
+
 /// The payload into `out`, as bytes: the constant parts (with their
 /// quotes) copied whole, the default node pre-escaped, a fire id the
 /// module made copied without a scan.
@@ -213,9 +237,27 @@ fn write_payload(
     fire_id: Option<FireIdText<'_>>,
     quiet_deferred: bool,
 ) {
+    write_start(out, region.org);
+    write_rest(out, region, fired_by, fired_at, fire_id, quiet_deferred);
+}
+
+/// The start of a payload, which depends on the organization only:
+/// `{"region":{"org":"<org>","project":"`.
+fn write_start(out: &mut Vec<u8>, org: &str) {
     out.extend_from_slice(b"{\"region\":{\"org\":\"");
-    push_escaped(out, region.org);
+    push_escaped(out, org);
     out.extend_from_slice(b"\",\"project\":\"");
+}
+
+/// The rest of a payload after [`write_start`]: the project onwards.
+fn write_rest(
+    out: &mut Vec<u8>,
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<FireIdText<'_>>,
+    quiet_deferred: bool,
+) {
     push_escaped(out, region.project);
     out.extend_from_slice(b"\",\"memory_type\":");
     push_decimal(out, u64::from(region.memory_type));
@@ -449,6 +491,21 @@ mod tests {
         let expected = payload(region, DEFAULT_NODE, None, Some(made.as_str()), false);
         let handed = with_payload(region, DEFAULT_NODE, None, Some(FireIdText::Made(&made)), false, |bytes| bytes.to_vec());
         assert_eq!(handed, expected.as_bytes());
+    }
+
+    #[test]
+    fn the_kept_start_is_reused_for_the_same_organization_only() {
+        // In turn: the same organization again, another one, one whose raw
+        // text is the previous one's escaped text, an empty one, a long one.
+        let long = "o".repeat(5000);
+        let orgs = ["o", "o", "org-2", "o", "a\"", "a\\\"", "a\\\"", "", "", long.as_str(), "o", "日本", "日本"];
+        for (i, org) in orgs.iter().enumerate() {
+            let region = RegionRef { org, project: if i % 2 == 0 { "p" } else { "q\n" }, memory_type: i as u32 };
+            let fired_by = if i % 3 == 0 { DEFAULT_NODE } else { "n" };
+            let expected = payload(region, fired_by, None, Some("f"), false);
+            let handed = with_payload(region, fired_by, None, Some(FireIdText::Text("f")), false, |bytes| bytes.to_vec());
+            assert_eq!(String::from_utf8(handed).unwrap(), expected, "call {i}");
+        }
     }
 
     #[test]
