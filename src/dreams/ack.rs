@@ -32,6 +32,16 @@ impl AckOutcome {
             Self::Dropped => "dropped",
         }
     }
+
+    /// The reply word, NUL-terminated for the reply API.
+    pub fn as_c_str(self) -> &'static std::ffi::CStr {
+        match self {
+            Self::Stale => c"stale",
+            Self::Acknowledged => c"acknowledged",
+            Self::Requeued => c"requeued",
+            Self::Dropped => c"dropped",
+        }
+    }
 }
 
 /// An acknowledgement's outcome and the region's counters after it.
@@ -179,6 +189,13 @@ mod tests {
     use crate::dreams::region::RegionKey;
 
     const NOW: i64 = 2_000_000;
+
+    #[test]
+    fn the_reply_words_agree() {
+        for outcome in [AckOutcome::Stale, AckOutcome::Acknowledged, AckOutcome::Requeued, AckOutcome::Dropped] {
+            assert_eq!(outcome.as_c_str().to_str().unwrap(), outcome.as_str());
+        }
+    }
 
     fn trigger(min_interval: u64) -> Trigger {
         Trigger {

@@ -2,7 +2,7 @@
 //! never exceed the queue maximum; at the ceiling the newest fire is dropped
 //! and existing work is untouched.
 
-use super::message::{with_payload, RegionWriteCounters};
+use super::message::{with_payload, FireIdText, RegionWriteCounters};
 use super::region::RegionRef;
 use super::store::{QueueStore, RegionStore};
 
@@ -26,6 +26,14 @@ impl FireOutcome {
             Self::Dropped => "dropped",
         }
     }
+
+    /// The reply word, NUL-terminated for the reply API.
+    pub fn as_c_str(self) -> &'static std::ffi::CStr {
+        match self {
+            Self::Queued => c"queued",
+            Self::Dropped => c"dropped",
+        }
+    }
 }
 
 /// An explicit fire: a region payload without a counter snapshot.
@@ -33,7 +41,7 @@ pub fn fire(
     queue: &mut impl QueueStore,
     region: RegionRef<'_>,
     fired_by: &str,
-    fire_id: &str,
+    fire_id: FireIdText<'_>,
     queue_max: u64,
 ) -> FireOutcome {
     if queue.total_len() >= queue_max {
@@ -58,7 +66,7 @@ pub(crate) fn enqueue_counted(
         return false;
     }
     counters.set_pending(&fire_id);
-    with_payload(region, fired_by, Some(snapshot), Some(&fire_id), false, |payload| queue.push_ready(payload));
+    with_payload(region, fired_by, Some(snapshot), Some(FireIdText::Text(&fire_id)), false, |payload| queue.push_ready(payload));
     true
 }
 
@@ -77,9 +85,9 @@ mod tests {
     fn fires_below_the_ceiling_and_drops_at_it() {
         let mut queue = MemoryQueue::default();
         let region = RegionKey::new("o", "p", 1);
-        assert_eq!(fire(&mut queue, region.borrowed(), "n", "a", 2), FireOutcome::Queued);
+        assert_eq!(fire(&mut queue, region.borrowed(), "n", FireIdText::Text("a"), 2), FireOutcome::Queued);
         queue.processing.push(b"in-flight".to_vec());
-        assert_eq!(fire(&mut queue, region.borrowed(), "n", "b", 2), FireOutcome::Dropped);
+        assert_eq!(fire(&mut queue, region.borrowed(), "n", FireIdText::Text("b"), 2), FireOutcome::Dropped);
         assert_eq!(queue.ready.len(), 1);
         let payload = String::from_utf8(queue.ready[0].clone()).unwrap();
         assert_eq!(
@@ -89,10 +97,17 @@ mod tests {
     }
 
     #[test]
+    fn the_reply_words_agree() {
+        for outcome in [FireOutcome::Queued, FireOutcome::Dropped] {
+            assert_eq!(outcome.as_c_str().to_str().unwrap(), outcome.as_str());
+        }
+    }
+
+    #[test]
     fn deferred_items_count_against_the_ceiling() {
         let mut queue = MemoryQueue::default();
         queue.add_deferred(0, b"later");
         let region = RegionKey::new("o", "p", 1);
-        assert_eq!(fire(&mut queue, region.borrowed(), "n", "a", 1), FireOutcome::Dropped);
+        assert_eq!(fire(&mut queue, region.borrowed(), "n", FireIdText::Text("a"), 1), FireOutcome::Dropped);
     }
 }

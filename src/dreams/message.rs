@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::fire_id::FireId;
 use super::region::{RegionKey, RegionRef};
 
 /// A shared counter snapshot owned by one fire.
@@ -132,6 +133,19 @@ impl<'a> ReadFire<'a> {
     }
 }
 
+/// `fired_by` when a command names no `NODE`.
+pub const DEFAULT_NODE: &str = "dreamtown";
+
+/// A fire id as a payload carries it.
+#[derive(Clone, Copy, Debug)]
+pub enum FireIdText<'a> {
+    /// Any text: escaped as JSON.
+    Text(&'a str),
+    /// One the module made: hex digits and hyphens, which JSON never
+    /// escapes, copied as they are.
+    Made(&'a FireId),
+}
+
 /// The payload of a fire message with these fields, as
 /// [`FireMessage::to_payload`] writes it, from borrowed fields: written
 /// directly (not through serde) because every fire and counted record
@@ -144,110 +158,175 @@ pub fn payload(
     quiet_deferred: bool,
 ) -> String {
     let strings = region.org.len() + region.project.len() + fired_by.len() + fire_id.map_or(0, str::len);
-    let mut out = String::with_capacity(200 + strings);
-    write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
-    out
+    let mut out = Vec::with_capacity(200 + strings);
+    write_payload(&mut out, region, fired_by, fired_at, fire_id.map(FireIdText::Text), quiet_deferred);
+    // Written from `str`s, ASCII and whole UTF-8 sequences only: always
+    // valid (the lossy branch never runs).
+    String::from_utf8(out).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
 /// [`payload`], handed to `use_payload` from a buffer kept between calls
 /// (one per thread) instead of a new string: every FIRE and every record
-/// that fires makes one, only to copy it into a Redis string.
+/// that fires makes one, only to copy it into a Redis string. The start of
+/// the last payload, up to its project (`{"region":{"org":"<org>","project":"`),
+/// is kept too and reused when the next one is for the same organization
+/// (the tenant: consecutive fires usually are), saving its escape scan.
 pub fn with_payload<R>(
     region: RegionRef<'_>,
     fired_by: &str,
     fired_at: Option<RegionWriteCounters>,
-    fire_id: Option<&str>,
+    fire_id: Option<FireIdText<'_>>,
     quiet_deferred: bool,
     mut use_payload: impl FnMut(&[u8]) -> R,
 ) -> R {
     thread_local! {
-        static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        static KEPT: std::cell::RefCell<Kept> = const {
+            std::cell::RefCell::new(Kept { out: Vec::new(), org: String::new(), start: 0 })
+        };
     }
-    let kept = BUFFER.try_with(|buffer| {
+    let kept = KEPT.try_with(|kept| {
         // Never re-entered (nothing below calls back here); if it were,
-        // or the buffer were gone, a fresh string does the job.
-        let mut out = buffer.try_borrow_mut().ok()?;
-        out.clear();
-        write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
-        let done = use_payload(out.as_bytes());
+        // or the buffer were gone, a fresh one does the job.
+        let mut kept = kept.try_borrow_mut().ok()?;
+        let kept = &mut *kept;
+        // The start is reused only for exactly the same organization text
+        // (so it escapes the same), and only while it is still in place.
+        if kept.start > 0 && kept.start <= kept.out.len() && kept.org == region.org {
+            kept.out.truncate(kept.start);
+        } else {
+            kept.out.clear();
+            write_start(&mut kept.out, region.org);
+            kept.start = kept.out.len();
+            kept.org.clear();
+            kept.org.push_str(region.org);
+        }
+        write_rest(&mut kept.out, region, fired_by, fired_at, fire_id, quiet_deferred);
+        let done = use_payload(&kept.out);
         // A payload is a few hundred bytes; an outsized one is not kept.
-        if out.capacity() > 4096 {
-            *out = String::new();
+        if kept.out.capacity() > 4096 || kept.org.capacity() > 4096 {
+            *kept = Kept { out: Vec::new(), org: String::new(), start: 0 };
         }
         Some(done)
     });
     match kept {
         Ok(Some(done)) => done,
-        _ => use_payload(payload(region, fired_by, fired_at, fire_id, quiet_deferred).as_bytes()),
+        _ => {
+            let mut out = Vec::new();
+            write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
+            use_payload(&out)
+        }
     }
 }
 
+/// The buffer [`with_payload`] keeps: the last payload, the organization
+/// it was written for, and how long its start (up to the project) is.
+struct Kept {
+    out: Vec<u8>,
+    org: String,
+    start: usize,
+}
+
+/// The payload into `out`, as bytes: the constant parts (with their
+/// quotes) copied whole, the default node pre-escaped, a fire id the
+/// module made copied without a scan.
 fn write_payload(
-    out: &mut String,
+    out: &mut Vec<u8>,
     region: RegionRef<'_>,
     fired_by: &str,
     fired_at: Option<RegionWriteCounters>,
-    fire_id: Option<&str>,
+    fire_id: Option<FireIdText<'_>>,
     quiet_deferred: bool,
 ) {
-    out.push_str("{\"region\":{\"org\":");
-    push_json_string(out, region.org);
-    out.push_str(",\"project\":");
-    push_json_string(out, region.project);
-    out.push_str(",\"memory_type\":");
-    push_decimal(out, u64::from(region.memory_type));
-    out.push_str("},\"fired_by\":");
-    push_json_string(out, fired_by);
-    if let Some(counters) = fired_at {
-        out.push_str(",\"fired_at\":{\"memories_since_last_cycle\":");
-        push_decimal(out, u64::from(counters.memories_since_last_cycle));
-        out.push_str(",\"edges_since_last_cycle\":");
-        push_decimal(out, u64::from(counters.edges_since_last_cycle));
-        out.push_str(",\"seconds_since_last_cycle\":");
-        push_decimal(out, counters.seconds_since_last_cycle);
-        out.push('}');
-    }
-    if let Some(fire_id) = fire_id {
-        out.push_str(",\"fire_id\":");
-        push_json_string(out, fire_id);
-    }
-    if quiet_deferred {
-        out.push_str(",\"quiet_deferred\":true");
-    }
-    out.push('}');
+    write_start(out, region.org);
+    write_rest(out, region, fired_by, fired_at, fire_id, quiet_deferred);
 }
 
-/// `text` as a JSON string, escaped as serde_json escapes: `"` and `\\` with
-/// a backslash, the control characters with their short escape (`\\b \\t \\n
-/// \\f \\r`) or `\\u00xx` (lower-case hex), everything else as it is.
-fn push_json_string(out: &mut String, text: &str) {
-    out.push('"');
-    let mut rest = text;
-    // A table lookup per byte: the scan is most of the cost of a payload.
-    while let Some(at) = first_escaped(rest.as_bytes()) {
-        // `at` is an ASCII byte, so both sides of it are char boundaries.
-        out.push_str(rest.get(..at).unwrap_or_default());
-        let byte = rest.as_bytes().get(at).copied().unwrap_or_default();
-        out.push('\\');
+/// The start of a payload, which depends on the organization only:
+/// `{"region":{"org":"<org>","project":"`.
+fn write_start(out: &mut Vec<u8>, org: &str) {
+    out.extend_from_slice(b"{\"region\":{\"org\":\"");
+    push_escaped(out, org);
+    out.extend_from_slice(b"\",\"project\":\"");
+}
+
+/// The rest of a payload after [`write_start`]: the project onwards.
+fn write_rest(
+    out: &mut Vec<u8>,
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: Option<FireIdText<'_>>,
+    quiet_deferred: bool,
+) {
+    push_escaped(out, region.project);
+    out.extend_from_slice(b"\",\"memory_type\":");
+    push_decimal(out, u64::from(region.memory_type));
+    if fired_by == DEFAULT_NODE {
+        out.extend_from_slice(b"},\"fired_by\":\"dreamtown\"");
+    } else {
+        out.extend_from_slice(b"},\"fired_by\":\"");
+        push_escaped(out, fired_by);
+        out.push(b'"');
+    }
+    if let Some(counters) = fired_at {
+        out.extend_from_slice(b",\"fired_at\":{\"memories_since_last_cycle\":");
+        push_decimal(out, u64::from(counters.memories_since_last_cycle));
+        out.extend_from_slice(b",\"edges_since_last_cycle\":");
+        push_decimal(out, u64::from(counters.edges_since_last_cycle));
+        out.extend_from_slice(b",\"seconds_since_last_cycle\":");
+        push_decimal(out, counters.seconds_since_last_cycle);
+        out.push(b'}');
+    }
+    match fire_id {
+        Some(FireIdText::Made(id)) => {
+            out.extend_from_slice(b",\"fire_id\":\"");
+            out.extend_from_slice(id.as_bytes());
+            out.push(b'"');
+        }
+        Some(FireIdText::Text(id)) => {
+            out.extend_from_slice(b",\"fire_id\":\"");
+            push_escaped(out, id);
+            out.push(b'"');
+        }
+        None => {}
+    }
+    if quiet_deferred {
+        out.extend_from_slice(b",\"quiet_deferred\":true");
+    }
+    out.push(b'}');
+}
+
+/// `text` inside a JSON string (the quotes are the caller's), escaped as
+/// serde_json escapes: `"` and `\\` with a backslash, the control
+/// characters with their short escape (`\\b \\t \\n \\f \\r`) or `\\u00xx`
+/// (lower-case hex), everything else as it is.
+fn push_escaped(out: &mut Vec<u8>, text: &str) {
+    let mut rest = text.as_bytes();
+    // Eight bytes at a time: the scan is most of the cost of a payload.
+    while let Some(at) = first_escaped(rest) {
+        let (before, from) = rest.split_at(at.min(rest.len()));
+        out.extend_from_slice(before);
+        let Some((&byte, after)) = from.split_first() else { break };
+        out.push(b'\\');
         match byte {
-            b'"' => out.push('"'),
-            b'\\' => out.push('\\'),
-            0x08 => out.push('b'),
-            b'\t' => out.push('t'),
-            b'\n' => out.push('n'),
-            0x0c => out.push('f'),
-            b'\r' => out.push('r'),
+            b'"' => out.push(b'"'),
+            b'\\' => out.push(b'\\'),
+            0x08 => out.push(b'b'),
+            b'\t' => out.push(b't'),
+            b'\n' => out.push(b'n'),
+            0x0c => out.push(b'f'),
+            b'\r' => out.push(b'r'),
             _ => {
-                let hex = |digit: u8| char::from_digit(u32::from(digit), 16).unwrap_or('0');
-                out.push_str("u00");
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"u00");
+                let hex = |digit: u8| HEX.get(usize::from(digit)).copied().unwrap_or(b'0');
                 out.push(hex(byte >> 4));
                 out.push(hex(byte & 0xf));
             }
         }
-        rest = rest.get(at + 1..).unwrap_or_default();
+        rest = after;
     }
-    out.push_str(rest);
-    out.push('"');
+    out.extend_from_slice(rest);
 }
 
 /// The position of the first byte of `bytes` a JSON string escapes. Eight
@@ -294,7 +373,7 @@ static ESCAPED: [bool; 256] = {
 };
 
 /// `value` in decimal.
-fn push_decimal(out: &mut String, mut value: u64) {
+fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
     let mut digits = [0u8; 20];
     let mut start = digits.len();
     loop {
@@ -307,7 +386,7 @@ fn push_decimal(out: &mut String, mut value: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(digits.get(start..).unwrap_or_default()).unwrap_or_default());
+    out.extend_from_slice(digits.get(start..).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -398,11 +477,34 @@ mod tests {
     fn the_kept_buffer_hands_over_what_payload_makes() {
         let long = "x".repeat(5000);
         for (project, fire_id) in [("p", Some("f")), (long.as_str(), None), ("q\"\n", Some("g")), ("p", None)] {
-            let region = RegionRef { org: "o", project, memory_type: 7 };
-            let counters = Some(RegionWriteCounters { memories_since_last_cycle: 1, edges_since_last_cycle: 2, seconds_since_last_cycle: 3 });
-            let expected = payload(region, "n", counters, fire_id, true);
-            let handed = with_payload(region, "n", counters, fire_id, true, |bytes| bytes.to_vec());
-            assert_eq!(handed, expected.as_bytes());
+            for fired_by in ["n", DEFAULT_NODE, "dreamtown2", "\"dreamtown"] {
+                let region = RegionRef { org: "o", project, memory_type: 7 };
+                let counters = Some(RegionWriteCounters { memories_since_last_cycle: 1, edges_since_last_cycle: 2, seconds_since_last_cycle: 3 });
+                let expected = payload(region, fired_by, counters, fire_id, true);
+                let handed = with_payload(region, fired_by, counters, fire_id.map(FireIdText::Text), true, |bytes| bytes.to_vec());
+                assert_eq!(handed, expected.as_bytes());
+            }
+        }
+        // A fire id the module made is copied as the text it is.
+        let made = FireId::new();
+        let region = RegionRef { org: "o", project: "p", memory_type: 1 };
+        let expected = payload(region, DEFAULT_NODE, None, Some(made.as_str()), false);
+        let handed = with_payload(region, DEFAULT_NODE, None, Some(FireIdText::Made(&made)), false, |bytes| bytes.to_vec());
+        assert_eq!(handed, expected.as_bytes());
+    }
+
+    #[test]
+    fn the_kept_start_is_reused_for_the_same_organization_only() {
+        // In turn: the same organization again, another one, one whose raw
+        // text is the previous one's escaped text, an empty one, a long one.
+        let long = "o".repeat(5000);
+        let orgs = ["o", "o", "org-2", "o", "a\"", "a\\\"", "a\\\"", "", "", long.as_str(), "o", "日本", "日本"];
+        for (i, org) in orgs.iter().enumerate() {
+            let region = RegionRef { org, project: if i % 2 == 0 { "p" } else { "q\n" }, memory_type: i as u32 };
+            let fired_by = if i % 3 == 0 { DEFAULT_NODE } else { "n" };
+            let expected = payload(region, fired_by, None, Some("f"), false);
+            let handed = with_payload(region, fired_by, None, Some(FireIdText::Text("f")), false, |bytes| bytes.to_vec());
+            assert_eq!(String::from_utf8(handed).unwrap(), expected, "call {i}");
         }
     }
 

@@ -11,6 +11,7 @@ pub mod ack;
 pub mod canonical;
 pub mod drain;
 pub mod fire;
+pub mod fire_id;
 pub mod lease;
 pub mod message;
 pub mod quiet;

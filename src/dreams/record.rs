@@ -37,6 +37,15 @@ impl RecordOutcome {
             Self::Dropped => "dropped",
         }
     }
+
+    /// The reply word, NUL-terminated for the reply API.
+    pub fn as_c_str(self) -> &'static std::ffi::CStr {
+        match self {
+            Self::Accumulated => c"accumulated",
+            Self::Queued => c"queued",
+            Self::Dropped => c"dropped",
+        }
+    }
 }
 
 /// A record's outcome and the region's counters after it.
@@ -174,6 +183,13 @@ mod tests {
     use crate::dreams::region::RegionKey;
 
     const NOW: i64 = 1_000_000;
+
+    #[test]
+    fn the_reply_words_agree() {
+        for outcome in [RecordOutcome::Accumulated, RecordOutcome::Queued, RecordOutcome::Dropped] {
+            assert_eq!(outcome.as_c_str().to_str().unwrap(), outcome.as_str());
+        }
+    }
 
     fn trigger(memories: u64, min_interval: u64) -> Trigger {
         Trigger {

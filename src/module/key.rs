@@ -204,10 +204,15 @@ impl Key {
 
     /// Elements of the value (list length, hash fields, set members ...).
     pub fn len(&self) -> u64 {
-        if !self.exists() {
+        // No type test first: `RedisModule_ValueLength` answers 0 for an
+        // empty key itself ("If the key pointer is NULL or the key is
+        // empty, zero is returned", module.c, every version), so the
+        // `RedisModule_KeyType` call `exists` makes would be paid twice.
+        let handle = self.handle();
+        if handle.is_null() {
             return 0;
         }
-        unsafe { api!(RedisModule_ValueLength)(self.handle()) as u64 }
+        unsafe { api!(RedisModule_ValueLength)(handle) as u64 }
     }
 
     /// Is the value absent or empty?
@@ -233,7 +238,12 @@ impl Key {
     /// The effect of a write whose Redis strings (made for the write
     /// itself) are in `argv`: replicated as they are, no copies.
     fn effect_argv(&self, command: &CStr, argv: &Argv, event: Event) {
-        replicate_strings(self.ctx, command, argv.as_slice());
+        self.effect_strings(command, argv.as_slice(), event);
+    }
+
+    /// [`Key::effect_argv`] of arguments already in a slice.
+    fn effect_strings(&self, command: &CStr, argv: &[*mut raw::RedisModuleString], event: Event) {
+        replicate_strings(self.ctx, command, argv);
         notify(self.ctx, event, self.name.as_ptr());
         self.modified.set(true);
     }
@@ -256,6 +266,18 @@ impl Key {
             return;
         }
         let push = api!(RedisModule_ListPush);
+        if let [value] = values {
+            // One value (every queue push): its string and the key's name
+            // are the whole effect, without building an `Argv`.
+            let element = OwnedString::new(value);
+            unsafe { push(self.list_handle(), end.code(), element.as_ptr()) };
+            let argv = [self.name.as_ptr(), element.as_ptr()];
+            match end {
+                End::Head => self.effect_strings(c"LPUSH", &argv, Event::List(c"lpush")),
+                End::Tail => self.effect_strings(c"RPUSH", &argv, Event::List(c"rpush")),
+            }
+            return;
+        }
         let mut argv = self.argv();
         for value in values {
             let element = argv.new_string(value);

@@ -42,9 +42,11 @@ unsafe extern "C" fn on_keyspace_event(
     }
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
     // A key of a slot this node is importing (atomic slot migration)
-    // reaches no listener: it only teaches the lease index.
+    // reaches no listener: it only teaches the lease index. Nothing is
+    // importing unless some slot is moving: then the key's name is not
+    // even read (a `RedisModule_StringPtrLen` call per event).
     let importing = catch_unwind(AssertUnwindSafe(|| {
-        slot_migration::on_keyspace_event(ctx, super::string::bytes_of(key))
+        slot_migration::any_moving() && slot_migration::on_keyspace_event(ctx, super::string::bytes_of(key))
     }));
     if importing.unwrap_or(true) {
         return raw::REDISMODULE_OK as c_int;

@@ -3,7 +3,7 @@
 //! whole before anything is written to the client, so a failure half way
 //! can never leave a partial reply.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_long};
 
 use redis_module::raw;
@@ -13,8 +13,9 @@ use super::api::api;
 /// A reply value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
-    /// A status reply such as `OK` or `queued`.
-    Status(&'static str),
+    /// A status reply such as `OK` or `queued` (NUL-terminated already:
+    /// handed to Redis as it is, no copy or scan per reply).
+    Status(&'static CStr),
     /// A bulk string (any bytes).
     Bulk(Vec<u8>),
     /// An integer.
@@ -25,14 +26,14 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// The array `[status, integer, integer]` (a counted write's reply:
     /// RECORD, ACK), sent without building a `Vec` for it.
-    Counted(&'static str, i64, i64),
+    Counted(&'static CStr, i64, i64),
     /// Nothing now: the client was blocked and is answered later.
     Blocked,
 }
 
 impl Reply {
     /// `OK`.
-    pub const OK: Reply = Reply::Status("OK");
+    pub const OK: Reply = Reply::Status(c"OK");
 
     /// A bulk string, or nil.
     pub fn bulk_or_nil(value: Option<Vec<u8>>) -> Self {
@@ -111,28 +112,12 @@ pub fn send_error(ctx: *mut raw::RedisModuleCtx, message: &str) {
     unsafe { api!(RedisModule_ReplyWithError)(ctx, text.as_ptr()) };
 }
 
-/// `text` NUL-terminated for the C API: on the stack when short (every
-/// status reply; saves an allocation per command), else a `CString`.
-fn with_c_string(text: &str, use_it: impl FnOnce(*const c_char)) {
-    const SHORT: usize = 64;
-    let bytes = text.as_bytes();
-    if bytes.len() < SHORT && !bytes.contains(&0) {
-        let mut buffer = [0u8; SHORT];
-        if let Some(prefix) = buffer.get_mut(..bytes.len()) {
-            prefix.copy_from_slice(bytes);
-            return use_it(buffer.as_ptr().cast::<c_char>());
-        }
-    }
-    let owned = CString::new(text).unwrap_or_default();
-    use_it(owned.as_ptr());
-}
-
 fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
     unsafe {
         match reply {
-            Reply::Status(status) => with_c_string(status, |text| {
-                api!(RedisModule_ReplyWithSimpleString)(ctx, text);
-            }),
+            Reply::Status(status) => {
+                api!(RedisModule_ReplyWithSimpleString)(ctx, status.as_ptr());
+            }
             Reply::Bulk(bytes) => {
                 api!(RedisModule_ReplyWithStringBuffer)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
             }
@@ -150,9 +135,7 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
             }
             Reply::Counted(status, first, second) => {
                 api!(RedisModule_ReplyWithArray)(ctx, 3);
-                with_c_string(status, |text| {
-                    api!(RedisModule_ReplyWithSimpleString)(ctx, text);
-                });
+                api!(RedisModule_ReplyWithSimpleString)(ctx, status.as_ptr());
                 api!(RedisModule_ReplyWithLongLong)(ctx, *first);
                 api!(RedisModule_ReplyWithLongLong)(ctx, *second);
             }

@@ -35,10 +35,17 @@ pub struct Session {
 }
 
 impl Session {
-    /// The session of the command running in `ctx`.
-    pub fn new(ctx: *mut raw::RedisModuleCtx) -> Self {
-        let (user, owns_user) = current_user(ctx);
+    /// The session of the command running in `ctx`, whose context flags
+    /// are `flags` ([`Session::context_flags`]): every command's entry
+    /// reads them once, for the migration guard and the session.
+    pub fn with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Self {
+        let (user, owns_user) = current_user(ctx, flags);
         Self { ctx, user, owns_user }
+    }
+
+    /// The context flags of `ctx`, now.
+    pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+        unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 }
     }
 
     /// A session of the server itself (a module timer): no ACL user, as
@@ -197,7 +204,7 @@ impl Session {
 
     /// The context flags.
     pub fn flags(&self) -> u32 {
-        unsafe { api!(RedisModule_GetContextFlags)(self.ctx) as u32 }
+        Self::context_flags(self.ctx)
     }
 
     /// May this call block the client (not in MULTI, Lua or a no-block context)?
@@ -238,8 +245,7 @@ static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_
 /// The ACL user of the calling client and whether the session must free
 /// it; null when there is none to check: the replication link and AOF
 /// loading run as the server itself.
-fn current_user(ctx: *mut raw::RedisModuleCtx) -> (*mut raw::RedisModuleUser, bool) {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
+fn current_user(ctx: *mut raw::RedisModuleCtx, flags: u32) -> (*mut raw::RedisModuleUser, bool) {
     if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
         return (ptr::null_mut(), false);
     }
@@ -268,5 +274,5 @@ pub fn tenant_str<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, CommandErr
     if bytes.iter().any(|b| *b == b'{' || *b == b'}') {
         return Err(CommandError::err(format_args!("{what} must not contain '{{' or '}}'")));
     }
-    std::str::from_utf8(bytes).map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
+    super::args::utf8(bytes).ok_or_else(|| CommandError::err(format_args!("{what} must be valid UTF-8")))
 }

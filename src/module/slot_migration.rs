@@ -489,6 +489,12 @@ fn key_is_importing(key: &[u8]) -> bool {
     ANY.load(Ordering::Relaxed) && moving(super::cluster_slot::key_slot(key), Some(true))
 }
 
+/// Is any slot moving now? False almost always: then no key's slot is
+/// being imported, and a caller can skip reading the key's name.
+pub fn any_moving() -> bool {
+    ANY.load(Ordering::Relaxed)
+}
+
 /// A keyspace event on `key`: if its slot is being imported, learn what
 /// it brought (lease sets) and say so, for the caller to hand it to no
 /// other listener (no client of the slot is blocked here, and nothing

@@ -152,5 +152,5 @@ pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandRe
             tenant_stats::dreams(tenant, Dreams::DroppedAck, 1);
         }
     }
-    Ok(counted_reply(acked.outcome.as_str(), acked.memories, acked.edges))
+    Ok(counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges))
 }

@@ -4,6 +4,7 @@
 use super::store::RedisQueue;
 use super::{node, once, region_ref, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
 use crate::dreams::fire::{fire, FireOutcome};
+use crate::dreams::message::FireIdText;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::config;
@@ -44,7 +45,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut queue = RedisQueue::open(session, region.org, Access::Write, false)?;
     let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();
-    let outcome = fire(&mut queue, region, fired_by, fire_id.as_str(), config::queue_max());
+    let outcome = fire(&mut queue, region, fired_by, FireIdText::Made(&fire_id), config::queue_max());
     let counted = match outcome {
         FireOutcome::Queued => {
             stats::FIRED_FIRE.bump();
@@ -56,5 +57,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
     };
     tenant_stats::dreams(queue.tenant(), counted, 1);
-    Ok(Reply::Status(outcome.as_str()))
+    Ok(Reply::Status(outcome.as_c_str()))
 }

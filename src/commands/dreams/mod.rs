@@ -24,8 +24,7 @@ use crate::module::command::{Arg, ArgKind};
 use crate::module::reply::{CommandError, Reply};
 use crate::module::session::tenant_str;
 
-/// `fired_by` when a command names no `NODE`.
-pub const DEFAULT_NODE: &str = "dreamtown";
+pub use crate::dreams::message::DEFAULT_NODE;
 
 /// Read `<org>`.
 pub fn organization<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
@@ -72,33 +71,11 @@ pub fn once<T>(slot: &mut Option<T>, value: T, option: &str) -> Result<(), Comma
 }
 
 /// `[outcome, memories, edges]`.
-pub fn counted_reply(outcome: &'static str, memories: i64, edges: i64) -> Reply {
+pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64) -> Reply {
     Reply::Counted(outcome, memories, edges)
 }
 
-/// A fresh fire id (UUID v4).
-pub fn new_fire_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-/// A fresh fire id (UUID v4, hyphenated lower case, as [`new_fire_id`])
-/// held on the stack: FIRE makes one per call and needs no heap string.
-pub struct FireId([u8; uuid::fmt::Hyphenated::LENGTH]);
-
-impl FireId {
-    /// A new random id.
-    pub fn new() -> Self {
-        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-        uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text);
-        Self(text)
-    }
-
-    /// The id's text.
-    pub fn as_str(&self) -> &str {
-        // Always ASCII hex digits and hyphens, written by `encode_lower`.
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
-}
+pub use crate::dreams::fire_id::{new_fire_id, FireId};
 
 /// The region arguments, for docs.
 pub const REGION_ARGS: [Arg; 3] = [

@@ -11,16 +11,22 @@
 //! takes its own reference or copy wherever it keeps a key name, so a
 //! shared string is never changed under anyone. They are never freed (a
 //! few dozen bytes), like [`crate::module::string::StaticString`].
+//!
+//! The organization's [`TenantId`] is kept beside its names for the same
+//! reason: it is a keyed SipHash of the name (about 170 instructions), and
+//! every command that opens the queue needs it for its per-tenant totals.
 
 use std::sync::Mutex;
 
 use crate::dreams::region::QueueKey;
 use crate::module::string::OwnedString;
+use crate::module::tenant_stats::TenantId;
 
 /// The names of one organization's queue keys, in [`QueueKey`] order:
 /// ready, deferred, processing, dead, leases.
 struct Names {
     org: String,
+    id: TenantId,
     keys: [OwnedString; 5],
 }
 
@@ -38,19 +44,25 @@ const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Pro
 
 /// The names of `org`'s `keys`, each a reference of its own.
 pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [OwnedString; N] {
+    queue_names_and_id(org, keys).0
+}
+
+/// [`queue_names`] and `org`'s [`TenantId`] (`TenantId::of(org)`).
+pub fn queue_names_and_id<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([OwnedString; N], TenantId) {
     let Ok(mut last) = LAST.lock() else {
         // Poisoned (a panic while holding it cannot happen: nothing here
         // panics); make the names afresh rather than fail.
-        return keys.map(|key| OwnedString::concat(&key.name_parts(org)));
+        return (keys.map(|key| OwnedString::concat(&key.name_parts(org))), TenantId::of(org));
     };
     let names = match &mut last.0 {
         Some(names) if names.org == org => names,
         slot => slot.insert(Names {
             org: org.to_owned(),
+            id: TenantId::of(org),
             keys: ORDER.map(|key| OwnedString::concat(&key.name_parts(org))),
         }),
     };
-    keys.map(|key| names.keys[index(key)].clone())
+    (keys.map(|key| names.keys[index(key)].clone()), names.id)
 }
 
 fn index(key: QueueKey) -> usize {

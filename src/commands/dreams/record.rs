@@ -160,5 +160,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         let org = queue.as_ref().map_or_else(|| TenantId::of(&region.org), RedisQueue::tenant);
         tenant_stats::dreams(org, counted, 1);
     }
-    Ok(counted_reply(recorded.outcome.as_str(), recorded.memories, recorded.edges))
+    Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))
 }

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use super::queue_names::queue_names;
+use super::queue_names::{queue_names, queue_names_and_id};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
@@ -47,7 +47,7 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let (names, id) = queue_names_and_id(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
             true => Some(session.check_strings(queue_names(org, [QueueKey::Dead]), access)?),
@@ -59,7 +59,7 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
             popped: None,
-            org: TenantId::of(org),
+            org: id,
         };
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
@@ -78,8 +78,8 @@ impl RedisQueue {
     /// on a path that uses the other two. Should a path reach them
     /// unchecked all the same, they open on first use, unchecked.
     pub fn open_in_flight(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
-        let [ready, deferred, processing] =
-            queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let ([ready, deferred, processing], id) =
+            queue_names_and_id(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [processing] = session.check_strings([processing], access)?;
         let write = access == Access::Write;
         let queue = Self {
@@ -88,7 +88,7 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: None,
             popped: None,
-            org: TenantId::of(org),
+            org: id,
         };
         queue.processing.require(KeyKind::List)?;
         Ok(queue)
