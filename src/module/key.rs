@@ -267,6 +267,24 @@ impl Key {
         }
     }
 
+    /// [`Key::push`] of Redis strings already made (elements popped from
+    /// another list): pushed and replicated as they are, not copied again.
+    pub fn push_strings(&self, end: End, values: &[OwnedString]) {
+        if values.is_empty() {
+            return;
+        }
+        let push = api!(RedisModule_ListPush);
+        let mut argv = self.argv();
+        for value in values {
+            argv.borrowed(value.as_ptr());
+            unsafe { push(self.end_handle(), end.code(), value.as_ptr()) };
+        }
+        match end {
+            End::Head => self.effect_argv(c"LPUSH", &argv, Event::List(c"lpush")),
+            End::Tail => self.effect_argv(c"RPUSH", &argv, Event::List(c"rpush")),
+        }
+    }
+
     /// Pop one element from `end`.
     pub fn pop(&self, end: End) -> Option<Vec<u8>> {
         let taken = self.take(end)?;
@@ -324,13 +342,15 @@ impl Key {
     }
 
     /// Pop up to `count` elements from `end` (as one `LPOP key count` /
-    /// `RPOP key count`), in the order they were popped.
-    pub fn pop_many(&self, end: End, count: u64) -> Vec<Vec<u8>> {
+    /// `RPOP key count`), in the order they were popped, each in the Redis
+    /// string the API returned (for a caller that pushes or replies with
+    /// it: no copy).
+    pub fn pop_many_strings(&self, end: End, count: u64) -> Vec<OwnedString> {
         let wanted = count.min(self.len());
         let pop = api!(RedisModule_ListPop);
         let mut values = Vec::new();
         for _ in 0..wanted {
-            match take_bytes(unsafe { pop(self.end_handle(), end.code()) }) {
+            match OwnedString::from_raw(unsafe { pop(self.end_handle(), end.code()) }) {
                 Some(value) => values.push(value),
                 None => break,
             }

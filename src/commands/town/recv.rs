@@ -36,6 +36,7 @@ use crate::module::config;
 use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::module::string::OwnedString;
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
 use crate::module::waiters::{self, Available, WaitOn};
@@ -169,21 +170,22 @@ fn open_one_trip(session: &Session, request: &Request<'_>) -> Result<(AckKeys, K
 
 /// Take what there is now (possibly nothing) through `keys`, and count it
 /// for the town and agent with the `acked` messages of an `ACK` clause.
-fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acked: u64) -> Vec<Vec<u8>> {
+/// The messages stay in the Redis strings the pops returned: pushed onto
+/// the pending list and replied as they are.
+fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acked: u64) -> Vec<OwnedString> {
     let ReceiveKeys { inboxes, pending, leases } = keys;
     let take = request.receive.take(inboxes.urgent.len(), inboxes.inbox.len());
     if take.is_empty() {
         super::count(&request.keys, Some(request.agent), Town::Acked, acked);
         return Vec::new();
     }
-    let mut messages = inboxes.urgent.pop_many(End::Head, take.urgent);
-    messages.extend(inboxes.inbox.pop_many(End::Head, take.inbox));
+    let mut messages = inboxes.urgent.pop_many_strings(End::Head, take.urgent);
+    messages.extend(inboxes.inbox.pop_many_strings(End::Head, take.inbox));
     let count = messages.len() as u64;
     stats::TOWN_RECEIVED.add(count);
     let mut reliable = 0;
     if let Some((pending, mailboxes)) = pending {
-        let values: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-        pending.push(End::Tail, &values);
+        pending.push_strings(End::Tail, &messages);
         mailboxes.add(request.agent);
         stats::TOWN_RECEIVED_RELIABLE.add(count);
         reliable = count;
@@ -196,7 +198,7 @@ fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acke
         let mut granted = false;
         for message in &messages {
             // A message without an id cannot be acknowledged, so not leased.
-            if let Some(id) = message_id(message) {
+            if let Some(id) = message_id(message.as_bytes()) {
                 grant(&mut leases, id.as_bytes(), until);
                 granted = true;
             }
@@ -234,7 +236,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     };
     let messages = receive_now(session, &request, keys, acked);
     if !messages.is_empty() {
-        return Ok(answer(Reply::bulks(messages)));
+        return Ok(answer(Reply::Strings(messages)));
     }
     let Some(timeout_ms) = request.block_ms else {
         return Ok(answer(Reply::Array(Vec::new())));
@@ -296,6 +298,6 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     };
     match receive_now(session, &request, keys, 0) {
         messages if messages.is_empty() => None,
-        messages => Some(Ok(Reply::bulks(messages))),
+        messages => Some(Ok(Reply::Strings(messages))),
     }
 }
