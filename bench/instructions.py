@@ -26,6 +26,7 @@ Needs valgrind (callgrind_control). Counts are within about 1% run to run
 """
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -53,7 +54,8 @@ def free_port():
 class Profiled:
     """redis-server with the module, under callgrind."""
 
-    def __init__(self, module):
+    def __init__(self, module, keep=None):
+        self.keep = keep
         self.dir = tempfile.mkdtemp(prefix="dreamtown-instructions-")
         self.port = free_port()
         self.out = os.path.join(self.dir, "callgrind.out")
@@ -81,13 +83,17 @@ class Profiled:
         subprocess.run(["callgrind_control", flag, str(self.process.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def measure(self, run, calls):
-        """Zero, run, dump: the split per call of what `run` did."""
+    def measure(self, run, calls, label):
+        """Zero, run, dump: the split per call of what `run` did (the dump
+        kept as <keep>/<label>.callgrind.out when asked to keep them)."""
         self.control("-z")
         run()
         self.control("-d")
         self.dumps += 1
         path = f"{self.out}.{self.dumps}"
+        if self.keep:
+            os.makedirs(self.keep, exist_ok=True)
+            shutil.copy(path, os.path.join(self.keep, label.replace(" ", "_").replace("/", "_") + ".callgrind.out"))
         costs = budget.parse(path)
         everything = budget.total(path)
         is_module = lambda obj: obj is not None and budget.MODULE in obj  # noqa: E731
@@ -134,9 +140,11 @@ def _expect(ok, what, reply):
         raise SystemExit(f"instructions: {what}: unexpected reply {reply!r} (not the path measured)")
 
 
-def measure_all(module, calls=5000, log=print):
-    """{command: split per call} for the hot commands."""
-    server = Profiled(module)
+def measure_all(module, calls=5000, log=print, keep=None, only=None):
+    """{command: split per call} for the hot commands (those whose name
+    starts with `only`, when given)."""
+    wanted = lambda name: not only or name.startswith(only)  # noqa: E731
+    server = Profiled(module, keep)
     c = server.client
     results = {}
     try:
@@ -147,60 +155,131 @@ def measure_all(module, calls=5000, log=print):
             first = [a.replace("__rand_int__", "first") for a in command]
             reply = c.call(*first)
             _expect(expect(reply), name, reply)
-            results[name] = server.measure(server.benchmark(command, calls, random_keyspace), calls)
-            log(f"   {name:<24} {results[name]['instructions']:>8,} instructions per call")
+            results[name] = server.measure(server.benchmark(command, calls, random_keyspace), calls, name)
+            log(f"   {name:<28} {results[name]['instructions']:>8,} instructions per call")
 
-        simple("DREAMS.RECORD", w.RECORD, w._counted("accumulated"))
-        simple("DREAMS.RECORD EVENT", w.RECORD_EVENT, w._counted("accumulated"), random_keyspace=w.EVENT_KEYSPACE)
-        simple("DREAMS.FIRE", w.FIRE, w._queued)
-
-        # DRAIN and ACK: `calls` counted fires, one per region (as loadgen's
-        # consumer loop), drained one per call, then each acknowledged.
-        c.call("FLUSHALL")
-        fills = [["DREAMS.RECORD", w.ORG, f"p{i}", w.MEMORY_TYPE, "1", "1", "NODE", w.NODE,
-                  "TRIGGER", "1", "1000000", "0", "999999999"] for i in range(calls + 1)]
-        for reply in c.pipeline(fills):
-            _expect(isinstance(reply, list) and reply[0] == "queued", "fill", reply)
-        first = c.call("DREAMS.DRAIN", w.ORG, "5", "NOQUIET")
-        _expect(isinstance(first, bytes), "DREAMS.DRAIN", first)
-        drained = []
-
-        def drain():
-            drained.extend(c.pipeline([["DREAMS.DRAIN", w.ORG, "5", "NOQUIET"]] * calls))
-
-        results["DREAMS.DRAIN"] = server.measure(drain, calls)
-        for reply in drained:
-            _expect(isinstance(reply, bytes), "DREAMS.DRAIN", reply)
-        reply = c.call("DREAMS.ACK", w.ORG, first, "SUCCESS", "NODE", w.NODE)
-        _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
-        acked = []
-
-        def ack():
-            acked.extend(c.pipeline([["DREAMS.ACK", w.ORG, p, "SUCCESS", "NODE", w.NODE] for p in drained]))
-
-        results["DREAMS.ACK"] = server.measure(ack, calls)
-        for reply in acked:
-            _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
-        for name in ("DREAMS.DRAIN", "DREAMS.ACK"):
-            log(f"   {name:<24} {results[name]['instructions']:>8,} instructions per call")
-
-        send = ["TOWN.SEND", w.TOWN, w.MESSAGE_NORMAL]
-        simple("TOWN.SEND", send, lambda r: r == 1)
-        fill = lambda: c.call("EVAL", w.PREFILL_LUA, "1", w.MODULE_INBOX, w.MESSAGE_NORMAL, str(calls + 10))  # noqa: E731
-        simple("TOWN.RECV", ["TOWN.RECV", w.TOWN, w.AGENT], w._one_message, setup=fill)
+        if wanted("DREAMS"):
+            simple("DREAMS.RECORD", w.RECORD, w._counted("accumulated"))
+            simple("DREAMS.RECORD EVENT", w.RECORD_EVENT, w._counted("accumulated"),
+                   random_keyspace=w.EVENT_KEYSPACE)
+            simple("DREAMS.FIRE", w.FIRE, w._queued)
+            measure_drain_ack(server, calls, results, log)
+        if wanted("TOWN"):
+            send = ["TOWN.SEND", w.TOWN, w.MESSAGE_NORMAL]
+            simple("TOWN.SEND", send, lambda r: r == 1)
+            fill = lambda: c.call("EVAL", w.PREFILL_LUA, "1", w.MODULE_INBOX, w.MESSAGE_NORMAL, str(calls + 10))  # noqa: E731
+            simple("TOWN.RECV", ["TOWN.RECV", w.TOWN, w.AGENT], w._one_message, setup=fill)
+            measure_agent_loop(server, calls, results, log)
         for name, command in (("HINCRBY", w.HINCRBY), ("RPUSH", w.RPUSH)):
-            simple(name, command, lambda r: isinstance(r, int))
+            if wanted(name):
+                simple(name, command, lambda r: isinstance(r, int))
     finally:
         server.stop()
     return results
 
 
+def measure_drain_ack(server, calls, results, log):
+    """DREAMS.DRAIN and DREAMS.ACK: `calls` counted fires, one per region
+    (as loadgen's consumer loop), drained one per call, then each
+    acknowledged."""
+    c = server.client
+    c.call("FLUSHALL")
+    fills = [["DREAMS.RECORD", w.ORG, f"p{i}", w.MEMORY_TYPE, "1", "1", "NODE", w.NODE,
+              "TRIGGER", "1", "1000000", "0", "999999999"] for i in range(calls + 1)]
+    for reply in c.pipeline(fills):
+        _expect(isinstance(reply, list) and reply[0] == "queued", "fill", reply)
+    first = c.call("DREAMS.DRAIN", w.ORG, "5", "NOQUIET")
+    _expect(isinstance(first, bytes), "DREAMS.DRAIN", first)
+    drained = []
+
+    def drain():
+        drained.extend(c.pipeline([["DREAMS.DRAIN", w.ORG, "5", "NOQUIET"]] * calls))
+
+    results["DREAMS.DRAIN"] = server.measure(drain, calls, "DREAMS.DRAIN")
+    for reply in drained:
+        _expect(isinstance(reply, bytes), "DREAMS.DRAIN", reply)
+    reply = c.call("DREAMS.ACK", w.ORG, first, "SUCCESS", "NODE", w.NODE)
+    _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
+    acked = []
+
+    def ack():
+        acked.extend(c.pipeline([["DREAMS.ACK", w.ORG, p, "SUCCESS", "NODE", w.NODE] for p in drained]))
+
+    results["DREAMS.ACK"] = server.measure(ack, calls, "DREAMS.ACK")
+    for reply in acked:
+        _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
+    for name in ("DREAMS.DRAIN", "DREAMS.ACK"):
+        log(f"   {name:<28} {results[name]['instructions']:>8,} instructions per call")
+
+
+def measure_agent_loop(server, calls, results, log):
+    """The reliable agent loop on one agent's inbox, prefilled as
+    bench/loadgen.rs's prefill_agent does (TOWN.SEND of its messages:
+    distinct ids, some `high`, so not in send order). The ids come in the
+    inbox's order, so every call's argument is known before the run:
+
+    - TOWN.RECV RELIABLE: receive only (the pending list grows);
+    - TOWN.RECV RELIABLE + TOWN.ACK: the two-trip loop, per message (the
+      acknowledgement finds its message alone in the pending list);
+      TOWN.ACK is that pair less the receive alone;
+    - TOWN.RECV ... RELIABLE ACK: the one-trip loop (loadgen's
+      agent-onetrip), each call acknowledging what the one before got.
+    """
+    c = server.client
+    receive = ["TOWN.RECV", w.TOWN, w.AGENT, "BLOCK", "5", "RELIABLE"]
+    ack = lambda message_id: ["TOWN.ACK", w.TOWN, w.AGENT, message_id]  # noqa: E731
+
+    def prefill():
+        c.call("FLUSHALL")
+        messages = w.agent_messages(calls + 10)
+        for reply in c.pipeline([["TOWN.SEND", w.TOWN, m] for m in messages]):
+            _expect(isinstance(reply, int), "TOWN.SEND", reply)
+        inbox = c.call("LRANGE", w.MODULE_INBOX, "0", "-1")
+        return inbox, [json.loads(m)["id"] for m in inbox]
+
+    def received(reply, message):
+        return isinstance(reply, list) and reply == [message]
+
+    inbox, ids = prefill()
+    first = c.call(*receive)
+    _expect(received(first, inbox[0]), "TOWN.RECV RELIABLE", first)
+    results["TOWN.RECV RELIABLE"] = server.measure(server.benchmark(receive, calls), calls, "TOWN.RECV RELIABLE")
+
+    inbox, ids = prefill()
+    first = c.call(*receive)
+    _expect(received(first, inbox[0]), "TOWN.RECV RELIABLE", first)
+    reply = c.call(*ack(ids[0]))
+    _expect(reply == 1, "TOWN.ACK", reply)
+    pairs = [command for k in range(1, calls + 1) for command in (receive, ack(ids[k]))]
+    replies = []
+    results["TOWN.RECV RELIABLE + ACK"] = server.measure(
+        lambda: replies.extend(c.pipeline(pairs)), calls, "TOWN.RECV RELIABLE + ACK")
+    for k, (got, acked) in enumerate(zip(replies[::2], replies[1::2]), start=1):
+        _expect(received(got, inbox[k]) and acked == 1, "TOWN.RECV RELIABLE + ACK", (got, acked))
+    pair, alone = results["TOWN.RECV RELIABLE + ACK"], results["TOWN.RECV RELIABLE"]
+    results["TOWN.ACK (pair - RECV)"] = {key: pair[key] - alone[key] for key in pair}
+
+    inbox, ids = prefill()
+    first = c.call(*receive)
+    _expect(received(first, inbox[0]), "TOWN.RECV RELIABLE", first)
+    trips = [receive + ["ACK", ids[k - 1]] for k in range(1, calls + 1)]
+    replies = []
+    results["TOWN.RECV ... ACK one trip"] = server.measure(
+        lambda: replies.extend(c.pipeline(trips)), calls, "TOWN.RECV one trip")
+    for k, reply in enumerate(replies, start=1):
+        _expect(isinstance(reply, list) and reply[:1] == [1] and received(reply[1], inbox[k]),
+                "TOWN.RECV ... RELIABLE ACK", reply)
+    for name in ("TOWN.RECV RELIABLE", "TOWN.RECV RELIABLE + ACK", "TOWN.ACK (pair - RECV)",
+                 "TOWN.RECV ... ACK one trip"):
+        log(f"   {name:<28} {results[name]['instructions']:>8,} instructions per call")
+
+
 def table(results):
-    lines = [f"{'command':<22} {'instructions':>12} {'floor':>8} {'distance':>9}  "
+    lines = [f"{'command':<28} {'instructions':>12} {'floor':>8} {'distance':>9}  "
              f"(floor = Redis around {'+':>1} API calls; distance = module code + allocations)"]
     for name, r in results.items():
         distance = r["instructions"] - r["floor"]
-        lines.append(f"{name:<22} {r['instructions']:>12,} {r['floor']:>8,} {distance:>9,}  "
+        lines.append(f"{name:<28} {r['instructions']:>12,} {r['floor']:>8,} {distance:>9,}  "
                      f"({r['around']:,} + {r['api']:,}; {r['own']:,} + {r['alloc']:,})")
     return "\n".join(lines)
 
@@ -209,8 +288,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--module", default=str(ROOT / "target" / "release" / "libdreamtown.so"))
     parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--keep", metavar="DIR", help="keep each command's callgrind dump in DIR "
+                        "(for callgrind_annotate --inclusive=yes)")
+    parser.add_argument("--only", metavar="PREFIX", help="measure only the commands whose name starts so "
+                        "(DREAMS, TOWN)")
     args = parser.parse_args()
-    print(table(measure_all(Path(args.module).resolve(), args.calls)))
+    print(table(measure_all(Path(args.module).resolve(), args.calls, keep=args.keep, only=args.only)))
 
 
 if __name__ == "__main__":

@@ -172,6 +172,33 @@ def town_message(priority):
 
 
 MESSAGE_NORMAL = town_message("normal")
+
+def _fake_uuid(state):
+    """bench/loadgen.rs's fake_uuid: (a UUID-shaped id, the next state)."""
+    words = []
+    for _ in range(2):
+        state ^= (state << 13) & 0xFFFF_FFFF_FFFF_FFFF
+        state ^= state >> 7
+        state ^= (state << 17) & 0xFFFF_FFFF_FFFF_FFFF
+        words.append(state)
+    a, b = words
+    text = "%08x-%04x-4%03x-8%03x-%012x" % (a >> 32, (a >> 16) & 0xFFFF, a & 0xFFF, b >> 52, b & 0xFFFF_FFFF_FFFF)
+    return text, state
+
+
+def agent_messages(count):
+    """The messages bench/loadgen.rs's prefill_agent sends to AGENT
+    (town_message: distinct ids, every fifth one `high`, some `low`)."""
+    state = 0x5851_F42D_4C95_7F2D
+    messages = []
+    for i in range(count):
+        uuid, state = _fake_uuid(state)
+        priority = {0: "high", 5: "high", 3: "low"}.get(i % 10, "normal")
+        messages.append(
+            '{"id":"%s","from":"lead","to":"%s","type":"task","description":"Task %d: write the parser for '
+            'section %d","priority":"%s","created_at":"2025-01-01T09:00:00Z","correlation_id":null}'
+            % (uuid, AGENT, i, i, priority))
+    return messages
 MESSAGE_HIGH = town_message("high")
 # tinytown's inbox key for AGENT, and the module's.
 SEED_INBOX = f"tt:{TOWN}:inbox:{AGENT}"

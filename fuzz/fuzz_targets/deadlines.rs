@@ -61,11 +61,11 @@ impl AgentMail for Mail {
     fn remove_pending(&mut self, message: &[u8]) -> bool {
         remove_first(&mut self.pending, message)
     }
-    fn inbox(&self) -> Vec<Vec<u8>> {
-        self.inbox.clone()
+    fn remove_first_pending(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        remove_first_where(&mut self.pending, matches)
     }
-    fn remove_inbox(&mut self, message: &[u8]) -> bool {
-        remove_first(&mut self.inbox, message)
+    fn remove_first_inbox(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        remove_first_where(&mut self.inbox, matches)
     }
     fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
         self.inbox.splice(0..0, messages.iter().cloned());
@@ -73,7 +73,11 @@ impl AgentMail for Mail {
 }
 
 fn remove_first(list: &mut Vec<Vec<u8>>, message: &[u8]) -> bool {
-    match list.iter().position(|m| m == message) {
+    remove_first_where(list, &mut |m| m == message)
+}
+
+fn remove_first_where(list: &mut Vec<Vec<u8>>, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+    match list.iter().position(|m| matches(m)) {
         Some(at) => {
             list.remove(at);
             true

@@ -281,7 +281,25 @@ impl Key {
         let mut argv = self.argv();
         for value in values {
             let element = argv.new_string(value);
-            unsafe { push(self.list_handle(), end.code(), element) };
+            unsafe { push(self.end_handle(), end.code(), element) };
+        }
+        match end {
+            End::Head => self.effect_argv(c"LPUSH", &argv, Event::List(c"lpush")),
+            End::Tail => self.effect_argv(c"RPUSH", &argv, Event::List(c"rpush")),
+        }
+    }
+
+    /// [`Key::push`] of Redis strings already made (elements popped from
+    /// another list): pushed and replicated as they are, not copied again.
+    pub fn push_strings(&self, end: End, values: &[OwnedString]) {
+        if values.is_empty() {
+            return;
+        }
+        let push = api!(RedisModule_ListPush);
+        let mut argv = self.argv();
+        for value in values {
+            argv.borrowed(value.as_ptr());
+            unsafe { push(self.end_handle(), end.code(), value.as_ptr()) };
         }
         match end {
             End::Head => self.effect_argv(c"LPUSH", &argv, Event::List(c"lpush")),
@@ -306,7 +324,7 @@ impl Key {
         if self.is_empty() {
             return None;
         }
-        let value = OwnedString::from_raw(unsafe { api!(RedisModule_ListPop)(self.list_handle(), end.code()) })?;
+        let value = OwnedString::from_raw(unsafe { api!(RedisModule_ListPop)(self.end_handle(), end.code()) })?;
         let event = match end {
             End::Head => c"lpop",
             End::Tail => c"rpop",
@@ -333,7 +351,7 @@ impl Key {
     /// one `LMOVE source this <from> <to>` and firing this key's push event,
     /// as `LMOVE` does.
     pub fn push_taken(&self, source: &Key, taken: &Taken, end: End) {
-        unsafe { api!(RedisModule_ListPush)(self.list_handle(), end.code(), taken.value.as_ptr()) };
+        unsafe { api!(RedisModule_ListPush)(self.end_handle(), end.code(), taken.value.as_ptr()) };
         let mut argv = source.argv();
         argv.borrowed(self.name.as_ptr());
         argv.borrowed(taken.end.word().as_ptr());
@@ -346,13 +364,15 @@ impl Key {
     }
 
     /// Pop up to `count` elements from `end` (as one `LPOP key count` /
-    /// `RPOP key count`), in the order they were popped.
-    pub fn pop_many(&self, end: End, count: u64) -> Vec<Vec<u8>> {
+    /// `RPOP key count`), in the order they were popped, each in the Redis
+    /// string the API returned (for a caller that pushes or replies with
+    /// it: no copy).
+    pub fn pop_many_strings(&self, end: End, count: u64) -> Vec<OwnedString> {
         let wanted = count.min(self.len());
         let pop = api!(RedisModule_ListPop);
         let mut values = Vec::new();
         for _ in 0..wanted {
-            match take_bytes(unsafe { pop(self.list_handle(), end.code()) }) {
+            match OwnedString::from_raw(unsafe { pop(self.end_handle(), end.code()) }) {
                 Some(value) => values.push(value),
                 None => break,
             }
@@ -397,8 +417,17 @@ impl Key {
 
     /// Remove the first element equal to `value` (`LREM key 1 value`).
     pub fn remove_first(&self, value: &[u8]) -> bool {
+        self.remove_first_where(|element| element == value)
+    }
+
+    /// Remove the first element (head first) that `matches` accepts,
+    /// reading no further, replicated as `LREM key 1 <element>` (which
+    /// removes that very element: any equal one before it would have
+    /// matched first). Each element is read in the Redis string the API
+    /// returns, not copied again. Whether one was removed.
+    pub fn remove_first_where(&self, mut matches: impl FnMut(&[u8]) -> bool) -> bool {
         let len = self.len();
-        let found = (0..len).find_map(|i| Some((i, self.element(i)?)).filter(|(_, element)| element.as_bytes() == value));
+        let found = (0..len).find_map(|i| Some((i, self.element(i)?)).filter(|(_, element)| matches(element.as_bytes())));
         let Some((index, element)) = found else {
             return false;
         };
@@ -791,6 +820,19 @@ impl Key {
         if self.unopened.get() || self.list_iterator_spent.get() {
             self.reopen();
         }
+        self.handle.get()
+    }
+
+    /// The handle for a push or a pop at either end, opened first if the
+    /// key was made unopened. A spent list iterator needs no reopening
+    /// here: `RM_ListPush` and `RM_ListPop` free the key's iterator before
+    /// anything else (module.c, Redis 7.0 on), so after one the handle is
+    /// fresh again for reads and deletes too.
+    fn end_handle(&self) -> *mut raw::RedisModuleKey {
+        if self.unopened.get() {
+            self.reopen();
+        }
+        self.list_iterator_spent.set(false);
         self.handle.get()
     }
 }

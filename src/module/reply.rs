@@ -9,6 +9,7 @@ use std::os::raw::{c_char, c_long};
 use redis_module::raw;
 
 use super::api::api;
+use super::string::OwnedString;
 
 /// A reply value.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +25,9 @@ pub enum Reply {
     Nil,
     /// An array.
     Array(Vec<Reply>),
+    /// An array of bulk strings held in Redis strings (elements popped
+    /// from a list), sent as they are, not copied into `Vec`s first.
+    Strings(Vec<OwnedString>),
     /// The array `[status, integer, integer]` (a counted write's reply:
     /// RECORD, ACK), sent without building a `Vec` for it.
     Counted(&'static CStr, i64, i64),
@@ -131,6 +135,12 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
                 api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
                 for item in items {
                     send_reply(ctx, item);
+                }
+            }
+            Reply::Strings(items) => {
+                api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
+                for item in items {
+                    api!(RedisModule_ReplyWithString)(ctx, item.as_ptr());
                 }
             }
             Reply::Counted(status, first, second) => {

@@ -64,6 +64,19 @@ impl OwnedString {
     }
 }
 
+impl std::fmt::Debug for OwnedString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+impl PartialEq for OwnedString {
+    /// Same bytes.
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
 impl Clone for OwnedString {
     /// Another reference to the same string (a reference count, no copy).
     fn clone(&self) -> Self {

@@ -394,10 +394,17 @@ pub fn dreams(org: TenantId, what: Dreams, n: u64) {
     }
 }
 
-/// Count `n` of `what` for `town` and its `agent` (nothing when `n` is 0).
-pub fn town(town: TenantId, agent: Option<TenantId>, what: Town, n: u64) {
-    if n > 0 {
-        table().count_town(town, agent, what, n);
+/// Count each `(what, n)` of `counts` for `town` and its `agent`, under
+/// one lock (a count of 0 counts nothing: no entry is made for it).
+pub fn town_all(town: TenantId, agent: Option<TenantId>, counts: &[(Town, u64)]) {
+    if counts.iter().all(|(_, n)| *n == 0) {
+        return;
+    }
+    let mut table = table();
+    for &(what, n) in counts {
+        if n > 0 {
+            table.count_town(town, agent, what, n);
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 
-use super::message::message_id;
+use super::message::{has_id, message_id};
 
 /// One agent's mail as leases see it.
 pub trait AgentMail {
@@ -17,10 +17,12 @@ pub trait AgentMail {
     fn pending(&self) -> Vec<Vec<u8>>;
     /// Remove the first pending message equal to `message`.
     fn remove_pending(&mut self, message: &[u8]) -> bool;
-    /// The inbox, head first.
-    fn inbox(&self) -> Vec<Vec<u8>>;
-    /// Remove the first inbox message equal to `message`.
-    fn remove_inbox(&mut self, message: &[u8]) -> bool;
+    /// Remove the first pending message (oldest first) that `matches`
+    /// accepts, reading no further; whether one was removed.
+    fn remove_first_pending(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool;
+    /// Remove the first inbox message (head first) that `matches`
+    /// accepts, reading no further; whether one was removed.
+    fn remove_first_inbox(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool;
     /// Put `messages` at the head of the inbox, the first at the very head.
     fn push_inbox_head(&mut self, messages: &[Vec<u8>]);
 }
@@ -62,21 +64,16 @@ pub fn expire_due(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, now_m
 /// Acknowledge message `id`: the first pending message with it, or, when
 /// its lease ran out and it went back, the first inbox message with it.
 /// The id's lease entry goes in any case. Whether a message was removed.
+/// Each list is read only as far as the message (with one consumer, the
+/// pending list holds just it).
 pub fn acknowledge(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, id: &[u8]) -> bool {
     let expired = leases.score(id) == Some(EXPIRED);
     leases.remove(id);
-    let has_id = |message: &Vec<u8>| {
-        may_carry_id(message, id) && message_id(message).is_some_and(|found| found.as_bytes() == id)
-    };
-    if let Some(message) = mail.pending().into_iter().find(has_id) {
-        return mail.remove_pending(&message);
+    let mut carries_id = |message: &[u8]| may_carry_id(message, id) && has_id(message, id);
+    if mail.remove_first_pending(&mut carries_id) {
+        return true;
     }
-    if expired {
-        if let Some(message) = mail.inbox().into_iter().find(has_id) {
-            return mail.remove_inbox(&message);
-        }
-    }
-    false
+    expired && mail.remove_first_inbox(&mut carries_id)
 }
 
 /// Can `message`'s `id` be `id`? A message without a backslash has no JSON
@@ -84,7 +81,26 @@ pub fn acknowledge(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, id: 
 /// passed over without parsing them (each parse costs about a microsecond,
 /// and an agent with several consumers has several messages pending).
 fn may_carry_id(message: &[u8], id: &[u8]) -> bool {
-    memchr::memchr(b'\\', message).is_some() || memchr::memmem::find(message, id).is_some()
+    memchr::memchr(b'\\', message).is_some() || contains(message, id)
+}
+
+/// Does `needle` occur in `haystack`? For a needle met once, in a message
+/// of a few hundred bytes: each place its first byte occurs is compared
+/// (`memchr::memmem::find` first builds a searcher, which costs more than
+/// the whole search here).
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut from = 0;
+    while let Some(found) = haystack.get(from..).and_then(|tail| memchr::memchr(first, tail)) {
+        let after = from + found + 1;
+        if haystack.get(after..after + rest.len()) == Some(rest) {
+            return true;
+        }
+        from = after;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -112,22 +128,26 @@ mod tests {
                 None => false,
             }
         }
-        fn inbox(&self) -> Vec<Vec<u8>> {
-            self.inbox.clone()
+        fn remove_first_pending(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+            remove_first(&mut self.pending, matches)
         }
-        fn remove_inbox(&mut self, message: &[u8]) -> bool {
-            match self.inbox.iter().position(|m| m == message) {
-                Some(at) => {
-                    self.inbox.remove(at);
-                    true
-                }
-                None => false,
-            }
+        fn remove_first_inbox(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+            remove_first(&mut self.inbox, matches)
         }
         fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
             let mut head = messages.to_vec();
             head.append(&mut self.inbox);
             self.inbox = head;
+        }
+    }
+
+    fn remove_first(list: &mut Vec<Vec<u8>>, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        match list.iter().position(|m| matches(m)) {
+            Some(at) => {
+                list.remove(at);
+                true
+            }
+            None => false,
         }
     }
 
@@ -170,6 +190,20 @@ mod tests {
         assert!(acknowledge(&mut mail, &mut leases, b"ab"));
         assert_eq!(mail.pending.len(), 2);
         assert!(!mail.pending.contains(&escaped));
+    }
+
+    #[test]
+    fn contains_finds_every_occurrence_memmem_does() {
+        let mut random = crate::test_random::Random::new(0x7a11_0c0d_e5ea_4c11);
+        for _ in 0..20_000 {
+            let haystack: Vec<u8> = (0..random.below(40)).map(|_| b"aab-\\"[random.below(5)]).collect();
+            let needle: Vec<u8> = (0..random.below(5)).map(|_| b"aab-\\"[random.below(5)]).collect();
+            assert_eq!(contains(&haystack, &needle), memchr::memmem::find(&haystack, &needle).is_some(),
+                "{haystack:?} {needle:?}");
+        }
+        assert!(contains(b"x", b""));
+        assert!(!contains(b"", b"x"));
+        assert!(contains(br#"{"id":"8c10-4e93"}"#, b"8c10-4e93"));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! the inbox it went back to. Reply: 1 if one was removed, else 0.
 
 use super::expiry::{open_leases, RedisMail};
-use super::{id, town, AGENT_ARG, TOWN_ARG};
+use super::{id_str, town, AGENT_ARG, TOWN_ARG};
+use crate::commands::dreams::store::RedisLeases;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -27,10 +28,10 @@ pub const SPEC: CommandSpec = CommandSpec {
 };
 
 /// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [u8]), CommandError> {
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a [u8]), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
+    let agent = id_str(&mut args, "agent id")?;
     let wanted = args.required("message id")?;
     args.end()?;
     Ok((keys, agent, wanted))
@@ -38,20 +39,37 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, wanted) = parse(argv)?;
-    let removed = acknowledge_now(session, &keys, &agent, wanted)?;
+    let removed = AckKeys::open(session, &keys, agent)?.acknowledge(wanted);
+    super::count(&keys, Some(agent), Town::Acked, u64::from(removed));
     Ok(Reply::Integer(i64::from(removed)))
 }
 
-/// Acknowledge `agent`'s message `wanted`: what `TOWN.ACK` and the `ACK`
-/// clause of `TOWN.RECV` both do. Every key is checked (ACL, type) before
-/// the first write. Whether a message was removed.
-pub fn acknowledge_now(session: &Session, keys: &TownKeys, agent: &str, wanted: &[u8]) -> Result<bool, CommandError> {
-    let mut mail = RedisMail::open(session, keys, agent)?;
-    let mut leases = open_leases(session, keys, agent, Access::Write)?;
-    let removed = acknowledge(&mut mail, &mut leases, wanted);
-    if removed {
-        stats::TOWN_ACKED.bump();
-        super::count(keys, Some(agent), Town::Acked, 1);
+/// The keys an acknowledgement may write: what `TOWN.ACK` and the `ACK`
+/// clause of `TOWN.RECV` both open, the same way.
+pub struct AckKeys {
+    /// The pending list and the inbox.
+    pub mail: RedisMail,
+    /// The lease set.
+    pub leases: RedisLeases,
+}
+
+impl AckKeys {
+    /// Open `agent`'s pending list, inbox and lease set, each checked (ACL,
+    /// then type) in that order before anything is written.
+    pub fn open(session: &Session, keys: &TownKeys, agent: &str) -> Result<Self, CommandError> {
+        let mail = RedisMail::open(session, keys, agent)?;
+        let leases = open_leases(session, keys, agent, Access::Write)?;
+        Ok(Self { mail, leases })
     }
-    Ok(removed)
+
+    /// Acknowledge message `wanted` ([`acknowledge`]); whether a message
+    /// was removed. Counted in INFO here; the caller counts it for the
+    /// town and agent ([`Town::Acked`]), with whatever else it counts.
+    pub fn acknowledge(&mut self, wanted: &[u8]) -> bool {
+        let removed = acknowledge(&mut self.mail, &mut self.leases, wanted);
+        if removed {
+            stats::TOWN_ACKED.bump();
+        }
+        removed
+    }
 }

@@ -12,10 +12,10 @@ use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
 use crate::module::string::OwnedString;
-use crate::town::keys::TownKeys;
+use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::lease::{expire_due, AgentMail};
 
-use super::mailbox::open_list;
+use super::mailbox::open_agent_list;
 
 /// Leases expired per agent per tick; more wait for the next tick.
 const EXPIRE_PER_TICK: u64 = 1_000;
@@ -53,16 +53,19 @@ pub fn note(session: &Session, keys: &TownKeys, agent: &str, deadline_ms: i64) {
 
 /// An agent's pending list and inbox.
 pub struct RedisMail {
-    pending: Key,
-    inbox: Key,
+    /// The pending list.
+    pub pending: Key,
+    /// The inbox.
+    pub inbox: Key,
 }
 
 impl RedisMail {
-    /// Open `agent`'s pending list and inbox (ACL and type checked).
+    /// Open `agent`'s pending list and inbox (ACL and type checked, in
+    /// that order).
     pub fn open(session: &Session, keys: &TownKeys, agent: &str) -> Result<Self, CommandError> {
         Ok(Self {
-            pending: open_list(session, &keys.pending(agent), Access::Write)?,
-            inbox: open_list(session, &keys.inbox(agent), Access::Write)?,
+            pending: open_agent_list(session, keys, AgentKey::Pending, agent, Access::Write)?,
+            inbox: open_agent_list(session, keys, AgentKey::Inbox, agent, Access::Write)?,
         })
     }
 }
@@ -74,11 +77,11 @@ impl AgentMail for RedisMail {
     fn remove_pending(&mut self, message: &[u8]) -> bool {
         self.pending.remove_first(message)
     }
-    fn inbox(&self) -> Vec<Vec<u8>> {
-        self.inbox.all()
+    fn remove_first_pending(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        self.pending.remove_first_where(matches)
     }
-    fn remove_inbox(&mut self, message: &[u8]) -> bool {
-        self.inbox.remove_first(message)
+    fn remove_first_inbox(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        self.inbox.remove_first_where(matches)
     }
     fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
         // Pushed one by one at the head: push the last first.
@@ -89,7 +92,7 @@ impl AgentMail for RedisMail {
 
 /// Open an agent's lease set.
 pub fn open_leases(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<RedisLeases, CommandError> {
-    RedisLeases::open_name(session, OwnedString::new(keys.leases(agent).as_bytes()), access)
+    RedisLeases::open_name(session, OwnedString::concat(&keys.agent_key_parts(AgentKey::Leases, agent)), access)
 }
 
 fn expire(session: &Session, tenant: &str, now_ms: i64) -> Option<i64> {

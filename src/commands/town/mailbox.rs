@@ -17,6 +17,21 @@ pub fn open_list(session: &Session, name: &str, access: Access) -> Result<Key, C
     Ok(list)
 }
 
+/// [`open_list`] of one of `agent`'s lists (the name built on the stack,
+/// no `String` in between).
+pub fn open_agent_list(
+    session: &Session,
+    keys: &TownKeys,
+    key: AgentKey,
+    agent: &str,
+    access: Access,
+) -> Result<Key, CommandError> {
+    let [name] = session.check_strings([OwnedString::concat(&keys.agent_key_parts(key, agent))], access)?;
+    let list = session.open_checked(name, access);
+    list.require(KeyKind::List)?;
+    Ok(list)
+}
+
 /// One agent's two inboxes.
 pub struct Inboxes {
     /// The normal inbox.

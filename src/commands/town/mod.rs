@@ -52,11 +52,16 @@ pub fn town(args: &mut Args<'_>) -> Result<TownKeys, CommandError> {
 
 /// Read an agent or task id: non-empty UTF-8 (`what` names it in errors).
 pub fn id(args: &mut Args<'_>, what: &str) -> Result<String, CommandError> {
+    id_str(args, what).map(str::to_owned)
+}
+
+/// [`id`], borrowed from the arguments.
+pub fn id_str<'a>(args: &mut Args<'a>, what: &str) -> Result<&'a str, CommandError> {
     let text = args.text(what)?;
     if text.is_empty() {
         return Err(CommandError::err(format_args!("{what} must not be empty")));
     }
-    Ok(text.to_owned())
+    Ok(text)
 }
 
 /// Read the subcommand of `command` (upper-cased), one of `known`.
@@ -105,6 +110,15 @@ pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
 
 /// Count `n` of `what` in the town's per-tenant totals, and in `agent`'s.
 pub fn count(keys: &TownKeys, agent: Option<&str>, what: Town, n: u64) {
+    count_all(keys, agent, &[(what, n)]);
+}
+
+/// [`count`] of several counts at once: the town's and the agent's ids
+/// hashed once, the table locked once (nothing when every count is 0).
+pub fn count_all(keys: &TownKeys, agent: Option<&str>, counts: &[(Town, u64)]) {
+    if counts.iter().all(|(_, n)| *n == 0) {
+        return;
+    }
     let town = TenantId::of(keys.prefix());
-    tenant_stats::town(town, agent.map(|agent| town.agent(agent)), what, n);
+    tenant_stats::town_all(town, agent.map(|agent| town.agent(agent)), counts);
 }

@@ -22,27 +22,26 @@
 //! means nothing changed; once applied (and replicated) it stands whatever
 //! the receive then does: a timeout answers `[<count>, nil]`.
 
-use super::ack;
+use super::ack::AckKeys;
 use super::expiry::{self, open_leases};
-use crate::commands::dreams::store::RedisLeases;
-use crate::module::key::Key;
 use super::index::IdIndex;
+use super::mailbox::{open_agent_list, Inboxes};
+use super::{id_str, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::lease_secs;
+use crate::commands::dreams::store::RedisLeases;
 use crate::dreams::lease::{deadline, grant};
-use crate::module::config;
-use crate::town::message::message_id;
-use super::mailbox::{open_list, Inboxes};
-use super::{id, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::key::KeyKind;
-use crate::module::waiters::{self, Available, WaitOn};
-use crate::module::key::End;
+use crate::module::config;
+use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::module::string::OwnedString;
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::keys::TownKeys;
+use crate::module::waiters::{self, Available, WaitOn};
+use crate::town::keys::{AgentKey, TownKeys};
+use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
 
 /// The command.
@@ -66,9 +65,9 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-pub(crate) struct Request {
+pub(crate) struct Request<'a> {
     keys: TownKeys,
-    agent: String,
+    agent: &'a str,
     block_ms: Option<i64>,
     receive: ReceiveRequest,
     reliable: bool,
@@ -76,14 +75,14 @@ pub(crate) struct Request {
     lease: Option<f64>,
     /// `ACK <message-id>`, and where the clause starts in the arguments
     /// (a blocked call waits with the arguments less the clause).
-    ack: Option<(Vec<u8>, usize)>,
+    ack: Option<(&'a [u8], usize)>,
 }
 
 /// The parse step.
-pub(crate) fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
+    let agent = id_str(&mut args, "agent id")?;
     let mut block_ms = None;
     let mut count = None;
     let (mut urgent_only, mut reliable) = (false, false);
@@ -93,7 +92,7 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<Request, CommandError> {
         match option.as_str() {
             "ACK" if ack.is_none() => {
                 let at = args.position().saturating_sub(1);
-                ack = Some((args.required("message id")?.to_vec(), at));
+                ack = Some((args.required("message id")?, at));
             }
             "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
             "COUNT" if count.is_none() => {
@@ -141,81 +140,103 @@ struct ReceiveKeys {
     leases: Option<RedisLeases>,
 }
 
-fn open_keys(session: &Session, request: &Request) -> Result<ReceiveKeys, CommandError> {
-    let inboxes = Inboxes::open(session, &request.keys, &request.agent, Access::Write)?;
+fn open_keys(session: &Session, request: &Request<'_>) -> Result<ReceiveKeys, CommandError> {
+    let inboxes = Inboxes::open(session, &request.keys, request.agent, Access::Write)?;
     let pending = match request.reliable {
         true => Some((
-            open_list(session, &request.keys.pending(&request.agent), Access::Write)?,
+            open_agent_list(session, &request.keys, AgentKey::Pending, request.agent, Access::Write)?,
             IdIndex::mailboxes(session, &request.keys, Access::Write)?,
         )),
         false => None,
     };
     let leases = match request.lease {
-        Some(_) => Some(open_leases(session, &request.keys, &request.agent, Access::Write)?),
+        Some(_) => Some(open_leases(session, &request.keys, request.agent, Access::Write)?),
         None => None,
     };
     Ok(ReceiveKeys { inboxes, pending, leases })
 }
 
-/// Take what there is now (possibly nothing).
-fn receive_now(session: &Session, request: &Request) -> Result<Vec<Vec<u8>>, CommandError> {
-    let ReceiveKeys { inboxes, pending, leases } = open_keys(session, request)?;
+/// The keys of `ACK <id>` and of the receive after it, each opened once,
+/// all checked (ACL, then type) before the acknowledgement writes: first
+/// those only the receive uses (the urgent inbox, the mailbox index), then
+/// the acknowledgement's own (pending list, inbox, lease set) as
+/// `TOWN.ACK` opens them. The receive reuses the acknowledgement's handles.
+fn open_one_trip(session: &Session, request: &Request<'_>) -> Result<(AckKeys, Key, IdIndex), CommandError> {
+    let urgent = open_agent_list(session, &request.keys, AgentKey::Urgent, request.agent, Access::Write)?;
+    let mailboxes = IdIndex::mailboxes(session, &request.keys, Access::Write)?;
+    let ack = AckKeys::open(session, &request.keys, request.agent)?;
+    Ok((ack, urgent, mailboxes))
+}
+
+/// Take what there is now (possibly nothing) through `keys`, and count it
+/// for the town and agent with the `acked` messages of an `ACK` clause.
+/// The messages stay in the Redis strings the pops returned: pushed onto
+/// the pending list and replied as they are.
+fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acked: u64) -> Vec<OwnedString> {
+    let ReceiveKeys { inboxes, pending, leases } = keys;
     let take = request.receive.take(inboxes.urgent.len(), inboxes.inbox.len());
     if take.is_empty() {
-        return Ok(Vec::new());
+        super::count(&request.keys, Some(request.agent), Town::Acked, acked);
+        return Vec::new();
     }
-    let mut messages = inboxes.urgent.pop_many(End::Head, take.urgent);
-    messages.extend(inboxes.inbox.pop_many(End::Head, take.inbox));
+    let mut messages = inboxes.urgent.pop_many_strings(End::Head, take.urgent);
+    messages.extend(inboxes.inbox.pop_many_strings(End::Head, take.inbox));
     let count = messages.len() as u64;
     stats::TOWN_RECEIVED.add(count);
-    super::count(&request.keys, Some(&request.agent), Town::Received, count);
+    let mut reliable = 0;
     if let Some((pending, mailboxes)) = pending {
-        let values: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-        pending.push(End::Tail, &values);
-        mailboxes.add(&request.agent);
+        pending.push_strings(End::Tail, &messages);
+        mailboxes.add(request.agent);
         stats::TOWN_RECEIVED_RELIABLE.add(count);
-        super::count(&request.keys, Some(&request.agent), Town::ReceivedReliable, count);
+        reliable = count;
     }
+    let counts = [(Town::Acked, acked), (Town::Received, count), (Town::ReceivedReliable, reliable)];
+    super::count_all(&request.keys, Some(request.agent), &counts);
     if let (Some(mut leases), Some(secs)) = (leases, request.lease) {
         let now_ms = session.now_ms();
         let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
         let mut granted = false;
         for message in &messages {
             // A message without an id cannot be acknowledged, so not leased.
-            if let Some(id) = message_id(message) {
+            if let Some(id) = message_id(message.as_bytes()) {
                 grant(&mut leases, id.as_bytes(), until);
                 granted = true;
             }
         }
         if granted {
-            expiry::note(session, &request.keys, &request.agent, until);
+            expiry::note(session, &request.keys, request.agent, until);
         }
     }
-    Ok(messages)
+    messages
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
-    let before = match &request.ack {
+    let (keys, before) = match request.ack {
         Some((wanted, _)) => {
-            // Every key of both halves is checked before the
-            // acknowledgement writes: those only the receive uses here
-            // (the urgent inbox, the mailbox index), the rest (inbox,
-            // pending list, lease set) by the acknowledgement itself, first.
-            open_list(session, &request.keys.urgent(&request.agent), Access::Write)?;
-            IdIndex::mailboxes(session, &request.keys, Access::Write)?;
-            let removed = ack::acknowledge_now(session, &request.keys, &request.agent, wanted)?;
-            Some(Reply::Integer(i64::from(removed)))
+            let (mut ack, urgent, mailboxes) = open_one_trip(session, &request)?;
+            let removed = ack.acknowledge(wanted);
+            let AckKeys { mail, leases } = ack;
+            // The lease set stays open only for a receive that leases.
+            let leases = request.lease.map(|_| leases);
+            let keys = ReceiveKeys {
+                inboxes: Inboxes { inbox: mail.inbox, urgent },
+                pending: Some((mail.pending, mailboxes)),
+                leases,
+            };
+            (keys, Some(removed))
         }
-        None => None,
+        None => (open_keys(session, &request)?, None),
     };
+    let acked = before.map_or(0, u64::from);
+    let before = before.map(|removed| Reply::Integer(i64::from(removed)));
     let answer = |reply: Reply| match &before {
         Some(acked) => Reply::Array(vec![acked.clone(), reply]),
         None => reply,
     };
-    let messages = receive_now(session, &request)?;
+    let messages = receive_now(session, &request, keys, acked);
     if !messages.is_empty() {
-        return Ok(answer(Reply::bulks(messages)));
+        return Ok(answer(Reply::Strings(messages)));
     }
     let Some(timeout_ms) = request.block_ms else {
         return Ok(answer(Reply::Array(Vec::new())));
@@ -232,8 +253,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
         None => argv,
     };
-    let urgent = request.keys.urgent(&request.agent);
-    let inbox = request.keys.inbox(&request.agent);
+    let urgent = request.keys.urgent(request.agent);
+    let inbox = request.keys.inbox(request.agent);
     let interest = if request.receive.urgent_only { URGENT } else { URGENT | INBOX };
     let wait = WaitOn {
         watched: &[(inbox.as_bytes(), INBOX), (urgent.as_bytes(), URGENT)],
@@ -271,9 +292,12 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    match receive_now(session, &request) {
-        Ok(messages) if messages.is_empty() => None,
-        Ok(messages) => Some(Ok(Reply::bulks(messages))),
-        Err(error) => Some(Err(error)),
+    let keys = match open_keys(session, &request) {
+        Ok(keys) => keys,
+        Err(error) => return Some(Err(error)),
+    };
+    match receive_now(session, &request, keys, 0) {
+        messages if messages.is_empty() => None,
+        messages => Some(Ok(Reply::Strings(messages))),
     }
 }
