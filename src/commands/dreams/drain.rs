@@ -174,9 +174,30 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     })
 }
 
-/// Open (ACL and type checked) every key a drain may write, before
-/// anything is written.
-fn open_keys(session: &Session, request: &DrainRequest<'_>) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
+/// Whether a drain's keys were already checked (ACL, type) by this call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Checked {
+    /// Not yet: the drain checks each key before anything is written.
+    No,
+    /// Yes, before its acknowledgement wrote anything (the one-trip call:
+    /// [`check_beyond_ack`] and the acknowledgement itself checked and
+    /// opened every key a drain uses, and nothing in between can give a
+    /// key another type or change the caller's permissions).
+    BeforeAck,
+}
+
+/// Open every key a drain may write, ACL- and type-checked before anything
+/// is written unless `checked` says this call already did.
+fn open_keys(
+    session: &Session,
+    request: &DrainRequest<'_>,
+    checked: Checked,
+) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
+    if checked == Checked::BeforeAck {
+        let queue = RedisQueue::open_checked_before(session, request.org);
+        let leases = request.lease.map(|_| RedisLeases::open_checked_before(session, request.org));
+        return Ok((queue, leases));
+    }
     let queue = RedisQueue::open(session, request.org, Access::Write, true)?;
     let leases = match request.lease {
         Some(_) => Some(RedisLeases::open(session, request.org, Access::Write)?),
@@ -200,8 +221,8 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
 /// should run, each moved in flight and leased as one drain would.
-fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8>>, CommandError> {
-    let (mut queue, mut leases) = open_keys(session, request)?;
+fn drain_now(session: &Session, request: &DrainRequest<'_>, checked: Checked) -> Result<Vec<Vec<u8>>, CommandError> {
+    let (mut queue, mut leases) = open_keys(session, request, checked)?;
     let now = session.now_secs();
     let wanted = request.count.unwrap_or(1);
     let mut payloads = Vec::new();
@@ -253,13 +274,20 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
         None => (None, argv),
     };
-    let keys = QueueKeys::new(request.org);
     // First come, first served: with drainers already waiting, this call
     // waits behind them rather than take what arrived for them (the item
-    // its own acknowledgement requeued, say).
-    let queued_behind = before.is_some() && session.may_block() && waiters::has_waiters(session, keys.ready.as_bytes());
+    // its own acknowledgement requeued, say). The key names as Rust
+    // strings are made only when someone waits or this call blocks.
+    let queued_behind = before.is_some()
+        && session.may_block()
+        && waiters::anyone_waits()
+        && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
     if !queued_behind {
-        let payloads = drain_now(session, &request)?;
+        let checked = match before {
+            Some(_) => Checked::BeforeAck,
+            None => Checked::No,
+        };
+        let payloads = drain_now(session, &request, checked)?;
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(&request, payloads);
             return Ok(match before {
@@ -268,6 +296,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             });
         }
     }
+    let keys = QueueKeys::new(request.org);
     let due_ms = next_due_ms(session, &keys.deferred);
     let wait = WaitOn {
         watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],
@@ -345,7 +374,7 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    match drain_now(session, &request) {
+    match drain_now(session, &request, Checked::No) {
         Ok(payloads) if payloads.is_empty() => None,
         Ok(payloads) => Some(Ok(drained_reply(&request, payloads))),
         Err(error) => Some(Err(error)),

@@ -70,6 +70,24 @@ impl RedisQueue {
         Ok(queue)
     }
 
+    /// Open `org`'s queue, dead-letter list included, for writing, with
+    /// no checks: for a call that has already ACL- and type-checked every
+    /// one of these keys (and opened each, so any expiry has happened)
+    /// earlier in the same command. The dead-letter list, rarely used,
+    /// opens on first use.
+    pub fn open_checked_before(session: &Session, org: &str) -> Self {
+        let [ready, deferred, processing, dead] =
+            queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead]);
+        Self {
+            ready: session.open_checked(ready, Access::Write),
+            deferred: session.open_checked(deferred, Access::Write),
+            processing: session.open_checked(processing, Access::Write),
+            dead: Some(Key::unopened(session.ctx(), dead, true)),
+            popped: None,
+            org: TenantId::of(org),
+        }
+    }
+
     /// Open `org`'s queue for a command that always uses its in-flight
     /// list and uses the ready list and deferred set on some paths only
     /// (an acknowledgement that requeues, or that finds its fire back in
@@ -259,6 +277,13 @@ impl RedisLeases {
     pub fn open(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
         let [name] = queue_names(org, [QueueKey::Leases]);
         Self::open_name(session, name, access)
+    }
+
+    /// Open `org`'s lease set for writing, with no checks: for a call that
+    /// has already ACL- and type-checked it earlier in the same command.
+    pub fn open_checked_before(session: &Session, org: &str) -> Self {
+        let [name] = queue_names(org, [QueueKey::Leases]);
+        Self { key: session.open_checked(name, Access::Write) }
     }
 
     /// Open the lease set named `name` (Town keeps one per agent).
