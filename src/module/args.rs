@@ -115,7 +115,9 @@ impl Word {
     fn upper_case(item: &[u8]) -> Self {
         let mut word = Self { inline: [0; WORD_INLINE], len: 0, long: None };
         match word.inline.get_mut(..item.len()) {
-            Some(slot) if std::str::from_utf8(item).is_ok() => {
+            // ASCII (every keyword) is checked inline, faster than the
+            // UTF-8 check it implies.
+            Some(slot) if item.is_ascii() || std::str::from_utf8(item).is_ok() => {
                 slot.copy_from_slice(item);
                 slot.make_ascii_uppercase();
                 word.len = item.len() as u8;
@@ -123,6 +125,15 @@ impl Word {
             _ => word.long = Some(String::from_utf8_lossy(item).to_ascii_uppercase()),
         }
         word
+    }
+
+    /// The upper-cased text as bytes (no UTF-8 check: for matching
+    /// keywords, which the hot parsers do on every call).
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.long {
+            Some(long) => long.as_bytes(),
+            None => self.inline.get(..usize::from(self.len)).unwrap_or_default(),
+        }
     }
 
     /// The upper-cased text.
@@ -182,6 +193,13 @@ pub fn parse_signed(bytes: &[u8]) -> Option<i64> {
 
 /// Parse a decimal number of seconds into milliseconds, as BLPOP does.
 pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
+    // Whole seconds (what clients send) below the cap: exact in `f64`, so
+    // the float path below would give the same milliseconds.
+    if bytes.len() <= 12 {
+        if let Some(seconds) = parse_unsigned(bytes, 999_999_999_999) {
+            return Ok(seconds as i64 * 1000);
+        }
+    }
     let invalid = || CommandError::err("timeout is not a float or out of range");
     let text = std::str::from_utf8(bytes).map_err(|_| invalid())?;
     if text.is_empty()
@@ -216,6 +234,36 @@ pub fn is_word(item: &[u8], word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The float path alone, as `parse_timeout_ms` was before its
+    /// whole-seconds shortcut.
+    fn timeout_by_float(bytes: &[u8]) -> Result<i64, CommandError> {
+        let mut longer = bytes.to_vec();
+        // Thirteen bytes or more skip the shortcut; a leading zero keeps the value.
+        while longer.len() < 13 {
+            longer.insert(0, b'0');
+        }
+        match bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) {
+            true => parse_timeout_ms(bytes),
+            false => parse_timeout_ms(&longer),
+        }
+    }
+
+    #[test]
+    fn whole_second_timeouts_read_as_the_float_path_reads_them() {
+        let mut rng = crate::test_random::Random::new(21);
+        let mut cases: Vec<Vec<u8>> = ["0", "5", "05", "000", "1", "999999999999", "1000000000000", "", "1.5", "-1", "1e3"]
+            .iter()
+            .map(|case| case.as_bytes().to_vec())
+            .collect();
+        for _ in 0..20_000 {
+            let digits = 1 + rng.below(13);
+            cases.push((0..digits).map(|_| b'0' + rng.below(10) as u8).collect());
+        }
+        for case in cases {
+            assert_eq!(parse_timeout_ms(&case), timeout_by_float(&case), "{}", String::from_utf8_lossy(&case));
+        }
+    }
 
     #[test]
     fn words_upper_case_as_from_utf8_lossy_to_ascii_uppercase_does() {

@@ -207,11 +207,13 @@ fn guarded(
             // In a cluster, refuse before anything is opened while the
             // tenant's slot is moving (see migration_guard).
             let tenant = args.first().copied().unwrap_or_default();
-            if let Err(error) = migration_guard::check(ctx, tenant) {
+            // Read once for the guard and the session.
+            let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
+            if let Err(error) = migration_guard::check_with_flags(ctx, flags, tenant) {
                 reply::send(ctx, &Err(error));
                 return true;
             }
-            let session = Session::new(ctx);
+            let session = Session::with_flags(ctx, flags);
             let result = run(&session, args);
             if let Some(result) = &result {
                 reply::send(ctx, result);

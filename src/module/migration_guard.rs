@@ -112,7 +112,11 @@ fn serves(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Option<bool> {
 /// Would a guarded call in `ctx` need the check? Only in cluster mode, and
 /// not for what the replication link or a load replays (those must apply).
 fn needed(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
+    needed_by(unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32)
+}
+
+/// [`needed`], from context flags already read.
+fn needed_by(flags: u32) -> bool {
     flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
         && flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0
 }
@@ -131,8 +135,8 @@ pub fn moving(tenant: &[u8]) -> CommandError {
 
 /// Refuse with `-TRYAGAIN` unless this node may touch `tenant`'s keys now:
 /// call it before a command or a wake-up opens any key.
-pub fn check(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Result<(), CommandError> {
-    if !needed(ctx) {
+pub fn check_with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result<(), CommandError> {
+    if !needed_by(flags) {
         return Ok(());
     }
     match serves(ctx, tenant) {

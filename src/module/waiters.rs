@@ -426,7 +426,7 @@ unsafe extern "C" fn on_timeout(
 /// blocked, if anything did (an error goes alone: what ran before stands).
 fn after(before: Option<Reply>, result: CommandResult) -> CommandResult {
     match (before, result) {
-        (Some(before), Ok(reply)) => Ok(Reply::Array(vec![before, reply])),
+        (Some(before), Ok(reply)) => Ok(Reply::pair(before, reply)),
         (_, result) => result,
     }
 }

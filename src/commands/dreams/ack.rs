@@ -9,7 +9,7 @@ use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::message::ReadFire;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
-use crate::module::args::Args;
+use crate::module::args::{Args, Word};
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult};
@@ -64,17 +64,17 @@ pub struct AckRequest<'a> {
 /// it is not a fire of `org`) when the request is applied, before any write.
 pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<'a>, CommandError> {
     let payload = args.required("payload")?;
-    let success = match args.option().as_deref() {
-        Some("SUCCESS") => true,
-        Some("FAILURE") => false,
+    let success = match args.option().as_ref().map(Word::as_bytes) {
+        Some(b"SUCCESS") => true,
+        Some(b"FAILURE") => false,
         _ => return Err(CommandError::err("the result must be SUCCESS or FAILURE")),
     };
     let (mut fired_by, mut thresholds) = (None, None);
     while let Some(option) = args.option() {
-        match option.as_str() {
-            "NODE" => once(&mut fired_by, node(args)?, "NODE")?,
-            "TRIGGER" => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
-            other => return Err(unknown_option(other)),
+        match option.as_bytes() {
+            b"NODE" => once(&mut fired_by, node(args)?, "NODE")?,
+            b"TRIGGER" => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
+            _ => return Err(unknown_option(&option)),
         }
     }
     Ok(AckRequest { org, payload, success, fired_by, thresholds })

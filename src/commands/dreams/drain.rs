@@ -114,34 +114,36 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     let mut count = None;
     let mut ack = None;
     while let Some(option) = args.option() {
-        match option.as_str() {
-            "COUNT" if count.is_none() => {
+        match option.as_bytes() {
+            b"COUNT" if count.is_none() => {
                 let n = args.unsigned("count", COUNT_MAX)?;
                 if n == 0 {
                     return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
                 }
                 count = Some(n);
             }
-            "ACK" => {
+            b"ACK" => {
                 let at = args.position().saturating_sub(1);
                 // The clause runs to the end of the arguments.
                 ack = Some((ack::parse_clause(&mut args, org)?, at));
             }
-            "QUIET" if window.is_none() => {
+            b"QUIET" if window.is_none() => {
                 let text = args.text("quiet window")?;
                 let parsed: QuietHours = text.parse().map_err(|e| {
                     CommandError::err(format_args!("invalid quiet window '{text}': {e}"))
                 })?;
                 window = Some(parsed);
             }
-            "OFFSET" if offset.is_none() => {
+            b"OFFSET" if offset.is_none() => {
                 let minutes = args.signed("UTC offset (minutes)", i64::MIN, i64::MAX)?;
                 offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
             }
-            "NOQUIET" => no_quiet = true,
-            "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            "QUIET" | "OFFSET" | "LEASE" | "COUNT" => return Err(CommandError::err(format_args!("{option} given more than once"))),
-            other => return Err(unknown_option(other)),
+            b"NOQUIET" => no_quiet = true,
+            b"LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
+            b"QUIET" | b"OFFSET" | b"LEASE" | b"COUNT" => {
+                return Err(CommandError::err(format_args!("{option} given more than once")))
+            }
+            _ => return Err(unknown_option(&option)),
         }
     }
     if no_quiet && (window.is_some() || offset.is_some()) {
@@ -221,13 +223,16 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
 /// should run, each moved in flight and leased as one drain would.
-fn drain_now(session: &Session, request: &DrainRequest<'_>, checked: Checked) -> Result<Vec<Vec<u8>>, CommandError> {
+fn drain_now(session: &Session, request: &DrainRequest<'_>, checked: Checked) -> Result<Payloads, CommandError> {
     let (mut queue, mut leases) = open_keys(session, request, checked)?;
     let now = session.now_secs();
     let wanted = request.count.unwrap_or(1);
-    let mut payloads = Vec::new();
+    let mut payloads = match request.count {
+        Some(_) => Payloads::Batch(Vec::new()),
+        None => Payloads::One(None),
+    };
     let org = queue.tenant();
-    while (payloads.len() as u64) < wanted {
+    while payloads.len() < wanted {
         let drained = drain(&mut queue, request.org, now, &request.policy);
         stats::PROMOTED.add(drained.promoted);
         stats::QUIET_DEFERRED.add(drained.quiet_deferred);
@@ -243,7 +248,7 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, checked: Checked) ->
     if let (Some(leases), Some(secs), false) = (leases.as_mut(), request.lease, payloads.is_empty()) {
         let now_ms = session.now_ms();
         let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
-        for payload in &payloads {
+        for payload in payloads.as_slice() {
             grant(leases, payload, until);
         }
         expiry::note(session, request.org, until);
@@ -251,13 +256,45 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, checked: Checked) ->
     Ok(payloads)
 }
 
+/// What one call drained: without `COUNT` at most one payload, held
+/// without a `Vec` around it (an allocation per call saved); with it, the
+/// batch.
+enum Payloads {
+    One(Option<Vec<u8>>),
+    Batch(Vec<Vec<u8>>),
+}
+
+impl Payloads {
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+
+    fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    fn push(&mut self, payload: Vec<u8>) {
+        match self {
+            Self::One(slot) => *slot = Some(payload),
+            Self::Batch(batch) => batch.push(payload),
+        }
+    }
+
+    fn as_slice(&self) -> &[Vec<u8>] {
+        match self {
+            Self::One(slot) => slot.as_slice(),
+            Self::Batch(batch) => batch,
+        }
+    }
+}
+
 /// The drain's own reply: the payload (nil if none), or with `COUNT` the
 /// array of payloads (nil if none, as `BLMPOP`).
-fn drained_reply(request: &DrainRequest<'_>, mut payloads: Vec<Vec<u8>>) -> Reply {
-    match (request.count, payloads.is_empty()) {
-        (_, true) => Reply::Nil,
-        (Some(_), false) => Reply::bulks(payloads),
-        (None, false) => Reply::bulk_or_nil(payloads.pop()),
+fn drained_reply(payloads: Payloads) -> Reply {
+    match payloads {
+        Payloads::One(payload) => Reply::bulk_or_nil(payload),
+        Payloads::Batch(batch) if batch.is_empty() => Reply::Nil,
+        Payloads::Batch(batch) => Reply::bulks(batch),
     }
 }
 
@@ -289,9 +326,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         };
         let payloads = drain_now(session, &request, checked)?;
         if !payloads.is_empty() || !session.may_block() {
-            let reply = drained_reply(&request, payloads);
+            let reply = drained_reply(payloads);
             return Ok(match before {
-                Some(acked) => Reply::Array(vec![acked, reply]),
+                Some(acked) => Reply::pair(acked, reply),
                 None => reply,
             });
         }
@@ -376,7 +413,7 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     };
     match drain_now(session, &request, Checked::No) {
         Ok(payloads) if payloads.is_empty() => None,
-        Ok(payloads) => Some(Ok(drained_reply(&request, payloads))),
+        Ok(payloads) => Some(Ok(drained_reply(payloads))),
         Err(error) => Some(Err(error)),
     }
 }

@@ -16,12 +16,16 @@ use std::sync::Mutex;
 
 use crate::dreams::region::QueueKey;
 use crate::module::string::OwnedString;
+use crate::module::tenant_stats::TenantId;
 
 /// The names of one organization's queue keys, in [`QueueKey`] order:
 /// ready, deferred, processing, dead, leases.
 struct Names {
     org: String,
     keys: [OwnedString; 5],
+    /// The organization as the per-tenant tables know it (a keyed hash of
+    /// its name, kept with the names so it is not hashed again per call).
+    tenant: TenantId,
 }
 
 /// The last organization's names. Only ever used on Redis's main thread
@@ -38,19 +42,26 @@ const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Pro
 
 /// The names of `org`'s `keys`, each a reference of its own.
 pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [OwnedString; N] {
+    queue_names_and_tenant(org, keys).0
+}
+
+/// [`queue_names`], and `org` as the per-tenant tables know it
+/// (`TenantId::of(org)`).
+pub fn queue_names_and_tenant<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([OwnedString; N], TenantId) {
     let Ok(mut last) = LAST.lock() else {
         // Poisoned (a panic while holding it cannot happen: nothing here
         // panics); make the names afresh rather than fail.
-        return keys.map(|key| OwnedString::concat(&key.name_parts(org)));
+        return (keys.map(|key| OwnedString::concat(&key.name_parts(org))), TenantId::of(org));
     };
     let names = match &mut last.0 {
         Some(names) if names.org == org => names,
         slot => slot.insert(Names {
             org: org.to_owned(),
             keys: ORDER.map(|key| OwnedString::concat(&key.name_parts(org))),
+            tenant: TenantId::of(org),
         }),
     };
-    keys.map(|key| names.keys[index(key)].clone())
+    (keys.map(|key| names.keys[index(key)].clone()), names.tenant)
 }
 
 fn index(key: QueueKey) -> usize {

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use super::queue_names::queue_names;
+use super::queue_names::{queue_names, queue_names_and_tenant};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
@@ -39,6 +39,8 @@ pub struct RedisQueue {
     /// goes in flight next, pop and push replicate as one `LMOVE`; any
     /// other write (or the end of the command) replicates the `LPOP` first.
     popped: Option<Taken>,
+    /// The popped head's `fire_ages` hash, reused when it goes in flight.
+    popped_hash: u64,
     /// The organization, for its per-tenant totals and for timing its
     /// items (`fire_ages`: every push, pop, move and removal here is noted).
     org: TenantId,
@@ -47,7 +49,7 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let (names, tenant) = queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
             true => Some(session.check_strings(queue_names(org, [QueueKey::Dead]), access)?),
@@ -59,7 +61,8 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
             popped: None,
-            org: TenantId::of(org),
+            popped_hash: 0,
+            org: tenant,
         };
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
@@ -76,15 +79,16 @@ impl RedisQueue {
     /// earlier in the same command. The dead-letter list, rarely used,
     /// opens on first use.
     pub fn open_checked_before(session: &Session, org: &str) -> Self {
-        let [ready, deferred, processing, dead] =
-            queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead]);
+        let ([ready, deferred, processing, dead], tenant) =
+            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead]);
         Self {
             ready: session.open_checked(ready, Access::Write),
             deferred: session.open_checked(deferred, Access::Write),
             processing: session.open_checked(processing, Access::Write),
             dead: Some(Key::unopened(session.ctx(), dead, true)),
             popped: None,
-            org: TenantId::of(org),
+            popped_hash: 0,
+            org: tenant,
         }
     }
 
@@ -96,8 +100,8 @@ impl RedisQueue {
     /// on a path that uses the other two. Should a path reach them
     /// unchecked all the same, they open on first use, unchecked.
     pub fn open_in_flight(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
-        let [ready, deferred, processing] =
-            queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let ([ready, deferred, processing], tenant) =
+            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [processing] = session.check_strings([processing], access)?;
         let write = access == Access::Write;
         let queue = Self {
@@ -106,7 +110,8 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: None,
             popped: None,
-            org: TenantId::of(org),
+            popped_hash: 0,
+            org: tenant,
         };
         queue.processing.require(KeyKind::List)?;
         Ok(queue)
@@ -173,14 +178,16 @@ impl QueueStore for RedisQueue {
         let popped = self.ready.take(End::Head)?;
         let payload = popped.as_bytes().to_vec();
         self.popped = Some(popped);
-        fire_ages::left(self.org, List::Ready, &payload, self.ready.len() == 0);
+        // Hashed once for leaving ready and, usually next, entering flight.
+        self.popped_hash = fire_ages::payload_hash(&payload);
+        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, self.ready.len() == 0);
         Some(payload)
     }
     fn push_popped_to_processing(&mut self, payload: &[u8]) {
         match self.popped.take() {
             Some(popped) if popped.as_bytes() == payload => {
                 self.processing.push_taken(&self.ready, &popped, End::Tail);
-                fire_ages::entered(self.org, List::InFlight, payload, clock_ms());
+                fire_ages::entered_hashed(self.org, List::InFlight, self.popped_hash, clock_ms());
             }
             other => {
                 self.popped = other;
