@@ -176,27 +176,27 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     })
 }
 
-/// Whether a drain's keys were already checked (ACL, type) by this call.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Checked {
-    /// Not yet: the drain checks each key before anything is written.
-    No,
-    /// Yes, before its acknowledgement wrote anything (the one-trip call:
-    /// [`check_beyond_ack`] and the acknowledgement itself checked and
-    /// opened every key a drain uses, and nothing in between can give a
-    /// key another type or change the caller's permissions).
-    BeforeAck,
+/// How a drain comes by its keys.
+enum Opened {
+    /// It opens them, checking each (ACL, type) before anything is written.
+    Here,
+    /// The one-trip call's acknowledgement handed its queue on, and every
+    /// key a drain uses was checked (and opened once) before that
+    /// acknowledgement wrote anything: by [`check_beyond_ack`] and by the
+    /// acknowledgement itself. Nothing in between can give a key another
+    /// type or change the caller's permissions, so none is checked again.
+    AfterAck(RedisQueue),
 }
 
 /// Open every key a drain may write, ACL- and type-checked before anything
-/// is written unless `checked` says this call already did.
+/// is written unless `opened` says this call already did.
 fn open_keys(
     session: &Session,
     request: &DrainRequest<'_>,
-    checked: Checked,
+    opened: Opened,
 ) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
-    if checked == Checked::BeforeAck {
-        let queue = RedisQueue::open_checked_before(session, request.org);
+    if let Opened::AfterAck(queue) = opened {
+        let queue = queue.with_dead_checked_before(session, request.org);
         let leases = request.lease.map(|_| RedisLeases::open_checked_before(session, request.org));
         return Ok((queue, leases));
     }
@@ -223,8 +223,8 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
 /// should run, each moved in flight and leased as one drain would.
-fn drain_now(session: &Session, request: &DrainRequest<'_>, checked: Checked) -> Result<Payloads, CommandError> {
-    let (mut queue, mut leases) = open_keys(session, request, checked)?;
+fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> Result<Payloads, CommandError> {
+    let (mut queue, mut leases) = open_keys(session, request, opened)?;
     let now = session.now_secs();
     let wanted = request.count.unwrap_or(1);
     let mut payloads = match request.count {
@@ -306,8 +306,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             // acknowledgement writes: those only the drain uses here, the
             // rest by the acknowledgement itself, first.
             check_beyond_ack(session, request.org)?;
-            let acked = ack::acknowledge_now(session, ack)?;
-            (Some(acked), argv.get(..*at).unwrap_or(argv))
+            let (acked, mut queue) = ack::acknowledge_keeping_queue(session, ack)?;
+            // Signalled where a separate acknowledgement would close them.
+            queue.signal_modified_now();
+            (Some((acked, queue)), argv.get(..*at).unwrap_or(argv))
         }
         None => (None, argv),
     };
@@ -319,12 +321,15 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         && session.may_block()
         && waiters::anyone_waits()
         && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
-    if !queued_behind {
-        let checked = match before {
-            Some(_) => Checked::BeforeAck,
-            None => Checked::No,
-        };
-        let payloads = drain_now(session, &request, checked)?;
+    let (before, opened) = match before {
+        Some((acked, queue)) => (Some(acked), Opened::AfterAck(queue)),
+        None => (None, Opened::Here),
+    };
+    if queued_behind {
+        // Closed before this call blocks and others are served.
+        drop(opened);
+    } else {
+        let payloads = drain_now(session, &request, opened)?;
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(payloads);
             return Ok(match before {
@@ -411,7 +416,7 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    match drain_now(session, &request, Checked::No) {
+    match drain_now(session, &request, Opened::Here) {
         Ok(payloads) if payloads.is_empty() => None,
         Ok(payloads) => Some(Ok(drained_reply(payloads))),
         Err(error) => Some(Err(error)),

@@ -73,22 +73,28 @@ impl RedisQueue {
         Ok(queue)
     }
 
-    /// Open `org`'s queue, dead-letter list included, for writing, with
-    /// no checks: for a call that has already ACL- and type-checked every
-    /// one of these keys (and opened each, so any expiry has happened)
-    /// earlier in the same command. The dead-letter list, rarely used,
-    /// opens on first use.
-    pub fn open_checked_before(session: &Session, org: &str) -> Self {
-        let ([ready, deferred, processing, dead], tenant) =
-            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead]);
-        Self {
-            ready: session.open_checked(ready, Access::Write),
-            deferred: session.open_checked(deferred, Access::Write),
-            processing: session.open_checked(processing, Access::Write),
-            dead: Some(Key::unopened(session.ctx(), dead, true)),
-            popped: None,
-            popped_hash: 0,
-            org: tenant,
+    /// Add the dead-letter list to a queue opened for writing with
+    /// [`RedisQueue::open_in_flight`], opened on first use with no checks:
+    /// for a call that has already ACL- and type-checked it (and the ready
+    /// list and deferred set) earlier in the same command, and opened each
+    /// (so any expiry has happened).
+    pub fn with_dead_checked_before(mut self, session: &Session, org: &str) -> Self {
+        let [dead] = queue_names(org, [QueueKey::Dead]);
+        self.dead = Some(Key::unopened(session.ctx(), dead, true));
+        self
+    }
+
+    /// Signal every written key modified now, as dropping the queue would
+    /// (after replicating a pop still held back), and at drop only the
+    /// keys written again: for a queue kept open past the point where the
+    /// command used to close it.
+    pub fn signal_modified_now(&mut self) {
+        self.settle();
+        self.ready.signal_modified_now();
+        self.deferred.signal_modified_now();
+        self.processing.signal_modified_now();
+        if let Some(dead) = &self.dead {
+            dead.signal_modified_now();
         }
     }
 
