@@ -96,6 +96,16 @@ impl<'a> Args<'a> {
     pub fn option(&mut self) -> Option<Word> {
         self.next().map(Word::upper_case)
     }
+
+    /// The next argument as the one of `words` (each in upper case) it
+    /// names, in any case; else `Err` with it upper-cased as [`Args::option`]
+    /// reads it (for the error). Matched as [`is_word`] does: the exact bytes
+    /// first, no upper-cased copy for a keyword (the hot parsers read a few
+    /// per call).
+    pub fn option_in(&mut self, words: &[&'static str]) -> Option<Result<&'static str, Word>> {
+        let item = self.next()?;
+        Some(words.iter().find(|word| is_word(item, word)).copied().ok_or_else(|| Word::upper_case(item)))
+    }
 }
 
 /// How long a keyword [`Word`] keeps on the stack; every option name is
@@ -125,15 +135,6 @@ impl Word {
             _ => word.long = Some(String::from_utf8_lossy(item).to_ascii_uppercase()),
         }
         word
-    }
-
-    /// The upper-cased text as bytes (no UTF-8 check: for matching
-    /// keywords, which the hot parsers do on every call).
-    pub fn as_bytes(&self) -> &[u8] {
-        match &self.long {
-            Some(long) => long.as_bytes(),
-            None => self.inline.get(..usize::from(self.len)).unwrap_or_default(),
-        }
     }
 
     /// The upper-cased text.
@@ -247,6 +248,29 @@ mod tests {
             true => parse_timeout_ms(bytes),
             false => parse_timeout_ms(&longer),
         }
+    }
+
+    #[test]
+    fn options_in_a_list_match_as_upper_cased_words_do() {
+        let words = ["COUNT", "ACK", "NOQUIET", "LEASE"];
+        let long = "x".repeat(WORD_INLINE + 1);
+        let cases: [&[u8]; 12] = [b"count", b"COUNT", b"Ack", b"noquiet", b"NOQUIETX", b"", b"lease", b"\xc3\xa9",
+            b"\xffACK", long.as_bytes(), b"acK", b"counT "];
+        for case in cases {
+            let items = [case];
+            let read = Args::new(&items).option_in(&words);
+            let word = Word::upper_case(case);
+            let expected = words.iter().find(|w| word == **w).copied();
+            match read {
+                Some(Ok(found)) => assert_eq!(Some(found), expected, "{}", String::from_utf8_lossy(case)),
+                Some(Err(other)) => {
+                    assert_eq!(expected, None, "{}", String::from_utf8_lossy(case));
+                    assert_eq!(other.as_str(), word.as_str());
+                }
+                None => panic!("an argument was there"),
+            }
+        }
+        assert!(Args::new(&[]).option_in(&words).is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::message::ReadFire;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
-use crate::module::args::{Args, Word};
+use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
 use crate::module::reply::{CommandError, CommandResult, Reply};
@@ -64,17 +64,17 @@ pub struct AckRequest<'a> {
 /// it is not a fire of `org`) when the request is applied, before any write.
 pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<'a>, CommandError> {
     let payload = args.required("payload")?;
-    let success = match args.option().as_ref().map(Word::as_bytes) {
-        Some(b"SUCCESS") => true,
-        Some(b"FAILURE") => false,
+    let success = match args.option_in(&["SUCCESS", "FAILURE"]) {
+        Some(Ok("SUCCESS")) => true,
+        Some(Ok(_)) => false,
         _ => return Err(CommandError::err("the result must be SUCCESS or FAILURE")),
     };
     let (mut fired_by, mut thresholds) = (None, None);
-    while let Some(option) = args.option() {
-        match option.as_bytes() {
-            b"NODE" => once(&mut fired_by, node(args)?, "NODE")?,
-            b"TRIGGER" => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
-            _ => return Err(unknown_option(&option)),
+    while let Some(option) = args.option_in(&["NODE", "TRIGGER"]) {
+        match option {
+            Ok("NODE") => once(&mut fired_by, node(args)?, "NODE")?,
+            Ok(_) => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
+            Err(other) => return Err(unknown_option(&other)),
         }
     }
     Ok(AckRequest { org, payload, success, fired_by, thresholds })

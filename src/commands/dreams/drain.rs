@@ -113,37 +113,36 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     let mut lease = None;
     let mut count = None;
     let mut ack = None;
-    while let Some(option) = args.option() {
-        match option.as_bytes() {
-            b"COUNT" if count.is_none() => {
+    const OPTIONS: [&str; 6] = ["COUNT", "ACK", "QUIET", "OFFSET", "NOQUIET", "LEASE"];
+    while let Some(option) = args.option_in(&OPTIONS) {
+        let option = option.map_err(|other| unknown_option(&other))?;
+        match option {
+            "COUNT" if count.is_none() => {
                 let n = args.unsigned("count", COUNT_MAX)?;
                 if n == 0 {
                     return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
                 }
                 count = Some(n);
             }
-            b"ACK" => {
+            "ACK" => {
                 let at = args.position().saturating_sub(1);
                 // The clause runs to the end of the arguments.
                 ack = Some((ack::parse_clause(&mut args, org)?, at));
             }
-            b"QUIET" if window.is_none() => {
+            "QUIET" if window.is_none() => {
                 let text = args.text("quiet window")?;
                 let parsed: QuietHours = text.parse().map_err(|e| {
                     CommandError::err(format_args!("invalid quiet window '{text}': {e}"))
                 })?;
                 window = Some(parsed);
             }
-            b"OFFSET" if offset.is_none() => {
+            "OFFSET" if offset.is_none() => {
                 let minutes = args.signed("UTC offset (minutes)", i64::MIN, i64::MAX)?;
                 offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
             }
-            b"NOQUIET" => no_quiet = true,
-            b"LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            b"QUIET" | b"OFFSET" | b"LEASE" | b"COUNT" => {
-                return Err(CommandError::err(format_args!("{option} given more than once")))
-            }
-            _ => return Err(unknown_option(&option)),
+            "NOQUIET" => no_quiet = true,
+            "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
+            _ => return Err(CommandError::err(format_args!("{option} given more than once"))),
         }
     }
     if no_quiet && (window.is_some() || offset.is_some()) {
