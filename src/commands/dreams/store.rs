@@ -186,7 +186,8 @@ impl QueueStore for RedisQueue {
         self.popped = Some(popped);
         // Hashed once for leaving ready and, usually next, entering flight.
         self.popped_hash = fire_ages::payload_hash(&payload);
-        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, self.ready.len() == 0);
+        // A list its last element left is deleted: no length to read.
+        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, !self.ready.exists());
         Some(payload)
     }
     fn push_popped_to_processing(&mut self, payload: &[u8]) {
@@ -205,7 +206,7 @@ impl QueueStore for RedisQueue {
         self.settle();
         let removed = self.ready.remove_first(payload);
         if removed {
-            fire_ages::left(self.org, List::Ready, payload, self.ready.len() == 0);
+            fire_ages::left(self.org, List::Ready, payload, !self.ready.exists());
         }
         removed
     }
@@ -218,7 +219,7 @@ impl QueueStore for RedisQueue {
         self.settle();
         let removed = self.processing.remove_first(payload);
         if removed {
-            fire_ages::left(self.org, List::InFlight, payload, self.processing.len() == 0);
+            fire_ages::left(self.org, List::InFlight, payload, !self.processing.exists());
         }
         removed
     }
