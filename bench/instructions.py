@@ -4,10 +4,11 @@ distance to the limit, printed on every `make bench` run.
 
 One redis-server runs under valgrind callgrind, collecting only under
 `processCommand`. For each hot command: its state is set up (counted fires
-for DRAIN, drained payloads for ACK, a filled inbox for RECV), one call
+for DRAIN and the one-trip DRAIN ... ACK, drained payloads for ACK, a
+filled inbox for RECV), one call
 checks the path, the counters are zeroed (`callgrind_control -z`), N calls
 are made (redis-benchmark, or pipelined from here when each call needs its
-own argument), and the profile is dumped (`callgrind_control -d`) and split
+own argument, or one at a time when it needs the previous reply), and the profile is dumped (`callgrind_control -d`) and split
 as bench/budget.py splits it:
 
   total  = Redis around the module + API calls + allocations + own code
@@ -210,6 +211,26 @@ def measure_drain_ack(server, calls, results, log):
         _expect(isinstance(reply, list) and reply[0] == "acknowledged", "DREAMS.ACK", reply)
     for name in ("DREAMS.DRAIN", "DREAMS.ACK"):
         log(f"   {name:<28} {results[name]['instructions']:>8,} instructions per call")
+
+    # The one-trip loop (loadgen's dreams-module-onetrip): the same counted
+    # fires, each call acknowledging the payload the previous call drained.
+    # Each call needs the last reply, so calls go one at a time.
+    onetrip = "DREAMS.DRAIN ... ACK"
+    c.call("FLUSHALL")
+    for reply in c.pipeline(fills):
+        _expect(isinstance(reply, list) and reply[0] == "queued", "fill", reply)
+    last = [c.call("DREAMS.DRAIN", w.ORG, "5", "NOQUIET")]
+    _expect(isinstance(last[0], bytes), "DREAMS.DRAIN", last[0])
+
+    def one_trip():
+        reply = c.call("DREAMS.DRAIN", w.ORG, "5", "NOQUIET", "ACK", last[0], "SUCCESS", "NODE", w.NODE)
+        _expect(isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], list)
+                and reply[0][0] == "acknowledged" and isinstance(reply[1], bytes), onetrip, reply)
+        last[0] = reply[1]
+
+    one_trip()
+    results[onetrip] = server.measure(lambda: [one_trip() for _ in range(calls - 1)], calls - 1, onetrip)
+    log(f"   {onetrip:<28} {results[onetrip]['instructions']:>8,} instructions per call")
 
 
 def measure_agent_loop(server, calls, results, log):

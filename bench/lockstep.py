@@ -15,13 +15,14 @@ any two runs):
   - INFO keyspace hits/misses, `INFO dreamtown`, and the final keyspace
     (every key's type, value and whether it has a TTL).
 
-The calls cover the hot paths (RECORD with and without EVENT, FIRE, DRAIN,
-ACK, SEND, RECV with and without RELIABLE, LEASE and the ACK clause,
-RECLAIM, AGENT LIST ...), wrong key types, bad arguments,
-malformed messages, an ACL user confined to one tenant, MULTI/EXEC and
-EVAL. Blocking forms use a 1 ms timeout. Exit status 1 on any difference
-that a second run of the same seed shows again (the calls are the same,
-so behaviour differences repeat; a clock reading that differs because a
+The calls cover the hot paths (RECORD with and without EVENT, FIRE, DRAIN
+(with LEASE, and the one-trip DRAIN ... ACK), ACK, SEND, RECV with and
+without RELIABLE, LEASE and the ACK clause, RECLAIM, AGENT LIST ...), wrong
+key types, bad arguments, malformed messages, an ACL user confined to one
+tenant, MULTI/EXEC and EVAL. Blocking forms use a 1 ms timeout. Exit status
+1 on any difference that a second run of the same seed shows again (the
+calls are the same, so behaviour differences repeat; a clock reading that
+differs because a
 second ticked between the two servers does not).
 A development aid (stdlib only), not part of `make test`.
 
@@ -171,7 +172,7 @@ class Node:
         # Durations measured by the server's clock (`..._us`, `..._ms`:
         # the lease timer's longest tick, a catch-up's) differ between any
         # two runs, as clock readings do; every count is compared.
-        timing = re.compile(r"^dreamtown_\w+_(us|ms):")
+        timing = re.compile(r"^(dreamtown_\w+_(us|ms)|\w+_us|\w+_duration_ms):")
         return wanted, sorted(line for line in module.splitlines() if ":" in line and not timing.match(line))
 
     def stop(self):
@@ -296,7 +297,15 @@ def dreams_call(rng, node_payload):
     if kind < 0.45:
         return ["DREAMS.FIRE", org, project, "1"] + (["NODE", "n2"] if rng.random() < 0.2 else [])
     if kind < 0.55:
-        return ["DREAMS.DRAIN", org, "0.001"] + (["NOQUIET"] if rng.random() < 0.7 else [])
+        args = ["DREAMS.DRAIN", org, "0.001"] + (["NOQUIET"] if rng.random() < 0.7 else [])
+        if rng.random() < 0.15:
+            # Long enough that no lease runs out during a run.
+            args += ["LEASE", "3600"]
+        if rng.random() < 0.5:
+            # The one-trip loop: acknowledge the last payload drained.
+            args += ["ACK", node_payload, rng.choice(["SUCCESS", "FAILURE"])]
+            args += ["NODE", "n3"] if rng.random() < 0.2 else []
+        return args
     if kind < 0.65:
         return ["DREAMS.ACK", org, node_payload, rng.choice(["SUCCESS", "FAILURE"])]
     if kind < 0.70:
@@ -477,6 +486,9 @@ def run(args):
                     reply = node.call(client, concrete)
                     if call[0] == "DREAMS.DRAIN" and isinstance(reply, bytes):
                         node.drained["p"] = reply
+                    elif call[0] == "DREAMS.DRAIN" and isinstance(reply, list) and len(reply) == 2 \
+                            and isinstance(reply[1], bytes):
+                        node.drained["p"] = reply[1]
                     received_id(node, concrete, reply)
                     reply = normalise(reply)
                     if args.touched_keys and isinstance(reply, tuple) and reply[1].startswith(b"NOPERM"):

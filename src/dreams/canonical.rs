@@ -26,7 +26,7 @@ pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
     if !plain {
         return None;
     }
-    let mut at = Cursor { rest: text };
+    let mut at = Cursor { text, at: 0 };
     at.literal(b"{\"region\":{\"org\":")?;
     let org = at.string()?;
     at.literal(b",\"project\":")?;
@@ -57,7 +57,7 @@ pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
     };
     let quiet_deferred = at.literal(b",\"quiet_deferred\":true").is_some();
     at.literal(b"}")?;
-    if !at.rest.is_empty() {
+    if !at.rest().is_empty() {
         return None;
     }
     Some(FireRef {
@@ -69,48 +69,57 @@ pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
     })
 }
 
-/// The unread part of a payload (UTF-8 without escapes or control
-/// characters, checked by [`view`]).
+/// A payload (UTF-8 without escapes or control characters, checked by
+/// [`view`]) and how far it has been read. Literals and numbers are
+/// matched as bytes; a string is sliced out of the text, which was checked
+/// as UTF-8 once for all of them.
 struct Cursor<'a> {
-    rest: &'a str,
+    text: &'a str,
+    at: usize,
 }
 
 impl<'a> Cursor<'a> {
+    /// The unread bytes.
+    fn rest(&self) -> &'a [u8] {
+        self.text.as_bytes().get(self.at..).unwrap_or_default()
+    }
+
     /// Step over `expected`, or `None` (and stay) if the bytes differ.
     fn literal(&mut self, expected: &[u8]) -> Option<()> {
-        if !self.rest.as_bytes().starts_with(expected) {
+        if !self.rest().starts_with(expected) {
             return None;
         }
-        self.rest = self.rest.get(expected.len()..)?;
+        self.at += expected.len();
         Some(())
     }
 
     /// A quoted string (which [`view`] made sure needs no unescaping).
     fn string(&mut self) -> Option<&'a str> {
-        let body = self.rest.strip_prefix('"')?;
-        let end = memchr::memchr(b'"', body.as_bytes())?;
-        let text = body.get(..end)?;
-        self.rest = body.get(end + 1..)?;
+        let body = self.rest().strip_prefix(b"\"")?;
+        let end = memchr::memchr(b'"', body)?;
+        let start = self.at + 1;
+        let text = self.text.get(start..start + end)?;
+        self.at = start + end + 1;
         Some(text)
     }
 
     /// An unsigned integer in shortest form (`0`, or no leading zero) that
     /// fits `u64`, followed by a byte that cannot continue a JSON number.
     fn integer(&mut self) -> Option<u64> {
-        let digits = self.rest.bytes().take_while(u8::is_ascii_digit).count();
-        let (number, after) = self.rest.split_at_checked(digits)?;
-        let number = number.as_bytes();
+        let rest = self.rest();
+        let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+        let (number, after) = rest.split_at_checked(digits)?;
         if number.is_empty() || (number.len() > 1 && number.first() == Some(&b'0')) {
             return None;
         }
-        if matches!(after.as_bytes().first(), Some(b'.' | b'e' | b'E')) {
+        if matches!(after.first(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
         let mut value: u64 = 0;
         for &digit in number {
             value = value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))?;
         }
-        self.rest = after;
+        self.at += digits;
         Some(value)
     }
 }

@@ -64,8 +64,16 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
             drained.dead_lettered += 1;
             continue;
         };
-        let other_work = queue.ready_len().saturating_add(queue.deferred_len());
-        if !fire.quiet_deferred && policy.quiet.should_reorder(local_hour, other_work, policy.backlog_min) {
+        // The other work is counted only inside the window: outside it (and
+        // with NOQUIET) nothing is reordered, whatever the backlog.
+        if !fire.quiet_deferred
+            && policy.quiet.contains(local_hour)
+            && policy.quiet.should_reorder(
+                local_hour,
+                queue.ready_len().saturating_add(queue.deferred_len()),
+                policy.backlog_min,
+            )
+        {
             let mut message = fire.to_message();
             message.quiet_deferred = true;
             // The seed moves the item in flight and then takes it back out

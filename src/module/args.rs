@@ -97,6 +97,16 @@ impl<'a> Args<'a> {
     pub fn option(&mut self) -> Option<Word> {
         self.next().map(Word::upper_case)
     }
+
+    /// The next argument as the one of `words` (each in upper case) it
+    /// names, in any case; else `Err` with it upper-cased as [`Args::option`]
+    /// reads it (for the error). Matched as [`is_word`] does: the exact bytes
+    /// first, no upper-cased copy for a keyword (the hot parsers read a few
+    /// per call).
+    pub fn option_in(&mut self, words: &[&'static str]) -> Option<Result<&'static str, Word>> {
+        let item = self.next()?;
+        Some(words.iter().find(|word| is_word(item, word)).copied().ok_or_else(|| Word::upper_case(item)))
+    }
 }
 
 /// `bytes` as text when they are valid UTF-8: `std::str::from_utf8(bytes).ok()`.
@@ -134,7 +144,9 @@ impl Word {
     fn upper_case(item: &[u8]) -> Self {
         let mut word = Self { inline: [0; WORD_INLINE], len: 0, long: None };
         match word.inline.get_mut(..item.len()) {
-            Some(slot) if std::str::from_utf8(item).is_ok() => {
+            // ASCII (every keyword) is checked inline, faster than the
+            // UTF-8 check it implies.
+            Some(slot) if item.is_ascii() || std::str::from_utf8(item).is_ok() => {
                 slot.copy_from_slice(item);
                 slot.make_ascii_uppercase();
                 word.len = item.len() as u8;
@@ -201,6 +213,13 @@ pub fn parse_signed(bytes: &[u8]) -> Option<i64> {
 
 /// Parse a decimal number of seconds into milliseconds, as BLPOP does.
 pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
+    // Whole seconds (what clients send) below the cap: exact in `f64`, so
+    // the float path below would give the same milliseconds.
+    if bytes.len() <= 12 {
+        if let Some(seconds) = parse_unsigned(bytes, 999_999_999_999) {
+            return Ok(seconds as i64 * 1000);
+        }
+    }
     let invalid = || CommandError::err("timeout is not a float or out of range");
     let text = std::str::from_utf8(bytes).map_err(|_| invalid())?;
     if text.is_empty()
@@ -235,6 +254,59 @@ pub fn is_word(item: &[u8], word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The float path alone, as `parse_timeout_ms` was before its
+    /// whole-seconds shortcut.
+    fn timeout_by_float(bytes: &[u8]) -> Result<i64, CommandError> {
+        let mut longer = bytes.to_vec();
+        // Thirteen bytes or more skip the shortcut; a leading zero keeps the value.
+        while longer.len() < 13 {
+            longer.insert(0, b'0');
+        }
+        match bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) {
+            true => parse_timeout_ms(bytes),
+            false => parse_timeout_ms(&longer),
+        }
+    }
+
+    #[test]
+    fn options_in_a_list_match_as_upper_cased_words_do() {
+        let words = ["COUNT", "ACK", "NOQUIET", "LEASE"];
+        let long = "x".repeat(WORD_INLINE + 1);
+        let cases: [&[u8]; 12] = [b"count", b"COUNT", b"Ack", b"noquiet", b"NOQUIETX", b"", b"lease", b"\xc3\xa9",
+            b"\xffACK", long.as_bytes(), b"acK", b"counT "];
+        for case in cases {
+            let items = [case];
+            let read = Args::new(&items).option_in(&words);
+            let word = Word::upper_case(case);
+            let expected = words.iter().find(|w| word == **w).copied();
+            match read {
+                Some(Ok(found)) => assert_eq!(Some(found), expected, "{}", String::from_utf8_lossy(case)),
+                Some(Err(other)) => {
+                    assert_eq!(expected, None, "{}", String::from_utf8_lossy(case));
+                    assert_eq!(other.as_str(), word.as_str());
+                }
+                None => panic!("an argument was there"),
+            }
+        }
+        assert!(Args::new(&[]).option_in(&words).is_none());
+    }
+
+    #[test]
+    fn whole_second_timeouts_read_as_the_float_path_reads_them() {
+        let mut rng = crate::test_random::Random::new(21);
+        let mut cases: Vec<Vec<u8>> = ["0", "5", "05", "000", "1", "999999999999", "1000000000000", "", "1.5", "-1", "1e3"]
+            .iter()
+            .map(|case| case.as_bytes().to_vec())
+            .collect();
+        for _ in 0..20_000 {
+            let digits = 1 + rng.below(13);
+            cases.push((0..digits).map(|_| b'0' + rng.below(10) as u8).collect());
+        }
+        for case in cases {
+            assert_eq!(parse_timeout_ms(&case), timeout_by_float(&case), "{}", String::from_utf8_lossy(&case));
+        }
+    }
 
     #[test]
     fn utf8_agrees_with_from_utf8() {

@@ -126,6 +126,11 @@ impl Table {
 
     /// `payload` entered `org`'s `list` at `now_ms`.
     pub fn entered(&mut self, org: TenantId, list: List, payload: &[u8], now_ms: i64) {
+        self.entered_hashed(org, list, payload_hash(payload), now_ms);
+    }
+
+    /// [`Table::entered`] of a payload whose [`payload_hash`] is `hash`.
+    pub fn entered_hashed(&mut self, org: TenantId, list: List, hash: u64, now_ms: i64) {
         if self.entries >= self.caps.1 {
             return REFUSED.bump();
         }
@@ -135,7 +140,7 @@ impl Table {
             None if full => return REFUSED.bump(),
             None => &mut self.orgs.entry(org.get()).or_default().lists[list as usize],
         };
-        match timed.items.entry(payload_hash(payload)) {
+        match timed.items.entry(hash) {
             Entry::Occupied(mut seen) => seen.get_mut().copies = seen.get().copies.saturating_add(1),
             Entry::Vacant(slot) => {
                 slot.insert(Entered { at_ms: now_ms, copies: 1 });
@@ -149,9 +154,17 @@ impl Table {
         if now_empty {
             return self.emptied(org, list);
         }
+        self.left_hashed(org, list, payload_hash(payload), false);
+    }
+
+    /// [`Table::left`] of a payload whose [`payload_hash`] is `hash`.
+    pub fn left_hashed(&mut self, org: TenantId, list: List, hash: u64, now_empty: bool) {
+        if now_empty {
+            return self.emptied(org, list);
+        }
         let Some(found) = self.orgs.get_mut(&org.get()) else { return };
         let timed = &mut found.lists[list as usize];
-        if let Entry::Occupied(mut seen) = timed.items.entry(payload_hash(payload)) {
+        if let Entry::Occupied(mut seen) = timed.items.entry(hash) {
             match seen.get().copies {
                 0 | 1 => {
                     seen.remove();
@@ -231,6 +244,16 @@ pub fn entered_all(org: TenantId, list: List, payloads: &[&[u8]], now_ms: i64) {
 /// `payload` left `org`'s `list`, emptying it if `now_empty`.
 pub fn left(org: TenantId, list: List, payload: &[u8], now_empty: bool) {
     table().left(org, list, payload, now_empty);
+}
+
+/// [`left`] of a payload whose [`payload_hash`] is `hash`.
+pub fn left_hashed(org: TenantId, list: List, hash: u64, now_empty: bool) {
+    table().left_hashed(org, list, hash, now_empty);
+}
+
+/// [`entered`] of a payload whose [`payload_hash`] is `hash`.
+pub fn entered_hashed(org: TenantId, list: List, hash: u64, now_ms: i64) {
+    table().entered_hashed(org, list, hash, now_ms);
 }
 
 /// `org`'s `list` is empty.

@@ -436,8 +436,11 @@ impl Key {
         };
         unsafe { api!(RedisModule_ListDelete)(self.list_handle(), at) };
         // A lease expiry removes many items from one list: the next list
-        // operation starts afresh (see `list_iterator_spent`).
-        self.list_iterator_spent.set(true);
+        // operation starts afresh (see `list_iterator_spent`). Unless that
+        // removed the last one: the API then deleted the key, and its
+        // iterator with it (module.c `moduleDelKeyIfEmpty`), and the next
+        // push makes a new list through the same handle.
+        self.list_iterator_spent.set(self.exists());
         let mut argv = self.argv();
         argv.borrowed(ONE.as_ptr());
         argv.borrowed(element.as_ptr());
@@ -796,6 +799,16 @@ impl Key {
 }
 
 impl Key {
+    /// Signal the key modified now, as closing it would (`WATCH`,
+    /// client-side caching), and at close only if written again: for a
+    /// handle kept open past the point where the command used to close it.
+    pub fn signal_modified_now(&self) {
+        if self.modified.get() && !self.handle.get().is_null() {
+            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.as_ptr()) };
+            self.modified.set(false);
+        }
+    }
+
     fn reopen(&self) {
         if !self.handle.get().is_null() {
             unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };

@@ -31,6 +31,10 @@ pub enum Reply {
     /// The array `[status, integer, integer]` (a counted write's reply:
     /// RECORD, ACK), sent without building a `Vec` for it.
     Counted(&'static CStr, i64, i64),
+    /// The pair `[[status, integer, integer], bulk or nil]` (the one-trip
+    /// `DREAMS.DRAIN ... ACK`: the acknowledgement's counted reply, then
+    /// the drained payload), sent without building a `Vec` for it.
+    CountedThen(&'static CStr, i64, i64, Option<Vec<u8>>),
     /// Nothing now: the client was blocked and is answered later.
     Blocked,
 }
@@ -47,6 +51,16 @@ impl Reply {
     /// An array of bulk strings.
     pub fn bulks(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
         Self::Array(values.into_iter().map(Self::Bulk).collect())
+    }
+
+    /// The two-element array `[first, second]`; without a `Vec` when it is
+    /// a counted reply followed by a bulk string or nil.
+    pub fn pair(first: Reply, second: Reply) -> Self {
+        match (first, second) {
+            (Reply::Counted(status, a, b), Reply::Bulk(bytes)) => Reply::CountedThen(status, a, b, Some(bytes)),
+            (Reply::Counted(status, a, b), Reply::Nil) => Reply::CountedThen(status, a, b, None),
+            (first, second) => Reply::Array(vec![first, second]),
+        }
     }
 
     /// An integer from an unsigned count.
@@ -148,6 +162,18 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
                 api!(RedisModule_ReplyWithSimpleString)(ctx, status.as_ptr());
                 api!(RedisModule_ReplyWithLongLong)(ctx, *first);
                 api!(RedisModule_ReplyWithLongLong)(ctx, *second);
+            }
+            Reply::CountedThen(status, first, second, then) => {
+                api!(RedisModule_ReplyWithArray)(ctx, 2);
+                send_reply(ctx, &Reply::Counted(status, *first, *second));
+                match then {
+                    Some(bytes) => {
+                        api!(RedisModule_ReplyWithStringBuffer)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
+                    }
+                    None => {
+                        api!(RedisModule_ReplyWithNull)(ctx);
+                    }
+                }
             }
             Reply::Blocked => {}
         }

@@ -6,6 +6,7 @@
 //! against ACL key patterns; the module checks every key it opens instead,
 //! before writing anything.
 
+use std::cell::Cell;
 use std::os::raw::c_int;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -32,6 +33,10 @@ pub struct Session {
     user: *mut raw::RedisModuleUser,
     /// Whether `user` is this session's to free (not the shared default user).
     owns_user: bool,
+    /// The context flags as the command found them, once read: for the
+    /// flags that cannot change while it runs (MULTI, Lua, no-block,
+    /// cluster). `OOM` can, and is always read afresh.
+    start_flags: Cell<Option<u32>>,
 }
 
 impl Session {
@@ -40,7 +45,7 @@ impl Session {
     /// reads them once, for the migration guard and the session.
     pub fn with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Self {
         let (user, owns_user) = current_user(ctx, flags);
-        Self { ctx, user, owns_user }
+        Self { ctx, user, owns_user, start_flags: Cell::new(Some(flags)) }
     }
 
     /// The context flags of `ctx`, now.
@@ -51,7 +56,13 @@ impl Session {
     /// A session of the server itself (a module timer): no ACL user, as
     /// for the replication link; the module's own housekeeping.
     pub fn internal(ctx: *mut raw::RedisModuleCtx) -> Self {
-        Self { ctx, user: ptr::null_mut(), owns_user: false }
+        Self::for_user(ctx, ptr::null_mut(), false)
+    }
+
+    /// A session in `ctx` acting for `user` (freed on drop if `owns_user`),
+    /// its context flags read when first needed.
+    fn for_user(ctx: *mut raw::RedisModuleCtx, user: *mut raw::RedisModuleUser, owns_user: bool) -> Self {
+        Self { ctx, user, owns_user, start_flags: Cell::new(None) }
     }
 
     /// A session in `ctx` (a timer's) acting for the ACL user `name`, as
@@ -59,12 +70,12 @@ impl Session {
     /// Refused when the user no longer exists.
     pub fn acting_as(ctx: *mut raw::RedisModuleCtx, name: Option<&[u8]>) -> Result<Self, CommandError> {
         let Some(name) = name else {
-            return Ok(Self { ctx, user: ptr::null_mut(), owns_user: false });
+            return Ok(Self::internal(ctx));
         };
         if name == b"default" {
             let cached = DEFAULT_USER.load(Ordering::Relaxed);
             if !cached.is_null() {
-                return Ok(Self { ctx, user: cached, owns_user: false });
+                return Ok(Self::for_user(ctx, cached, false));
             }
         }
         let string = OwnedString::new(name);
@@ -77,9 +88,9 @@ impl Session {
         }
         if name == b"default" {
             DEFAULT_USER.store(user, Ordering::Relaxed);
-            return Ok(Self { ctx, user, owns_user: false });
+            return Ok(Self::for_user(ctx, user, false));
         }
-        Ok(Self { ctx, user, owns_user: true })
+        Ok(Self::for_user(ctx, user, true))
     }
 
     /// The raw context.
@@ -160,7 +171,7 @@ impl Session {
 
     /// Is the server running as a cluster node?
     pub fn in_cluster(&self) -> bool {
-        self.flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+        self.start_flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
     }
 
     /// Check ACL for every key in `names`; the names as Redis strings, for
@@ -207,12 +218,25 @@ impl Session {
         Self::context_flags(self.ctx)
     }
 
+    /// The context flags as the command found them (read once): only for
+    /// flags that stay the same while it runs.
+    fn start_flags(&self) -> u32 {
+        match self.start_flags.get() {
+            Some(flags) => flags,
+            None => {
+                let flags = self.flags();
+                self.start_flags.set(Some(flags));
+                flags
+            }
+        }
+    }
+
     /// May this call block the client (not in MULTI, Lua or a no-block context)?
     pub fn may_block(&self) -> bool {
         let forbidding = raw::REDISMODULE_CTX_FLAGS_MULTI
             | raw::REDISMODULE_CTX_FLAGS_LUA
             | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
-        self.flags() & forbidding == 0
+        self.start_flags() & forbidding == 0
     }
 
     /// The server clock in unix milliseconds.
@@ -242,9 +266,9 @@ impl Drop for Session {
 /// Main thread only; the atomic is the `Sync` way to keep it in a static.
 static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_mut());
 
-/// The ACL user of the calling client and whether the session must free
-/// it; null when there is none to check: the replication link and AOF
-/// loading run as the server itself.
+/// The ACL user of the calling client (whose context `flags` were just
+/// read) and whether the session must free it; null when there is none to
+/// check: the replication link and AOF loading run as the server itself.
 fn current_user(ctx: *mut raw::RedisModuleCtx, flags: u32) -> (*mut raw::RedisModuleUser, bool) {
     if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
         return (ptr::null_mut(), false);

@@ -269,6 +269,12 @@ fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
     }
 }
 
+/// Is any client blocked waiting for any queue? (Cheap: lets a caller
+/// skip making the key name [`has_waiters`] looks up.)
+pub fn anyone_waits() -> bool {
+    with_registry(|r| !r.queues.is_empty())
+}
+
 /// Are clients blocked waiting for the queue whose first watched key is
 /// `first` (in the session's database)?
 pub fn has_waiters(session: &Session, first: &[u8]) -> bool {
@@ -420,7 +426,7 @@ unsafe extern "C" fn on_timeout(
 /// blocked, if anything did (an error goes alone: what ran before stands).
 fn after(before: Option<Reply>, result: CommandResult) -> CommandResult {
     match (before, result) {
-        (Some(before), Ok(reply)) => Ok(Reply::Array(vec![before, reply])),
+        (Some(before), Ok(reply)) => Ok(Reply::pair(before, reply)),
         (_, result) => result,
     }
 }

@@ -12,7 +12,7 @@ use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::config;
-use crate::module::reply::{CommandError, CommandResult};
+use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::{self, Dreams};
@@ -64,17 +64,17 @@ pub struct AckRequest<'a> {
 /// it is not a fire of `org`) when the request is applied, before any write.
 pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<'a>, CommandError> {
     let payload = args.required("payload")?;
-    let success = match args.option().as_deref() {
-        Some("SUCCESS") => true,
-        Some("FAILURE") => false,
+    let success = match args.option_in(&["SUCCESS", "FAILURE"]) {
+        Some(Ok("SUCCESS")) => true,
+        Some(Ok(_)) => false,
         _ => return Err(CommandError::err("the result must be SUCCESS or FAILURE")),
     };
     let (mut fired_by, mut thresholds) = (None, None);
-    while let Some(option) = args.option() {
-        match option.as_str() {
-            "NODE" => once(&mut fired_by, node(args)?, "NODE")?,
-            "TRIGGER" => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
-            other => return Err(unknown_option(other)),
+    while let Some(option) = args.option_in(&["NODE", "TRIGGER"]) {
+        match option {
+            Ok("NODE") => once(&mut fired_by, node(args)?, "NODE")?,
+            Ok(_) => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
+            Err(other) => return Err(unknown_option(&other)),
         }
     }
     Ok(AckRequest { org, payload, success, fired_by, thresholds })
@@ -83,6 +83,22 @@ pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<
 /// Apply `request`: every key it uses is checked (ACL, type) before the
 /// first write, so an error means nothing changed. The ACK's reply.
 pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandResult {
+    // The queue's keys close (and are signalled modified) last, after the
+    // region's and the lease set's, as they always have.
+    acknowledge_keeping_queue(session, request).map(|(reply, _queue)| reply)
+}
+
+/// [`acknowledge_now`], handing back the organization's queue as the
+/// acknowledgement leaves it: its in-flight list open, the ready list and
+/// deferred set opened if the path used them (else opened on first use),
+/// each checked (ACL, type) if opened. The one-trip drain goes on with it
+/// rather than open the same keys again. The region's counters and lease
+/// set are closed (and signalled modified) on return; the queue's keys
+/// when it is dropped, or by [`RedisQueue::signal_modified_now`].
+pub fn acknowledge_keeping_queue(
+    session: &Session,
+    request: &AckRequest<'_>,
+) -> Result<(Reply, RedisQueue), CommandError> {
     let (org, payload, success) = (request.org, request.payload, request.success);
     // Read in place (no copies) when the payload is in the module's layout.
     let read = ReadFire::read(payload).ok_or_else(|| CommandError::err("payload is not a Dreams fire message"))?;
@@ -112,10 +128,10 @@ pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandRe
         queue.check_waiting(session, Access::Write)?;
     }
     let tenant = queue.tenant();
-    let mut queue = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
+    let mut lease_aware = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
     let fired_by = request.fired_by.unwrap_or(message.fired_by);
     let acked = acknowledge(
-        &mut queue,
+        &mut lease_aware,
         &mut counters,
         message,
         payload,
@@ -152,5 +168,5 @@ pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandRe
             tenant_stats::dreams(tenant, Dreams::DroppedAck, 1);
         }
     }
-    Ok(counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges))
+    Ok((counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges), queue))
 }

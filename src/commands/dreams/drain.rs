@@ -113,8 +113,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     let mut lease = None;
     let mut count = None;
     let mut ack = None;
-    while let Some(option) = args.option() {
-        match option.as_str() {
+    const OPTIONS: [&str; 6] = ["COUNT", "ACK", "QUIET", "OFFSET", "NOQUIET", "LEASE"];
+    while let Some(option) = args.option_in(&OPTIONS) {
+        let option = option.map_err(|other| unknown_option(&other))?;
+        match option {
             "COUNT" if count.is_none() => {
                 let n = args.unsigned("count", COUNT_MAX)?;
                 if n == 0 {
@@ -140,8 +142,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             }
             "NOQUIET" => no_quiet = true,
             "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            "QUIET" | "OFFSET" | "LEASE" | "COUNT" => return Err(CommandError::err(format_args!("{option} given more than once"))),
-            other => return Err(unknown_option(other)),
+            _ => return Err(CommandError::err(format_args!("{option} given more than once"))),
         }
     }
     if no_quiet && (window.is_some() || offset.is_some()) {
@@ -174,9 +175,30 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     })
 }
 
-/// Open (ACL and type checked) every key a drain may write, before
-/// anything is written.
-fn open_keys(session: &Session, request: &DrainRequest<'_>) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
+/// How a drain comes by its keys.
+enum Opened {
+    /// It opens them, checking each (ACL, type) before anything is written.
+    Here,
+    /// The one-trip call's acknowledgement handed its queue on, and every
+    /// key a drain uses was checked (and opened once) before that
+    /// acknowledgement wrote anything: by [`check_beyond_ack`] and by the
+    /// acknowledgement itself. Nothing in between can give a key another
+    /// type or change the caller's permissions, so none is checked again.
+    AfterAck(RedisQueue),
+}
+
+/// Open every key a drain may write, ACL- and type-checked before anything
+/// is written unless `opened` says this call already did.
+fn open_keys(
+    session: &Session,
+    request: &DrainRequest<'_>,
+    opened: Opened,
+) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
+    if let Opened::AfterAck(queue) = opened {
+        let queue = queue.with_dead_checked_before(session, request.org);
+        let leases = request.lease.map(|_| RedisLeases::open_checked_before(session, request.org));
+        return Ok((queue, leases));
+    }
     let queue = RedisQueue::open(session, request.org, Access::Write, true)?;
     let leases = match request.lease {
         Some(_) => Some(RedisLeases::open(session, request.org, Access::Write)?),
@@ -200,13 +222,16 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
 /// should run, each moved in flight and leased as one drain would.
-fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8>>, CommandError> {
-    let (mut queue, mut leases) = open_keys(session, request)?;
+fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> Result<Payloads, CommandError> {
+    let (mut queue, mut leases) = open_keys(session, request, opened)?;
     let now = session.now_secs();
     let wanted = request.count.unwrap_or(1);
-    let mut payloads = Vec::new();
+    let mut payloads = match request.count {
+        Some(_) => Payloads::Batch(Vec::new()),
+        None => Payloads::One(None),
+    };
     let org = queue.tenant();
-    while (payloads.len() as u64) < wanted {
+    while payloads.len() < wanted {
         let drained = drain(&mut queue, request.org, now, &request.policy);
         stats::PROMOTED.add(drained.promoted);
         stats::QUIET_DEFERRED.add(drained.quiet_deferred);
@@ -222,7 +247,7 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8
     if let (Some(leases), Some(secs), false) = (leases.as_mut(), request.lease, payloads.is_empty()) {
         let now_ms = session.now_ms();
         let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
-        for payload in &payloads {
+        for payload in payloads.as_slice() {
             grant(leases, payload, until);
         }
         expiry::note(session, request.org, until);
@@ -230,13 +255,45 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>) -> Result<Vec<Vec<u8
     Ok(payloads)
 }
 
+/// What one call drained: without `COUNT` at most one payload, held
+/// without a `Vec` around it (an allocation per call saved); with it, the
+/// batch.
+enum Payloads {
+    One(Option<Vec<u8>>),
+    Batch(Vec<Vec<u8>>),
+}
+
+impl Payloads {
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+
+    fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    fn push(&mut self, payload: Vec<u8>) {
+        match self {
+            Self::One(slot) => *slot = Some(payload),
+            Self::Batch(batch) => batch.push(payload),
+        }
+    }
+
+    fn as_slice(&self) -> &[Vec<u8>] {
+        match self {
+            Self::One(slot) => slot.as_slice(),
+            Self::Batch(batch) => batch,
+        }
+    }
+}
+
 /// The drain's own reply: the payload (nil if none), or with `COUNT` the
 /// array of payloads (nil if none, as `BLMPOP`).
-fn drained_reply(request: &DrainRequest<'_>, mut payloads: Vec<Vec<u8>>) -> Reply {
-    match (request.count, payloads.is_empty()) {
-        (_, true) => Reply::Nil,
-        (Some(_), false) => Reply::bulks(payloads),
-        (None, false) => Reply::bulk_or_nil(payloads.pop()),
+fn drained_reply(payloads: Payloads) -> Reply {
+    match payloads {
+        Payloads::One(payload) => Reply::bulk_or_nil(payload),
+        Payloads::Batch(batch) if batch.is_empty() => Reply::Nil,
+        Payloads::Batch(batch) => Reply::bulks(batch),
     }
 }
 
@@ -248,26 +305,39 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             // acknowledgement writes: those only the drain uses here, the
             // rest by the acknowledgement itself, first.
             check_beyond_ack(session, request.org)?;
-            let acked = ack::acknowledge_now(session, ack)?;
-            (Some(acked), argv.get(..*at).unwrap_or(argv))
+            let (acked, mut queue) = ack::acknowledge_keeping_queue(session, ack)?;
+            // Signalled where a separate acknowledgement would close them.
+            queue.signal_modified_now();
+            (Some((acked, queue)), argv.get(..*at).unwrap_or(argv))
         }
         None => (None, argv),
     };
-    let keys = QueueKeys::new(request.org);
     // First come, first served: with drainers already waiting, this call
     // waits behind them rather than take what arrived for them (the item
-    // its own acknowledgement requeued, say).
-    let queued_behind = before.is_some() && session.may_block() && waiters::has_waiters(session, keys.ready.as_bytes());
-    if !queued_behind {
-        let payloads = drain_now(session, &request)?;
+    // its own acknowledgement requeued, say). The key names as Rust
+    // strings are made only when someone waits or this call blocks.
+    let queued_behind = before.is_some()
+        && session.may_block()
+        && waiters::anyone_waits()
+        && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
+    let (before, opened) = match before {
+        Some((acked, queue)) => (Some(acked), Opened::AfterAck(queue)),
+        None => (None, Opened::Here),
+    };
+    if queued_behind {
+        // Closed before this call blocks and others are served.
+        drop(opened);
+    } else {
+        let payloads = drain_now(session, &request, opened)?;
         if !payloads.is_empty() || !session.may_block() {
-            let reply = drained_reply(&request, payloads);
+            let reply = drained_reply(payloads);
             return Ok(match before {
-                Some(acked) => Reply::Array(vec![acked, reply]),
+                Some(acked) => Reply::pair(acked, reply),
                 None => reply,
             });
         }
     }
+    let keys = QueueKeys::new(request.org);
     let due_ms = next_due_ms(session, &keys.deferred);
     let wait = WaitOn {
         watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],
@@ -345,9 +415,9 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    match drain_now(session, &request) {
+    match drain_now(session, &request, Opened::Here) {
         Ok(payloads) if payloads.is_empty() => None,
-        Ok(payloads) => Some(Ok(drained_reply(&request, payloads))),
+        Ok(payloads) => Some(Ok(drained_reply(payloads))),
         Err(error) => Some(Err(error)),
     }
 }

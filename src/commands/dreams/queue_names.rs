@@ -26,8 +26,10 @@ use crate::module::tenant_stats::TenantId;
 /// ready, deferred, processing, dead, leases.
 struct Names {
     org: String,
-    id: TenantId,
     keys: [OwnedString; 5],
+    /// The organization as the per-tenant tables know it (a keyed hash of
+    /// its name, kept with the names so it is not hashed again per call).
+    tenant: TenantId,
 }
 
 /// The last organization's names. Only ever used on Redis's main thread
@@ -44,11 +46,12 @@ const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Pro
 
 /// The names of `org`'s `keys`, each a reference of its own.
 pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [OwnedString; N] {
-    queue_names_and_id(org, keys).0
+    queue_names_and_tenant(org, keys).0
 }
 
-/// [`queue_names`] and `org`'s [`TenantId`] (`TenantId::of(org)`).
-pub fn queue_names_and_id<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([OwnedString; N], TenantId) {
+/// [`queue_names`], and `org` as the per-tenant tables know it
+/// (`TenantId::of(org)`).
+pub fn queue_names_and_tenant<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([OwnedString; N], TenantId) {
     let Ok(mut last) = LAST.lock() else {
         // Poisoned (a panic while holding it cannot happen: nothing here
         // panics); make the names afresh rather than fail.
@@ -58,11 +61,11 @@ pub fn queue_names_and_id<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([O
         Some(names) if names.org == org => names,
         slot => slot.insert(Names {
             org: org.to_owned(),
-            id: TenantId::of(org),
             keys: ORDER.map(|key| OwnedString::concat(&key.name_parts(org))),
+            tenant: TenantId::of(org),
         }),
     };
-    (keys.map(|key| names.keys[index(key)].clone()), names.id)
+    (keys.map(|key| names.keys[index(key)].clone()), names.tenant)
 }
 
 fn index(key: QueueKey) -> usize {

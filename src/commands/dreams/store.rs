@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use super::queue_names::{queue_names, queue_names_and_id};
+use super::queue_names::{queue_names, queue_names_and_tenant};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
@@ -39,6 +39,8 @@ pub struct RedisQueue {
     /// goes in flight next, pop and push replicate as one `LMOVE`; any
     /// other write (or the end of the command) replicates the `LPOP` first.
     popped: Option<Taken>,
+    /// The popped head's `fire_ages` hash, reused when it goes in flight.
+    popped_hash: u64,
     /// The organization, for its per-tenant totals and for timing its
     /// items (`fire_ages`: every push, pop, move and removal here is noted).
     org: TenantId,
@@ -47,7 +49,7 @@ pub struct RedisQueue {
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let (names, id) = queue_names_and_id(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let (names, tenant) = queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [ready, deferred, processing] = session.check_strings(names, access)?;
         let dead = match with_dead {
             true => Some(session.check_strings(queue_names(org, [QueueKey::Dead]), access)?),
@@ -59,7 +61,8 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
             popped: None,
-            org: id,
+            popped_hash: 0,
+            org: tenant,
         };
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
@@ -70,6 +73,31 @@ impl RedisQueue {
         Ok(queue)
     }
 
+    /// Add the dead-letter list to a queue opened for writing with
+    /// [`RedisQueue::open_in_flight`], opened on first use with no checks:
+    /// for a call that has already ACL- and type-checked it (and the ready
+    /// list and deferred set) earlier in the same command, and opened each
+    /// (so any expiry has happened).
+    pub fn with_dead_checked_before(mut self, session: &Session, org: &str) -> Self {
+        let [dead] = queue_names(org, [QueueKey::Dead]);
+        self.dead = Some(Key::unopened(session.ctx(), dead, true));
+        self
+    }
+
+    /// Signal every written key modified now, as dropping the queue would
+    /// (after replicating a pop still held back), and at drop only the
+    /// keys written again: for a queue kept open past the point where the
+    /// command used to close it.
+    pub fn signal_modified_now(&mut self) {
+        self.settle();
+        self.ready.signal_modified_now();
+        self.deferred.signal_modified_now();
+        self.processing.signal_modified_now();
+        if let Some(dead) = &self.dead {
+            dead.signal_modified_now();
+        }
+    }
+
     /// Open `org`'s queue for a command that always uses its in-flight
     /// list and uses the ready list and deferred set on some paths only
     /// (an acknowledgement that requeues, or that finds its fire back in
@@ -78,8 +106,8 @@ impl RedisQueue {
     /// on a path that uses the other two. Should a path reach them
     /// unchecked all the same, they open on first use, unchecked.
     pub fn open_in_flight(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
-        let ([ready, deferred, processing], id) =
-            queue_names_and_id(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let ([ready, deferred, processing], tenant) =
+            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [processing] = session.check_strings([processing], access)?;
         let write = access == Access::Write;
         let queue = Self {
@@ -88,7 +116,8 @@ impl RedisQueue {
             processing: session.open_checked(processing, access),
             dead: None,
             popped: None,
-            org: id,
+            popped_hash: 0,
+            org: tenant,
         };
         queue.processing.require(KeyKind::List)?;
         Ok(queue)
@@ -155,14 +184,17 @@ impl QueueStore for RedisQueue {
         let popped = self.ready.take(End::Head)?;
         let payload = popped.as_bytes().to_vec();
         self.popped = Some(popped);
-        fire_ages::left(self.org, List::Ready, &payload, self.ready.len() == 0);
+        // Hashed once for leaving ready and, usually next, entering flight.
+        self.popped_hash = fire_ages::payload_hash(&payload);
+        // A list its last element left is deleted: no length to read.
+        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, !self.ready.exists());
         Some(payload)
     }
     fn push_popped_to_processing(&mut self, payload: &[u8]) {
         match self.popped.take() {
             Some(popped) if popped.as_bytes() == payload => {
                 self.processing.push_taken(&self.ready, &popped, End::Tail);
-                fire_ages::entered(self.org, List::InFlight, payload, clock_ms());
+                fire_ages::entered_hashed(self.org, List::InFlight, self.popped_hash, clock_ms());
             }
             other => {
                 self.popped = other;
@@ -174,7 +206,7 @@ impl QueueStore for RedisQueue {
         self.settle();
         let removed = self.ready.remove_first(payload);
         if removed {
-            fire_ages::left(self.org, List::Ready, payload, self.ready.len() == 0);
+            fire_ages::left(self.org, List::Ready, payload, !self.ready.exists());
         }
         removed
     }
@@ -187,7 +219,7 @@ impl QueueStore for RedisQueue {
         self.settle();
         let removed = self.processing.remove_first(payload);
         if removed {
-            fire_ages::left(self.org, List::InFlight, payload, self.processing.len() == 0);
+            fire_ages::left(self.org, List::InFlight, payload, !self.processing.exists());
         }
         removed
     }
@@ -259,6 +291,13 @@ impl RedisLeases {
     pub fn open(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
         let [name] = queue_names(org, [QueueKey::Leases]);
         Self::open_name(session, name, access)
+    }
+
+    /// Open `org`'s lease set for writing, with no checks: for a call that
+    /// has already ACL- and type-checked it earlier in the same command.
+    pub fn open_checked_before(session: &Session, org: &str) -> Self {
+        let [name] = queue_names(org, [QueueKey::Leases]);
+        Self { key: session.open_checked(name, Access::Write) }
     }
 
     /// Open the lease set named `name` (Town keeps one per agent).
