@@ -9,6 +9,7 @@ use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::api::api;
+use redis_module::raw;
 use crate::module::call;
 use crate::module::fire_ages::{self, List};
 use crate::module::tenant_stats::TenantId;
@@ -384,6 +385,10 @@ pub struct RedisRegion<'s> {
     /// then reported the event as counted (nothing written) and the command
     /// must reply with this error instead.
     refused: Option<CommandError>,
+    /// The command's own argument string for an event id (the bytes' start
+    /// and length, and the string they were read from), handed to `SADD`
+    /// as it is rather than copied into a new string.
+    event_argument: Option<(*const u8, usize, *mut raw::RedisModuleString)>,
 }
 
 impl<'s> RedisRegion<'s> {
@@ -445,7 +450,14 @@ impl<'s> RedisRegion<'s> {
             events,
             fields,
             refused: None,
+            event_argument: None,
         })
+    }
+
+    /// `event_id` is the command's argument `string` (its bytes, as the
+    /// command read them): a set write of that event id passes the string.
+    pub fn event_id_is_argument(&mut self, event_id: &[u8], string: *mut raw::RedisModuleString) {
+        self.event_argument = Some((event_id.as_ptr(), event_id.len(), string));
     }
 
     /// Read the `pending` field skipped by [`RedisRegion::open_with`].
@@ -473,6 +485,13 @@ impl<'s> RedisRegion<'s> {
         // Only a path that names the set calls this (a store opened with
         // `EventSet::Untouched` is never asked to count an event).
         let Some(events) = &self.events else { return 0 };
+        let member = match self.event_argument {
+            // The very bytes read from the argument (same start and length).
+            Some((start, len, string)) if std::ptr::eq(start, member.as_ptr()) && len == member.len() => {
+                call::Member::String(string)
+            }
+            _ => call::Member::Bytes(member),
+        };
         match call::integer_replicated(self.session.ctx(), command, events, member) {
             Ok(count) => count.unwrap_or(0),
             Err(call::Refused) => {
