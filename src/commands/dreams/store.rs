@@ -408,7 +408,7 @@ impl<'s> RedisRegion<'s> {
         events: EventSet,
         read_pending: bool,
     ) -> Result<Self, CommandError> {
-        let mut digits = [0u8; 10];
+        let mut digits = [0u8; 11];
         let [counters_parts, events_parts] = RegionKeys::name_parts(region, &mut digits);
         let use_of_events = events;
         let (counters, events) = match use_of_events {
