@@ -124,7 +124,7 @@ pub struct RegionKeys {
 impl RegionKeys {
     /// The keys of `region`.
     pub fn new(region: &RegionKey) -> Self {
-        let mut digits = [0u8; 10];
+        let mut digits = [0u8; 11];
         let [counters, events] = Self::name_parts(region.borrowed(), &mut digits);
         Self {
             counters: counters.concat(),
@@ -133,20 +133,25 @@ impl RegionKeys {
     }
 
     /// The counters hash and event set names of `region`, as the parts to
-    /// concatenate; `digits` holds the memory type's decimal text.
-    pub fn name_parts<'a>(region: RegionRef<'a>, digits: &'a mut [u8; 10]) -> [[&'a str; 7]; 2] {
-        let memory_type = decimal(region.memory_type, digits);
+    /// concatenate, constant text joined (five parts: every RECORD builds
+    /// both names, a copy per part); `digits` holds the memory type's
+    /// decimal text and the `:` after it.
+    pub fn name_parts<'a>(region: RegionRef<'a>, digits: &'a mut [u8; 11]) -> [[&'a str; 5]; 2] {
+        let memory_type = decimal_then_colon(region.memory_type, digits);
         let (org, project) = (region.org, region.project);
         [
-            [PREFIX, org, "}", ":counters:", memory_type, ":", project],
-            [PREFIX, org, "}", ":events:", memory_type, ":", project],
+            [PREFIX, org, "}:counters:", memory_type, project],
+            [PREFIX, org, "}:events:", memory_type, project],
         ]
     }
 }
 
-/// `value` in decimal, written into `buffer`.
-fn decimal(mut value: u32, buffer: &mut [u8; 10]) -> &str {
-    let mut start = buffer.len();
+/// `value` in decimal and then `:`, written into `buffer`.
+fn decimal_then_colon(mut value: u32, buffer: &mut [u8; 11]) -> &str {
+    let mut start = buffer.len() - 1;
+    if let Some(colon) = buffer.last_mut() {
+        *colon = b':';
+    }
     loop {
         start -= 1;
         if let Some(slot) = buffer.get_mut(start) {

@@ -16,6 +16,17 @@ use super::string::OwnedString;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refused;
 
+/// The member of an [`integer_replicated`] call.
+#[derive(Clone, Copy, Debug)]
+pub enum Member<'a> {
+    /// Bytes, made into a new string for the call.
+    Bytes(&'a [u8]),
+    /// A string Redis holds for the whole command (one of its arguments):
+    /// passed on with a reference of the call's own, not copied (about
+    /// 200 instructions less).
+    String(*mut raw::RedisModuleString),
+}
+
 /// Run `command key member` as the module (no ACL or OOM check: the caller
 /// checked), replicating it to replicas and the AOF if it changed anything
 /// (`RM_Call` flag `!`); its integer reply, `None` for a call that did not
@@ -24,17 +35,21 @@ pub fn integer_replicated(
     ctx: *mut raw::RedisModuleCtx,
     command: &CStr,
     key: &OwnedString,
-    member: &[u8],
+    member: Member<'_>,
 ) -> Result<Option<i64>, Refused> {
+    let call = api!(RedisModule_Call);
     let reply = unsafe {
-        api!(RedisModule_Call)(
-            ctx,
-            command.as_ptr(),
-            c"!sb".as_ptr(),
-            key.as_ptr(),
-            member.as_ptr().cast::<c_char>(),
-            member.len(),
-        )
+        match member {
+            Member::Bytes(bytes) => call(
+                ctx,
+                command.as_ptr(),
+                c"!sb".as_ptr(),
+                key.as_ptr(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            ),
+            Member::String(string) => call(ctx, command.as_ptr(), c"!ss".as_ptr(), key.as_ptr(), string),
+        }
     };
     if reply.is_null() {
         return Ok(None);

@@ -217,7 +217,7 @@ fn guarded(
                 reply::send(ctx, &Err(error));
                 return true;
             }
-            let session = Session::with_flags(ctx, flags);
+            let session = Session::with_flags(ctx, flags).with_argv(argv, usize::try_from(argc).unwrap_or(0));
             let result = run(&session, args);
             if let Some(result) = &result {
                 reply::send(ctx, result);

@@ -37,6 +37,11 @@ pub struct Session {
     /// flags that cannot change while it runs (MULTI, Lua, no-block,
     /// cluster). `OOM` can, and is always read afresh.
     start_flags: Cell<Option<u32>>,
+    /// The command's arguments as Redis passed them (its name first), or
+    /// none (a timer's session): for a command that hands an argument on
+    /// as the string it is instead of copying it into a new one.
+    argv: *mut *mut raw::RedisModuleString,
+    argc: usize,
 }
 
 impl Session {
@@ -45,7 +50,25 @@ impl Session {
     /// reads them once, for the migration guard and the session.
     pub fn with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Self {
         let (user, owns_user) = current_user(ctx, flags);
-        Self { ctx, user, owns_user, start_flags: Cell::new(Some(flags)) }
+        Self { ctx, user, owns_user, start_flags: Cell::new(Some(flags)), argv: ptr::null_mut(), argc: 0 }
+    }
+
+    /// This session, for the command whose arguments Redis passed as
+    /// `argv` (`argc` of them, the command's name first).
+    pub fn with_argv(mut self, argv: *mut *mut raw::RedisModuleString, argc: usize) -> Self {
+        self.argv = argv;
+        self.argc = argc;
+        self
+    }
+
+    /// The Redis string of argument `index` (0: the first after the
+    /// command's name), which Redis keeps for the whole command.
+    pub fn argument(&self, index: usize) -> Option<*mut raw::RedisModuleString> {
+        if self.argv.is_null() {
+            return None;
+        }
+        let all = unsafe { std::slice::from_raw_parts(self.argv, self.argc) };
+        all.get(index.checked_add(1)?).copied()
     }
 
     /// The context flags of `ctx`, now.
@@ -62,7 +85,7 @@ impl Session {
     /// A session in `ctx` acting for `user` (freed on drop if `owns_user`),
     /// its context flags read when first needed.
     fn for_user(ctx: *mut raw::RedisModuleCtx, user: *mut raw::RedisModuleUser, owns_user: bool) -> Self {
-        Self { ctx, user, owns_user, start_flags: Cell::new(None) }
+        Self { ctx, user, owns_user, start_flags: Cell::new(None), argv: ptr::null_mut(), argc: 0 }
     }
 
     /// A session in `ctx` (a timer's) acting for the ACL user `name`, as

@@ -117,6 +117,14 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         None => EventSet::Untouched,
     };
     let mut counters = RedisRegion::open_with(session, region, Access::Write, events, false)?;
+    // The event id goes to SADD as the argument string Redis already holds.
+    if let Some(delivery) = &write.delivery {
+        let id = delivery.event_id;
+        let index = argv.iter().rposition(|arg| std::ptr::eq(arg.as_ptr(), id.as_ptr()) && arg.len() == id.len());
+        if let Some(string) = index.and_then(|index| session.argument(index)) {
+            counters.event_id_is_argument(id, string);
+        }
+    }
     // The pending fire matters (and is read) only when the write would
     // otherwise fire; most records are far from that.
     if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {

@@ -9,6 +9,7 @@ use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::api::api;
+use redis_module::raw;
 use crate::module::call;
 use crate::module::fire_ages::{self, List};
 use crate::module::tenant_stats::TenantId;
@@ -353,6 +354,27 @@ impl LeaseStore for RedisLeases {
     }
 }
 
+/// The counters hash's `memories`, `edges`, `last_success` and
+/// `settled_generation` (`fields`, in that order). The last is read only
+/// if the hash holds more fields than the first three found: a region
+/// never settled (the common case) has no `settled_generation`, and
+/// looking up an absent field costs `RM_HashGet` a scan of the whole hash
+/// (about 500 instructions) where its field count (`RM_ValueLength`)
+/// costs about 40. Same values either way.
+fn counters_without_pending(counters: &Key, fields: [&StaticString; 4]) -> [Option<OwnedString>; 4] {
+    let [memories, edges, success, settled] = fields;
+    let [m, e, l] = counters.hget_fields([memories, edges, success]);
+    let found = [&m, &e, &l].iter().filter(|value| value.is_some()).count() as u64;
+    let s = match counters.len() > found {
+        true => {
+            let [s] = counters.hget_fields([settled]);
+            s
+        }
+        false => None,
+    };
+    [m, e, l, s]
+}
+
 /// One region's counters and counted-event set.
 pub struct RedisRegion<'s> {
     session: &'s Session,
@@ -363,6 +385,10 @@ pub struct RedisRegion<'s> {
     /// then reported the event as counted (nothing written) and the command
     /// must reply with this error instead.
     refused: Option<CommandError>,
+    /// The command's own argument string for an event id (the bytes' start
+    /// and length, and the string they were read from), handed to `SADD`
+    /// as it is rather than copied into a new string.
+    event_argument: Option<(*const u8, usize, *mut raw::RedisModuleString)>,
 }
 
 impl<'s> RedisRegion<'s> {
@@ -382,7 +408,7 @@ impl<'s> RedisRegion<'s> {
         events: EventSet,
         read_pending: bool,
     ) -> Result<Self, CommandError> {
-        let mut digits = [0u8; 10];
+        let mut digits = [0u8; 11];
         let [counters_parts, events_parts] = RegionKeys::name_parts(region, &mut digits);
         let use_of_events = events;
         let (counters, events) = match use_of_events {
@@ -407,7 +433,7 @@ impl<'s> RedisRegion<'s> {
                 let [m, e, l, s, p] = counters.hget_fields([memories, edges, success, settled, pending]);
                 ([m, e, l, s], p)
             }
-            false => (counters.hget_fields([memories, edges, success, settled]), None),
+            false => (counters_without_pending(&counters, [memories, edges, success, settled]), None),
         };
         let [m, e, l, s] = values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes));
         let fields = RegionCounters::from_values([m, e, l, s, pending.as_ref().map(OwnedString::as_bytes)])
@@ -424,7 +450,14 @@ impl<'s> RedisRegion<'s> {
             events,
             fields,
             refused: None,
+            event_argument: None,
         })
+    }
+
+    /// `event_id` is the command's argument `string` (its bytes, as the
+    /// command read them): a set write of that event id passes the string.
+    pub fn event_id_is_argument(&mut self, event_id: &[u8], string: *mut raw::RedisModuleString) {
+        self.event_argument = Some((event_id.as_ptr(), event_id.len(), string));
     }
 
     /// Read the `pending` field skipped by [`RedisRegion::open_with`].
@@ -452,6 +485,13 @@ impl<'s> RedisRegion<'s> {
         // Only a path that names the set calls this (a store opened with
         // `EventSet::Untouched` is never asked to count an event).
         let Some(events) = &self.events else { return 0 };
+        let member = match self.event_argument {
+            // The very bytes read from the argument (same start and length).
+            Some((start, len, string)) if std::ptr::eq(start, member.as_ptr()) && len == member.len() => {
+                call::Member::String(string)
+            }
+            _ => call::Member::Bytes(member),
+        };
         match call::integer_replicated(self.session.ctx(), command, events, member) {
             Ok(count) => count.unwrap_or(0),
             Err(call::Refused) => {
