@@ -14,6 +14,8 @@
 #   MODULE=path (default target/release/libdreamtown.so; `make build`).
 #   BASEPORT=21000: the plain run uses BASEPORT.., the module run
 #       BASEPORT+4000.. (3000 ports each; cluster bus ports +10000).
+#   QUIET=/some/file (default: none): a pause file; while it exists, no new
+#       chunk starts.
 #
 # The server is never built from these sources: each tree's src/<family>-server,
 # -cli, -benchmark, -check-aof and -check-rdb are wrapper scripts that run the
@@ -21,9 +23,9 @@
 # argv[0]). Test modules (tests/modules, unit/moduleapi) are not built or run.
 #
 # The units run in chunks (--single u1 --single u2 ...), the plain and the
-# module run of a chunk at the same time (the same load for both). Before
-# each chunk the script waits while the file $QUIET (default
-# /work/brief/quiet) exists, so someone can ask for a quiet machine. A chunk
+# module run of a chunk at the same time (the same load for both). With
+# QUIET set, before each chunk the script waits while that file exists (so
+# someone can ask for a quiet machine); unset, it never pauses. A chunk
 # already done is skipped when the script is run again. Last, it prints the
 # totals both ways and every test whose outcome differs; re-run those alone
 # (`./runtest --single unit/x --only "name"` in both trees) before calling a
@@ -37,7 +39,7 @@ clients="${3:-4}"
 SCRATCH="${SCRATCH:-/tmp/dreamtown-upstream-suite}"
 MODULE="${MODULE:-$REPO/target/release/libdreamtown.so}"
 BASEPORT="${BASEPORT:-21000}"
-QUIET="${QUIET:-/work/brief/quiet}"
+QUIET="${QUIET:-}"
 SERVERS="$REPO/target/servers"
 case "$SCRATCH/" in "$REPO"/*) echo "SCRATCH must be outside the repository" >&2; exit 2 ;; esac
 [[ -f "$MODULE" ]] || { echo "no module at $MODULE (make build)" >&2; exit 2; }
@@ -113,7 +115,7 @@ for ((i = 0; i < ${#all[@]}; i += per)); do
   chunk=$((chunk + 1))
   c=$(printf '%02d' "$chunk")
   [[ -e "$logs/chunk$c.plain.done" && -e "$logs/chunk$c.module.done" ]] && continue
-  while [[ -e "$QUIET" ]]; do sleep 5; done
+  while [[ -n "$QUIET" && -e "$QUIET" ]]; do sleep 5; done
   args=()
   for u in "${all[@]:i:per}"; do args+=(--single "$u"); done
   log "$(date -u +%T) chunk $c: ${all[*]:i:per}"
