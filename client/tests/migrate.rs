@@ -904,3 +904,44 @@ fn a_refused_batch_goes_back_to_the_old_code() {
     let received: Vec<String> = cmd(&["TOWN.RECV", "refused", &agent, "COUNT", "10"]).query(&mut con).unwrap();
     assert_eq!(received, messages);
 }
+
+/// A partial agent record (tinytown's `HINCRBY` of `rounds_completed` /
+/// `tasks_completed` on a fresh hash) adds to the target's counters
+/// exactly, also above 2^53 (the apply script used Lua's doubles: 2^53 + 1
+/// plus 2 came out as 2^53 + 2, and sums near 2^63 went wrong); a sum past
+/// what dreamtown counts to (i64, where `TOWN.AGENT INCR` stops) refuses
+/// the batch, nothing written, the source's keys back where they were.
+#[tokio::test]
+async fn agent_counters_add_exactly() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let agent = "00000000-0000-0000-0000-00000000000a";
+    let target = format!("tt:{{exact}}:agent:{agent}");
+    let _: () = cmd(&["TOWN.AGENT", "exact", "SET", agent, "id", agent, "name", "backend", "rounds_completed", "9007199254740993", "tasks_completed", "4611686018427387904"])
+        .query(&mut con)
+        .unwrap();
+    let source = format!("tt:exact:agent:{agent}");
+    let _: i64 = cmd(&["HINCRBY", &source, "rounds_completed", "2"]).query(&mut con).unwrap();
+    let _: i64 = cmd(&["HINCRBY", &source, "tasks_completed", "4611686018427387903"]).query(&mut con).unwrap();
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["exact"]).await;
+    assert!(reports[0].ok(), "{}", reports[0]);
+    let merged = hash(&mut con, &target);
+    assert_eq!(merged["rounds_completed"], "9007199254740995", "2^53 + 1 + 2, exactly");
+    assert_eq!(merged["tasks_completed"], "9223372036854775807", "2^62 + 2^62 - 1: i64's largest, exactly");
+    assert_eq!(merged["name"], "backend", "the rest of the record is kept");
+    let rounds: i64 = cmd(&["TOWN.AGENT", "exact", "INCR", agent, "ROUNDS"]).query(&mut con).unwrap();
+    assert_eq!(rounds, 9_007_199_254_740_996, "dreamtown counts on from the exact sum");
+
+    // One more task would pass i64: refused before anything is written.
+    let _: i64 = cmd(&["HINCRBY", &source, "tasks_completed", "1"]).query(&mut con).unwrap();
+    let _: i64 = cmd(&["HINCRBY", &source, "rounds_completed", "1"]).query(&mut con).unwrap();
+    let before = server.digest();
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["exact"]).await;
+    assert!(!reports[0].ok());
+    assert!(
+        reports[0].errors.iter().any(|error| error.contains("tasks_completed") && error.contains("9223372036854775808")),
+        "{}",
+        reports[0]
+    );
+    assert_eq!(server.digest(), before, "nothing written, the source's keys back where they were");
+}

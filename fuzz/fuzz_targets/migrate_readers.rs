@@ -35,8 +35,10 @@
 //!   apply script), moved back the other way and then again the first
 //!   way, gives what the first move wrote, less what the other layout has
 //!   no place for (dead letters; fires of another organization). Counter
-//!   arithmetic is modelled in u128 and never overflows; the counters a
-//!   move forward writes are numbers dreamtown reads (`RegionCounters`).
+//!   arithmetic is modelled in u128 and never overflows (an agent
+//!   record's two counters add exactly; a sum past i64 refuses the batch,
+//!   as the script does); the counters a move forward writes are numbers
+//!   dreamtown reads (`RegionCounters`).
 #![no_main]
 
 use std::collections::{BTreeMap, HashSet};
@@ -44,7 +46,7 @@ use std::collections::{BTreeMap, HashSet};
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 use dreamtown::dreams::store::{parse_integer, RegionCounters};
-use dreamtown_client::migrate::apply::{Op, COUNTER_MAX};
+use dreamtown_client::migrate::apply::{Op, COUNTER_MAX, RECORD_COUNTER_MAX};
 use dreamtown_client::migrate::snapshot::{Snapshot, Value};
 use dreamtown_client::migrate::{dreams, town, valid_tenant, Direction};
 use libfuzzer_sys::fuzz_target;
@@ -267,8 +269,9 @@ fn digits(v: &[u8]) -> bool {
     !v.is_empty() && v.iter().all(u8::is_ascii_digit)
 }
 
-/// A `^%d+$` value as a number, saturating (Lua reads it as a double; the
-/// script only ever takes min(COUNTER_MAX, ...) of a sum of them).
+/// A `^%d+$` value as a number, saturating (the script adds such values
+/// exactly, and takes min(COUNTER_MAX, ...) or refuses past
+/// RECORD_COUNTER_MAX: both far below a saturated u128).
 fn number(v: &[u8]) -> u128 {
     v.iter().fold(0u128, |n, &b| n.saturating_mul(10).saturating_add(u128::from(b - b'0')))
 }
@@ -296,6 +299,21 @@ fn hash_get<'a>(fields: &'a [(Vec<u8>, Vec<u8>)], field: &[u8]) -> Option<&'a [u
 fn apply(model: &mut Model, ops: &[Op]) -> Option<()> {
     let numeric = [&b"memories"[..], b"edges", b"last_success", b"settled_generation"];
     for op in ops.iter().filter(|op| !op.is_empty()) {
+        // A partial record's counters add; a sum past what dreamtown counts
+        // to refuses the batch before anything is written.
+        if let Op::Record { key, fields, replace: false } = op {
+            if let Some(Snapshot { value: Value::Hash(current), .. }) = model.get(key.as_bytes()) {
+                for (field, value) in fields {
+                    if let Some(current) = hash_get(current, field).filter(|current| {
+                        matches!(field.as_slice(), b"rounds_completed" | b"tasks_completed") && digits(current) && digits(value)
+                    }) {
+                        if number(current).saturating_add(number(value)) > u128::from(RECORD_COUNTER_MAX) {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
         if let Op::Counters { key, fields } = op {
             let current = match model.get(key.as_bytes()) {
                 Some(Snapshot { value: Value::Hash(f), .. }) => f.clone(),

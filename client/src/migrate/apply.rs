@@ -17,6 +17,11 @@ use super::snapshot::{Group, StreamEntry};
 /// The highest a Dreams counter goes (the seed's and the module's ceiling).
 pub const COUNTER_MAX: u64 = 4_294_967_295;
 
+/// The highest an agent's `rounds_completed`/`tasks_completed` goes on
+/// dreamtown (`TOWN.AGENT INCR`, like tinytown's `HINCRBY`, refuses to
+/// pass i64): the apply script refuses a merge whose sum is larger.
+pub const RECORD_COUNTER_MAX: u64 = i64::MAX as u64;
+
 /// One write to the target. `key` is always the target key; the other
 /// fields are what the variant's line says.
 #[allow(missing_docs)]
@@ -38,7 +43,8 @@ pub enum Op {
     /// removed them. Otherwise a partial write since the last batch (a
     /// heartbeat `HSET`, an `HINCRBY` of `rounds_completed` or
     /// `tasks_completed` on a fresh hash): its fields overwrite, and those
-    /// two counters add.
+    /// two counters add, exactly (decimal digits, not Lua's doubles); a
+    /// sum above [`RECORD_COUNTER_MAX`] refuses the batch.
     Record { key: String, fields: Vec<(Vec<u8>, Vec<u8>)>, replace: bool },
     /// Set hash fields only where absent.
     HSetNx { key: String, fields: Vec<(Vec<u8>, Vec<u8>)> },
@@ -175,10 +181,47 @@ while i <= #ARGV do
 end
 local function integer(v) return v == false or v == nil or string.match(v, '^%d+$') ~= nil end
 local numeric_fields = {memories = true, edges = true, last_success = true, settled_generation = true}
+-- The exact sum of two decimals (digit strings), without leading zeros:
+-- Lua's numbers are doubles, exact only up to 2^53.
+local function decimal_sum(a, b)
+    local digits, carry, i, j = {}, 0, #a, #b
+    while i > 0 or j > 0 or carry > 0 do
+        local d = carry
+        if i > 0 then d = d + string.byte(a, i) - 48; i = i - 1 end
+        if j > 0 then d = d + string.byte(b, j) - 48; j = j - 1 end
+        digits[#digits + 1] = string.char(48 + d % 10)
+        carry = d >= 10 and 1 or 0
+    end
+    local sum = string.gsub(string.reverse(table.concat(digits)), '^0+', '')
+    if sum == '' then return '0' end
+    return sum
+end
+-- The most an agent's rounds_completed/tasks_completed can count to on
+-- dreamtown (TOWN.AGENT INCR, like HINCRBY, refuses to pass i64).
+local record_counter_max = '9223372036854775807'
+local record_counters = {rounds_completed = true, tasks_completed = true}
 for _, op in ipairs(ops) do
     local t = redis.call('TYPE', op.key)['ok']
     if t ~= 'none' and t ~= want[op.name] then
         return redis.error_reply('WRONGTYPE target key ' .. op.key .. ' holds a ' .. t .. ', not a ' .. want[op.name] .. ': nothing was written')
+    end
+    if op.name == 'record' and op.args[1] == 'merge' then
+        -- A partial record's two counters add to the target's: each sum is
+        -- made (and refused past the ceiling) here, before any write.
+        op.sums = {}
+        for j = 2, #op.args, 2 do
+            local f, v = op.args[j], op.args[j + 1]
+            local cur = record_counters[f] and redis.call('HGET', op.key, f)
+            if cur and string.match(cur, '^%d+$') and string.match(v, '^%d+$') then
+                local sum = decimal_sum(cur, v)
+                if #sum > #record_counter_max or (#sum == #record_counter_max and sum > record_counter_max) then
+                    return redis.error_reply('ERR counter ' .. f .. ' of ' .. op.key .. ' would be ' .. sum
+                        .. ' (' .. cur .. ' + ' .. v .. '), above ' .. record_counter_max
+                        .. ', the most dreamtown counts to: nothing was written')
+                end
+                op.sums[f] = sum
+            end
+        end
     end
     if op.name == 'counters' then
         for j = 1, #op.args, 2 do
@@ -218,14 +261,8 @@ for _, op in ipairs(ops) do
     elseif op.name == 'record' then
         if a[1] == 'replace' then redis.call('DEL', k) end
         for j = 2, #a, 2 do
-            local f, v = a[j], a[j + 1]
-            local cur = redis.call('HGET', k, f)
-            if a[1] == 'merge' and (f == 'rounds_completed' or f == 'tasks_completed')
-                and cur and string.match(cur, '^%d+$') and string.match(v, '^%d+$') then
-                redis.call('HSET', k, f, string.format('%d', tonumber(cur) + tonumber(v)))
-            else
-                redis.call('HSET', k, f, v)
-            end
+            local f = a[j]
+            redis.call('HSET', k, f, op.sums and op.sums[f] or a[j + 1])
         end
     elseif op.name == 'hsetnx' then
         for j = 1, #a, 2 do redis.call('HSETNX', k, a[j], a[j + 1]) end
@@ -234,6 +271,12 @@ for _, op in ipairs(ops) do
             local f, v = a[j], a[j + 1]
             local cur = redis.call('HGET', k, f)
             if f == 'memories' or f == 'edges' then
+                -- Doubles are exact enough here: both are digit strings
+                -- (checked above); a sum at most 4294967295 has addends
+                -- below 2^53, so it is exact, and a larger true sum rounds
+                -- to a double no smaller than the cap (rounding keeps
+                -- order; a value too long for a double reads as inf), so
+                -- min() gives the cap either way.
                 redis.call('HSET', k, f, string.format('%d', math.min(4294967295, tonumber(cur or '0') + tonumber(v))))
             elseif f == 'last_success' or f == 'settled_generation' then
                 redis.call('HSET', k, f, cur and larger(cur, v) or v)
