@@ -945,3 +945,61 @@ async fn agent_counters_add_exactly() {
     );
     assert_eq!(server.digest(), before, "nothing written, the source's keys back where they were");
 }
+
+/// tinytown allows ':' in town names, and its layout (`tt:<town>:...`)
+/// does not say where the name ends. Towns whose names do not extend one
+/// another move as they are, with `--all` too (an agent name with ':' is
+/// only a field: found by `BYNAME`). Towns that do (`amb` and `amb:task`,
+/// whose agent record `tt:amb:task:agent:<id>` used to move into `amb` as
+/// a task) are refused, in the dry run already, each naming the other,
+/// and nothing of either moves.
+#[tokio::test]
+async fn town_names_with_colons_move_only_when_unambiguous() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let alpha = uuid::Uuid::new_v4().to_string();
+    let beta = uuid::Uuid::new_v4().to_string();
+    tinytown_set_agent(&mut con, "team:alpha", &alpha, "ops:backend", None);
+    tinytown_set_agent(&mut con, "team:beta", &beta, "frontend", None);
+    let message = town_message(&alpha, "normal", "hello");
+    let _: i64 = cmd(&["RPUSH", &format!("tt:team:alpha:inbox:{alpha}"), &message]).query(&mut con).unwrap();
+    let before = server.digest();
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, true, &[]).await;
+    let towns: Vec<&str> = reports.iter().map(|report| report.tenant.as_str()).collect();
+    assert_eq!(towns, vec!["team:alpha", "team:beta"], "--all finds both towns by their whole names");
+    assert!(reports.iter().all(TenantReport::ok), "{reports:?}");
+    assert_eq!(server.digest(), before);
+    let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &[]).await;
+    assert!(reports.iter().all(TenantReport::ok), "{reports:?}");
+    assert!(keys(&mut con, "tt:team:*").is_empty(), "everything moved");
+    let found: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "team:alpha", "BYNAME", "ops:backend"]).query(&mut con).unwrap();
+    assert_eq!(found.get("id"), Some(&alpha));
+    let received: Vec<String> = cmd(&["TOWN.RECV", "team:alpha", &alpha, "COUNT", "10"]).query(&mut con).unwrap();
+    assert_eq!(received, vec![message]);
+    let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", "team:beta", "LIST"]).query(&mut con).unwrap();
+    assert_eq!(agents.len(), 1);
+
+    seed_town(&mut con, "amb");
+    let nested = uuid::Uuid::new_v4().to_string();
+    tinytown_set_agent(&mut con, "amb:task", &nested, "nested", None);
+    let _: i64 = cmd(&["RPUSH", &format!("tt:amb:task:inbox:{nested}"), "m"]).query(&mut con).unwrap();
+    let before = server.digest();
+    for dry_run in [true, false] {
+        for tenants in [&[][..], &["amb"][..], &["amb:task"][..]] {
+            let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, dry_run, tenants).await;
+            if tenants.is_empty() {
+                let towns: Vec<&str> = reports.iter().map(|report| report.tenant.as_str()).collect();
+                assert_eq!(towns, vec!["amb", "amb:task"]);
+            }
+            for report in &reports {
+                let other = if report.tenant == "amb" { "'amb:task'" } else { "'amb'" };
+                assert!(!report.ok(), "{report}");
+                assert!(
+                    report.errors.iter().any(|error| error.contains("cannot keep them apart") && error.contains(other)),
+                    "{report}"
+                );
+            }
+            assert_eq!(server.digest(), before, "nothing of either town moved (dry run: {dry_run}, {tenants:?})");
+        }
+    }
+}

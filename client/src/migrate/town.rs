@@ -13,6 +13,14 @@
 //! head of the inbox as `TOWN.REQUEUE` would put it, and `leases:<id>` and
 //! the `index:*` keys are dropped. Anything else under the town (tinytown's
 //! `mission:*`, `events:mission:*`) is reported and left where it is.
+//!
+//! tinytown allows `:` in town names, so its layout does not say where a
+//! town's name ends: `tt:a:b:agent:<id>` is under town `a`'s prefix and is
+//! town `a:b`'s record, and `tt:a:docket:events` is both town `a`'s docket
+//! events and town `a:docket`'s event stream. Its agent and task ids are
+//! UUIDs (no `:`), which settles most names ([`tinytown_role`]); when towns
+//! whose names extend one another both hold keys, no reading is safe and
+//! such a town is refused, nothing moved ([`other_town`], [`is_own`]).
 
 use dreamtown::town::keys::TownKeys;
 
@@ -25,7 +33,7 @@ use super::plan::Plan;
 use super::plan::Discovered;
 use super::snapshot::{Snapshot, Value};
 #[cfg(feature = "net")]
-use super::Result;
+use super::{Error, Result};
 
 /// A key of one town, by role (with the agent or task id it names).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,6 +107,52 @@ impl Role {
     }
 }
 
+/// The role of a remainder of tinytown's layout, if every id in it is one
+/// tinytown writes: its agent and task ids are UUIDs, never with a `:`
+/// (`task:agent:<id>` is no task of this town; it may be an agent of town
+/// `<this>:task`).
+fn tinytown_role(rest: &str) -> Option<Role> {
+    let role = Role::parse(rest, false)?;
+    let id = match &role {
+        Role::Agent(id) | Role::Inbox(id) | Role::Urgent(id) | Role::Activity(id) | Role::Stop(id) | Role::Task(id) => {
+            Some(id.as_str())
+        }
+        _ => rest.strip_prefix("events:agent:"),
+    };
+    (!id.is_some_and(|id| id.contains(':'))).then_some(role)
+}
+
+/// Whether a remainder of tinytown's layout is, by name and Redis type
+/// (`kind`), a key tinytown writes.
+fn tinytown_key(rest: &str, kind: &str) -> bool {
+    tinytown_role(rest).is_some_and(|role| role.kind() == kind)
+}
+
+/// Whether `key` (of Redis type `kind`) is, in tinytown's layout, one of
+/// `town`'s own keys by its name and type.
+pub fn is_own(town: &str, key: &[u8], kind: &str) -> bool {
+    std::str::from_utf8(key)
+        .ok()
+        .and_then(|key| key.strip_prefix(&seed_base(town)))
+        .is_some_and(|rest| tinytown_key(rest, kind))
+}
+
+/// A key under `town`'s prefix in tinytown's layout that is not one of
+/// `town`'s own keys but, by its name and Redis type (`kind`), a key of a
+/// town named `<town>:<more>`: that town's name (the shortest reading).
+/// `town`'s mission keys (`mission:*`, `events:mission:*`, left where they
+/// are) never count: their names are tinytown's to choose.
+pub fn other_town(town: &str, key: &[u8], kind: &str) -> Option<String> {
+    let rest = std::str::from_utf8(key).ok()?.strip_prefix(&seed_base(town))?;
+    if rest.starts_with("mission:") || rest.starts_with("events:mission:") || tinytown_key(rest, kind) {
+        return None;
+    }
+    rest.match_indices(':').find_map(|(at, _)| {
+        let (more, tail) = (rest.get(..at)?, rest.get(at + 1..)?);
+        tinytown_key(tail, kind).then(|| format!("{town}:{more}"))
+    })
+}
+
 /// The seed's prefix of `town`'s keys.
 fn seed_base(town: &str) -> String {
     format!("tt:{town}:")
@@ -110,15 +164,23 @@ fn module_base(town: &str) -> String {
 }
 
 /// The town of a key of the source's layout (`direction`'s), and its
-/// role, if it is one. tinytown's town names may contain `:`; from a key
-/// alone the town is taken as the first segment.
+/// role, if it is one. tinytown's town names may contain `:`: from a key
+/// alone the town is the shortest name whose remainder is a key tinytown
+/// writes (ids without `:`: `tt:a:b:agent:<id>` is town `a:b`'s), else the
+/// first segment.
 pub fn tenant_of(direction: Direction, key: &[u8]) -> Option<(String, Role)> {
     // Names that are not UTF-8 are not tinytown's nor dreamtown's (read
     // lossily they would move under another name).
     let key = std::str::from_utf8(key).ok()?;
     let rest = key.strip_prefix("tt:")?;
     let (town, rest, module) = match direction {
-        Direction::Forward if !rest.starts_with('{') => rest.split_once(':').map(|(town, rest)| (town, rest, false))?,
+        Direction::Forward if !rest.starts_with('{') => rest
+            .match_indices(':')
+            .find_map(|(at, _)| {
+                let (town, tail) = (rest.get(..at)?, rest.get(at + 1..)?);
+                tinytown_role(tail).map(|_| (town, tail, false))
+            })
+            .or_else(|| rest.split_once(':').map(|(town, rest)| (town, rest, false)))?,
         Direction::Reverse => rest.strip_prefix('{').and_then(|rest| rest.split_once("}:")).map(|(town, rest)| (town, rest, true))?,
         Direction::Forward => return None,
     };
@@ -151,19 +213,61 @@ pub async fn tenants(source: &mut Endpoint, direction: Direction) -> Result<Vec<
 /// The source keys of `town` to move, and those left in place (with why).
 #[cfg(feature = "net")]
 pub async fn discover(source: &mut Endpoint, direction: Direction, town: &str) -> Result<Discovered> {
-    let base = if direction == Direction::Reverse { module_base(town) } else { seed_base(town) };
+    let forward = direction == Direction::Forward;
+    let base = if forward { seed_base(town) } else { module_base(town) };
     let mut found = Discovered::default();
+    // Keys of towns whose names extend this one's or that it extends (tinytown's layout only).
+    let mut others: Vec<(String, String)> = Vec::new();
     for key in source.scan(&format!("{}*", glob_escape(&base))).await? {
         let name = String::from_utf8_lossy(&key).into_owned();
-        let Some((_, role)) = role_of(direction, town, &key) else {
+        let role = role_of(direction, town, &key);
+        if role.is_none() && !forward {
             found.left.push((name, "not a key dreamtown's Town owns".into()));
             continue;
-        };
+        }
         let kind: String = redis::cmd("TYPE").arg(&key).query_async(source).await?;
         if kind == "none" {
             continue;
         }
+        if let Some(other) = forward.then(|| other_town(town, &key, &kind)).flatten() {
+            others.push((name, other));
+            continue;
+        }
+        let Some((_, role)) = role else {
+            found.left.push((name, "not a key dreamtown's Town owns".into()));
+            continue;
+        };
         found.take(key, name, &kind, role.kind());
+    }
+    if forward {
+        // A town named by a part of this one's name (`a` for `a:b`): its
+        // keys share this town's prefix where its remainder starts with
+        // the rest of the name (`tt:a:docket:events` for `a:docket`).
+        let own = base.as_bytes();
+        for (at, _) in town.match_indices(':') {
+            let Some(shorter) = town.get(..at) else { continue };
+            for key in source.scan(&format!("{}*", glob_escape(&seed_base(shorter)))).await? {
+                if key.starts_with(own) || tenant_of(direction, &key).is_none_or(|(owner, _)| owner != shorter) {
+                    continue;
+                }
+                let kind: String = redis::cmd("TYPE").arg(&key).query_async(source).await?;
+                if is_own(shorter, &key, &kind) {
+                    others.push((String::from_utf8_lossy(&key).into_owned(), shorter.to_owned()));
+                    break;
+                }
+            }
+        }
+    }
+    if let Some((key, first)) = others.first() {
+        let mut towns: Vec<String> = others.iter().map(|(_, other)| format!("'{other}'")).collect();
+        towns.sort();
+        towns.dedup();
+        return Err(Error::Other(format!(
+            "town '{town}' and {} both have keys here (e.g. {key}, of '{first}'), and tinytown's key layout \
+             cannot keep them apart: it allows ':' in town names, so one town's key names can read as another's. \
+             Nothing moved; rename one of them first, or move it by hand (docs/migrating.md, \"Town names with ':'\")",
+            towns.join(", ")
+        )));
     }
     Ok(found)
 }
@@ -315,6 +419,43 @@ mod tests {
         assert!(plan.ops.is_empty());
         assert_eq!(plan.failures.len(), 1);
         assert_eq!(role_of(Direction::Forward, "t", b"tt:t:stop:a"), Some(("stop:a".into(), Role::Stop("a".into()))));
+    }
+
+    /// tinytown allows ':' in town names: `--all` names a town by the
+    /// shortest reading whose ids are tinytown's (UUIDs, no ':'), and keys
+    /// of a town `a:<more>` under town `a`'s prefix are told apart from
+    /// `a`'s own by name and type, except where no reading can be.
+    #[test]
+    fn town_names_with_colons() {
+        let id = "11111111-1111-1111-1111-111111111111";
+        let tenant = |key: &str| tenant_of(Direction::Forward, key.as_bytes()).map(|(town, _)| town);
+        assert_eq!(tenant(&format!("tt:a:agent:{id}")).as_deref(), Some("a"));
+        assert_eq!(tenant(&format!("tt:a:b:agent:{id}")).as_deref(), Some("a:b"));
+        assert_eq!(tenant(&format!("tt:a:task:agent:{id}")).as_deref(), Some("a:task"), "no task id has a ':'");
+        assert_eq!(tenant(&format!("tt:team:x:events:agent:{id}")).as_deref(), Some("team:x"));
+        assert_eq!(tenant("tt:a:docket:events").as_deref(), Some("a"), "the shortest reading");
+        assert_eq!(tenant("tt:a:agent:x:y").as_deref(), Some("a"), "no reading with tinytown's ids: the first segment");
+        assert_eq!(tenant("tt:{a:b}:agent:x"), None);
+        assert_eq!(tenant_of(Direction::Reverse, b"tt:{a:b}:agent:x").map(|(town, _)| town).as_deref(), Some("a:b"));
+
+        let other = |key: &str, kind: &str| other_town("a", key.as_bytes(), kind);
+        assert_eq!(other(&format!("tt:a:b:agent:{id}"), "hash").as_deref(), Some("a:b"));
+        assert_eq!(other(&format!("tt:a:task:agent:{id}"), "hash").as_deref(), Some("a:task"));
+        assert_eq!(other(&format!("tt:a:x:y:inbox:{id}"), "list").as_deref(), Some("a:x:y"));
+        assert_eq!(other("tt:a:agent:backlog", "list").as_deref(), Some("a:agent"), "no agent record is a list");
+        assert_eq!(other(&format!("tt:a:events:agent:{id}"), "hash").as_deref(), Some("a:events"), "a's would be a stream");
+        // a's own keys, and names no town's reading claims.
+        assert_eq!(other(&format!("tt:a:events:agent:{id}"), "stream"), None);
+        assert_eq!(other(&format!("tt:a:agent:{id}"), "hash"), None);
+        assert_eq!(other("tt:a:docket:events", "stream"), None, "a's own, though town a:docket's events would be named so too");
+        assert_eq!(other("tt:a:mission:r1:events", "stream"), None, "a's missions are tinytown's to name");
+        assert_eq!(other("tt:a:b:c", "string"), None);
+        assert_eq!(other("tt:ab:backlog", "list"), None);
+
+        assert!(is_own("a", format!("tt:a:agent:{id}").as_bytes(), "hash"));
+        assert!(is_own("a", b"tt:a:docket:events", "stream"));
+        assert!(!is_own("a", format!("tt:a:agent:{id}").as_bytes(), "list"));
+        assert!(!is_own("a", format!("tt:a:b:agent:{id}").as_bytes(), "hash"));
     }
 
     #[test]
