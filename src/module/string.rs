@@ -24,13 +24,14 @@ impl OwnedString {
     /// A new string holding `parts` concatenated (a key name): built in a
     /// stack buffer, so a name up to 256 bytes costs no heap allocation
     /// besides the Redis string itself.
-    pub fn concat(parts: &[&str]) -> Self {
+    pub fn concat<P: AsRef<[u8]>>(parts: &[P]) -> Self {
         let mut buffer = [0u8; 256];
         let mut length = 0usize;
         for part in parts {
+            let part = part.as_ref();
             match buffer.get_mut(length..length + part.len()) {
-                Some(slot) => slot.copy_from_slice(part.as_bytes()),
-                None => return Self::new(parts.concat().as_bytes()),
+                Some(slot) => slot.copy_from_slice(part),
+                None => return Self::new(&parts.iter().flat_map(|part| part.as_ref()).copied().collect::<Vec<u8>>()),
             }
             length += part.len();
         }
