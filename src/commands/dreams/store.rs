@@ -49,10 +49,6 @@ pub struct RedisQueue {
 
 impl RedisQueue {
     /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
-    /// Inlined: the queue (three keys and their state, a few hundred
-    /// bytes) is then built where the caller keeps it instead of copied
-    /// out of a returned `Result` (a `memcpy` per command; FIRE -20).
-    #[inline]
     pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
         let (names, tenant) = queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
         let [ready, deferred, processing] = session.check_strings(names, access)?;
