@@ -61,7 +61,7 @@ pub fn view(payload: &[u8]) -> Option<FireRef<'_>> {
         return None;
     }
     Some(FireRef {
-        region: RegionRef { org, project, memory_type },
+        region: RegionRef { org, project: project.as_bytes(), memory_type },
         fired_by,
         fired_at,
         fire_id,

@@ -24,8 +24,12 @@ pub struct RegionKey {
 pub struct RegionRef<'a> {
     /// Owning organization.
     pub org: &'a str,
-    /// Project within the organization.
-    pub project: &'a str,
+    /// Project within the organization: valid UTF-8 (checked wherever a
+    /// region is read: the command's arguments, a payload, a
+    /// [`RegionKey`]), kept as bytes because it is only ever copied, into
+    /// key names and payloads: a command reading it from its arguments
+    /// checks it once, without making a `str` (a second check).
+    pub project: &'a [u8],
     /// Memory type discriminant.
     pub memory_type: u32,
 }
@@ -33,14 +37,15 @@ pub struct RegionRef<'a> {
 impl RegionRef<'_> {
     /// The region, owned.
     pub fn to_key(&self) -> RegionKey {
-        RegionKey::new(self.org, self.project, self.memory_type)
+        // Valid UTF-8 (see `project`): the lossy branch never runs.
+        RegionKey::new(self.org, String::from_utf8_lossy(self.project), self.memory_type)
     }
 }
 
 impl RegionKey {
     /// This region, borrowed.
     pub fn borrowed(&self) -> RegionRef<'_> {
-        RegionRef { org: &self.org, project: &self.project, memory_type: self.memory_type }
+        RegionRef { org: &self.org, project: self.project.as_bytes(), memory_type: self.memory_type }
     }
 
     /// A region of `org`.
@@ -127,8 +132,8 @@ impl RegionKeys {
         let mut digits = [0u8; 11];
         let [counters, events] = Self::name_parts(region.borrowed(), &mut digits);
         Self {
-            counters: counters.concat(),
-            events: events.concat(),
+            counters: text(&counters.concat()),
+            events: text(&events.concat()),
         }
     }
 
@@ -136,18 +141,24 @@ impl RegionKeys {
     /// concatenate, constant text joined (five parts: every RECORD builds
     /// both names, a copy per part); `digits` holds the memory type's
     /// decimal text and the `:` after it.
-    pub fn name_parts<'a>(region: RegionRef<'a>, digits: &'a mut [u8; 11]) -> [[&'a str; 5]; 2] {
+    pub fn name_parts<'a>(region: RegionRef<'a>, digits: &'a mut [u8; 11]) -> [[&'a [u8]; 5]; 2] {
         let memory_type = decimal_then_colon(region.memory_type, digits);
-        let (org, project) = (region.org, region.project);
+        let (org, project) = (region.org.as_bytes(), region.project);
         [
-            [PREFIX, org, "}:counters:", memory_type, project],
-            [PREFIX, org, "}:events:", memory_type, project],
+            [PREFIX.as_bytes(), org, b"}:counters:", memory_type, project],
+            [PREFIX.as_bytes(), org, b"}:events:", memory_type, project],
         ]
     }
 }
 
+/// A key name joined from parts that are valid UTF-8 (the lossy branch
+/// never runs).
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// `value` in decimal and then `:`, written into `buffer`.
-fn decimal_then_colon(mut value: u32, buffer: &mut [u8; 11]) -> &str {
+fn decimal_then_colon(mut value: u32, buffer: &mut [u8; 11]) -> &[u8] {
     let mut start = buffer.len() - 1;
     if let Some(colon) = buffer.last_mut() {
         *colon = b':';
@@ -162,7 +173,7 @@ fn decimal_then_colon(mut value: u32, buffer: &mut [u8; 11]) -> &str {
             break;
         }
     }
-    std::str::from_utf8(buffer.get(start..).unwrap_or_default()).unwrap_or_default()
+    buffer.get(start..).unwrap_or_default()
 }
 
 #[cfg(test)]

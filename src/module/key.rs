@@ -15,7 +15,7 @@ use super::api::api;
 use super::args::parse_signed;
 use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
-use super::string::{bytes_of, take_bytes, Argv, OwnedString, StaticString};
+use super::string::{bytes_of, take_bytes, Argv, KeyName, OwnedString, StaticString};
 
 /// The type of value at a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +109,7 @@ pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     handle: Cell<*mut raw::RedisModuleKey>,
     mode: c_int,
-    name: OwnedString,
+    name: KeyName,
     modified: Cell<bool>,
     /// A list element was deleted through this handle: Redis 7.0 asserts
     /// in its list iterator (module.c moduleListIteratorSeek) when the
@@ -137,7 +137,8 @@ impl Key {
     }
 
     /// Open the key named by `name`, for writing if `write`. The caller has checked ACL.
-    pub(crate) fn open_name(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
+    pub(crate) fn open_name(ctx: *mut raw::RedisModuleCtx, name: impl Into<KeyName>, write: bool) -> Self {
+        let name = name.into();
         let mode = open_mode(write);
         let handle = unsafe { api!(RedisModule_OpenKey)(ctx, name.as_ptr(), mode) };
         Self::with_handle(ctx, name, mode, handle)
@@ -147,15 +148,15 @@ impl Key {
     /// the first operation that needs it: for a key a command touches on
     /// some paths only. The command checks it (ACL, type) before its first
     /// write on a path that needs it; nothing here checks it.
-    pub(crate) fn unopened(ctx: *mut raw::RedisModuleCtx, name: OwnedString, write: bool) -> Self {
-        let key = Self::with_handle(ctx, name, open_mode(write), ptr::null_mut());
+    pub(crate) fn unopened(ctx: *mut raw::RedisModuleCtx, name: impl Into<KeyName>, write: bool) -> Self {
+        let key = Self::with_handle(ctx, name.into(), open_mode(write), ptr::null_mut());
         key.unopened.set(true);
         key
     }
 
     fn with_handle(
         ctx: *mut raw::RedisModuleCtx,
-        name: OwnedString,
+        name: KeyName,
         mode: c_int,
         handle: *mut raw::RedisModuleKey,
     ) -> Self {

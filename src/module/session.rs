@@ -16,7 +16,7 @@ use redis_module::raw;
 use super::api::api;
 use super::key::Key;
 use super::reply::CommandError;
-use super::string::OwnedString;
+use super::string::{KeyName, OwnedString};
 
 /// How a command uses a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,19 +209,19 @@ impl Session {
     }
 
     /// [`Session::check_all`] of names already made Redis strings.
-    pub fn check_strings<const N: usize>(
+    pub fn check_strings<T: std::borrow::Borrow<OwnedString>, const N: usize>(
         &self,
-        names: [OwnedString; N],
+        names: [T; N],
         access: Access,
-    ) -> Result<[OwnedString; N], CommandError> {
+    ) -> Result<[T; N], CommandError> {
         for name in &names {
-            self.check_name(name, access)?;
+            self.check_name(name.borrow(), access)?;
         }
         Ok(names)
     }
 
     /// Open a key whose name passed [`Session::check_all`].
-    pub fn open_checked(&self, name: OwnedString, access: Access) -> Key {
+    pub fn open_checked(&self, name: impl Into<KeyName>, access: Access) -> Key {
         Key::open_name(self.ctx, name, access == Access::Write)
     }
 

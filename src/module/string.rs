@@ -4,6 +4,7 @@
 
 use std::os::raw::c_char;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
@@ -24,13 +25,14 @@ impl OwnedString {
     /// A new string holding `parts` concatenated (a key name): built in a
     /// stack buffer, so a name up to 256 bytes costs no heap allocation
     /// besides the Redis string itself.
-    pub fn concat(parts: &[&str]) -> Self {
+    pub fn concat<P: AsRef<[u8]>>(parts: &[P]) -> Self {
         let mut buffer = [0u8; 256];
         let mut length = 0usize;
         for part in parts {
+            let part = part.as_ref();
             match buffer.get_mut(length..length + part.len()) {
-                Some(slot) => slot.copy_from_slice(part.as_bytes()),
-                None => return Self::new(parts.concat().as_bytes()),
+                Some(slot) => slot.copy_from_slice(part),
+                None => return Self::new(&parts.iter().flat_map(|part| part.as_ref()).copied().collect::<Vec<u8>>()),
             }
             length += part.len();
         }
@@ -89,6 +91,58 @@ impl Drop for OwnedString {
     fn drop(&mut self) {
         let free = api!(RedisModule_FreeString);
         unsafe { free(ptr::null_mut(), self.0) };
+    }
+}
+
+/// A key's name as a Redis string: one of the key's own, or one shared
+/// with the cache of an organization's queue-key names
+/// (`commands::dreams::queue_names`), which every queue command opens.
+///
+/// A shared name is the cache's own Redis string, kept alive by the `Rc`
+/// for as long as any key holds it (even once the cache has moved on to
+/// another organization and dropped its reference), so handing it to a
+/// key costs no Redis call: `RedisModule_RetainString` and
+/// `RedisModule_FreeString` per key (about 40 instructions a key) were the
+/// price of a reference of its own. Redis takes its own reference or copy
+/// wherever it keeps a key name, and nothing changes a name's text.
+/// Main thread only, as every key is (`Rc` is neither `Send` nor `Sync`).
+pub enum KeyName {
+    /// A string made for this key, freed with it.
+    Own(OwnedString),
+    /// A string shared with the cache of queue-key names.
+    Shared(Rc<OwnedString>),
+}
+
+impl std::ops::Deref for KeyName {
+    type Target = OwnedString;
+    fn deref(&self) -> &OwnedString {
+        match self {
+            Self::Own(name) => name,
+            Self::Shared(name) => name,
+        }
+    }
+}
+
+impl Clone for KeyName {
+    /// Another holder of the same string: a Redis reference for a name of
+    /// its own, an `Rc` count for a shared one.
+    fn clone(&self) -> Self {
+        match self {
+            Self::Own(name) => Self::Own(name.clone()),
+            Self::Shared(name) => Self::Shared(Rc::clone(name)),
+        }
+    }
+}
+
+impl std::borrow::Borrow<OwnedString> for KeyName {
+    fn borrow(&self) -> &OwnedString {
+        self
+    }
+}
+
+impl From<OwnedString> for KeyName {
+    fn from(name: OwnedString) -> Self {
+        Self::Own(name)
     }
 }
 

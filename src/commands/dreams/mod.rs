@@ -40,7 +40,7 @@ pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
 /// copy the names nowhere but into the key names and the payload.
 pub fn region_ref<'a>(args: &mut Args<'a>) -> Result<RegionRef<'a>, CommandError> {
     let org = organization(args)?;
-    let project = args.text("project")?;
+    let project = args.utf8_bytes("project")?;
     let memory_type = args.unsigned("memory type", u64::from(u32::MAX))? as u32;
     Ok(RegionRef { org, project, memory_type })
 }

@@ -6,27 +6,32 @@
 //! strings costs about 400 instructions per key. Consecutive calls usually
 //! come from the same organization, so the names of the last one are kept
 //! (one entry: a workload spread over many organizations pays one byte
-//! comparison more than before, nothing else). The strings are shared, not
-//! lent: each caller gets its own reference (`RM_RetainString`), and Redis
-//! takes its own reference or copy wherever it keeps a key name, so a
-//! shared string is never changed under anyone. They are never freed (a
-//! few dozen bytes), like [`crate::module::string::StaticString`].
+//! comparison more than before, nothing else). The strings are shared:
+//! each caller gets a [`KeyName::Shared`], an `Rc` of the cache's string
+//! (no Redis call; a reference of its own through `RM_RetainString` and its
+//! `RM_FreeString` cost about 40 instructions a key), which keeps the
+//! string alive while any key holds it, also after the cache has moved on
+//! to another organization. Redis takes its own reference or copy wherever
+//! it keeps a key name, so a shared string is never changed under anyone.
+//! The last organization's names stay until another organization's
+//! replace them (a few dozen bytes).
 //!
 //! The organization's [`TenantId`] is kept beside its names for the same
 //! reason: it is a keyed SipHash of the name (about 170 instructions), and
 //! every command that opens the queue needs it for its per-tenant totals.
 
+use std::rc::Rc;
 use std::sync::Mutex;
 
 use crate::dreams::region::QueueKey;
-use crate::module::string::OwnedString;
+use crate::module::string::{KeyName, OwnedString};
 use crate::module::tenant_stats::TenantId;
 
 /// The names of one organization's queue keys, in [`QueueKey`] order:
 /// ready, deferred, processing, dead, leases.
 struct Names {
     org: String,
-    keys: [OwnedString; 5],
+    keys: [Rc<OwnedString>; 5],
     /// The organization as the per-tenant tables know it (a keyed hash of
     /// its name, kept with the names so it is not hashed again per call).
     tenant: TenantId,
@@ -37,35 +42,36 @@ struct Names {
 /// in a `static`, uncontended.
 struct Cache(Option<Names>);
 
-// SAFETY: the strings are only touched on Redis's main thread (see above).
+// SAFETY: the strings, and the `Rc`s sharing them, are only touched on
+// Redis's main thread (see above), where every key lives and dies.
 unsafe impl Send for Cache {}
 
 static LAST: Mutex<Cache> = Mutex::new(Cache(None));
 
 const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];
 
-/// The names of `org`'s `keys`, each a reference of its own.
-pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [OwnedString; N] {
+/// The names of `org`'s `keys`, shared with the cache ([`KeyName::Shared`]).
+pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [KeyName; N] {
     queue_names_and_tenant(org, keys).0
 }
 
 /// [`queue_names`], and `org` as the per-tenant tables know it
 /// (`TenantId::of(org)`).
-pub fn queue_names_and_tenant<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([OwnedString; N], TenantId) {
+pub fn queue_names_and_tenant<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([KeyName; N], TenantId) {
     let Ok(mut last) = LAST.lock() else {
         // Poisoned (a panic while holding it cannot happen: nothing here
         // panics); make the names afresh rather than fail.
-        return (keys.map(|key| OwnedString::concat(&key.name_parts(org))), TenantId::of(org));
+        return (keys.map(|key| KeyName::Own(OwnedString::concat(&key.name_parts(org)))), TenantId::of(org));
     };
     let names = match &mut last.0 {
         Some(names) if names.org == org => names,
         slot => slot.insert(Names {
             org: org.to_owned(),
-            keys: ORDER.map(|key| OwnedString::concat(&key.name_parts(org))),
+            keys: ORDER.map(|key| Rc::new(OwnedString::concat(&key.name_parts(org)))),
             tenant: TenantId::of(org),
         }),
     };
-    (keys.map(|key| names.keys[index(key)].clone()), names.tenant)
+    (keys.map(|key| KeyName::Shared(Rc::clone(&names.keys[index(key)]))), names.tenant)
 }
 
 fn index(key: QueueKey) -> usize {

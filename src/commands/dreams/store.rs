@@ -16,7 +16,7 @@ use crate::module::tenant_stats::TenantId;
 use crate::module::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
-use crate::module::string::{OwnedString, StaticString};
+use crate::module::string::{KeyName, OwnedString, StaticString};
 
 /// The counter hash's field names as Redis strings, made once.
 static COUNTER_FIELDS: [StaticString; 5] = {
@@ -302,8 +302,8 @@ impl RedisLeases {
     }
 
     /// Open the lease set named `name` (Town keeps one per agent).
-    pub fn open_name(session: &Session, name: OwnedString, access: Access) -> Result<Self, CommandError> {
-        let [name] = session.check_strings([name], access)?;
+    pub fn open_name(session: &Session, name: impl Into<KeyName>, access: Access) -> Result<Self, CommandError> {
+        let [name] = session.check_strings([name.into()], access)?;
         let key = session.open_checked(name, access);
         key.require(KeyKind::ZSet)?;
         Ok(Self { key })
