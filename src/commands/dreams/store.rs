@@ -364,15 +364,27 @@ impl LeaseStore for RedisLeases {
 fn counters_without_pending(counters: &Key, fields: [&StaticString; 4]) -> [Option<OwnedString>; 4] {
     let [memories, edges, success, settled] = fields;
     let [m, e, l] = counters.hget_fields([memories, edges, success]);
-    let found = [&m, &e, &l].iter().filter(|value| value.is_some()).count() as u64;
-    let s = match counters.len() > found {
+    let s = settled_if_held(counters, settled, [&m, &e, &l]);
+    [m, e, l, s]
+}
+
+/// The counters hash's `settled_generation` (named `settled`), read only
+/// if the hash holds more fields than those already `found`: when it
+/// holds no others the field is absent, and asking for it would cost a
+/// scan of the whole hash (see [`counters_without_pending`]).
+fn settled_if_held<const N: usize>(
+    counters: &Key,
+    settled: &StaticString,
+    found: [&Option<OwnedString>; N],
+) -> Option<OwnedString> {
+    let found = found.iter().filter(|value| value.is_some()).count() as u64;
+    match counters.len() > found {
         true => {
             let [s] = counters.hget_fields([settled]);
             s
         }
         false => None,
-    };
-    [m, e, l, s]
+    }
 }
 
 /// One region's counters and counted-event set.
@@ -430,7 +442,10 @@ impl<'s> RedisRegion<'s> {
         let [memories, edges, success, settled, pending] = COUNTER_FIELDS.each_ref();
         let (values, pending) = match read_pending {
             true => {
-                let [m, e, l, s, p] = counters.hget_fields([memories, edges, success, settled, pending]);
+                // `settled_generation` last, and only if the hash holds
+                // more fields than the four found (see `settled_if_held`).
+                let [m, e, l, p] = counters.hget_fields([memories, edges, success, pending]);
+                let s = settled_if_held(&counters, settled, [&m, &e, &l, &p]);
                 ([m, e, l, s], p)
             }
             false => (counters_without_pending(&counters, [memories, edges, success, settled]), None),
