@@ -170,6 +170,12 @@ impl Key {
         }
     }
 
+    /// Made with [`Key::unopened`] and not opened since (nothing has read
+    /// or written it through this handle).
+    pub fn is_unopened(&self) -> bool {
+        self.unopened.get()
+    }
+
     /// The key name.
     pub fn name(&self) -> &[u8] {
         self.name.as_bytes()

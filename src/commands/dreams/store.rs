@@ -42,6 +42,12 @@ pub struct RedisQueue {
     popped: Option<Taken>,
     /// The popped head's `fire_ages` hash, reused when it goes in flight.
     popped_hash: u64,
+    /// The deferred set was found absent earlier in this command (by a
+    /// check that opened it for reading), and nothing has opened it here
+    /// since: while `deferred` stays unopened it is still absent (every
+    /// write to it goes through that handle), so its length and due items
+    /// are known without opening it (see [`RedisQueue::with_deferred_absent`]).
+    deferred_absent: bool,
     /// The organization, for its per-tenant totals and for timing its
     /// items (`fire_ages`: every push, pop, move and removal here is noted).
     org: TenantId,
@@ -63,6 +69,7 @@ impl RedisQueue {
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
             popped: None,
             popped_hash: 0,
+            deferred_absent: false,
             org: tenant,
         };
         queue.ready.require(KeyKind::List)?;
@@ -83,6 +90,21 @@ impl RedisQueue {
         let [dead] = queue_names(org, [QueueKey::Dead]);
         self.dead = Some(Key::unopened(session.ctx(), dead, true));
         self
+    }
+
+    /// Note that this command found the deferred set absent when it
+    /// checked it (opened for reading, before anything was written):
+    /// while this queue has not opened the set since, its length is 0 and
+    /// nothing in it is due, answered without opening it (an absent key's
+    /// write open has no effect anyone sees: no statistics, no events).
+    pub fn with_deferred_absent(mut self, absent: bool) -> Self {
+        self.deferred_absent = absent;
+        self
+    }
+
+    /// Is the deferred set known absent without opening it?
+    fn deferred_known_absent(&self) -> bool {
+        self.deferred_absent && self.deferred.is_unopened()
     }
 
     /// Signal every written key modified now, as dropping the queue would
@@ -118,6 +140,7 @@ impl RedisQueue {
             dead: None,
             popped: None,
             popped_hash: 0,
+            deferred_absent: false,
             org: tenant,
         };
         queue.processing.require(KeyKind::List)?;
@@ -165,7 +188,10 @@ impl QueueStore for RedisQueue {
         self.ready.len()
     }
     fn deferred_len(&self) -> u64 {
-        self.deferred.len()
+        match self.deferred_known_absent() {
+            true => 0,
+            false => self.deferred.len(),
+        }
     }
     fn processing_len(&self) -> u64 {
         self.processing.len()
@@ -236,6 +262,9 @@ impl QueueStore for RedisQueue {
         self.deferred.zadd(score as f64, payload);
     }
     fn due_deferred(&self, now: i64, limit: u64) -> Vec<Vec<u8>> {
+        if self.deferred_known_absent() {
+            return Vec::new();
+        }
         self.deferred
             .zrange_by_score(f64::NEG_INFINITY, now as f64, limit)
             .into_iter()
