@@ -57,6 +57,9 @@ pub enum FieldValue<'a> {
     Bytes(&'a [u8]),
     /// An integer, written in decimal.
     Integer(i64),
+    /// A clock reading in unix seconds, written in decimal (its string
+    /// shared while the second lasts: [`Argv::new_second`]).
+    Second(i64),
 }
 
 /// Which end of a list.
@@ -663,6 +666,7 @@ impl Key {
             match value {
                 FieldValue::Bytes(bytes) => argv.new_string(bytes),
                 FieldValue::Integer(number) => argv.new_integer(*number),
+                FieldValue::Second(secs) => argv.new_second(*secs),
             };
         }
         self.hash_set_pairs(argv.as_slice().get(1..).unwrap_or_default());

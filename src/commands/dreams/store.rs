@@ -559,7 +559,7 @@ impl RegionStore for RedisRegion<'_> {
         match last_success {
             Some(at) => {
                 let [memories, edges] = counts;
-                self.counters.hset_fields(&[memories, edges, (success_field, FieldValue::Integer(at))]);
+                self.counters.hset_fields(&[memories, edges, (success_field, FieldValue::Second(at))]);
             }
             None => self.counters.hset_fields(&counts),
         }
