@@ -524,3 +524,74 @@ fn command_docs_describe_the_one_trip_forms() {
         assert!(text.contains(word), "COMMAND DOCS mention {word}: {text}");
     }
 }
+
+/// The one-trip drain skips opening the deferred set its key check found
+/// absent (while nothing in the call has opened it since): a set that is
+/// there is still read, and one the drain itself fills (a quiet-hours
+/// deferral) is read back as a single drain reads it. Both checked against
+/// the two-call loop on a twin organization.
+#[test]
+fn one_trip_drain_sees_the_deferred_set_as_the_two_call_loop_does() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let quiet = window(&mut con, 0, 2);
+    let (one, two) = (tenant("onetrip-deferred-one"), tenant("onetrip-deferred-two"));
+    // A due deferral present at the check, nothing ready: promoted and drained.
+    let mut firsts = Vec::new();
+    for org in [&one, &two] {
+        let mut dreams = Dreams::new(&mut con, org);
+        dreams.fire("a", 1, &[]);
+        dreams.fire("b", 1, &[]);
+        let first = dreams.drain("0.05", &["NOQUIET"]).expect("a payload");
+        let second = dreams.drain("0.05", &["NOQUIET"]).expect("a payload");
+        // Moved back by hand as a due deferral (score 0).
+        let processing = format!("exocortex:dreams:{{{org}}}:processing");
+        let deferred = format!("exocortex:dreams:{{{org}}}:deferred");
+        let _: i64 = redis::cmd("LREM").arg(&processing).arg(1).arg(&second).query(&mut con).unwrap();
+        let _: i64 = redis::cmd("ZADD").arg(&deferred).arg(0).arg(&second).query(&mut con).unwrap();
+        firsts.push((first, second));
+    }
+    let (first, second) = firsts[0].clone();
+    let (acked, next) = halves(one_trip(&mut con, &one, "0.05", &["NOQUIET"], &first, "SUCCESS").unwrap());
+    assert_eq!(counted(&acked).0, "acknowledged");
+    assert_eq!(bulk(&next), Some(second.clone()), "the due deferral is promoted and drained");
+    let (first, second) = firsts[1].clone();
+    let mut dreams = Dreams::new(&mut con, &two);
+    assert_eq!(dreams.ack(&first, "SUCCESS", &[]).0, "acknowledged");
+    assert_eq!(dreams.drain("0.05", &["NOQUIET"]), Some(second.clone()));
+    // No deferred set at the check; inside the quiet window the drain defers
+    // what it pops (filling the set) and goes on as a single drain does.
+    let mut lasts = Vec::new();
+    for org in [&one, &two] {
+        let mut dreams = Dreams::new(&mut con, org);
+        for project in ["c", "d", "e"] {
+            dreams.fire(project, 1, &[]);
+        }
+        let deferred = format!("exocortex:dreams:{{{org}}}:deferred");
+        let exists: i64 = redis::cmd("EXISTS").arg(&deferred).query(&mut con).unwrap();
+        assert_eq!(exists, 0);
+        let in_flight = lrange(&mut con, &format!("exocortex:dreams:{{{org}}}:processing"));
+        lasts.push(in_flight.last().cloned().expect("an item in flight"));
+    }
+    let (acked, from_one) = halves(one_trip(&mut con, &one, "0.05", &["QUIET", &quiet], &lasts[0], "SUCCESS").unwrap());
+    assert_eq!(counted(&acked).0, "acknowledged");
+    let mut dreams = Dreams::new(&mut con, &two);
+    assert_eq!(dreams.ack(&lasts[1], "SUCCESS", &[]).0, "acknowledged");
+    let from_two = dreams.drain("0.05", &["QUIET", &quiet]);
+    let shape = |payload: Option<Vec<u8>>| {
+        payload.map(|p| {
+            let message = SeedFireMessage::parse(&p);
+            (message.region.project.clone(), message.quiet_deferred)
+        })
+    };
+    assert_eq!(shape(bulk(&from_one)), shape(from_two));
+    let len_one = Dreams::new(&mut con, &one).len();
+    assert_eq!(len_one, Dreams::new(&mut con, &two).len());
+    let deferred_of = |con: &mut Connection, org: &str| -> Vec<String> {
+        let members: Vec<Vec<u8>> =
+            redis::cmd("ZRANGE").arg(format!("exocortex:dreams:{{{org}}}:deferred")).arg(0).arg(-1).query(con).unwrap();
+        members.iter().map(|m| SeedFireMessage::parse(m).region.project.clone()).collect()
+    };
+    assert_eq!(deferred_of(&mut con, &one), deferred_of(&mut con, &two));
+    assert!(info(&mut con)["quiet_deferred"] >= 2, "the window reordered in both loops");
+}

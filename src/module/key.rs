@@ -57,6 +57,9 @@ pub enum FieldValue<'a> {
     Bytes(&'a [u8]),
     /// An integer, written in decimal.
     Integer(i64),
+    /// A clock reading in unix seconds, written in decimal (its string
+    /// shared while the second lasts: [`Argv::new_second`]).
+    Second(i64),
 }
 
 /// Which end of a list.
@@ -169,6 +172,12 @@ impl Key {
             list_iterator_spent: Cell::new(false),
             unopened: Cell::new(false),
         }
+    }
+
+    /// Made with [`Key::unopened`] and not opened since (nothing has read
+    /// or written it through this handle).
+    pub fn is_unopened(&self) -> bool {
+        self.unopened.get()
     }
 
     /// The key name.
@@ -658,6 +667,7 @@ impl Key {
             match value {
                 FieldValue::Bytes(bytes) => argv.new_string(bytes),
                 FieldValue::Integer(number) => argv.new_integer(*number),
+                FieldValue::Second(secs) => argv.new_second(*secs),
             };
         }
         self.hash_set_pairs(argv.as_slice().get(1..).unwrap_or_default());

@@ -184,8 +184,12 @@ enum Opened {
     /// acknowledgement wrote anything: by [`check_beyond_ack`] and by the
     /// acknowledgement itself. Nothing in between can give a key another
     /// type or change the caller's permissions, so none is checked again.
-    AfterAck(RedisQueue),
+    /// With it, whether [`check_beyond_ack`] found the deferred set absent.
+    AfterAck(RedisQueue, DeferredAbsent),
 }
+
+/// [`check_beyond_ack`] found the deferred set absent.
+struct DeferredAbsent(bool);
 
 /// Open every key a drain may write, ACL- and type-checked before anything
 /// is written unless `opened` says this call already did.
@@ -194,8 +198,8 @@ fn open_keys(
     request: &DrainRequest<'_>,
     opened: Opened,
 ) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
-    if let Opened::AfterAck(queue) = opened {
-        let queue = queue.with_dead_checked_before(session, request.org);
+    if let Opened::AfterAck(queue, DeferredAbsent(absent)) = opened {
+        let queue = queue.with_dead_checked_before(session, request.org).with_deferred_absent(absent);
         let leases = request.lease.map(|_| RedisLeases::open_checked_before(session, request.org));
         return Ok((queue, leases));
     }
@@ -210,14 +214,19 @@ fn open_keys(
 /// Check (ACL, then type) the keys a drain writes that the
 /// acknowledgement does not check before it writes: the ready list, the
 /// deferred set and the dead-letter list. (It checks the in-flight list and
-/// the lease set, the other keys a drain, leased or not, uses.)
-fn check_beyond_ack(session: &Session, org: &str) -> Result<(), CommandError> {
+/// the lease set, the other keys a drain, leased or not, uses.) Whether
+/// the deferred set is absent: the drain then need not open it to find
+/// nothing due (usually so: the module defers only inside quiet hours).
+fn check_beyond_ack(session: &Session, org: &str) -> Result<DeferredAbsent, CommandError> {
     let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Dead]);
     let [ready, deferred, dead] = session.check_strings(names, Access::Write)?;
     session.open_checked(ready, Access::Read).require(KeyKind::List)?;
-    session.open_checked(deferred, Access::Read).require(KeyKind::ZSet)?;
+    let deferred = session.open_checked(deferred, Access::Read);
+    deferred.require(KeyKind::ZSet)?;
+    let absent = DeferredAbsent(!deferred.exists());
+    drop(deferred);
     session.open_checked(dead, Access::Read).require(KeyKind::List)?;
-    Ok(())
+    Ok(absent)
 }
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
@@ -304,11 +313,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             // Every key of both halves is checked before the
             // acknowledgement writes: those only the drain uses here, the
             // rest by the acknowledgement itself, first.
-            check_beyond_ack(session, request.org)?;
+            let deferred_absent = check_beyond_ack(session, request.org)?;
             let (acked, mut queue) = ack::acknowledge_keeping_queue(session, ack)?;
             // Signalled where a separate acknowledgement would close them.
             queue.signal_modified_now();
-            (Some((acked, queue)), argv.get(..*at).unwrap_or(argv))
+            (Some((acked, queue, deferred_absent)), argv.get(..*at).unwrap_or(argv))
         }
         None => (None, argv),
     };
@@ -321,7 +330,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         && waiters::anyone_waits()
         && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
     let (before, opened) = match before {
-        Some((acked, queue)) => (Some(acked), Opened::AfterAck(queue)),
+        Some((acked, queue, deferred_absent)) => (Some(acked), Opened::AfterAck(queue, deferred_absent)),
         None => (None, Opened::Here),
     };
     if queued_behind {

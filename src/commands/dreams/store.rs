@@ -42,6 +42,12 @@ pub struct RedisQueue {
     popped: Option<Taken>,
     /// The popped head's `fire_ages` hash, reused when it goes in flight.
     popped_hash: u64,
+    /// The deferred set was found absent earlier in this command (by a
+    /// check that opened it for reading), and nothing has opened it here
+    /// since: while `deferred` stays unopened it is still absent (every
+    /// write to it goes through that handle), so its length and due items
+    /// are known without opening it (see [`RedisQueue::with_deferred_absent`]).
+    deferred_absent: bool,
     /// The organization, for its per-tenant totals and for timing its
     /// items (`fire_ages`: every push, pop, move and removal here is noted).
     org: TenantId,
@@ -63,6 +69,7 @@ impl RedisQueue {
             dead: dead.map(|[dead]| session.open_checked(dead, access)),
             popped: None,
             popped_hash: 0,
+            deferred_absent: false,
             org: tenant,
         };
         queue.ready.require(KeyKind::List)?;
@@ -83,6 +90,21 @@ impl RedisQueue {
         let [dead] = queue_names(org, [QueueKey::Dead]);
         self.dead = Some(Key::unopened(session.ctx(), dead, true));
         self
+    }
+
+    /// Note that this command found the deferred set absent when it
+    /// checked it (opened for reading, before anything was written):
+    /// while this queue has not opened the set since, its length is 0 and
+    /// nothing in it is due, answered without opening it (an absent key's
+    /// write open has no effect anyone sees: no statistics, no events).
+    pub fn with_deferred_absent(mut self, absent: bool) -> Self {
+        self.deferred_absent = absent;
+        self
+    }
+
+    /// Is the deferred set known absent without opening it?
+    fn deferred_known_absent(&self) -> bool {
+        self.deferred_absent && self.deferred.is_unopened()
     }
 
     /// Signal every written key modified now, as dropping the queue would
@@ -118,6 +140,7 @@ impl RedisQueue {
             dead: None,
             popped: None,
             popped_hash: 0,
+            deferred_absent: false,
             org: tenant,
         };
         queue.processing.require(KeyKind::List)?;
@@ -165,7 +188,10 @@ impl QueueStore for RedisQueue {
         self.ready.len()
     }
     fn deferred_len(&self) -> u64 {
-        self.deferred.len()
+        match self.deferred_known_absent() {
+            true => 0,
+            false => self.deferred.len(),
+        }
     }
     fn processing_len(&self) -> u64 {
         self.processing.len()
@@ -236,6 +262,9 @@ impl QueueStore for RedisQueue {
         self.deferred.zadd(score as f64, payload);
     }
     fn due_deferred(&self, now: i64, limit: u64) -> Vec<Vec<u8>> {
+        if self.deferred_known_absent() {
+            return Vec::new();
+        }
         self.deferred
             .zrange_by_score(f64::NEG_INFINITY, now as f64, limit)
             .into_iter()
@@ -364,15 +393,27 @@ impl LeaseStore for RedisLeases {
 fn counters_without_pending(counters: &Key, fields: [&StaticString; 4]) -> [Option<OwnedString>; 4] {
     let [memories, edges, success, settled] = fields;
     let [m, e, l] = counters.hget_fields([memories, edges, success]);
-    let found = [&m, &e, &l].iter().filter(|value| value.is_some()).count() as u64;
-    let s = match counters.len() > found {
+    let s = settled_if_held(counters, settled, [&m, &e, &l]);
+    [m, e, l, s]
+}
+
+/// The counters hash's `settled_generation` (named `settled`), read only
+/// if the hash holds more fields than those already `found`: when it
+/// holds no others the field is absent, and asking for it would cost a
+/// scan of the whole hash (see [`counters_without_pending`]).
+fn settled_if_held<const N: usize>(
+    counters: &Key,
+    settled: &StaticString,
+    found: [&Option<OwnedString>; N],
+) -> Option<OwnedString> {
+    let found = found.iter().filter(|value| value.is_some()).count() as u64;
+    match counters.len() > found {
         true => {
             let [s] = counters.hget_fields([settled]);
             s
         }
         false => None,
-    };
-    [m, e, l, s]
+    }
 }
 
 /// One region's counters and counted-event set.
@@ -430,7 +471,10 @@ impl<'s> RedisRegion<'s> {
         let [memories, edges, success, settled, pending] = COUNTER_FIELDS.each_ref();
         let (values, pending) = match read_pending {
             true => {
-                let [m, e, l, s, p] = counters.hget_fields([memories, edges, success, settled, pending]);
+                // `settled_generation` last, and only if the hash holds
+                // more fields than the four found (see `settled_if_held`).
+                let [m, e, l, p] = counters.hget_fields([memories, edges, success, pending]);
+                let s = settled_if_held(&counters, settled, [&m, &e, &l, &p]);
                 ([m, e, l, s], p)
             }
             false => (counters_without_pending(&counters, [memories, edges, success, settled]), None),
@@ -515,7 +559,7 @@ impl RegionStore for RedisRegion<'_> {
         match last_success {
             Some(at) => {
                 let [memories, edges] = counts;
-                self.counters.hset_fields(&[memories, edges, (success_field, FieldValue::Integer(at))]);
+                self.counters.hset_fields(&[memories, edges, (success_field, FieldValue::Second(at))]);
             }
             None => self.counters.hset_fields(&counts),
         }
