@@ -26,8 +26,11 @@
 //!   floor of any two-trip reliable receive, `BLMOVE` + `LREM` of the
 //!   message; `agent-native-onetrip`: the floor of any one-trip loop, one
 //!   `BLMOVE` of the message per item and nothing else (what any reliable
-//!   receive must at least do in its one round trip). `--consumers` consumers of one agent's messages, prefilled
-//!   (untimed) with `--items` tinytown messages.
+//!   receive must at least do in its one round trip); `agent-count10`:
+//!   `TOWN.RECV ... COUNT 10 RELIABLE`, then the ten `TOWN.ACK`s pipelined
+//!   (2 round trips per 10 messages, as `dreams-module-count10`).
+//!   `--consumers` consumers of one agent's messages, prefilled (untimed)
+//!   with `--items` tinytown messages.
 //!
 //! - `town-reclaim-module` / `town-reclaim-seed`: move a dead agent's
 //!   10,000 messages to another agent: one `TOWN.RECLAIM`, or the seed's
@@ -1158,6 +1161,42 @@ fn consume_agent_onetrip(conn: &mut Conn, claimed: &AtomicU64, items: u64) -> Re
     Ok(())
 }
 
+/// One consumer of `agent-count10`: `TOWN.RECV ... COUNT 10 RELIABLE`,
+/// then the batch's ten `TOWN.ACK`s pipelined (two round trips per ten
+/// messages). Every claim reserves messages still in the inbox, so each
+/// receive gets all it asked for.
+fn consume_agent_batch(conn: &mut Conn, claimed: &AtomicU64, items: u64) -> Result<(), String> {
+    loop {
+        let from = claimed.fetch_add(BATCH, Ordering::Relaxed);
+        if from >= items {
+            return Ok(());
+        }
+        let wanted = BATCH.min(items - from).to_string();
+        let batch = conn
+            .call(&[b"TOWN.RECV", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), b"BLOCK", b"5", b"COUNT",
+                    wanted.as_bytes(), b"RELIABLE"])?
+            .array()?;
+        if batch.len().to_string() != wanted {
+            return Err(format!("RECV COUNT {wanted} gave {}", batch.len()));
+        }
+        let ids = batch
+            .into_iter()
+            .map(|message| message.bulk().and_then(|m| message_id(&m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        for id in &ids {
+            conn.send(&[b"TOWN.ACK", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), id.as_bytes()])
+                .map_err(|e| e.to_string())?;
+        }
+        conn.flush().map_err(|e| e.to_string())?;
+        for _ in &ids {
+            match conn.read()? {
+                Reply::Int(1) => {}
+                other => return Err(format!("TOWN.ACK replied {other:?}")),
+            }
+        }
+    }
+}
+
 /// One message of `agent-twotrip`: `TOWN.RECV ... RELIABLE`, `TOWN.ACK`.
 fn consume_agent_twotrip(conn: &mut Conn) -> Result<(), String> {
     let message = one_message(conn.call(&[b"TOWN.RECV", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), b"BLOCK", b"5", b"RELIABLE"])?)?;
@@ -1210,13 +1249,15 @@ fn consume_agent_native_onetrip(conn: &mut Conn) -> Result<(), String> {
 }
 
 /// The Town consumer loops (`agent-onetrip`, `agent-twotrip`,
-/// `agent-docket`, `agent-native`, `agent-native-onetrip`), `--consumers`
+/// `agent-docket`, `agent-native`, `agent-native-onetrip`,
+/// `agent-count10`), `--consumers`
 /// of them on one agent.
 fn run_agent(o: &Options) -> Result<(), String> {
     let mut setup = Conn::open(o.port).map_err(|e| e.to_string())?;
     prefill_agent(&mut setup, o)?;
     let round_trips = match o.mode.as_str() {
         "agent-onetrip" | "agent-native-onetrip" => "1",
+        "agent-count10" => "0.2",
         _ => "2",
     };
     let mode = o.mode.clone();
@@ -1231,8 +1272,10 @@ fn run_agent(o: &Options) -> Result<(), String> {
             }
             "agent-native" => each_item(claimed, items, || consume_agent_native(conn)),
             "agent-native-onetrip" => each_item(claimed, items, || consume_agent_native_onetrip(conn)),
+            "agent-count10" => consume_agent_batch(conn, claimed, items),
             other => Err(format!(
-                "unknown mode {other:?} (agent-onetrip, agent-twotrip, agent-docket, agent-native, agent-native-onetrip)"
+                "unknown mode {other:?} (agent-onetrip, agent-twotrip, agent-docket, agent-native, \
+                 agent-native-onetrip, agent-count10)"
             )),
         })
     })

@@ -433,6 +433,8 @@ REGION_ROWS = [
 ONE_TRIP_NOTE = "DREAMS.DRAIN ... ACK <last payload>: acknowledge the last and take the next in one round trip"
 BATCH_NOTE = "DREAMS.DRAIN ... COUNT 10, then the ten DREAMS.ACKs pipelined: 2 round trips per 10 items"
 AGENT_NOTE = "one agent's inbox prefilled (untimed) with tinytown messages; per message, reliable receive + ack"
+AGENT_BATCH_NOTE = ("TOWN.RECV ... COUNT 10 RELIABLE, then the ten TOWN.ACKs pipelined: 2 round trips per 10 "
+                    "messages; " + AGENT_NOTE)
 ONE_TRIP_ROWS = [
     row
     for consumers in (1, 8)
@@ -445,6 +447,8 @@ ONE_TRIP_ROWS = [
              consumers, note="TOWN.RECV ... RELIABLE ACK <last id>: " + AGENT_NOTE),
         Loop(f"TOWN.RECV RELIABLE+TOWN.ACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-twotrip",
              consumers, note=AGENT_NOTE),
+        Loop(f"TOWN.RECV COUNT 10+ACKs, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-count10",
+             consumers, note=AGENT_BATCH_NOTE),
         Loop(f"tinytown XREADGROUP+XACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-docket",
              consumers, note="tinytown's reliable receive and acknowledge: its docket's docket_read + docket_ack"),
         Loop(f"native BLMOVE+LREM message, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-native",
@@ -486,6 +490,15 @@ ONE_TRIP_TARGETS = [
         # the 2.8x target's ceiling; below 2.8x, no design meets it.
         Target(f"native BLMOVE message one trip, {_consumers(n)}", f"tinytown XREADGROUP+XACK, {_consumers(n)}", None,
                label=f"ceiling of any one-trip loop: native one-trip floor (BLMOVE) / tinytown, {_consumers(n)}",
+               extra={"by_cpu": True}),
+        # What an agent that can take ten at a time gets instead: Town's
+        # batch (2 round trips per 10 messages) against one at a time and
+        # against tinytown's loop, which reads one entry per XREADGROUP.
+        Target(f"TOWN.RECV COUNT 10+ACKs, {_consumers(n)}", f"TOWN.RECV RELIABLE+TOWN.ACK, {_consumers(n)}", None,
+               label=f"Town RECV COUNT 10 (+ACKs) / one at a time (RECV+ACK), {_consumers(n)}",
+               extra={"by_cpu": True}),
+        Target(f"TOWN.RECV COUNT 10+ACKs, {_consumers(n)}", f"tinytown XREADGROUP+XACK, {_consumers(n)}", None,
+               label=f"Town RECV COUNT 10 (+ACKs) / tinytown XREADGROUP+XACK, {_consumers(n)}",
                extra={"by_cpu": True}),
     )
 ]
