@@ -27,7 +27,7 @@
 //!   message; `agent-native-onetrip`: the floor of any one-trip loop, one
 //!   `BLMOVE` of the message per item and nothing else (what any reliable
 //!   receive must at least do in its one round trip); `agent-count10`:
-//!   `TOWN.RECV ... COUNT 10 RELIABLE`, then the ten `TOWN.ACK`s pipelined
+//!   `TOWN.RECV ... COUNT 10 RELIABLE`, then one `TOWN.ACK` of the ten ids
 //!   (2 round trips per 10 messages, as `dreams-module-count10`).
 //!   `--consumers` consumers of one agent's messages, prefilled (untimed)
 //!   with `--items` tinytown messages.
@@ -1162,7 +1162,7 @@ fn consume_agent_onetrip(conn: &mut Conn, claimed: &AtomicU64, items: u64) -> Re
 }
 
 /// One consumer of `agent-count10`: `TOWN.RECV ... COUNT 10 RELIABLE`,
-/// then the batch's ten `TOWN.ACK`s pipelined (two round trips per ten
+/// then one `TOWN.ACK` of the batch's ten ids (two round trips per ten
 /// messages). Every claim reserves messages still in the inbox, so each
 /// receive gets all it asked for.
 fn consume_agent_batch(conn: &mut Conn, claimed: &AtomicU64, items: u64) -> Result<(), String> {
@@ -1183,16 +1183,11 @@ fn consume_agent_batch(conn: &mut Conn, claimed: &AtomicU64, items: u64) -> Resu
             .into_iter()
             .map(|message| message.bulk().and_then(|m| message_id(&m)))
             .collect::<Result<Vec<_>, _>>()?;
-        for id in &ids {
-            conn.send(&[b"TOWN.ACK", TOWN.as_bytes(), LOOP_AGENT.as_bytes(), id.as_bytes()])
-                .map_err(|e| e.to_string())?;
-        }
-        conn.flush().map_err(|e| e.to_string())?;
-        for _ in &ids {
-            match conn.read()? {
-                Reply::Int(1) => {}
-                other => return Err(format!("TOWN.ACK replied {other:?}")),
-            }
+        let mut ack = vec![b"TOWN.ACK".as_slice(), TOWN.as_bytes(), LOOP_AGENT.as_bytes()];
+        ack.extend(ids.iter().map(|id| id.as_bytes()));
+        match conn.call(&ack)? {
+            Reply::Int(n) if n.to_string() == wanted => {}
+            other => return Err(format!("TOWN.ACK of {wanted} ids replied {other:?}")),
         }
     }
 }

@@ -433,7 +433,7 @@ REGION_ROWS = [
 ONE_TRIP_NOTE = "DREAMS.DRAIN ... ACK <last payload>: acknowledge the last and take the next in one round trip"
 BATCH_NOTE = "DREAMS.DRAIN ... COUNT 10, then the ten DREAMS.ACKs pipelined: 2 round trips per 10 items"
 AGENT_NOTE = "one agent's inbox prefilled (untimed) with tinytown messages; per message, reliable receive + ack"
-AGENT_BATCH_NOTE = ("TOWN.RECV ... COUNT 10 RELIABLE, then the ten TOWN.ACKs pipelined: 2 round trips per 10 "
+AGENT_BATCH_NOTE = ("TOWN.RECV ... COUNT 10 RELIABLE, then one TOWN.ACK of the ten ids: 2 round trips per 10 "
                     "messages; " + AGENT_NOTE)
 ONE_TRIP_ROWS = [
     row
@@ -447,7 +447,7 @@ ONE_TRIP_ROWS = [
              consumers, note="TOWN.RECV ... RELIABLE ACK <last id>: " + AGENT_NOTE),
         Loop(f"TOWN.RECV RELIABLE+TOWN.ACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-twotrip",
              consumers, note=AGENT_NOTE),
-        Loop(f"TOWN.RECV COUNT 10+ACKs, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-count10",
+        Loop(f"TOWN.RECV COUNT 10+ACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-count10",
              consumers, note=AGENT_BATCH_NOTE),
         Loop(f"tinytown XREADGROUP+XACK, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-docket",
              consumers, note="tinytown's reliable receive and acknowledge: its docket's docket_read + docket_ack"),
@@ -494,11 +494,11 @@ ONE_TRIP_TARGETS = [
         # What an agent that can take ten at a time gets instead: Town's
         # batch (2 round trips per 10 messages) against one at a time and
         # against tinytown's loop, which reads one entry per XREADGROUP.
-        Target(f"TOWN.RECV COUNT 10+ACKs, {_consumers(n)}", f"TOWN.RECV RELIABLE+TOWN.ACK, {_consumers(n)}", None,
-               label=f"Town RECV COUNT 10 (+ACKs) / one at a time (RECV+ACK), {_consumers(n)}",
+        Target(f"TOWN.RECV COUNT 10+ACK, {_consumers(n)}", f"TOWN.RECV RELIABLE+TOWN.ACK, {_consumers(n)}", None,
+               label=f"Town RECV COUNT 10 (+one ACK) / one at a time (RECV+ACK), {_consumers(n)}",
                extra={"by_cpu": True}),
-        Target(f"TOWN.RECV COUNT 10+ACKs, {_consumers(n)}", f"tinytown XREADGROUP+XACK, {_consumers(n)}", None,
-               label=f"Town RECV COUNT 10 (+ACKs) / tinytown XREADGROUP+XACK, {_consumers(n)}",
+        Target(f"TOWN.RECV COUNT 10+ACK, {_consumers(n)}", f"tinytown XREADGROUP+XACK, {_consumers(n)}", None,
+               label=f"Town RECV COUNT 10 (+one ACK) / tinytown XREADGROUP+XACK, {_consumers(n)}",
                extra={"by_cpu": True}),
     )
 ]

@@ -98,6 +98,17 @@ def test_ack_and_requeue(r, tenant):
     assert r.execute_command("TOWN.LEN", tenant, "b") == [2, 0, 0]
 
 
+def test_one_ack_of_a_batch(r, tenant):
+    sent = [message(f"m{n}", "b") for n in range(4)]
+    for m in sent:
+        r.execute_command("TOWN.SEND", tenant, m)
+    r.execute_command("TOWN.RECV", tenant, "b", "COUNT", 3, "RELIABLE")
+    # m3 was never received, m1 is named twice: two removed.
+    assert r.execute_command("TOWN.ACK", tenant, "b", "m0", "m1", "m1", "m3") == 2
+    assert r.execute_command("TOWN.LEN", tenant, "b") == [1, 0, 1]
+    assert r.execute_command("TOWN.ACK", tenant, "b", "m2") == 1
+
+
 def test_reclaim_moves_everything_and_rewrites_to(r, tenant):
     r.execute_command("TOWN.SEND", tenant, message("u", "dead"), "URGENT")
     r.execute_command("TOWN.SEND", tenant, message("p", "dead"))

@@ -24,7 +24,7 @@ fn commands_have_their_flags_arity_and_first_key() {
     let expected: &[(&str, i64, &[&str])] = &[
         ("TOWN.SEND", -3, &["write", "denyoom", "fast"]),
         ("TOWN.RECV", -3, &["write", "blocking"]),
-        ("TOWN.ACK", 4, &["write"]),
+        ("TOWN.ACK", -4, &["write"]),
         ("TOWN.REQUEUE", 3, &["write"]),
         ("TOWN.LEN", 3, &["readonly", "fast"]),
         ("TOWN.PEEK", 4, &["readonly"]),

@@ -136,7 +136,11 @@ fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
             recv
         }
         5 if rng.one_in(3) => vec!["TOWN.EXTEND".into(), town, agent, format!("m{}", rng.below(5)), rng.pick(&["0.05", "0.3", "0", "nan"]).to_string()],
-        5 => vec!["TOWN.ACK".into(), town, agent, format!("m{}", rng.below(5))],
+        5 => {
+            let mut ack = vec!["TOWN.ACK".into(), town, agent];
+            ack.extend((0..=rng.below(3)).map(|_| format!("m{}", rng.below(5))));
+            ack
+        }
         6 => vec!["TOWN.REQUEUE".into(), town, agent],
         7 => vec!["TOWN.LEN".into(), town, agent],
         8 => vec!["TOWN.PEEK".into(), town, agent, count],

@@ -263,6 +263,45 @@ fn reliable_receive_ack_and_requeue_hand_back_in_order() {
 }
 
 #[test]
+fn one_ack_of_several_ids_acknowledges_each_as_its_own_ack_would() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let town = tenant("multiack");
+    let sent: Vec<String> = (1..=6).map(|n| message(&format!("m{n}"), "b", "normal")).collect();
+    for message in &sent {
+        ok::<i64>(&mut con, &["TOWN.SEND", &town, message]);
+    }
+    let got: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, "b", "COUNT", "5", "RELIABLE"]);
+    assert_eq!(got, sent[..5].to_vec());
+    let acked_before = info_field(&mut con, "messages_acked");
+    // In order: m2, m4, then m2 again (gone by then), an unknown id, and m6
+    // (still in the inbox, never received: not acknowledged).
+    let removed: i64 = ok(&mut con, &["TOWN.ACK", &town, "b", "m2", "m4", "m2", "nope", "m6"]);
+    assert_eq!(removed, 2);
+    assert_eq!(info_field(&mut con, "messages_acked") - acked_before, 2);
+    assert_eq!(lengths(&mut con, &town, "b"), vec![1, 0, 3]);
+    // What is left pending is exactly what was not acknowledged, in order.
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.REQUEUE", &town, "b"]), 3);
+    assert_eq!(
+        inbox(&mut con, &town, "b"),
+        vec![sent[0].clone(), sent[2].clone(), sent[4].clone(), sent[5].clone()]
+    );
+    let again: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, "b", "COUNT", "4", "RELIABLE"]);
+    assert_eq!(again.len(), 4);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.ACK", &town, "b", "m1", "m3", "m5", "m6"]), 4);
+    assert_eq!(lengths(&mut con, &town, "b"), vec![0, 0, 0]);
+    // A key of the wrong type refuses the whole call before any write.
+    ok::<i64>(&mut con, &["TOWN.SEND", &town, &message("m7", "c", "normal")]);
+    ok::<Vec<String>>(&mut con, &["TOWN.RECV", &town, "c", "RELIABLE"]);
+    let leases = format!("tt:{{{town}}}:leases:c");
+    ok::<i64>(&mut con, &["DEL", &leases]);
+    ok::<()>(&mut con, &["SET", &leases, "not a zset"]);
+    let error = fails(&mut con, &[b"TOWN.ACK", town.as_bytes(), b"c", b"m7", b"m8"]);
+    assert!(error.starts_with("WRONGTYPE"), "{error}");
+    assert_eq!(lengths(&mut con, &town, "c"), vec![0, 0, 1]);
+}
+
+#[test]
 fn stored_messages_that_no_longer_parse_are_never_dropped() {
     let server = Server::start();
     let mut con = server.connect();

@@ -219,11 +219,16 @@ async fn reliable_receive_keeps_messages_pending_until_acknowledged() {
     assert_eq!(channel.lengths(worker).await.unwrap(), MailboxLengths { inbox: 2, urgent: 0, pending: 0 });
     let again = channel.receive_reliable(worker, 10, None).await.unwrap();
     assert_eq!(descriptions(&again), ["b", "c"]);
+    let mut done = Vec::new();
     for delivery in &again {
         let id = delivery.ack_id().expect("tinytown messages carry an id");
         assert_eq!(id, delivery.message().unwrap().id.to_string());
-        assert!(channel.ack_message(worker, id).await.unwrap());
+        done.push(id);
     }
+    // The batch in one call; "a" (acknowledged before) counts for nothing.
+    done.push(sent[0].id.to_string());
+    assert_eq!(channel.ack_messages(worker, &done).await.unwrap(), 2);
+    assert_eq!(channel.ack_messages(worker, Vec::<String>::new()).await.unwrap(), 0);
     assert_eq!(channel.lengths(worker).await.unwrap(), MailboxLengths::default());
     assert!(channel.receive_reliable(worker, 1, None).await.unwrap().is_empty());
 }

@@ -534,6 +534,39 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         self.run(call).await?.flag()
     }
 
+    /// Acknowledge several messages in one call, in order, exactly as one
+    /// [`ack_message`](Self::ack_message) per id would (`TOWN.ACK` of
+    /// every id, as `XACK` takes them): what an agent that took a batch
+    /// with [`receive_reliable`](Self::receive_reliable) sends when it is
+    /// done with it. How many were pending and removed. No ids, no call (0).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::town::{AgentId, Channel};
+    /// # async fn demo(channel: Channel, me: AgentId) -> dreamtown_client::Result<()> {
+    /// let batch = channel.receive_reliable(me, 10, Some(Duration::from_secs(5))).await?;
+    /// // ... act on every delivery.message() ...
+    /// let done: Vec<String> = batch.iter().filter_map(|delivery| delivery.ack_id()).collect();
+    /// assert_eq!(channel.ack_messages(me, &done).await?, done.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn ack_messages<I>(&self, agent_id: AgentId, message_ids: I) -> Result<usize>
+    where
+        I: IntoIterator,
+        I::Item: Display,
+    {
+        let mut call = self.call("TOWN.ACK").arg(agent_id.to_string());
+        let mut any = false;
+        for id in message_ids {
+            call = call.arg(id.to_string());
+            any = true;
+        }
+        if !any {
+            return Ok(0);
+        }
+        self.run(call).await?.length()
+    }
+
     /// The agent loop's one round trip: acknowledge `done` exactly as
     /// [`ack_message`](Self::ack_message) would, then receive reliably as
     /// [`receive_reliable`](Self::receive_reliable) (with `lease`:

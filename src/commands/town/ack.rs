@@ -1,7 +1,10 @@
-//! `TOWN.ACK <town> <agent> <message-id>`: acknowledge a message received
-//! with `RELIABLE`, removing the first pending message whose `id` is
-//! `<message-id>`; when that message's lease ran out, it is removed from
-//! the inbox it went back to. Reply: 1 if one was removed, else 0.
+//! `TOWN.ACK <town> <agent> <message-id> [<message-id> ...]`: acknowledge
+//! messages received with `RELIABLE`, removing for each id the first
+//! pending message whose `id` it is; when that message's lease ran out, it
+//! is removed from the inbox it went back to. Several ids (as `XACK` takes
+//! them) are acknowledged in order, exactly as one `TOWN.ACK` per id would,
+//! in one command: an agent that received a batch acknowledges it in one
+//! round trip. Reply: how many messages were removed (0 or 1 per id).
 
 use super::expiry::{open_leases, RedisMail};
 use super::{id_str, town, AGENT_ARG, TOWN_ARG};
@@ -21,27 +24,28 @@ pub const SPEC: CommandSpec = CommandSpec {
     entry: entry_point!(run),
     flags: "write",
     tenant: TenantUse::Write,
-    arity: 4,
-    summary: "Acknowledge a reliably received message by its id, removing it from the agent's pending list",
-    complexity: "O(N) where N is the number of pending messages",
-    args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String)],
+    arity: -4,
+    summary: "Acknowledge reliably received messages by their ids, removing them from the agent's pending list",
+    complexity: "O(N*M) where N is the number of pending messages and M the number of ids",
+    args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String).multiple()],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a [u8]), CommandError> {
+/// The parse step: the town, the agent and the ids (at least one).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a [&'a [u8]]), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
     let agent = id_str(&mut args, "agent id")?;
-    let wanted = args.required("message id")?;
-    args.end()?;
-    Ok((keys, agent, wanted))
+    let first = args.position();
+    args.required("message id")?;
+    Ok((keys, agent, argv.get(first..).unwrap_or_default()))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let (keys, agent, wanted) = parse(argv)?;
-    let removed = AckKeys::open(session, &keys, agent)?.acknowledge(wanted);
-    super::count(&keys, Some(agent), Town::Acked, u64::from(removed));
-    Ok(Reply::Integer(i64::from(removed)))
+    let (keys, agent, ids) = parse(argv)?;
+    let mut ack = AckKeys::open(session, &keys, agent)?;
+    let removed = ids.iter().map(|id| u64::from(ack.acknowledge(id))).sum::<u64>();
+    super::count(&keys, Some(agent), Town::Acked, removed);
+    Ok(Reply::Integer(i64::try_from(removed).unwrap_or(i64::MAX)))
 }
 
 /// The keys an acknowledgement may write: what `TOWN.ACK` and the `ACK`
