@@ -4,8 +4,9 @@
 //! Properties: no panic; errors are `ERR ...`; an accepted argv has an
 //! argument count the command's registered arity allows, is still
 //! accepted with its keywords in lower case, and is refused with one
-//! unknown argument appended; the same argv gets the same verdict twice;
-//! accepted module arguments are pairs, each name once.
+//! unknown argument appended (accepted, where the last argument repeats);
+//! the same argv gets the same verdict twice; accepted module arguments
+//! are pairs, each name once.
 #![no_main]
 
 use dreamtown::fuzzing::{command, commands, module_args, shared};
@@ -20,6 +21,10 @@ const KEYWORDS: &[&str] = &[
 /// (command, arguments given) after which one more positional argument is
 /// optional: `TOWN.STATS <town> [<agent>]`.
 const OPTIONAL_POSITIONAL: &[(&str, usize)] = &[("TOWN.STATS", 1)];
+
+/// Commands whose last argument repeats, so one more is accepted, not
+/// refused: `TOWN.ACK <town> <agent> <message-id> [<message-id> ...]`.
+const REPEATED_LAST: &[&str] = &["TOWN.ACK"];
 
 fn lower_keywords(argv: &[&[u8]]) -> Vec<Vec<u8>> {
     argv.iter()
@@ -53,8 +58,13 @@ fuzz_target!(|data: &[u8]| {
             let lower = lower_keywords(&argv);
             let lower: Vec<&[u8]> = lower.iter().map(Vec::as_slice).collect();
             assert_eq!(command(name, &lower), Some(Ok(())), "{name}: keywords are case-sensitive");
-            // Unless one more positional argument is optional there.
-            if !OPTIONAL_POSITIONAL.contains(&(name, argv.len())) {
+            // Unless one more positional argument is optional there, or
+            // the last one repeats.
+            if REPEATED_LAST.contains(&name) {
+                let mut longer = argv.clone();
+                longer.push(b"\x01unknown");
+                assert_eq!(command(name, &longer), Some(Ok(())), "{name}: one more of its last argument refused");
+            } else if !OPTIONAL_POSITIONAL.contains(&(name, argv.len())) {
                 let mut longer = argv.clone();
                 longer.push(b"\x01unknown");
                 assert!(matches!(command(name, &longer), Some(Err(_))), "{name} accepted a trailing argument");
