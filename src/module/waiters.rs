@@ -561,6 +561,12 @@ fn put_back(id: &QueueId, interest: u8, seq: u64, waiter: Waiter) {
 /// Serve the waiters of one queue, first come first served, while there is
 /// work for them.
 fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+    // Serving writes (the item moves): not while writes are paused
+    // (write_gate). Both timers come through here.
+    if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
+        hold(ctx, id);
+        return;
+    }
     let Some((mask, probe, names)) = with_registry(|r| {
         let queue = r.queues.get_mut(id)?;
         let mask = std::mem::take(&mut queue.pending_mask);
@@ -624,6 +630,27 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
         arm_due_timer(ctx, id, at);
     }
     with_registry(|r| r.drop_if_idle(ctx, id));
+}
+
+/// Writes are paused: keep the queue's pass for later. Its pending mark
+/// stays (a due timer's pass set it for every kind), it goes back on the
+/// pending list, and the pending timer looks again `write_gate::POLL_MS`
+/// later; the waiters keep their places and their timeouts.
+fn hold(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+    let arm = with_registry(|r| {
+        let Some(queue) = r.queues.get_mut(id) else { return false };
+        if queue.pending_mask == 0 {
+            queue.pending_mask = queue.watched.iter().fold(0, |all, (_, m)| all | m);
+        }
+        if !r.pending.contains(id) {
+            r.pending.push(id.clone());
+        }
+        !std::mem::replace(&mut r.timer_armed, true)
+    });
+    super::write_gate::HELD_WAITER_PASSES.bump();
+    if arm {
+        unsafe { api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut()) };
+    }
 }
 
 /// Hand `result` to `waiter` (already out of its queue) and unblock it.
