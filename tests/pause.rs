@@ -323,7 +323,10 @@ fn case(writer: Writer, pause: Pause, attached: Attached) {
     let failover = matches!(pause, Pause::Failover | Pause::FailoverTimedOut);
     let mut master_args = QUIET_LINK.to_vec();
     if attached == Attached::Aof {
-        master_args.extend(["--appendonly", "yes"]);
+        // `always`: what a command wrote is in the file before its reply.
+        // Under `everysec` a write is postponed (up to 2 s) while a
+        // background fsync runs, and could land during the pause.
+        master_args.extend(["--appendonly", "yes", "--appendfsync", "always"]);
     }
     let master = Server::start_with(&master_args);
     let replica = (attached == Attached::Replica || failover).then(|| {
