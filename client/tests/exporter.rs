@@ -170,6 +170,8 @@ fn metrics_carry_node_totals_and_tenant_gauges() {
     assert_eq!(sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)]), None, "{text}");
     // The tables' sizes are levels, not totals.
     assert!(text.contains("# TYPE dreamtown_node_tenant_stats_orgs_tracked gauge"), "{text}");
+    assert!(text.contains("# TYPE dreamtown_node_write_gate_writes_paused gauge"), "{text}");
+    assert!(text.contains("# TYPE dreamtown_node_write_gate_held_lease_ticks_total counter"), "{text}");
     assert!(http_get(port, "/nothing").is_none());
 }
 

@@ -480,6 +480,13 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
         }
         return None;
     }
+    // A paused master (CLIENT PAUSE, FAILOVER) is still a master: its index
+    // and catch-up stay as they are, nothing is written, and the next look
+    // is soon, so due leases expire as soon as the pause ends (write_gate).
+    if !super::write_gate::may_write_now(ctx) {
+        super::write_gate::HELD_LEASE_TICKS.bump();
+        return Some(super::write_gate::POLL_MS);
+    }
     let session = Session::internal(ctx);
     let families = families();
     if REBUILD.swap(false, Ordering::Relaxed) {

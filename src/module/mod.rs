@@ -22,6 +22,7 @@ pub mod stats;
 pub mod tenant_stats;
 pub mod string;
 pub mod waiters;
+pub mod write_gate;
 
 use std::os::raw::c_int;
 

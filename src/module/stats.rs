@@ -141,7 +141,7 @@ fn sections() -> Vec<Section> {
             (c"resets", TOWN_RESETS.get()),
             (c"reset_keys_deleted", TOWN_RESET_KEYS.get()),
         ],
-    ), (c"waiters", waiters), (c"tenant_stats", tenant_stats_fields()), (c"leases", super::leases::info_fields()), (c"cluster", super::slot_migration::info_fields())]
+    ), (c"waiters", waiters), (c"tenant_stats", tenant_stats_fields()), (c"leases", super::leases::info_fields()), (c"cluster", super::slot_migration::info_fields()), (c"write_gate", super::write_gate::info_fields())]
 }
 
 /// What the per-tenant tables hold (`tenant_stats`, `fire_ages`).

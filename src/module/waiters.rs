@@ -467,6 +467,14 @@ unsafe extern "C" fn free_ticket(ctx: *mut raw::RedisModuleCtx, privdata: *mut c
 
 unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
+        // Writes paused (write_gate): every pending queue keeps its mark
+        // and its place, and the timer (still armed) looks again soon; O(1)
+        // however many queues wait.
+        if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
+            super::write_gate::HELD_WAITER_PASSES.bump();
+            unsafe { api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut()) };
+            return;
+        }
         let pending = with_registry(|r| {
             r.timer_armed = false;
             std::mem::take(&mut r.pending)
@@ -561,6 +569,13 @@ fn put_back(id: &QueueId, interest: u8, seq: u64, waiter: Waiter) {
 /// Serve the waiters of one queue, first come first served, while there is
 /// work for them.
 fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+    // Serving writes (the item moves): not while writes are paused
+    // (write_gate). The pending timer asks before it comes here; a due
+    // timer's pass is held here.
+    if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
+        hold(ctx, id);
+        return;
+    }
     let Some((mask, probe, names)) = with_registry(|r| {
         let queue = r.queues.get_mut(id)?;
         let mask = std::mem::take(&mut queue.pending_mask);
@@ -624,6 +639,28 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
         arm_due_timer(ctx, id, at);
     }
     with_registry(|r| r.drop_if_idle(ctx, id));
+}
+
+/// Writes are paused: keep the queue's pass for later. Its pending mark
+/// stays (a due timer's pass set it for every kind), it goes back on the
+/// pending list (O(pending), as the due timer's own removal from it), and
+/// the pending timer looks again `write_gate::POLL_MS` later; the waiters
+/// keep their places and their timeouts.
+fn hold(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+    let arm = with_registry(|r| {
+        let Some(queue) = r.queues.get_mut(id) else { return false };
+        if queue.pending_mask == 0 {
+            queue.pending_mask = queue.watched.iter().fold(0, |all, (_, m)| all | m);
+        }
+        if !r.pending.contains(id) {
+            r.pending.push(id.clone());
+        }
+        !std::mem::replace(&mut r.timer_armed, true)
+    });
+    super::write_gate::HELD_WAITER_PASSES.bump();
+    if arm {
+        unsafe { api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut()) };
+    }
 }
 
 /// Hand `result` to `waiter` (already out of its queue) and unblock it.

@@ -99,7 +99,7 @@ fn node_label(url: &str) -> String {
 }
 
 /// INFO fields that are levels (or maxima, or of the last run), not totals.
-const INFO_GAUGES: [&str; 21] = [
+const INFO_GAUGES: [&str; 22] = [
     "waiters",
     "waiter_queues",
     "slot_imports_in_progress",
@@ -121,6 +121,7 @@ const INFO_GAUGES: [&str; 21] = [
     "catch_up_max_keys_per_turn",
     "catch_up_max_turn_us",
     "catch_up_max_turn_cpu_us",
+    "writes_paused",
 ];
 
 /// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
