@@ -115,4 +115,5 @@ required!(
     RedisModule_RegisterInfoFunc,
     RedisModule_InfoAddSection,
     RedisModule_InfoAddFieldULongLong,
+    RedisModule_InfoAddFieldCString,
 );
