@@ -57,7 +57,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: dist test-package all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-package test-upgrade all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -69,6 +69,7 @@ help:
 	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
 	@echo "make build  - build target/release/libdreamtown.so"
 	@echo "make dist   - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
+	@echo "make test-upgrade - the previous release and this one serve each other's data"
 	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
 	@echo "make servers - fetch the five servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
@@ -134,6 +135,13 @@ dist:
 ## (scripts/test-package.sh; root).
 test-package: dist
 	scripts/test-package.sh
+
+## test-upgrade: the previous release's module (packaging/previous-release,
+## built from git by scripts/build-previous.sh, cached in target/previous/)
+## and this one serve each other's data, and a replica-first rolling upgrade
+## loses nothing (tests/upgrade.rs; also part of test-rust).
+test-upgrade: build
+	$(CARGO) test -p dreamtown --test upgrade
 
 run: deps build
 	@echo "== starting $(SERVER) on 127.0.0.1:$(PORT) with dreamtown loaded (Ctrl-C stops it)"
