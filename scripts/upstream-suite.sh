@@ -46,7 +46,7 @@ case "$SCRATCH/" in "$REPO"/*) echo "SCRATCH must be outside the repository" >&2
 
 case "$name" in
   redis-7.0) family=redis; version=7.0.15; pool=r/redis ;;
-  redis-8.0) family=redis; version=8.0.2; pool=r/redis ;;
+  redis-8.0) family=redis; version=8.0.6; pool=r/redis ;;
   valkey-9.1) family=valkey; version=9.1.2; pool=v/valkey ;;
   *) echo "unknown server '$name'" >&2; exit 2 ;;
 esac
@@ -79,15 +79,14 @@ fi
 # src/ wrappers onto the packaged binaries.
 wrapper() { printf '#!/bin/sh\nexec %s "$@"\n' "$2" >"$1"; chmod 755 "$1"; }
 for tool in server cli benchmark; do wrapper "$tree/src/$family-$tool" "\"$SERVERS/$name/$family-$tool\""; done
-trixie="$SERVERS/trixie/root"
-libs="$trixie/usr/lib/x86_64-linux-gnu"
+# Redis 8.0.6 and Valkey 9.1.2 are Debian unstable's packages, run by its
+# own loader (scripts/servers.sh), check tools included.
+sid="$SERVERS/sid/root"
+libs="$sid/usr/lib/x86_64-linux-gnu"
 for tool in check-aof check-rdb; do
   case "$name" in
     redis-7.0) wrapper "$tree/src/redis-$tool" "/usr/bin/redis-$tool" ;;
-    redis-8.0) wrapper "$tree/src/redis-$tool" "\"$libs/ld-linux-x86-64.so.2\" --library-path \"$libs\" \"$trixie/usr/bin/redis-$tool\"" ;;
-    valkey-9.1)
-      binary=$(sed -n 's/^exec "\([^"]*\)".*/\1/p' "$SERVERS/valkey-9.1/valkey-server")
-      wrapper "$tree/src/valkey-$tool" "/lib64/ld-linux-x86-64.so.2 --argv0 valkey-$tool \"$binary\"" ;;
+    *) wrapper "$tree/src/$family-$tool" "\"$libs/ld-linux-x86-64.so.2\" --library-path \"$libs\" \"$sid/usr/bin/$family-$tool\"" ;;
   esac
 done
 

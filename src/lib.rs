@@ -12,6 +12,7 @@
 
 pub mod dreams;
 pub mod town;
+pub mod version;
 
 #[cfg(test)]
 mod test_random;

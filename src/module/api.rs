@@ -116,4 +116,5 @@ required!(
     RedisModule_InfoAddSection,
     RedisModule_InfoAddFieldULongLong,
     RedisModule_AvoidReplicaTraffic,
+    RedisModule_InfoAddFieldCString,
 );

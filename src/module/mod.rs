@@ -94,7 +94,7 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
 
 redis_module! {
     name: "dreamtown",
-    version: 1,
+    version: crate::version::MODULE_VERSION,
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: initialize,

@@ -154,6 +154,12 @@ fn tenant_stats_fields() -> Vec<(&'static CStr, u64)> {
 /// The INFO callback: one section per concern, `dreamtown_<section>`.
 pub unsafe extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     let outcome = std::panic::catch_unwind(|| {
+        // `dreamtown_build`: which release this server runs (MODULE LIST
+        // shows it as a number, MMmmpp).
+        unsafe { api!(RedisModule_InfoAddSection)(ctx, c"build".as_ptr()) };
+        if let Ok(version) = std::ffi::CString::new(crate::version::VERSION) {
+            unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"version".as_ptr(), version.as_ptr()) };
+        }
         for (name, fields) in sections() {
             unsafe { api!(RedisModule_InfoAddSection)(ctx, name.as_ptr()) };
             for (field, value) in fields {

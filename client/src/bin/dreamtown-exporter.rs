@@ -21,6 +21,8 @@ const USAGE: &str = "usage: dreamtown-exporter --redis <url> [--redis <url> ...]
   --timeout-secs  connect and read timeout (default 5)
   --forget-secs   stop exporting a tenant whose keys have been gone this long (default 3600;
                   until then an emptied queue reads 0)
+  -V, --version   print the version (the module's: one version for both) and exit
+  -h, --help      print this help and exit
 
 Metrics: see docs/monitoring.md.";
 
@@ -55,6 +57,10 @@ fn run() -> Result<(), String> {
             "--forget-secs" => config.forget = Duration::from_secs(number(&arg, args.next())?),
             "-h" | "--help" => {
                 println!("{USAGE}");
+                return Ok(());
+            }
+            "-V" | "--version" => {
+                println!("dreamtown-exporter {}", env!("CARGO_PKG_VERSION"));
                 return Ok(());
             }
             other => return Err(format!("unknown argument '{other}'")),

@@ -14,6 +14,8 @@ usage: dreamtown-migrate [--dry-run] [--reverse] --from <redis-url> [--to <redis
   --dry-run      change nothing; report what would move
   --reverse      from dreamtown's layout back to the seed's (leases dropped, indexes removed)
   --all          every tenant found on the source
+  -V, --version  print the version (the module's: one version for both) and exit
+  -h, --help     print this help and exit
 
 Prints a report per tenant. Exit status: 0 when everything found was moved
 and verified (or, with --dry-run, can be), 1 when a tenant was not, 2 on a
@@ -40,6 +42,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Args {
         match arg.as_str() {
             "-h" | "--help" => {
                 println!("{USAGE}");
+                std::process::exit(0);
+            }
+            "-V" | "--version" => {
+                println!("dreamtown-migrate {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
             }
             "--from" => from = Some(args.next().unwrap_or_else(|| usage("--from needs a URL"))),
