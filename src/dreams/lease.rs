@@ -66,8 +66,16 @@ pub fn extend(leases: &mut impl LeaseStore, payload: &[u8], deadline_ms: i64) ->
 /// [`EXPIRED`] marker; a payload no longer in flight just loses its lease.
 /// How many items went back to ready.
 pub fn expire_due(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> u64 {
+    expire_due_counted(queue, leases, now_ms, limit).1
+}
+
+/// [`expire_due`], also saying how many due leases it handled (expired or
+/// dropped): `(handled, requeued)`.
+pub fn expire_due_counted(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> (u64, u64) {
     let mut requeued = 0;
-    for payload in leases.due(now_ms, limit) {
+    let due = leases.due(now_ms, limit);
+    let handled = due.len() as u64;
+    for payload in due {
         if queue.remove_processing(&payload) {
             queue.push_ready_head(&payload);
             leases.set(&payload, EXPIRED);
@@ -76,7 +84,7 @@ pub fn expire_due(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now
             leases.remove(&payload);
         }
     }
-    requeued
+    (handled, requeued)
 }
 
 /// A queue seen by an acknowledgement under leases: taking a payload out

@@ -125,7 +125,7 @@ impl RegionStore for MemoryCounters {
 }
 
 /// A lease set: payload -> score.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemoryLeases {
     pub scores: BTreeMap<Vec<u8>, i64>,
 }

@@ -5,6 +5,8 @@
 //! them) are acknowledged in order, exactly as one `TOWN.ACK` per id would,
 //! in one command: an agent that received a batch acknowledges it in one
 //! round trip. Reply: how many messages were removed (0 or 1 per id).
+//! Several ids cost one pass over the pending list (and over the inbox
+//! only for ids whose lease ran out), not one per id.
 
 use super::expiry::{open_leases, RedisMail};
 use super::{id_str, town, AGENT_ARG, TOWN_ARG};
@@ -15,7 +17,7 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::lease::acknowledge;
+use crate::town::lease::{acknowledge, acknowledge_many};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -26,7 +28,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     tenant: TenantUse::Write,
     arity: -4,
     summary: "Acknowledge reliably received messages by their ids, removing them from the agent's pending list",
-    complexity: "O(N*M) where N is the number of pending messages and M the number of ids",
+    complexity: "O(N+M) where N is the number of pending messages and M the number of ids",
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String).multiple()],
 };
 
@@ -43,7 +45,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, ids) = parse(argv)?;
     let mut ack = AckKeys::open(session, &keys, agent)?;
-    let removed = ids.iter().map(|id| u64::from(ack.acknowledge(id))).sum::<u64>();
+    let removed = match ids {
+        [id] => u64::from(ack.acknowledge(id)),
+        _ => ack.acknowledge_many(ids),
+    };
     super::count(&keys, Some(agent), Town::Acked, removed);
     Ok(Reply::Integer(i64::try_from(removed).unwrap_or(i64::MAX)))
 }
@@ -74,6 +79,15 @@ impl AckKeys {
         if removed {
             stats::TOWN_ACKED.bump();
         }
+        removed
+    }
+
+    /// Acknowledge `ids` in order, exactly as [`AckKeys::acknowledge`] of
+    /// each would, in one pass over the pending list
+    /// ([`acknowledge_many`]); how many messages were removed.
+    pub fn acknowledge_many(&mut self, ids: &[&[u8]]) -> u64 {
+        let removed = acknowledge_many(&mut self.mail, &mut self.leases, ids).iter().filter(|&&gone| gone).count() as u64;
+        stats::TOWN_ACKED.add(removed);
         removed
     }
 }
