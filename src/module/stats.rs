@@ -78,6 +78,10 @@ pub static TOWN_RECEIVED: Total = Total::new();
 pub static TOWN_RECEIVED_RELIABLE: Total = Total::new();
 /// Pending messages removed by `TOWN.ACK`.
 pub static TOWN_ACKED: Total = Total::new();
+/// Messages a `TOWN.ACK` of several ids read (its one pass over the
+/// pending list, and over the inbox when needed): at most their lengths
+/// per call, whatever the number of ids.
+pub static TOWN_ACK_SCANNED: Total = Total::new();
 /// Pending messages handed back by `TOWN.REQUEUE`.
 pub static TOWN_REQUEUED: Total = Total::new();
 /// Messages moved by `TOWN.RECLAIM`.
@@ -131,6 +135,7 @@ fn sections() -> Vec<Section> {
             (c"messages_received", TOWN_RECEIVED.get()),
             (c"messages_received_reliable", TOWN_RECEIVED_RELIABLE.get()),
             (c"messages_acked", TOWN_ACKED.get()),
+            (c"ack_messages_scanned", TOWN_ACK_SCANNED.get()),
             (c"messages_requeued", TOWN_REQUEUED.get()),
             (c"messages_reclaimed", TOWN_RECLAIMED.get()),
             (c"messages_lease_expired", TOWN_LEASES_EXPIRED.get()),

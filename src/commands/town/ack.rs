@@ -17,7 +17,7 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::lease::{acknowledge, acknowledge_many};
+use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -86,8 +86,54 @@ impl AckKeys {
     /// each would, in one pass over the pending list
     /// ([`acknowledge_many`]); how many messages were removed.
     pub fn acknowledge_many(&mut self, ids: &[&[u8]]) -> u64 {
-        let removed = acknowledge_many(&mut self.mail, &mut self.leases, ids).iter().filter(|&&gone| gone).count() as u64;
+        let mut scanned = Scanned { mail: &mut self.mail, read: 0 };
+        let removed = acknowledge_many(&mut scanned, &mut self.leases, ids).iter().filter(|&&gone| gone).count() as u64;
+        stats::TOWN_ACK_SCANNED.add(scanned.read);
         stats::TOWN_ACKED.add(removed);
         removed
+    }
+}
+
+/// Mail that counts the messages a scan reads (`INFO`: `ack_messages_scanned`).
+struct Scanned<'a> {
+    mail: &'a mut RedisMail,
+    read: u64,
+}
+
+impl AgentMail for Scanned<'_> {
+    fn pending(&self) -> Vec<Vec<u8>> {
+        self.mail.pending()
+    }
+    fn remove_pending(&mut self, message: &[u8]) -> bool {
+        self.mail.remove_pending(message)
+    }
+    fn remove_first_pending(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        self.mail.remove_first_pending(matches)
+    }
+    fn remove_first_inbox(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        self.mail.remove_first_inbox(matches)
+    }
+    fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
+        self.mail.push_inbox_head(messages);
+    }
+    fn scan_pending(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        let read = &mut self.read;
+        self.mail.scan_pending(&mut |index, message| {
+            *read += 1;
+            visit(index, message)
+        });
+    }
+    fn scan_inbox(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        let read = &mut self.read;
+        self.mail.scan_inbox(&mut |index, message| {
+            *read += 1;
+            visit(index, message)
+        });
+    }
+    fn remove_pending_at(&mut self, index: u64, message: &[u8]) {
+        self.mail.remove_pending_at(index, message);
+    }
+    fn remove_inbox_at(&mut self, index: u64, message: &[u8]) {
+        self.mail.remove_inbox_at(index, message);
     }
 }
