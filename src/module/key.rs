@@ -490,10 +490,16 @@ impl Key {
         true
     }
 
-    /// Keep only the elements `0..keep` (`LTRIM key 0 keep-1`).
+    /// Keep only the elements `0..keep` (`LTRIM key 0 keep-1`). With
+    /// nothing to trim, nothing is replicated (Redis propagates a write
+    /// only when it changed something) but the `ltrim` event fires, as a
+    /// native `LTRIM` of an existing list fires it whatever it removed.
     pub fn trim_to(&self, keep: u64) {
         let len = self.len();
         if len <= keep {
+            if self.exists() {
+                notify(self.ctx, Event::List(c"ltrim"), self.name.as_ptr());
+            }
             return;
         }
         let delete = api!(RedisModule_ListDelete);
@@ -814,6 +820,9 @@ impl Key {
         argv.new_string(b"PXAT");
         argv.new_integer(expire_at_ms);
         self.effect_argv(c"SET", &argv, Event::String(c"set"));
+        // `SET ... PX` fires `expire` after `set` (t_string.c
+        // setGenericCommand): so does this.
+        notify(self.ctx, Event::Generic(c"expire"), self.name.as_ptr());
     }
 
     /// Expire the key at `expire_at_ms` (unix ms).
