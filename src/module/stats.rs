@@ -60,6 +60,9 @@ pub static DEAD_LETTERED: Total = Total::new();
 pub static ACKS_ACKNOWLEDGED: Total = Total::new();
 /// Acknowledgements that were stale.
 pub static ACKS_STALE: Total = Total::new();
+/// Pending fires `DREAMS.RECORD` found gone with every queue key of their
+/// organization (evicted, deleted) and cleared, so the region fires again.
+pub static STALE_PENDING_CLEARED: Total = Total::new();
 /// Items moved back to ready by `DREAMS.RECOVER`.
 pub static RECOVERED: Total = Total::new();
 
@@ -125,6 +128,7 @@ fn sections() -> Vec<Section> {
             (c"acks_acknowledged", ACKS_ACKNOWLEDGED.get()),
             (c"acks_stale", ACKS_STALE.get()),
             (c"recovered", RECOVERED.get()),
+            (c"stale_pending_cleared", STALE_PENDING_CLEARED.get()),
             (c"leases_expired", LEASES_EXPIRED.get()),
         ],
     ), (

@@ -511,6 +511,13 @@ impl<'s> RedisRegion<'s> {
         self.fields.pending = value.map(|v| v.as_bytes().to_vec());
     }
 
+    /// Take the `pending` field read by [`RedisRegion::read_pending`] as
+    /// absent, writing nothing (the caller clears it once every key it
+    /// writes is checked).
+    pub fn forget_pending_read(&mut self) {
+        self.fields.pending = None;
+    }
+
     /// The error a write refused after the store was opened (the event
     /// set's type, see [`EventSet::CheckedByWrite`]); nothing was written.
     pub fn refused(&mut self) -> Option<CommandError> {
