@@ -147,3 +147,45 @@ fn an_ack_of_many_ids_reads_each_pending_message_once() {
     assert!(info_field(&mut con, "ack_messages_scanned") - before <= pending as u64);
     assert_eq!(lengths(&mut con, &town, "a"), vec![0, 0, 0]);
 }
+
+#[test]
+fn an_ack_of_many_ids_does_what_one_ack_per_id_does() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let town = tenant("batch-ack");
+    // Two agents in the same state: 60 pending messages (ids repeat), of
+    // which the first 20 were leased and went back to the inbox.
+    for agent in ["a", "b"] {
+        for i in 0..60 {
+            ok::<i64>(&mut con, &["TOWN.SEND", &town, &message(&format!("m{}", i % 45), agent, "normal")]);
+        }
+        let got: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, agent, "COUNT", "20", "RELIABLE", "LEASE", "0.05"]);
+        assert_eq!(got.len(), 20);
+        let got: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, agent, "COUNT", "40", "RELIABLE"]);
+        assert_eq!(got.len(), 40);
+    }
+    wait_until("the leases ran out", || {
+        lengths(&mut con, &town, "a")[0] == 20 && lengths(&mut con, &town, "b")[0] == 20
+    });
+    // Shuffled, with repeats and unknown ids: more than the small-batch path takes.
+    let ids: Vec<String> =
+        (0..90).map(|i| format!("m{}", (i * 37 + 11) % 50)).chain(["none".to_string(), "m3".to_string()]).collect();
+    let mut batch = redis::cmd("TOWN.ACK");
+    batch.arg(&town).arg("a").arg(&ids);
+    let scanned = info_field(&mut con, "ack_messages_scanned");
+    let removed: i64 = batch.query(&mut con).expect("ack");
+    // One pass over the 40 pending, one over the 20 in the inbox at most.
+    assert!(info_field(&mut con, "ack_messages_scanned") - scanned <= 60);
+    let one_by_one: i64 = ids.iter().map(|id| ok::<i64>(&mut con, &["TOWN.ACK", &town, "b", id])).sum();
+    assert_eq!(removed, one_by_one);
+    assert!(removed > 20, "{removed}");
+    for key in ["inbox", "pending"] {
+        let a = list(&mut con, &format!("tt:{{{town}}}:{key}:a"));
+        let b = list(&mut con, &format!("tt:{{{town}}}:{key}:b"));
+        let readdressed: Vec<String> = b.iter().map(|m| m.replace(r#""to":"b""#, r#""to":"a""#)).collect();
+        assert_eq!(a, readdressed, "{key}");
+    }
+    let a: Vec<String> = ok(&mut con, &["ZRANGE", &format!("tt:{{{town}}}:leases:a"), "0", "-1"]);
+    let b: Vec<String> = ok(&mut con, &["ZRANGE", &format!("tt:{{{town}}}:leases:b"), "0", "-1"]);
+    assert_eq!(a, b);
+}

@@ -81,9 +81,10 @@ pub static TOWN_RECEIVED: Total = Total::new();
 pub static TOWN_RECEIVED_RELIABLE: Total = Total::new();
 /// Pending messages removed by `TOWN.ACK`.
 pub static TOWN_ACKED: Total = Total::new();
-/// Messages a `TOWN.ACK` of several ids read (its one pass over the
-/// pending list, and over the inbox when needed): at most their lengths
-/// per call, whatever the number of ids.
+/// Messages a `TOWN.ACK` of many ids read (its one pass over the pending
+/// list, and over the inbox when needed): at most their lengths per call,
+/// whatever the number of ids. (A batch of up to 32 ids over a pending
+/// list no longer than it goes id by id, uncounted.)
 pub static TOWN_ACK_SCANNED: Total = Total::new();
 /// Pending messages handed back by `TOWN.REQUEUE`.
 pub static TOWN_REQUEUED: Total = Total::new();
