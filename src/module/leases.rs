@@ -90,6 +90,10 @@ fn keys_per_turn() -> u64 {
 /// beside it and keeps a turn within a bucket of its budget.
 const CATCH_UP_BUDGET_US: u128 = 2_000;
 
+/// A family's expiry step: `(session, tenant, now_ms, limit)` to
+/// `(handled, next deadline)` (see [`LeaseFamily::expire`]).
+pub type ExpireStep = fn(&Session, &str, i64, u64) -> (u64, Option<i64>);
+
 /// What a family of tenants (Dreams organizations, towns) provides.
 pub struct LeaseFamily {
     /// The tenant of a lease key name, if it is one (cheap to refuse: the
@@ -100,7 +104,7 @@ pub struct LeaseFamily {
     /// first: how many due leases it handled (expired, or dropped as no
     /// longer in flight), and the tenant's next deadline, if any lease is
     /// left (at or before `now_ms` when more are due).
-    pub expire: fn(&Session, &str, i64, u64) -> (u64, Option<i64>),
+    pub expire: ExpireStep,
     /// The tenant's earliest live deadline (for the catch-up).
     pub earliest: fn(&Session, &str) -> Option<i64>,
     /// The tenant whose hash tag names the slot of an index entry (the
