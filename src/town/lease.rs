@@ -76,9 +76,44 @@ pub fn expire_due_counted(mail: &mut impl AgentMail, leases: &mut impl LeaseStor
     if due.is_empty() {
         return (0, 0);
     }
-    // Sets, not lists: one pass over pending costs O(pending + due), not
-    // O(pending x due); it stops once every due id is found (the oldest
-    // leases are those of the oldest pending messages, at its head).
+    // First the head of the pending list, where the oldest messages (so,
+    // usually, the earliest deadlines) are: a window of a few times
+    // `limit` messages, each looked up in the lease set. Due leases of
+    // one deadline come in member order, which may be spread over a long
+    // pending list; this keeps a step's cost bounded whatever is due.
+    let window = limit.saturating_mul(4).max(64);
+    let mut back: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut ids: Vec<Vec<u8>> = Vec::new();
+    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut read = 0u64;
+    mail.scan_pending(&mut |index, message| {
+        read += 1;
+        if let Some(id) = id_member(message) {
+            // Only the first pending message with an id carries its lease.
+            if seen.insert(id.as_bytes().to_vec())
+                && leases.score(id.as_bytes()).is_some_and(|deadline| deadline > EXPIRED && deadline <= now_ms)
+            {
+                back.push((index, message.to_vec()));
+                ids.push(id.as_bytes().to_vec());
+            }
+        }
+        (back.len() as u64) < limit && read < window
+    });
+    if !back.is_empty() {
+        for (removed, (index, message)) in back.iter().enumerate() {
+            mail.remove_pending_at(index - removed as u64, message);
+        }
+        let back: Vec<Vec<u8>> = back.into_iter().map(|(_, message)| message).collect();
+        mail.push_inbox_head(&back);
+        for id in &ids {
+            leases.set(id, EXPIRED);
+        }
+        return (back.len() as u64, back.len() as u64);
+    }
+    // Nothing due near the head: the due messages are deeper (leases of
+    // other lengths) or no longer pending. Sets, not lists: one pass over
+    // pending costs O(pending + due), not O(pending x due); it stops once
+    // every due id is found.
     let wanted: std::collections::HashSet<&[u8]> = due.iter().map(Vec::as_slice).collect();
     let mut back: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut found: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
@@ -353,6 +388,42 @@ mod tests {
         assert_eq!(mail.inbox, vec![msg("a"), msg("c"), msg("x")]);
         assert_eq!(mail.pending, vec![msg("b")]);
         assert_eq!(leases.score(b"a"), Some(EXPIRED));
+        assert_eq!(leases.earliest(), Some(99));
+    }
+
+    #[test]
+    fn a_long_pending_list_expires_a_step_at_a_time_head_first_nothing_lost() {
+        let ids: Vec<String> = (0..500).map(|i| format!("m{i}")).collect();
+        let mut mail = Mail { pending: ids.iter().map(|id| msg(id)).collect(), inbox: vec![] };
+        let mut leases = MemoryLeases::default();
+        for id in &ids {
+            grant(&mut leases, id.as_bytes(), 10);
+        }
+        grant(&mut leases, b"orphan", 10);
+        // Not due: stays pending and leased.
+        mail.pending.push(msg("late"));
+        grant(&mut leases, b"late", 99);
+        let mut steps = 0;
+        loop {
+            let (handled, back) = expire_due_counted(&mut mail, &mut leases, 10, 100);
+            assert!(handled <= 100 && back <= handled);
+            if handled == 0 {
+                break;
+            }
+            steps += 1;
+        }
+        assert_eq!(steps, 6, "five of 100 from the head, then the orphan");
+        assert_eq!(mail.pending, vec![msg("late")]);
+        let mut back = mail.inbox.clone();
+        back.sort();
+        let mut expected: Vec<Vec<u8>> = ids.iter().map(|id| msg(id)).collect();
+        expected.sort();
+        assert_eq!(back, expected);
+        // Later steps went to the head, each in received order.
+        assert_eq!(mail.inbox[0], msg("m400"));
+        assert_eq!(mail.inbox[99], msg("m499"));
+        assert_eq!(leases.score(b"orphan"), None);
+        assert_eq!(leases.score(b"m7"), Some(EXPIRED));
         assert_eq!(leases.earliest(), Some(99));
     }
 
