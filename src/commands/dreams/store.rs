@@ -250,6 +250,16 @@ impl QueueStore for RedisQueue {
         }
         removed
     }
+    fn scan_processing(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.settle();
+        self.processing.scan_list(visit);
+    }
+    fn remove_processing_at(&mut self, index: u64, payload: &[u8]) {
+        self.settle();
+        if self.processing.remove_at(index, payload) {
+            fire_ages::left(self.org, List::InFlight, payload, !self.processing.exists());
+        }
+    }
     fn take_processing(&mut self) -> Vec<Vec<u8>> {
         self.settle();
         let payloads = self.processing.all();
