@@ -192,11 +192,13 @@ test-python:
 ## bench: not part of `make test`. Knobs: BENCH_REPS (5), BENCH_SECONDS (1.0
 ## per run), BENCH_ONLY (regex of rows), BENCH_PIN=0 (no taskset),
 ## BENCH_STRICT=1 (exit 1 on a missed target), BENCH_PROMOTION=0 (skip the
-## promotion stall), BENCH_PROMOTION_KEYS ("1000000 5000000"). See bench/README.md.
+## promotion stall), BENCH_PROMOTION_KEYS ("1000000 5000000"), BENCH_STALL=0
+## (skip the due-at-once stall), BENCH_STALL_LEASES ("20000 100000"). See bench/README.md.
 bench: build
 	@echo "== benchmark (one $(SERVER), module vs the seed's Lua vs native commands)"
 	python3 bench/run.py --module $(MODULE)
 	@if [ "$(BENCH_PROMOTION)" != "0" ]; then python3 bench/promotion.py --module $(MODULE); fi
+	@if [ "$(BENCH_STALL)" != "0" ]; then python3 bench/stall.py --module $(MODULE); fi
 
 ## partition: not part of `make test` (which runs its durable subset).
 ## Every fault x setting, PARTITION_ROUNDS rounds (3), on a 3+3 cluster of

@@ -30,7 +30,15 @@ pub struct Drained {
     pub quiet_deferred: u64,
     /// Items moved to the dead-letter list.
     pub dead_lettered: u64,
+    /// Stopped at the bound on items passed over ([`SKIP_MAX`]) with
+    /// ready not yet looked at: the next drain goes on.
+    pub stopped: bool,
 }
+
+/// Items one call may pass over (dead-letter or defer for quiet hours)
+/// before it stops: a ready list of 200,000 garbage items is cleared
+/// a few hundred per call, never in one step that grows with it.
+pub const SKIP_MAX: u64 = 256;
 
 /// Move deferred items due at `now` to the tail of ready, at most until
 /// ready holds `queue_max` items (the seed's PROMOTE_DEFERRED script).
@@ -48,11 +56,23 @@ pub fn promote_due(queue: &mut impl QueueStore, now: i64, queue_max: u64) -> u64
     due.len() as u64
 }
 
-/// Drain once for `org` at `now`.
+/// Drain once for `org` at `now`, passing over any number of items.
 pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPolicy) -> Drained {
+    let mut unbounded = u64::MAX;
+    drain_bounded(queue, org, now, policy, &mut unbounded)
+}
+
+/// Drain once for `org` at `now`, passing over (dead-lettering, deferring)
+/// at most `skip_left` items, which it lowers by those it passed over;
+/// at zero it stops ([`Drained::stopped`]) before looking at the next.
+pub fn drain_bounded(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPolicy, skip_left: &mut u64) -> Drained {
     let mut drained = Drained::default();
     let local_hour = policy.quiet.local_hour(now);
     loop {
+        if *skip_left == 0 {
+            drained.stopped = queue.ready_len() > 0;
+            return drained;
+        }
         drained.promoted += promote_due(queue, now, policy.queue_max);
         let Some(payload) = queue.pop_ready() else {
             return drained;
@@ -62,6 +82,7 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
         let Some(fire) = read.as_ref().map(ReadFire::get).filter(|fire| fire.region.org == org) else {
             queue.push_dead(&payload);
             drained.dead_lettered += 1;
+            *skip_left -= 1;
             continue;
         };
         // The other work is counted only inside the window: outside it (and
@@ -85,6 +106,7 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
             }
             queue.add_deferred(now, message.to_payload().as_bytes());
             drained.quiet_deferred += 1;
+            *skip_left -= 1;
             continue;
         }
         queue.push_popped_to_processing(&payload);
@@ -138,6 +160,21 @@ mod tests {
 
     fn project_of(payload: &[u8]) -> String {
         FireMessage::parse(payload).unwrap().region.project
+    }
+
+    #[test]
+    fn a_drain_passes_over_a_bounded_number_and_the_next_goes_on() {
+        let mut queue = MemoryQueue::default();
+        queue.ready = (0..10).map(|n| format!("garbage {n}").into_bytes()).collect();
+        queue.ready.push(item("p"));
+        let mut left = 4;
+        let drained = drain_bounded(&mut queue, "o", DAY_NOW, &policy(), &mut left);
+        assert_eq!((drained.ready, drained.dead_lettered, drained.stopped, left), (None, 4, true, 0));
+        assert_eq!(queue.ready.len(), 7);
+        let mut left = 100;
+        let drained = drain_bounded(&mut queue, "o", DAY_NOW, &policy(), &mut left);
+        assert_eq!((drained.ready, drained.dead_lettered, drained.stopped), (Some(item("p")), 6, false));
+        assert_eq!(queue.dead.len(), 10);
     }
 
     #[test]

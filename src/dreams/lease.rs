@@ -66,8 +66,53 @@ pub fn extend(leases: &mut impl LeaseStore, payload: &[u8], deadline_ms: i64) ->
 /// [`EXPIRED`] marker; a payload no longer in flight just loses its lease.
 /// How many items went back to ready.
 pub fn expire_due(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> u64 {
+    expire_due_counted(queue, leases, now_ms, limit).1
+}
+
+/// [`expire_due`], also saying how many due leases it handled (expired or
+/// dropped): `(handled, requeued)`.
+pub fn expire_due_counted(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> (u64, u64) {
+    let due = leases.due(now_ms, limit);
+    if due.is_empty() {
+        return (0, 0);
+    }
+    // First the head of the in-flight list, where the oldest items (so,
+    // usually, the earliest deadlines) are: a window of a few times
+    // `limit` items, each looked up in the lease set, removed by index.
+    // Due leases of one deadline come in member order, which may be
+    // spread over a long in-flight list, and each removal by value would
+    // search it: this keeps a step's cost bounded whatever is in flight.
+    let window = limit.saturating_mul(4).max(64);
+    let mut found: Vec<(u64, i64, Vec<u8>)> = Vec::new();
+    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut read = 0u64;
+    queue.scan_processing(&mut |index, payload| {
+        read += 1;
+        // Only the first in-flight copy of a payload carries its lease.
+        if seen.insert(payload.to_vec()) {
+            if let Some(deadline) = leases.score(payload).filter(|&at| at > EXPIRED && at <= now_ms) {
+                found.push((index, deadline, payload.to_vec()));
+            }
+        }
+        (found.len() as u64) < limit && read < window
+    });
+    if !found.is_empty() {
+        for (removed, (index, _, payload)) in found.iter().enumerate() {
+            queue.remove_processing_at(index - removed as u64, payload);
+        }
+        // Back to the head of ready in deadline order, as one at a time would.
+        found.sort_by(|a, b| (a.1, &a.2).cmp(&(b.1, &b.2)));
+        for (_, _, payload) in &found {
+            queue.push_ready_head(payload);
+            leases.set(payload, EXPIRED);
+        }
+        return (found.len() as u64, found.len() as u64);
+    }
+    // Nothing due near the head: the due items are deeper (leases of other
+    // lengths) or no longer in flight. One at a time.
     let mut requeued = 0;
-    for payload in leases.due(now_ms, limit) {
+    let handled = due.len() as u64;
+    for payload in due {
         if queue.remove_processing(&payload) {
             queue.push_ready_head(&payload);
             leases.set(&payload, EXPIRED);
@@ -76,7 +121,7 @@ pub fn expire_due(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now
             leases.remove(&payload);
         }
     }
-    requeued
+    (handled, requeued)
 }
 
 /// A queue seen by an acknowledgement under leases: taking a payload out
@@ -189,6 +234,43 @@ mod tests {
         assert_eq!(queue.ready, vec![item("b"), item("a"), item("r")]);
         assert_eq!(queue.processing, vec![item("c")]);
         assert_eq!(leases.earliest(), None);
+    }
+
+    #[test]
+    fn a_long_in_flight_list_expires_a_step_at_a_time_head_first_nothing_lost() {
+        let mut queue = MemoryQueue::default();
+        let mut leases = MemoryLeases::default();
+        let items: Vec<Vec<u8>> = (0..500).map(|i| item(&format!("p{i}"))).collect();
+        for payload in &items {
+            queue.processing.push(payload.clone());
+            grant(&mut leases, payload, 10);
+        }
+        grant(&mut leases, b"orphan", 10);
+        queue.processing.push(item("late"));
+        grant(&mut leases, b"late", 99);
+        let mut steps = 0;
+        loop {
+            let (handled, back) = expire_due_counted(&mut queue, &mut leases, 10, 100);
+            assert!(handled <= 100 && back <= handled);
+            if handled == 0 {
+                break;
+            }
+            steps += 1;
+        }
+        assert_eq!(steps, 6, "five of 100 from the head, then the orphan");
+        assert_eq!(queue.processing, vec![item("late")]);
+        let mut back = queue.ready.clone();
+        back.sort();
+        let mut expected = items.clone();
+        expected.sort();
+        assert_eq!(back, expected);
+        // A step's items go to the head in deadline (then member) order.
+        let mut last_step: Vec<Vec<u8>> = items[400..].to_vec();
+        last_step.sort();
+        last_step.reverse();
+        assert_eq!(queue.ready[..100].to_vec(), last_step);
+        assert_eq!(leases.score(b"orphan"), None);
+        assert_eq!(leases.score(&items[7]), Some(EXPIRED));
     }
 
     #[test]

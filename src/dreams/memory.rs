@@ -61,6 +61,17 @@ impl QueueStore for MemoryQueue {
             None => false,
         }
     }
+    fn scan_processing(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        for (index, payload) in self.processing.iter().enumerate() {
+            if !visit(index as u64, payload) {
+                return;
+            }
+        }
+    }
+    fn remove_processing_at(&mut self, index: u64, payload: &[u8]) {
+        assert_eq!(self.processing.iter().position(|p| p == payload), Some(index as usize));
+        self.processing.remove(index as usize);
+    }
     fn take_processing(&mut self) -> Vec<Vec<u8>> {
         std::mem::take(&mut self.processing)
     }
@@ -125,7 +136,7 @@ impl RegionStore for MemoryCounters {
 }
 
 /// A lease set: payload -> score.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemoryLeases {
     pub scores: BTreeMap<Vec<u8>, i64>,
 }

@@ -34,6 +34,15 @@ pub trait QueueStore {
     fn remove_processing(&mut self, payload: &[u8]) -> bool;
     /// Remove every in-flight item, oldest first.
     fn take_processing(&mut self) -> Vec<Vec<u8>>;
+    /// Visit the in-flight items oldest first with their indexes, until
+    /// `visit` answers false. By default none: lease expiry then takes
+    /// its full path ([`crate::dreams::lease::expire_due`]).
+    fn scan_processing(&mut self, _visit: &mut dyn FnMut(u64, &[u8]) -> bool) {}
+    /// Remove the in-flight item `payload`, now at `index`, which is the
+    /// first one equal to it (`LREM processing 1 <payload>`).
+    fn remove_processing_at(&mut self, _index: u64, payload: &[u8]) {
+        self.remove_processing(payload);
+    }
     /// Add (or rescore) a deferred item.
     fn add_deferred(&mut self, score: i64, payload: &[u8]);
     /// Up to `limit` deferred items due at `now`, lowest score first.

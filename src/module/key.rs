@@ -458,10 +458,48 @@ impl Key {
         true
     }
 
-    /// Keep only the elements `0..keep` (`LTRIM key 0 keep-1`).
+    /// Visit the elements head first with their indexes, each read in the
+    /// Redis string the API returns (one forward pass of the key's list
+    /// iterator), until `visit` answers false.
+    pub fn scan_list(&self, mut visit: impl FnMut(u64, &[u8]) -> bool) {
+        for index in 0..self.len() {
+            let Some(element) = self.element(index) else { return };
+            if !visit(index, element.as_bytes()) {
+                return;
+            }
+        }
+    }
+
+    /// Remove the element at `index`, which is `value` and the first
+    /// element equal to it (the caller knows), replicated as `LREM key 1
+    /// <value>`. Whether one was removed.
+    pub fn remove_at(&self, index: u64, value: &[u8]) -> bool {
+        let Ok(at) = c_long::try_from(index) else {
+            return false;
+        };
+        if index >= self.len() {
+            return false;
+        }
+        unsafe { api!(RedisModule_ListDelete)(self.list_handle(), at) };
+        // As in `remove_first_where`: the next list operation starts afresh.
+        self.list_iterator_spent.set(self.exists());
+        let mut argv = self.argv();
+        argv.borrowed(ONE.as_ptr());
+        argv.new_string(value);
+        self.removal_effect(c"LREM", &argv, Event::List(c"lrem"));
+        true
+    }
+
+    /// Keep only the elements `0..keep` (`LTRIM key 0 keep-1`). With
+    /// nothing to trim, nothing is replicated (Redis propagates a write
+    /// only when it changed something) but the `ltrim` event fires, as a
+    /// native `LTRIM` of an existing list fires it whatever it removed.
     pub fn trim_to(&self, keep: u64) {
         let len = self.len();
         if len <= keep {
+            if self.exists() {
+                notify(self.ctx, Event::List(c"ltrim"), self.name.as_ptr());
+            }
             return;
         }
         let delete = api!(RedisModule_ListDelete);
@@ -782,6 +820,9 @@ impl Key {
         argv.new_string(b"PXAT");
         argv.new_integer(expire_at_ms);
         self.effect_argv(c"SET", &argv, Event::String(c"set"));
+        // `SET ... PX` fires `expire` after `set` (t_string.c
+        // setGenericCommand): so does this.
+        notify(self.ctx, Event::Generic(c"expire"), self.name.as_ptr());
     }
 
     /// Expire the key at `expire_at_ms` (unix ms).

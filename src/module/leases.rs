@@ -60,11 +60,19 @@ use super::stats::Total;
 /// How often the timer looks for due leases (ms): expiry is exact to this.
 pub const TICK_MS: i64 = 100;
 
-/// Time one tick may spend expiring (µs), checked after each tenant: a
-/// burst of due tenants spreads over ticks [`CATCH_UP_MS`] apart instead
-/// of stalling the server. One tenant expires at most its family's
-/// per-tick count (1,000 leases) at a time.
+/// Time one tick may spend expiring (µs), checked after each step (one
+/// tenant, at most [`STEP_LEASES`] of its leases): a burst of due leases,
+/// of many tenants or of one, spreads over ticks [`CATCH_UP_MS`] apart
+/// instead of stalling the server.
 const TICK_BUDGET_US: u128 = 5_000;
+/// Leases one step hands to a family at most: a tenant with more due goes
+/// back into the index at its (past) next deadline and gets further steps,
+/// in this tick while its budget lasts, else in the next.
+const STEP_LEASES: u64 = 100;
+/// Leases one tick handles at most, whatever the clock says: with the
+/// budget, what bounds a tick, and what `INFO` shows a test
+/// (`lease_max_tick_expired`) without timing anything.
+const TICK_LEASES: u64 = 1_000;
 /// Due tenants taken from the index at a time.
 const BATCH: usize = 64;
 /// Delay before the next tick while work is left over (ms).
@@ -82,14 +90,21 @@ fn keys_per_turn() -> u64 {
 /// beside it and keeps a turn within a bucket of its budget.
 const CATCH_UP_BUDGET_US: u128 = 2_000;
 
+/// A family's expiry step: `(session, tenant, now_ms, limit)` to
+/// `(handled, next deadline)` (see [`LeaseFamily::expire`]).
+pub type ExpireStep = fn(&Session, &str, i64, u64) -> (u64, Option<i64>);
+
 /// What a family of tenants (Dreams organizations, towns) provides.
 pub struct LeaseFamily {
     /// The tenant of a lease key name, if it is one (cheap to refuse: the
     /// catch-up asks it of every key name).
     pub tenant_of: fn(&[u8]) -> Option<String>,
-    /// Expire what is due for `tenant` at `now_ms` (replicating effects,
-    /// waking receivers); the tenant's next deadline, if any lease is left.
-    pub expire: fn(&Session, &str, i64) -> Option<i64>,
+    /// Expire at most `limit` (at least 1) of the leases due for `tenant`
+    /// at `now_ms` (replicating effects, waking receivers), earliest
+    /// first: how many due leases it handled (expired, or dropped as no
+    /// longer in flight), and the tenant's next deadline, if any lease is
+    /// left (at or before `now_ms` when more are due).
+    pub expire: ExpireStep,
     /// The tenant's earliest live deadline (for the catch-up).
     pub earliest: fn(&Session, &str) -> Option<i64>,
     /// The tenant whose hash tag names the slot of an index entry (the
@@ -260,6 +275,8 @@ static MAX_TURN_US: AtomicU64 = AtomicU64::new(0);
 static MAX_TURN_CPU_US: AtomicU64 = AtomicU64::new(0);
 /// The longest lease tick (catch-up turn plus expiry, µs).
 static MAX_TICK_US: AtomicU64 = AtomicU64::new(0);
+/// Most due leases one tick handled (expired or dropped).
+static MAX_TICK_LEASES: AtomicU64 = AtomicU64::new(0);
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match mutex.lock() {
@@ -512,6 +529,7 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
     let in_cluster = session.in_cluster();
     let select = api!(RedisModule_SelectDb);
     let mut left_over = false;
+    let mut handled = 0u64;
     'batches: loop {
         let due = with_index(|index| index.take_due(now, BATCH));
         if due.is_empty() {
@@ -519,7 +537,7 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
         }
         let mut due = due.into_iter();
         while let Some((family, db, tenant)) = due.next() {
-            if started.elapsed().as_micros() >= TICK_BUDGET_US {
+            if handled >= TICK_LEASES || started.elapsed().as_micros() >= TICK_BUDGET_US {
                 // Put back what this tick will not reach.
                 let rest: Vec<Tenant> = std::iter::once((family, db, tenant)).chain(due).collect();
                 with_index(|index| rest.into_iter().for_each(|tenant| index.note(tenant, now)));
@@ -545,12 +563,16 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
                     continue;
                 }
             }
-            if let Some(next) = (lease_family.expire)(session, &tenant, now) {
+            let limit = STEP_LEASES.min(TICK_LEASES - handled).max(1);
+            let (done, next) = (lease_family.expire)(session, &tenant, now, limit);
+            handled += done;
+            if let Some(next) = next {
                 with_index(|index| index.note((family, db, tenant), next));
             }
         }
     }
     unsafe { select(ctx, 0) };
+    MAX_TICK_LEASES.fetch_max(handled, Ordering::Relaxed);
     left_over
 }
 
@@ -726,6 +748,7 @@ pub fn info_fields() -> Vec<(&'static CStr, u64)> {
         (c"lease_tenants_indexed", tenants),
         (c"lease_index_bytes", tenants * DeadlineIndex::bytes_per_entry() as u64 + names),
         (c"lease_max_tick_us", MAX_TICK_US.load(Ordering::Relaxed)),
+        (c"lease_max_tick_expired", MAX_TICK_LEASES.load(Ordering::Relaxed)),
         (c"catching_up", u64::from(catching_up || REBUILD.load(Ordering::Relaxed))),
         (c"catch_ups_started", CATCH_UPS_STARTED.get()),
         (c"catch_ups_completed", CATCH_UPS_COMPLETED.get()),

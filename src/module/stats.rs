@@ -60,6 +60,9 @@ pub static DEAD_LETTERED: Total = Total::new();
 pub static ACKS_ACKNOWLEDGED: Total = Total::new();
 /// Acknowledgements that were stale.
 pub static ACKS_STALE: Total = Total::new();
+/// Pending fires `DREAMS.RECORD` found gone with every queue key of their
+/// organization (evicted, deleted) and cleared, so the region fires again.
+pub static STALE_PENDING_CLEARED: Total = Total::new();
 /// Items moved back to ready by `DREAMS.RECOVER`.
 pub static RECOVERED: Total = Total::new();
 
@@ -78,6 +81,11 @@ pub static TOWN_RECEIVED: Total = Total::new();
 pub static TOWN_RECEIVED_RELIABLE: Total = Total::new();
 /// Pending messages removed by `TOWN.ACK`.
 pub static TOWN_ACKED: Total = Total::new();
+/// Messages a `TOWN.ACK` of many ids read (its one pass over the pending
+/// list, and over the inbox when needed): at most their lengths per call,
+/// whatever the number of ids. (A batch of up to 32 ids over a pending
+/// list no longer than it goes id by id, uncounted.)
+pub static TOWN_ACK_SCANNED: Total = Total::new();
 /// Pending messages handed back by `TOWN.REQUEUE`.
 pub static TOWN_REQUEUED: Total = Total::new();
 /// Messages moved by `TOWN.RECLAIM`.
@@ -121,6 +129,7 @@ fn sections() -> Vec<Section> {
             (c"acks_acknowledged", ACKS_ACKNOWLEDGED.get()),
             (c"acks_stale", ACKS_STALE.get()),
             (c"recovered", RECOVERED.get()),
+            (c"stale_pending_cleared", STALE_PENDING_CLEARED.get()),
             (c"leases_expired", LEASES_EXPIRED.get()),
         ],
     ), (
@@ -131,6 +140,7 @@ fn sections() -> Vec<Section> {
             (c"messages_received", TOWN_RECEIVED.get()),
             (c"messages_received_reliable", TOWN_RECEIVED_RELIABLE.get()),
             (c"messages_acked", TOWN_ACKED.get()),
+            (c"ack_messages_scanned", TOWN_ACK_SCANNED.get()),
             (c"messages_requeued", TOWN_REQUEUED.get()),
             (c"messages_reclaimed", TOWN_RECLAIMED.get()),
             (c"messages_lease_expired", TOWN_LEASES_EXPIRED.get()),

@@ -139,7 +139,7 @@ pub fn has_id(bytes: &[u8], id: &[u8]) -> bool {
 /// serde_json reading that member on the way, the same verdict as
 /// [`Object::parse`] then [`Object::string`] (a unit test compares them)
 /// at a third of the cost (no member table, no second parse of the id).
-fn id_member(bytes: &[u8]) -> Option<Cow<'_, str>> {
+pub(crate) fn id_member(bytes: &[u8]) -> Option<Cow<'_, str>> {
     let text = std::str::from_utf8(bytes).ok()?;
     match check(text, ["id"]).ok()? {
         Checked::Object([Seen { count: 1, first: Some(MemberValue::Str(id)) }]) => Some(id),

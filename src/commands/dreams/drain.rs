@@ -8,6 +8,12 @@
 //! leases the returned item: unless acknowledged or extended in time, it
 //! goes back to the head of ready by itself (see `crate::dreams::lease`).
 //!
+//! A call passes over (dead-letters, or defers for quiet hours) at most
+//! [`SKIP_MAX`] (256) items: one that found only those replies as if
+//! nothing were ready (nil), or, blocking, waits and goes on on the next
+//! turn of the event loop, so a ready list of garbage is cleared a few
+//! hundred items per step, never in one step that grows with it.
+//!
 //! `COUNT <n>`: up to n items in one call, each drained (and leased) as one
 //! drain would; the reply is then an array of payloads (nil on timeout).
 //!
@@ -27,10 +33,11 @@ use super::expiry;
 use super::store::{RedisLeases, RedisQueue};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::lease::{deadline, grant};
-use crate::dreams::drain::{drain, DrainPolicy};
+use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::{QueueKey, QueueKeys};
 use super::queue_names::queue_names;
+use crate::module::api::api;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::module::key::KeyKind;
@@ -40,6 +47,8 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::{self, Dreams};
+use redis_module::raw;
+use std::os::raw::{c_int, c_void};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -49,7 +58,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     tenant: TenantUse::Write,
     arity: -3,
     summary: "Move the next fire that should run in flight and return it, blocking until one is ready",
-    complexity: "O(N) where N is the number of items deferred or dead-lettered on the way",
+    complexity: "O(N) where N is the number of items deferred or dead-lettered on the way, at most 256 per call",
     args: &[
         Arg::tenant("org"),
         Arg::new("timeout", ArgKind::Double),
@@ -230,8 +239,10 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<DeferredAbsent, Comm
 }
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
-/// should run, each moved in flight and leased as one drain would.
-fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> Result<Payloads, CommandError> {
+/// should run, each moved in flight and leased as one drain would; and
+/// whether the call stopped at [`SKIP_MAX`] items passed over with ready
+/// not yet looked at (the caller arranges for a drain to go on).
+fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> Result<(Payloads, bool), CommandError> {
     let (mut queue, mut leases) = open_keys(session, request, opened)?;
     let now = session.now_secs();
     let wanted = request.count.unwrap_or(1);
@@ -240,8 +251,11 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> R
         None => Payloads::One(None),
     };
     let org = queue.tenant();
+    let mut skip_left = SKIP_MAX;
+    let mut stopped = false;
     while payloads.len() < wanted {
-        let drained = drain(&mut queue, request.org, now, &request.policy);
+        let drained = drain_bounded(&mut queue, request.org, now, &request.policy, &mut skip_left);
+        stopped = drained.stopped;
         stats::PROMOTED.add(drained.promoted);
         stats::QUIET_DEFERRED.add(drained.quiet_deferred);
         stats::DEAD_LETTERED.add(drained.dead_lettered);
@@ -261,7 +275,31 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> R
         }
         expiry::note(session, request.org, until);
     }
-    Ok(payloads)
+    Ok((payloads, stopped))
+}
+
+/// A drain stopped at [`SKIP_MAX`] items passed over and found nothing to
+/// hand out, while a drainer waits: on the next turn of the event loop
+/// (a zero-delay timer), tell the waiters that `org`'s ready list has
+/// work, so the first waiter's drain goes on where this one stopped. The
+/// server answers other clients in between.
+fn go_on_later(session: &Session, org: &str) {
+    let ctx = session.ctx();
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let data = Box::into_raw(Box::new((db, QueueKeys::new(org).ready)));
+    unsafe { api!(RedisModule_CreateTimer)(ctx, 0, Some(on_go_on), data.cast()) };
+}
+
+unsafe extern "C" fn on_go_on(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
+    let (db, ready): (c_int, String) = *unsafe { Box::from_raw(data.cast()) };
+    let _ = std::panic::catch_unwind(|| {
+        if unsafe { api!(RedisModule_SelectDb)(ctx, db) } == raw::REDISMODULE_OK as c_int {
+            waiters::work_arrived(ctx, ready.as_bytes());
+        }
+    });
 }
 
 /// What one call drained: without `COUNT` at most one payload, held
@@ -337,7 +375,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         // Closed before this call blocks and others are served.
         drop(opened);
     } else {
-        let payloads = drain_now(session, &request, opened)?;
+        let (payloads, stopped) = drain_now(session, &request, opened)?;
+        if stopped && payloads.is_empty() && session.may_block() {
+            go_on_later(session, request.org);
+        }
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(payloads);
             return Ok(match before {
@@ -425,8 +466,13 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Err(error) => return Some(Err(error)),
     };
     match drain_now(session, &request, Opened::Here) {
-        Ok(payloads) if payloads.is_empty() => None,
-        Ok(payloads) => Some(Ok(drained_reply(payloads))),
+        Ok((payloads, stopped)) if payloads.is_empty() => {
+            if stopped {
+                go_on_later(session, request.org);
+            }
+            None
+        }
+        Ok((payloads, _)) => Some(Ok(drained_reply(payloads))),
         Err(error) => Some(Err(error)),
     }
 }

@@ -4,15 +4,12 @@
 //! [`crate::dreams::lease`].
 
 use super::store::{RedisLeases, RedisQueue};
-use crate::dreams::lease::{expire_due, LeaseStore};
+use crate::dreams::lease::{expire_due_counted, LeaseStore};
 use crate::dreams::region::QueueKeys;
 use crate::module::leases::{self, LeaseFamily};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::{self, Dreams};
-
-/// Leases expired per organization per tick; more wait for the next tick.
-const EXPIRE_PER_TICK: u64 = 1_000;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily {
@@ -38,17 +35,18 @@ pub fn note(session: &Session, org: &str, deadline_ms: i64) {
     leases::note(session, &FAMILY, org, deadline_ms);
 }
 
-fn expire(session: &Session, org: &str, now_ms: i64) -> Option<i64> {
+/// Expire at most `limit` due leases of `org` (the lease timer's step).
+fn expire(session: &Session, org: &str, now_ms: i64, limit: u64) -> (u64, Option<i64>) {
     // A key of the wrong type (written by something else) is left alone.
-    let mut queue = RedisQueue::open(session, org, Access::Write, false).ok()?;
-    let mut leases = RedisLeases::open(session, org, Access::Write).ok()?;
-    let requeued = expire_due(&mut queue, &mut leases, now_ms, EXPIRE_PER_TICK);
+    let Ok(mut queue) = RedisQueue::open(session, org, Access::Write, false) else { return (0, None) };
+    let Ok(mut leases) = RedisLeases::open(session, org, Access::Write) else { return (0, None) };
+    let (handled, requeued) = expire_due_counted(&mut queue, &mut leases, now_ms, limit);
     if requeued > 0 {
         stats::LEASES_EXPIRED.add(requeued);
         tenant_stats::dreams(queue.tenant(), Dreams::LeaseExpired, requeued);
         leases::wake_receivers(session, QueueKeys::new(org).ready.as_bytes());
     }
-    leases.earliest()
+    (handled, leases.earliest())
 }
 
 fn earliest(session: &Session, org: &str) -> Option<i64> {

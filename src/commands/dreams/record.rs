@@ -9,7 +9,7 @@ use super::{
     TRIGGER_ARG,
 };
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
-use crate::dreams::region::RegionRef;
+use crate::dreams::region::{QueueKeys, RegionRef};
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
 use crate::module::args::Args;
@@ -104,6 +104,21 @@ pub(crate) fn parse<'a>(
     Ok((region, write, fired_by, thresholds))
 }
 
+/// Is no key that could hold `org`'s pending fire there at all (ready,
+/// in flight, deferred)? Then the fire the counters call pending is gone
+/// (evicted under an `allkeys-*` policy, or deleted) and would wedge the
+/// region forever: every later record would answer `accumulated`. Three
+/// existence checks, made only on the path where the region is due to
+/// fire but holds a pending fire. A fire lost while other keys of the
+/// organization's queue remain is not detected (that would cost a scan of
+/// the queue: docs/dreams.md, "Eviction").
+fn queue_gone(session: &Session, org: &str) -> bool {
+    let keys = QueueKeys::new(org);
+    [&keys.ready, &keys.processing, &keys.deferred]
+        .iter()
+        .all(|name| !session.open_unchecked(name.as_bytes(), Access::Read).exists())
+}
+
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, write, fired_by, thresholds) = parse(argv)?;
     let thresholds = thresholds.unwrap_or_else(config::trigger);
@@ -127,13 +142,23 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     // The pending fire matters (and is read) only when the write would
     // otherwise fire; most records are far from that.
+    let mut stale = false;
     if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {
         counters.read_pending();
+        if counters.counters().pending.is_some() && queue_gone(session, region.org) {
+            counters.forget_pending_read();
+            stale = true;
+        }
     }
     let mut queue = match fire_due(counters.counters(), &write, &thresholds, now) {
         true => Some(RedisQueue::open(session, region.org, Access::Write, false)?),
         false => None,
     };
+    if stale {
+        // Every key is checked: the first write.
+        counters.clear_pending();
+        stats::STALE_PENDING_CLEARED.bump();
+    }
     let recorded = record(
         queue.as_mut(),
         &mut counters,

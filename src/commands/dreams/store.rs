@@ -250,6 +250,16 @@ impl QueueStore for RedisQueue {
         }
         removed
     }
+    fn scan_processing(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.settle();
+        self.processing.scan_list(visit);
+    }
+    fn remove_processing_at(&mut self, index: u64, payload: &[u8]) {
+        self.settle();
+        if self.processing.remove_at(index, payload) {
+            fire_ages::left(self.org, List::InFlight, payload, !self.processing.exists());
+        }
+    }
     fn take_processing(&mut self) -> Vec<Vec<u8>> {
         self.settle();
         let payloads = self.processing.all();
@@ -509,6 +519,13 @@ impl<'s> RedisRegion<'s> {
         let [_, _, _, _, pending] = &COUNTER_FIELDS;
         let [value] = self.counters.hget_fields([pending]);
         self.fields.pending = value.map(|v| v.as_bytes().to_vec());
+    }
+
+    /// Take the `pending` field read by [`RedisRegion::read_pending`] as
+    /// absent, writing nothing (the caller clears it once every key it
+    /// writes is checked).
+    pub fn forget_pending_read(&mut self) {
+        self.fields.pending = None;
     }
 
     /// The error a write refused after the store was opened (the event

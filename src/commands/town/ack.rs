@@ -5,6 +5,8 @@
 //! them) are acknowledged in order, exactly as one `TOWN.ACK` per id would,
 //! in one command: an agent that received a batch acknowledges it in one
 //! round trip. Reply: how many messages were removed (0 or 1 per id).
+//! Several ids cost one pass over the pending list (and over the inbox
+//! only for ids whose lease ran out), not one per id.
 
 use super::expiry::{open_leases, RedisMail};
 use super::{id_str, town, AGENT_ARG, TOWN_ARG};
@@ -15,7 +17,7 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::lease::acknowledge;
+use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -26,7 +28,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     tenant: TenantUse::Write,
     arity: -4,
     summary: "Acknowledge reliably received messages by their ids, removing them from the agent's pending list",
-    complexity: "O(N*M) where N is the number of pending messages and M the number of ids",
+    complexity: "O(N+M) where N is the number of pending messages and M the number of ids",
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String).multiple()],
 };
 
@@ -40,10 +42,24 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a 
     Ok((keys, agent, argv.get(first..).unwrap_or_default()))
 }
 
+/// The most ids acknowledged one after another (see `run`).
+const SMALL_BATCH: usize = 32;
+
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, ids) = parse(argv)?;
     let mut ack = AckKeys::open(session, &keys, agent)?;
-    let removed = ids.iter().map(|id| u64::from(ack.acknowledge(id))).sum::<u64>();
+    // One id, or a small batch over a pending list no longer than it (one
+    // consumer acknowledging what it received: each id is found at or
+    // near the head), costs least one id after another: at most
+    // SMALL_BATCH x SMALL_BATCH messages read. Anything else takes one
+    // pass over the pending list.
+    let removed = match ids {
+        [id] => u64::from(ack.acknowledge(id)),
+        _ if ids.len() <= SMALL_BATCH && ack.mail.pending.len() <= ids.len() as u64 => {
+            ids.iter().map(|id| u64::from(ack.acknowledge(id))).sum()
+        }
+        _ => ack.acknowledge_many(ids),
+    };
     super::count(&keys, Some(agent), Town::Acked, removed);
     Ok(Reply::Integer(i64::try_from(removed).unwrap_or(i64::MAX)))
 }
@@ -75,5 +91,60 @@ impl AckKeys {
             stats::TOWN_ACKED.bump();
         }
         removed
+    }
+
+    /// Acknowledge `ids` in order, exactly as [`AckKeys::acknowledge`] of
+    /// each would, in one pass over the pending list
+    /// ([`acknowledge_many`]); how many messages were removed.
+    pub fn acknowledge_many(&mut self, ids: &[&[u8]]) -> u64 {
+        let mut scanned = Scanned { mail: &mut self.mail, read: 0 };
+        let removed = acknowledge_many(&mut scanned, &mut self.leases, ids).iter().filter(|&&gone| gone).count() as u64;
+        stats::TOWN_ACK_SCANNED.add(scanned.read);
+        stats::TOWN_ACKED.add(removed);
+        removed
+    }
+}
+
+/// Mail that counts the messages a scan reads (`INFO`: `ack_messages_scanned`).
+struct Scanned<'a> {
+    mail: &'a mut RedisMail,
+    read: u64,
+}
+
+impl AgentMail for Scanned<'_> {
+    fn pending(&self) -> Vec<Vec<u8>> {
+        self.mail.pending()
+    }
+    fn remove_pending(&mut self, message: &[u8]) -> bool {
+        self.mail.remove_pending(message)
+    }
+    fn remove_first_pending(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        self.mail.remove_first_pending(matches)
+    }
+    fn remove_first_inbox(&mut self, matches: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        self.mail.remove_first_inbox(matches)
+    }
+    fn push_inbox_head(&mut self, messages: &[Vec<u8>]) {
+        self.mail.push_inbox_head(messages);
+    }
+    fn scan_pending(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        let read = &mut self.read;
+        self.mail.scan_pending(&mut |index, message| {
+            *read += 1;
+            visit(index, message)
+        });
+    }
+    fn scan_inbox(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        let read = &mut self.read;
+        self.mail.scan_inbox(&mut |index, message| {
+            *read += 1;
+            visit(index, message)
+        });
+    }
+    fn remove_pending_at(&mut self, index: u64, message: &[u8]) {
+        self.mail.remove_pending_at(index, message);
+    }
+    fn remove_inbox_at(&mut self, index: u64, message: &[u8]) {
+        self.mail.remove_inbox_at(index, message);
     }
 }

@@ -13,12 +13,9 @@ use crate::module::stats;
 use crate::module::tenant_stats::Town;
 use crate::module::string::OwnedString;
 use crate::town::keys::{AgentKey, TownKeys};
-use crate::town::lease::{expire_due, AgentMail};
+use crate::town::lease::{expire_due_counted, AgentMail};
 
 use super::mailbox::open_agent_list;
-
-/// Leases expired per agent per tick; more wait for the next tick.
-const EXPIRE_PER_TICK: u64 = 1_000;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily {
@@ -88,6 +85,18 @@ impl AgentMail for RedisMail {
         let reversed: Vec<&[u8]> = messages.iter().rev().map(Vec::as_slice).collect();
         self.inbox.push(End::Head, &reversed);
     }
+    fn scan_pending(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.pending.scan_list(visit);
+    }
+    fn scan_inbox(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.inbox.scan_list(visit);
+    }
+    fn remove_pending_at(&mut self, index: u64, message: &[u8]) {
+        self.pending.remove_at(index, message);
+    }
+    fn remove_inbox_at(&mut self, index: u64, message: &[u8]) {
+        self.inbox.remove_at(index, message);
+    }
 }
 
 /// Open an agent's lease set.
@@ -95,18 +104,19 @@ pub fn open_leases(session: &Session, keys: &TownKeys, agent: &str, access: Acce
     RedisLeases::open_name(session, OwnedString::concat(&keys.agent_key_parts(AgentKey::Leases, agent)), access)
 }
 
-fn expire(session: &Session, tenant: &str, now_ms: i64) -> Option<i64> {
-    let (town, agent) = split(tenant)?;
+/// Expire at most `limit` due leases of an agent (the lease timer's step).
+fn expire(session: &Session, tenant: &str, now_ms: i64, limit: u64) -> (u64, Option<i64>) {
+    let Some((town, agent)) = split(tenant) else { return (0, None) };
     let keys = TownKeys::new(town);
-    let mut leases = open_leases(session, &keys, agent, Access::Write).ok()?;
-    let mut mail = RedisMail::open(session, &keys, agent).ok()?;
-    let requeued = expire_due(&mut mail, &mut leases, now_ms, EXPIRE_PER_TICK);
+    let Ok(mut leases) = open_leases(session, &keys, agent, Access::Write) else { return (0, None) };
+    let Ok(mut mail) = RedisMail::open(session, &keys, agent) else { return (0, None) };
+    let (handled, requeued) = expire_due_counted(&mut mail, &mut leases, now_ms, limit);
     if requeued > 0 {
         stats::TOWN_LEASES_EXPIRED.add(requeued);
         super::count(&keys, Some(agent), Town::LeaseExpired, requeued);
         leases::wake_receivers(session, keys.inbox(agent).as_bytes());
     }
-    leases.earliest()
+    (handled, leases.earliest())
 }
 
 fn earliest(session: &Session, tenant: &str) -> Option<i64> {
