@@ -16,6 +16,7 @@ pub mod keyspace_events;
 pub mod leases;
 pub mod migration_guard;
 pub mod reply;
+pub mod server_events;
 pub mod session;
 pub mod slot_migration;
 pub mod stats;
@@ -88,6 +89,32 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
+    if let Err(error) = server_events::subscribe(ctx.ctx) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
+        return Status::Err;
+    }
+    Status::Ok
+}
+
+/// `MODULE UNLOAD`, once the server allows it (no client blocked in a
+/// module command, no module timer scheduled: `moduleUnload`). Frees what
+/// the module's statics hold and resets them. Why both: the library is
+/// not always unmapped (glibc keeps a library whose thread-locals
+/// registered destructors, as soon as a command used one), and a later
+/// `MODULE LOAD` then finds its statics as they were left; when it is
+/// unmapped, whatever they held would be lost to the server's allocator.
+/// The `INFO dreamtown` totals (plain counters) carry on in the first case.
+fn deinit(_ctx: &Context) -> Status {
+    let _ = std::panic::catch_unwind(|| {
+        leases::unload();
+        waiters::unload();
+        tenant_stats::forget_all();
+        fire_ages::forget_all();
+        server_events::unload();
+        session::unload();
+        string::unload();
+        crate::commands::dreams::queue_names::unload();
+    });
     Status::Ok
 }
 
@@ -97,6 +124,7 @@ redis_module! {
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: initialize,
+    deinit: deinit,
     commands: [],
     configurations: [
         i64: [
