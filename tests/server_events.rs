@@ -276,6 +276,22 @@ fn a_reloaded_module_starts_from_nothing() {
     assert!(before["orgs_tracked"] == 1 && before["towns_tracked"] == 1 && before["fire_ages_entries"] == 1, "{before:?}");
     ok(&mut con, &["FLUSHDB"]);
     ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
+    // A client blocked in a module command keeps the module loaded (the
+    // server refuses, as for any module with blocked clients); once it has
+    // left, the unload goes through.
+    let blocked = in_thread(&server, 0, &["TOWN.RECV", &town, "b", "BLOCK", "60"]);
+    wait_until("the receive blocks", || field(&mut con, "waiters") == 1);
+    let refused = module_unload(&mut con);
+    assert!(refused.is_err(), "unloaded under a blocked client: {refused:?}");
+    let clients = text(&ok(&mut con, &["CLIENT", "LIST"]));
+    let waiter = clients
+        .lines()
+        .find(|line| line.to_lowercase().contains("cmd=town.recv"))
+        .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
+        .expect("the blocked client in CLIENT LIST")
+        .to_owned();
+    ok(&mut con, &["CLIENT", "UNBLOCK", &waiter]);
+    assert_eq!(blocked.recv_timeout(DEADLINE).expect("unblocked"), Ok(Value::Nil));
     module_unload(&mut con).expect("MODULE UNLOAD");
     module_load(&mut con);
     let after = info(&mut con);
