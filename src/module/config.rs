@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{RedisError, RedisString};
+use redis_module::{raw, RedisError, RedisString};
+
+use super::api::api;
 
 use crate::dreams::quiet::QuietHours;
 use crate::dreams::trigger::Trigger;
@@ -131,13 +133,46 @@ impl QuietSetting {
     }
 }
 
+/// The string the last `get` of a text setting returned. The server copies
+/// what a string configuration's getter returns and never frees it (module.c
+/// `getModuleStringConfig`: the module keeps ownership), and the
+/// `redis-module` crate hands our string over without keeping it: each
+/// `CONFIG GET dreamtown.quiet-hours` (or `CONFIG GET *` by a monitoring
+/// scrape) leaked ~100 bytes. The module keeps it instead and frees it at
+/// the next `get`, or at `MODULE UNLOAD` ([`unload`]). Main thread only.
+struct Returned(*mut raw::RedisModuleString);
+
+// SAFETY: only touched on the server's main thread (configuration callbacks
+// and the unload), under the mutex.
+unsafe impl Send for Returned {}
+
+static RETURNED: Mutex<Returned> = Mutex::new(Returned(std::ptr::null_mut()));
+
+/// Keep `string` as the last returned one, freeing the one before.
+fn returned(string: *mut raw::RedisModuleString) {
+    let mut kept = RETURNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let previous = std::mem::replace(&mut kept.0, string);
+    if !previous.is_null() {
+        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), previous) };
+    }
+}
+
+/// `MODULE UNLOAD`: free the string the last `get` returned.
+pub fn unload() {
+    returned(std::ptr::null_mut());
+}
+
 impl ConfigurationValue<RedisString> for QuietSetting {
     fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
         let text = match self.0.lock() {
             Ok(text) => text.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
-        RedisString::create(None, text.as_str())
+        let string = RedisString::create(None, text.as_str());
+        // The crate's getter is the only caller, and it takes the string
+        // (never drops it): one reference, the module's, freed later.
+        returned(string.inner);
+        string
     }
 
     fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {

@@ -113,6 +113,7 @@ fn deinit(_ctx: &Context) -> Status {
         server_events::unload();
         session::unload();
         string::unload();
+        config::unload();
         crate::commands::dreams::queue_names::unload();
     });
     Status::Ok
