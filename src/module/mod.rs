@@ -115,8 +115,32 @@ fn deinit(_ctx: &Context) -> Status {
         string::unload();
         config::unload();
         crate::commands::dreams::queue_names::unload();
+        free_detached_context();
     });
     Status::Ok
+}
+
+/// Free the detached thread-safe context the `redis_module!` macro makes
+/// at every load (`MODULE_CONTEXT`, for logging without a context; the
+/// module never uses it) and clear it, so that the next load makes its own,
+/// tied to the new module rather than to the one being unloaded. Without
+/// this, a load whose library was unmapped at the previous unload left a
+/// context and its client (~2.5 KB) behind, and one whose library stayed
+/// mapped kept a context pointing at the freed module.
+fn free_detached_context() {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    // `DetachedContext` is one `AtomicPtr` (redis-module 2.0.8, pinned),
+    // whose field is private to the crate: read it through its layout.
+    const _: () = assert!(
+        std::mem::size_of::<redis_module::DetachedContext>() == std::mem::size_of::<AtomicPtr<raw::RedisModuleCtx>>()
+    );
+    let slot = unsafe {
+        &*(std::ptr::addr_of!(redis_module::MODULE_CONTEXT).cast::<AtomicPtr<raw::RedisModuleCtx>>())
+    };
+    let detached = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    if let (false, Some(free)) = (detached.is_null(), unsafe { raw::RedisModule_FreeThreadSafeContext }) {
+        unsafe { free(detached) };
+    }
 }
 
 redis_module! {
