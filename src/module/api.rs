@@ -115,4 +115,7 @@ required!(
     RedisModule_RegisterInfoFunc,
     RedisModule_InfoAddSection,
     RedisModule_InfoAddFieldULongLong,
+    RedisModule_RegisterNumericConfig,
+    RedisModule_RegisterStringConfig,
+    RedisModule_LoadConfigs,
 );

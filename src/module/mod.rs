@@ -26,10 +26,7 @@ pub mod waiters;
 
 use std::os::raw::c_int;
 
-use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
-
-use self::config::*;
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 type Allocator = redis_module::alloc::RedisAlloc;
@@ -54,6 +51,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
             "dreamtown needs Redis 7.0 or newer; this server lacks {}",
             missing.join(", ")
         ));
+        return Status::Err;
+    }
+    if let Err(error) = config::register(ctx.ctx, &arguments) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
     // Keys signal WATCH themselves, and only when a command really changed
@@ -151,24 +152,4 @@ redis_module! {
     init: initialize,
     deinit: deinit,
     commands: [],
-    configurations: [
-        i64: [
-            ["queue-max", &QUEUE_MAX, 1000, QUEUE_MAX_RANGE.0, QUEUE_MAX_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["quiet-utc-offset", &QUIET_UTC_OFFSET, 0, QUIET_UTC_OFFSET_RANGE.0, QUIET_UTC_OFFSET_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, QUIET_BACKLOG_MIN_RANGE.0, QUIET_BACKLOG_MIN_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["memory-threshold", &MEMORY_THRESHOLD, 50, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["edge-threshold", &EDGE_THRESHOLD, 200, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["min-interval", &MIN_INTERVAL, 3_600, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["lease", &LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["town-lease", &TOWN_LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["catch-up-keys-per-turn", &CATCH_UP_KEYS_PER_TURN, 10_000, CATCH_UP_KEYS_RANGE.0, CATCH_UP_KEYS_RANGE.1, ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [
-            ["quiet-hours", &QUIET_HOURS, QUIET_HOURS_DEFAULT, ConfigurationFlags::DEFAULT, None],
-        ],
-        bool: [],
-        enum: [],
-        module_args_as_configuration: true,
-    ]
 }
