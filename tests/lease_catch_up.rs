@@ -223,13 +223,16 @@ fn a_catch_up_expires_while_it_runs_restarts_on_a_reload_and_stops_on_a_demotion
     let stats = info(&mut con);
     assert_eq!(stats["catching_up"], 1, "expired during the catch-up: {stats:?}");
     assert_eq!(stats["catch_ups_completed"], completed, "{stats:?}");
-    // A reload (a new load of the dataset) restarts it from the start.
+    // A reload (a new load of the dataset) restarts it from the start: the
+    // reload's flush drops it (nothing is left to find), the load's end
+    // starts a new one.
     let long = tenant("catch-up-long");
     let long_payload = leased_fire(&mut con, &long, "1");
+    let started = info(&mut con)["catch_ups_started"];
     ok(&mut con, &["DEBUG", "RELOAD"]);
     wait_until("the catch-up restarted", || {
         let stats = info(&mut con);
-        stats["catch_ups_abandoned"] == abandoned + 1 && stats["catching_up"] == 1
+        stats["catch_ups_abandoned"] == abandoned + 1 && stats["catch_ups_started"] == started + 1 && stats["catching_up"] == 1
     });
     // Becoming a replica stops it (and the index is dropped).
     demote(&mut con);

@@ -117,4 +117,7 @@ required!(
     RedisModule_InfoAddFieldULongLong,
     RedisModule_AvoidReplicaTraffic,
     RedisModule_InfoAddFieldCString,
+    RedisModule_RegisterNumericConfig,
+    RedisModule_RegisterStringConfig,
+    RedisModule_LoadConfigs,
 );

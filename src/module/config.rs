@@ -3,11 +3,15 @@
 //! the quiet window is parsed here, so a bad value is refused and the old
 //! one stays.
 
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{RedisError, RedisString};
+use redis_module::raw;
+
+use super::api::api;
 
 use crate::dreams::quiet::QuietHours;
 use crate::dreams::trigger::Trigger;
@@ -131,27 +135,177 @@ impl QuietSetting {
     }
 }
 
-impl ConfigurationValue<RedisString> for QuietSetting {
-    fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
-        let text = match self.0.lock() {
-            Ok(text) => text.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
-        RedisString::create(None, text.as_str())
-    }
-
-    fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
-        let text = value
-            .try_as_str()
-            .map_err(|_| RedisError::Str("quiet-hours must be text like 02-06"))?
-            .to_owned();
-        QuietHours::parse_setting(&text)
-            .map_err(|e| RedisError::String(format!("invalid quiet-hours '{text}': {e} (use HH-HH, or empty for none)")))?;
+impl QuietSetting {
+    /// Validate and install `text` (the setter of `quiet-hours`); the
+    /// error text when it is refused (the old window stays).
+    fn set(&self, text: &[u8]) -> Result<(), String> {
+        let text = std::str::from_utf8(text).map_err(|_| "quiet-hours must be text like 02-06".to_owned())?;
+        QuietHours::parse_setting(text)
+            .map_err(|e| format!("invalid quiet-hours '{text}': {e} (use HH-HH, or empty for none)"))?;
         match self.0.lock() {
-            Ok(mut current) => *current = text,
-            Err(poisoned) => *poisoned.into_inner() = text,
+            Ok(mut current) => *current = text.to_owned(),
+            Err(poisoned) => *poisoned.into_inner() = text.to_owned(),
         }
         Ok(())
+    }
+
+    fn text(&self) -> String {
+        match self.0.lock() {
+            Ok(text) => text.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Each numeric setting: name, variable, default (before `loadmodule`
+/// arguments), range.
+const NUMERIC: [(&str, &AtomicI64, i64, (i64, i64)); 10] = [
+    ("queue-max", &QUEUE_MAX, 1000, QUEUE_MAX_RANGE),
+    ("quiet-utc-offset", &QUIET_UTC_OFFSET, 0, QUIET_UTC_OFFSET_RANGE),
+    ("quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, QUIET_BACKLOG_MIN_RANGE),
+    ("memory-threshold", &MEMORY_THRESHOLD, 50, THRESHOLD_RANGE),
+    ("edge-threshold", &EDGE_THRESHOLD, 200, THRESHOLD_RANGE),
+    ("min-interval", &MIN_INTERVAL, 3_600, SECONDS_RANGE),
+    ("lease", &LEASE, 0, LEASE_RANGE),
+    ("town-lease", &TOWN_LEASE, 0, LEASE_RANGE),
+    ("age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE),
+    ("catch-up-keys-per-turn", &CATCH_UP_KEYS_PER_TURN, 10_000, CATCH_UP_KEYS_RANGE),
+];
+
+/// Register every setting with the server and load the values given by
+/// `MODULE LOADEX ... CONFIG` or redis.conf; `args` (`loadmodule`
+/// arguments, already checked by [`check_module_args`]) replace the
+/// defaults. Called from the module's load.
+///
+/// Why not the `redis_module!` macro's `configurations`: it gives each
+/// setting a boxed private data the server never frees (no free callback),
+/// 11 small boxes left behind by every `MODULE LOAD` (352 bytes of
+/// `used_memory` a load/unload cycle). Here the private data is the
+/// setting's own static: nothing to free.
+pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
+    let given = |name: &str| args.chunks(2).find(|pair| pair.first() == Some(&name.as_bytes())).and_then(|pair| pair.get(1).copied());
+    for (name, variable, default, (min, max)) in NUMERIC {
+        let default = given(name)
+            .and_then(|value| std::str::from_utf8(value).ok())
+            .and_then(|value| value.parse::<i64>().ok())
+            .unwrap_or(default);
+        let c_name = CString::new(name).map_err(|_| format!("bad setting name {name}"))?;
+        let privdata = std::ptr::from_ref::<AtomicI64>(variable).cast_mut().cast::<c_void>();
+        let done = unsafe {
+            api!(RedisModule_RegisterNumericConfig)(
+                ctx,
+                c_name.as_ptr(),
+                default,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                min,
+                max,
+                Some(get_numeric),
+                Some(set_numeric),
+                None,
+                privdata,
+            )
+        };
+        if done != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not register the setting {name}"));
+        }
+    }
+    let default = given("quiet-hours").map_or_else(|| QUIET_HOURS_DEFAULT.as_bytes().to_vec(), <[u8]>::to_vec);
+    let default = CString::new(default).map_err(|_| "quiet-hours must be text like 02-06".to_owned())?;
+    let done = unsafe {
+        api!(RedisModule_RegisterStringConfig)(
+            ctx,
+            c"quiet-hours".as_ptr(),
+            default.as_ptr(),
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            Some(get_quiet_hours),
+            Some(set_quiet_hours),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if done != raw::REDISMODULE_OK as c_int {
+        return Err("could not register the setting quiet-hours".into());
+    }
+    if unsafe { api!(RedisModule_LoadConfigs)(ctx) } != raw::REDISMODULE_OK as c_int {
+        return Err("a configured value was refused".into());
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
+    let variable = unsafe { privdata.cast::<AtomicI64>().as_ref() };
+    variable.map_or(0, |variable| variable.load(Ordering::Relaxed))
+}
+
+unsafe extern "C" fn set_numeric(
+    _name: *const c_char,
+    value: c_longlong,
+    privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // The server checked the range.
+    if let Some(variable) = unsafe { privdata.cast::<AtomicI64>().as_ref() } {
+        variable.store(value, Ordering::Relaxed);
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The string the last get of `quiet-hours` returned. The server copies
+/// what a string setting's getter returns and never frees it (module.c
+/// `getModuleStringConfig`: the module keeps ownership): the module keeps it
+/// and frees it at the next get, or at `MODULE UNLOAD` ([`unload`]). (The
+/// `redis-module` crate's getter handed a new string over each time: every
+/// `CONFIG GET dreamtown.quiet-hours`, or `CONFIG GET *` by a monitoring
+/// scrape, leaked ~30 bytes.) Main thread only.
+struct Returned(*mut raw::RedisModuleString);
+
+// SAFETY: only touched on the server's main thread (configuration callbacks
+// and the unload), under the mutex.
+unsafe impl Send for Returned {}
+
+static RETURNED: Mutex<Returned> = Mutex::new(Returned(std::ptr::null_mut()));
+
+/// Keep `string` as the last returned one, freeing the one before.
+fn returned(string: *mut raw::RedisModuleString) {
+    let mut kept = RETURNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let previous = std::mem::replace(&mut kept.0, string);
+    if !previous.is_null() {
+        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), previous) };
+    }
+}
+
+/// `MODULE UNLOAD`: free the string the last get returned.
+pub fn unload() {
+    returned(std::ptr::null_mut());
+}
+
+unsafe extern "C" fn get_quiet_hours(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    catch_unwind(|| {
+        let text = QUIET_HOURS.text();
+        let string = unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) };
+        returned(string);
+        string
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
+unsafe extern "C" fn set_quiet_hours(
+    _name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    _privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| QUIET_HOURS.set(super::string::bytes_of(value))))
+        .unwrap_or_else(|_| Err("internal error setting quiet-hours".into()));
+    match outcome {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        Err(message) => {
+            if !err.is_null() {
+                // The server frees it (module.c `propagateErrorString`).
+                unsafe { *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len()) };
+            }
+            raw::REDISMODULE_ERR as c_int
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::raw;
 
@@ -77,7 +78,22 @@ pub fn replicate_strings(ctx: *mut raw::RedisModuleCtx, command: &CStr, argv: &[
 /// Fire a keyspace notification for `key`.
 pub fn notify(ctx: *mut raw::RedisModuleCtx, event: Event, key: *mut raw::RedisModuleString) {
     let notify = api!(RedisModule_NotifyKeyspaceEvent);
+    // Our own subscriber is called from inside this call; it tells the
+    // module's writes (whose side tables the writer keeps itself) from
+    // everyone else's by this flag (`keyspace_events`).
+    OWN_WRITE.store(true, Ordering::Relaxed);
     unsafe { notify(ctx, event.class(), event.name().as_ptr(), key) };
+    OWN_WRITE.store(false, Ordering::Relaxed);
+}
+
+/// Set while the module fires a notification of its own write (main
+/// thread only: an atomic for a `static`, plain loads and stores).
+static OWN_WRITE: AtomicBool = AtomicBool::new(false);
+
+/// Is the keyspace event being delivered one the module fired for its own
+/// write?
+pub fn own_write() -> bool {
+    OWN_WRITE.load(Ordering::Relaxed)
 }
 
 /// Publish `message` on `channel`; the number of clients that received it.

@@ -28,7 +28,13 @@
 //! organizations together, about 40 bytes each) are timed; beyond that an
 //! item is not timed (its age, once at the head, becomes a lower bound) and
 //! `INFO dreamtown` (`dreamtown_tenant_stats`, `fire_ages_refused`) counts it.
-//! An item removed behind the module's back (`LREM`, `DEL`, a slot moved
+//! A list deleted behind the module's back (`DEL`, `UNLINK`, a TTL,
+//! eviction, `MOVE`, `RENAME` away; a native pop that empties it) loses
+//! its timings at once: the keyspace event (`keyspace_events`, for writes
+//! not the module's own) empties its map, one lookup and the map's own
+//! entries, each freed once. `FLUSHALL` (or a `FLUSHDB` that leaves
+//! nothing the module served: `server_events`) forgets the whole table.
+//! An item removed from a list that stays non-empty (`LREM`, a slot moved
 //! away) keeps its entry until the list is next seen empty. Two payloads
 //! with the same hash share an entry: at worst one age is off.
 
@@ -228,6 +234,39 @@ fn table() -> MutexGuard<'static, Table> {
     table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Forget every timing, releasing the memory (`FLUSHALL`; `MODULE UNLOAD`).
+pub fn forget_all() {
+    *table() = Table::with_caps(MAX_ORGS, MAX_ENTRIES);
+}
+
+/// The organization and list a Dreams list key names, if it is the ready
+/// or in-flight list of one (the key names of `dreams::region::QueueKey`).
+fn list_of(name: &[u8]) -> Option<(TenantId, List)> {
+    let inner = name.strip_prefix(b"exocortex:dreams:{")?;
+    let (org, list) = match inner.strip_suffix(b"}:queue") {
+        Some(org) => (org, List::Ready),
+        None => (inner.strip_suffix(b"}:processing")?, List::InFlight),
+    };
+    let org = std::str::from_utf8(org).ok()?;
+    (!org.is_empty() && !org.contains(['{', '}'])).then(|| (TenantId::of(org), list))
+}
+
+/// A keyspace event of someone else's write (`keyspace_events`): a ready or
+/// in-flight list that is gone takes its timings with it. A cheap prefix
+/// check for any other key.
+pub(super) fn on_keyspace_event(
+    _ctx: *mut redis_module::raw::RedisModuleCtx,
+    event: &[u8],
+    key: *mut redis_module::raw::RedisModuleString,
+) {
+    if !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from") {
+        return;
+    }
+    if let Some((org, list)) = list_of(super::string::bytes_of(key)) {
+        table().emptied(org, list);
+    }
+}
+
 /// `payload` entered `org`'s `list` at `now_ms`.
 pub fn entered(org: TenantId, list: List, payload: &[u8], now_ms: i64) {
     table().entered(org, list, payload, now_ms);
@@ -352,6 +391,16 @@ mod tests {
         table.entered(a, List::Ready, b"3", 0);
         assert_eq!(table.sizes(), (1, 2));
         assert!(!table.age(a, List::Ready, b"3", 10).exact);
+    }
+
+    #[test]
+    fn the_ready_and_in_flight_lists_are_recognized_by_name() {
+        let org = TenantId::of("acme");
+        assert_eq!(list_of(b"exocortex:dreams:{acme}:queue"), Some((org, List::Ready)));
+        assert_eq!(list_of(b"exocortex:dreams:{acme}:processing"), Some((org, List::InFlight)));
+        for other in [&b"exocortex:dreams:{acme}:deferred"[..], b"exocortex:dreams:{}:queue", b"exocortex:dreams:{a}b}:queue", b"acme:queue", b"tt:{t}:inbox:a"] {
+            assert_eq!(list_of(other), None, "{}", String::from_utf8_lossy(other));
+        }
     }
 
     #[test]

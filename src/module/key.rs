@@ -191,6 +191,7 @@ impl Key {
     }
 
     /// The type of the value at the key.
+    #[inline]
     pub fn kind(&self) -> KeyKind {
         if self.handle().is_null() {
             return KeyKind::Empty;
@@ -199,6 +200,7 @@ impl Key {
     }
 
     /// Fail with `WRONGTYPE` unless the key is empty or holds `kind`.
+    #[inline]
     pub fn require(&self, kind: KeyKind) -> Result<(), CommandError> {
         match self.kind() {
             KeyKind::Empty => Ok(()),

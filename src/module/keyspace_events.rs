@@ -1,7 +1,11 @@
 //! The module's one keyspace-event subscription, shared by the mechanisms
-//! that listen: waiters (work arriving in a watched list or sorted set) and
-//! leases (a lease set arriving by `RESTORE`); a key of a slot this node
-//! is importing by atomic slot migration goes to `slot_migration` only.
+//! that listen: waiters (work arriving in a watched list or sorted set),
+//! leases (a lease set arriving by `RESTORE`, or deleted by someone else)
+//! and fire ages (a Dreams list deleted, expired or evicted by someone
+//! else: its timings go with it); a key of a slot this node is importing
+//! by atomic slot migration goes to `slot_migration` only. The module's
+//! own writes are told apart (`effects::own_write`): whoever wrote them
+//! already kept the side tables.
 //!
 //! Why one: Redis gives every subscriber an event reaches a context of its
 //! own, a temporary client set up and torn down around the callback
@@ -17,11 +21,18 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::raw;
 
 use super::api::api;
-use super::{leases, slot_migration, waiters};
+use super::{fire_ages, leases, slot_migration, waiters};
 
 /// Subscribe to the event classes any listener needs (module load).
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    let types = raw::REDISMODULE_NOTIFY_LIST | raw::REDISMODULE_NOTIFY_ZSET | raw::REDISMODULE_NOTIFY_GENERIC;
+    // Expired and evicted keys (their own classes): a Dreams list or a
+    // lease set gone by a TTL or eviction takes its side-table entries
+    // along. Each costs the server one callback (a prefix check here).
+    let types = raw::REDISMODULE_NOTIFY_LIST
+        | raw::REDISMODULE_NOTIFY_ZSET
+        | raw::REDISMODULE_NOTIFY_GENERIC
+        | raw::REDISMODULE_NOTIFY_EXPIRED
+        | raw::REDISMODULE_NOTIFY_EVICTED;
     let done = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx, types as c_int, Some(on_keyspace_event)) };
     if done != raw::REDISMODULE_OK as c_int {
         return Err("could not subscribe to keyspace events".into());
@@ -51,7 +62,11 @@ unsafe extern "C" fn on_keyspace_event(
     if importing.unwrap_or(true) {
         return raw::REDISMODULE_OK as c_int;
     }
+    let own_write = super::effects::own_write();
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
-    let _ = catch_unwind(AssertUnwindSafe(|| leases::on_keyspace_event(ctx, event, key)));
+    let _ = catch_unwind(AssertUnwindSafe(|| leases::on_keyspace_event(ctx, event, key, own_write)));
+    if !own_write {
+        let _ = catch_unwind(AssertUnwindSafe(|| fire_ages::on_keyspace_event(ctx, event, key)));
+    }
     raw::REDISMODULE_OK as c_int
 }

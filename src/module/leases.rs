@@ -167,6 +167,13 @@ impl DeadlineIndex {
         self.by_tenant.retain(|tenant, _| !gone(tenant));
     }
 
+    /// Forget `tenant`; whether it was indexed. O(log n).
+    pub fn forget(&mut self, tenant: &Tenant) -> bool {
+        let Some(deadline) = self.by_tenant.remove(tenant) else { return false };
+        self.by_deadline.remove(&(deadline, tenant.clone()));
+        true
+    }
+
     /// Forget everything (before a full catch-up).
     pub fn clear(&mut self) {
         self.by_deadline.clear();
@@ -252,6 +259,9 @@ static REBUILD: AtomicBool = AtomicBool::new(false);
 /// do (leases indexed, or a catch-up pending on a master), so a server
 /// without leases pays nothing and the module can be unloaded.
 static ARMED: AtomicBool = AtomicBool::new(false);
+/// The id of the scheduled tick, while [`ARMED`] (to stop it when nothing
+/// is left: [`disarm_if_idle`]).
+static TIMER: AtomicU64 = AtomicU64::new(0);
 
 /// Catch-ups started (full or by slots) and completed.
 static CATCH_UPS_STARTED: Total = Total::new();
@@ -328,7 +338,6 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
         raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
         raw::REDISMODULE_EVENT_LOADING,
         raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD,
-        raw::REDISMODULE_EVENT_SWAPDB,
     ] {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
@@ -413,7 +422,8 @@ fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
         return;
     }
     if let Some(create) = unsafe { raw::RedisModule_CreateTimer } {
-        unsafe { create(ctx, delay_ms, Some(on_tick), std::ptr::null_mut()) };
+        let timer = unsafe { create(ctx, delay_ms, Some(on_tick), std::ptr::null_mut()) };
+        TIMER.store(timer, Ordering::Relaxed);
     }
 }
 
@@ -443,25 +453,98 @@ unsafe extern "C" fn on_server_event(
     // restarts the catch-up" without a case of its own.
     let swapped = event.id == raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD
         && subevent != raw::REDISMODULE_SUBEVENT_REPL_ASYNC_LOAD_STARTED;
-    // SWAPDB exchanges two databases under the index's database numbers
-    // (and under a catch-up's cursor): index them again.
-    let swapdb = event.id == raw::REDISMODULE_EVENT_SWAPDB;
-    if becomes_master || loaded || swapped || swapdb {
+    if becomes_master || loaded || swapped {
         let _ = catch_unwind(AssertUnwindSafe(|| restart_catch_up(ctx)));
     }
 }
 
-/// A key arrived by `RESTORE` (a cluster slot migration, or by hand): if
-/// it is a lease set, index its tenant.
-pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
-    if event != b"restore" {
+/// `SWAPDB` (`server_events`) exchanged two databases under the index's
+/// database numbers (and under a catch-up's cursor): index them again.
+pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx) {
+    restart_catch_up(ctx);
+}
+
+/// Database `db` (`None`: every database) was emptied (`server_events`):
+/// forget its tenants, O(tenants indexed) (a flush is O(keys) itself).
+/// After a `FLUSHALL` there is nothing to catch up with either: a pending
+/// or running catch-up is dropped. When nothing is left, the timer is
+/// stopped at once, so that `MODULE UNLOAD` is not refused for it.
+pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
+    match db {
+        None => {
+            with_index(DeadlineIndex::clear);
+            stop_catch_up();
+            REBUILD.store(false, Ordering::Relaxed);
+        }
+        // A catch-up under way finds nothing in the emptied database.
+        Some(db) => with_index(|index| index.forget_where(|(_, in_db, _)| *in_db == db)),
+    }
+    disarm_if_idle(ctx);
+}
+
+/// Keyspace events (`keyspace_events`). A key arrived by `RESTORE` (a
+/// cluster slot migration, or by hand): if it is a lease set, index its
+/// tenant. A lease set deleted, expired or evicted by someone else than
+/// the module (`DEL`, `UNLINK`, a TTL, eviction; `own_write` is false):
+/// forget its tenant now, O(log n), instead of when its deadline comes,
+/// so the timer stops once no lease is left. (The module's own writes
+/// that empty a lease set leave the entry to its deadline, when the tick
+/// finds nothing due and drops it: nothing is added to the hot commands.)
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString, own_write: bool) {
+    if event == b"restore" {
+        return index_key(ctx, super::string::bytes_of(key));
+    }
+    // The module's own writes first (the hot commands'), at one test.
+    if own_write || !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from") {
         return;
     }
-    index_key(ctx, super::string::bytes_of(key));
+    if with_index(|index| index.is_empty()) {
+        return;
+    }
+    let name = super::string::bytes_of(key);
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let mut forgot = false;
+    for (number, family) in families().into_iter().enumerate() {
+        if let Some(tenant) = (family.tenant_of)(name) {
+            forgot |= with_index(|index| index.forget(&(number, db, tenant)));
+        }
+    }
+    if forgot {
+        disarm_if_idle(ctx);
+    }
+}
+
+/// Stop the scheduled tick if nothing is left for it to do: no tenant
+/// indexed, no catch-up running, queued or due to start.
+fn disarm_if_idle(ctx: *mut raw::RedisModuleCtx) {
+    let idle = with_index(|index| index.is_empty())
+        && !REBUILD.load(Ordering::Relaxed)
+        && with_catch_up(|catch_up| catch_up.running.is_none() && catch_up.queued_slots.is_empty());
+    if !idle || !ARMED.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    let timer = TIMER.swap(0, Ordering::Relaxed);
+    let mut data: *mut c_void = std::ptr::null_mut();
+    unsafe { api!(RedisModule_StopTimer)(ctx, timer, &mut data) };
+}
+
+/// `MODULE UNLOAD` (the server refuses it while a tick is scheduled, so
+/// none is): drop everything, as a fresh load would find it. The library
+/// may stay mapped (a thread-local registered a destructor), and a later
+/// `MODULE LOAD` would see these statics as they were left.
+pub fn unload() {
+    *lock(&INDEX) = None;
+    stop_catch_up();
+    *lock(&CATCH_UP) = None;
+    *lock(&FAMILIES) = Vec::new();
+    REBUILD.store(false, Ordering::Relaxed);
+    ARMED.store(false, Ordering::Relaxed);
+    TIMER.store(0, Ordering::Relaxed);
 }
 
 unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     ARMED.store(false, Ordering::Relaxed);
+    TIMER.store(0, Ordering::Relaxed);
     let started = Instant::now();
     let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
     MAX_TICK_US.fetch_max(micros(started), Ordering::Relaxed);

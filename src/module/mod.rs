@@ -16,6 +16,7 @@ pub mod keyspace_events;
 pub mod leases;
 pub mod migration_guard;
 pub mod reply;
+pub mod server_events;
 pub mod session;
 pub mod slot_migration;
 pub mod stats;
@@ -26,10 +27,7 @@ pub mod write_gate;
 
 use std::os::raw::c_int;
 
-use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
-
-use self::config::*;
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 type Allocator = redis_module::alloc::RedisAlloc;
@@ -54,6 +52,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
             "dreamtown needs Redis 7.0 or newer; this server lacks {}",
             missing.join(", ")
         ));
+        return Status::Err;
+    }
+    if let Err(error) = config::register(ctx.ctx, &arguments) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
     // Keys signal WATCH themselves, and only when a command really changed
@@ -89,7 +91,58 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
+    if let Err(error) = server_events::subscribe(ctx.ctx) {
+        ctx.log_warning(&format!("dreamtown: {error}"));
+        return Status::Err;
+    }
     Status::Ok
+}
+
+/// `MODULE UNLOAD`, once the server allows it (no client blocked in a
+/// module command, no module timer scheduled: `moduleUnload`). Frees what
+/// the module's statics hold and resets them. Why both: the library is
+/// not always unmapped (glibc keeps a library whose thread-locals
+/// registered destructors, as soon as a command used one), and a later
+/// `MODULE LOAD` then finds its statics as they were left; when it is
+/// unmapped, whatever they held would be lost to the server's allocator.
+/// The `INFO dreamtown` totals (plain counters) carry on in the first case.
+fn deinit(_ctx: &Context) -> Status {
+    let _ = std::panic::catch_unwind(|| {
+        leases::unload();
+        waiters::unload();
+        tenant_stats::forget_all();
+        fire_ages::forget_all();
+        server_events::unload();
+        session::unload();
+        string::unload();
+        config::unload();
+        crate::commands::dreams::queue_names::unload();
+        free_detached_context();
+    });
+    Status::Ok
+}
+
+/// Free the detached thread-safe context the `redis_module!` macro makes
+/// at every load (`MODULE_CONTEXT`, for logging without a context; the
+/// module never uses it) and clear it, so that the next load makes its own,
+/// tied to the new module rather than to the one being unloaded. Without
+/// this, a load whose library was unmapped at the previous unload left a
+/// context and its client (~2.5 KB) behind, and one whose library stayed
+/// mapped kept a context pointing at the freed module.
+fn free_detached_context() {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    // `DetachedContext` is one `AtomicPtr` (redis-module 2.0.8, pinned),
+    // whose field is private to the crate: read it through its layout.
+    const _: () = assert!(
+        std::mem::size_of::<redis_module::DetachedContext>() == std::mem::size_of::<AtomicPtr<raw::RedisModuleCtx>>()
+    );
+    let slot = unsafe {
+        &*(std::ptr::addr_of!(redis_module::MODULE_CONTEXT).cast::<AtomicPtr<raw::RedisModuleCtx>>())
+    };
+    let detached = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    if let (false, Some(free)) = (detached.is_null(), unsafe { raw::RedisModule_FreeThreadSafeContext }) {
+        unsafe { free(detached) };
+    }
 }
 
 redis_module! {
@@ -98,25 +151,6 @@ redis_module! {
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: initialize,
+    deinit: deinit,
     commands: [],
-    configurations: [
-        i64: [
-            ["queue-max", &QUEUE_MAX, 1000, QUEUE_MAX_RANGE.0, QUEUE_MAX_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["quiet-utc-offset", &QUIET_UTC_OFFSET, 0, QUIET_UTC_OFFSET_RANGE.0, QUIET_UTC_OFFSET_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, QUIET_BACKLOG_MIN_RANGE.0, QUIET_BACKLOG_MIN_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["memory-threshold", &MEMORY_THRESHOLD, 50, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["edge-threshold", &EDGE_THRESHOLD, 200, THRESHOLD_RANGE.0, THRESHOLD_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["min-interval", &MIN_INTERVAL, 3_600, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["lease", &LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["town-lease", &TOWN_LEASE, 0, LEASE_RANGE.0, LEASE_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE.0, SECONDS_RANGE.1, ConfigurationFlags::DEFAULT, None],
-            ["catch-up-keys-per-turn", &CATCH_UP_KEYS_PER_TURN, 10_000, CATCH_UP_KEYS_RANGE.0, CATCH_UP_KEYS_RANGE.1, ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [
-            ["quiet-hours", &QUIET_HOURS, QUIET_HOURS_DEFAULT, ConfigurationFlags::DEFAULT, None],
-        ],
-        bool: [],
-        enum: [],
-        module_args_as_configuration: true,
-    ]
 }

@@ -49,6 +49,8 @@ impl Session {
     /// are `flags` ([`Session::context_flags`]): every command's entry
     /// reads them once, for the migration guard and the session.
     pub fn with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Self {
+        // Which databases the per-tenant tables may describe (`FLUSHDB`).
+        super::server_events::note_db(unsafe { api!(RedisModule_GetSelectedDb)(ctx) });
         let (user, owns_user) = current_user(ctx, flags);
         Self { ctx, user, owns_user, start_flags: Cell::new(Some(flags)), argv: ptr::null_mut(), argc: 0 }
     }
@@ -288,6 +290,15 @@ impl Drop for Session {
 /// it stays valid, with the user's current rules, for the server's life.
 /// Main thread only; the atomic is the `Sync` way to keep it in a static.
 static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_mut());
+
+/// `MODULE UNLOAD`: free the handle on `default` (the library may stay
+/// mapped and a later load find it; or be unmapped and the handle lost).
+pub fn unload() {
+    let user = DEFAULT_USER.swap(ptr::null_mut(), Ordering::Relaxed);
+    if !user.is_null() {
+        unsafe { api!(RedisModule_FreeModuleUser)(user) };
+    }
+}
 
 /// The ACL user of the calling client (whose context `flags` were just
 /// read) and whether the session must free it; null when there is none to

@@ -269,6 +269,13 @@ static LAST_SECOND: Mutex<LastSecond> = Mutex::new(LastSecond(None));
 
 struct LastSecond(Option<(i64, OwnedString)>);
 
+/// `MODULE UNLOAD`: free the kept string.
+pub fn unload() {
+    if let Ok(mut last) = LAST_SECOND.lock() {
+        last.0 = None;
+    }
+}
+
 // SAFETY: the string is only touched on Redis's main thread (see above).
 unsafe impl Send for LastSecond {}
 

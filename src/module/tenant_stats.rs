@@ -25,6 +25,8 @@
 //! table is more than half full, a STATS call that finds an organization's
 //! queue or an agent's inboxes entirely empty drops its entry ([`idle_seen`]:
 //! a counter reset), so tenants that come and go do not lock out newer ones.
+//! `FLUSHALL`, or a `FLUSHDB` that leaves nothing the module served
+//! (`server_events`), forgets every entry.
 
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -385,6 +387,12 @@ fn table() -> MutexGuard<'static, Table> {
     // A panic while held (caught by the entry point) leaves counts, not
     // broken invariants: keep using them.
     table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Forget every tenant's totals, releasing the memory (`FLUSHALL`, see
+/// `server_events`; `MODULE UNLOAD`): a counter reset, as after a restart.
+pub fn forget_all() {
+    *table() = Table::with_caps([MAX_ORGS, MAX_TOWNS, MAX_AGENTS]);
 }
 
 /// Count `n` of `what` for `org` (nothing when `n` is 0).

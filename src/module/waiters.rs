@@ -269,6 +269,44 @@ fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
     }
 }
 
+/// `SWAPDB` exchanged databases `a` and `b` (`server_events`): the work
+/// under every watched key of both changed at once, with no keyspace event
+/// per key. Every queue of either database is marked as a push would mark
+/// it (all its kinds of work), and one pass serves whoever finds work now,
+/// after the command, as Redis serves a `BLPOP` blocked on a swapped
+/// database. O(queues).
+pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx, a: c_int, b: c_int) {
+    let arm = with_registry(|r| {
+        let mut marked = false;
+        for (id, queue) in r.queues.iter_mut() {
+            if (id.0 != a && id.0 != b) || queue.serving {
+                continue;
+            }
+            if queue.pending_mask == 0 {
+                r.pending.push(id.clone());
+            }
+            queue.pending_mask |= queue.watched.iter().fold(0, |all, (_, mask)| all | mask);
+            marked = true;
+        }
+        if !marked || r.timer_armed {
+            return false;
+        }
+        r.timer_armed = true;
+        true
+    });
+    if arm {
+        unsafe { api!(RedisModule_CreateTimer)(ctx, 0, Some(on_pending_timer), ptr::null_mut()) };
+    }
+}
+
+/// `MODULE UNLOAD` (refused by the server while a client is blocked or a
+/// timer is scheduled, so no waiter and no timer is left): reset the
+/// registry as a fresh load would find it. The library may stay mapped,
+/// and a later `MODULE LOAD` would see it as it was left.
+pub fn unload() {
+    with_registry(|r| *r = Registry::default());
+}
+
 /// Is any client blocked waiting for any queue? (Cheap: lets a caller
 /// skip making the key name [`has_waiters`] looks up.)
 pub fn anyone_waits() -> bool {

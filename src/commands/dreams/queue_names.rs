@@ -50,6 +50,13 @@ static LAST: Mutex<Cache> = Mutex::new(Cache(None));
 
 const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];
 
+/// `MODULE UNLOAD`: free the kept names.
+pub fn unload() {
+    if let Ok(mut last) = LAST.lock() {
+        last.0 = None;
+    }
+}
+
 /// The names of `org`'s `keys`, shared with the cache ([`KeyName::Shared`]).
 pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [KeyName; N] {
     queue_names_and_tenant(org, keys).0

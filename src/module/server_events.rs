@@ -1,0 +1,169 @@
+//! The module's subscriptions to the `FlushDB` and `SwapDB` server events,
+//! handed to every mechanism that keeps state beside the keyspace, so that
+//! `FLUSHALL`, `FLUSHDB` and `SWAPDB` behave as natively as they do for
+//! the data itself:
+//!
+//! * a flush (`FLUSHALL`, `FLUSHDB`, and anything else that empties a
+//!   database: a replica's full sync, `DEBUG RELOAD`) forgets the lease-index
+//!   entries of the flushed database(s) (`leases`: the timer stops when
+//!   nothing is left, so `MODULE UNLOAD` works at once), and the per-tenant
+//!   totals (`tenant_stats`) and fire ages (`fire_ages`) when nothing they may
+//!   describe is left (see [`tables_describe_nothing`]);
+//! * a swap wakes the blocked `DREAMS.DRAIN` / `TOWN.RECV ... BLOCK` of both
+//!   databases (`waiters`: the work under their keys changed, as a push
+//!   would; `BLPOP` is served the same way natively) and restarts the lease
+//!   catch-up (`leases`).
+//!
+//! Why here and not in each mechanism: a module has one callback per
+//! server event (`RM_SubscribeToServerEvent` replaces an earlier one).
+//!
+//! The per-tenant tables are keyed by tenant name, not by database (almost
+//! every deployment uses one database, and keeping the database in the key
+//! would cost every counting command). So the module remembers which
+//! databases its commands ran in ([`note_db`], one bit per database, 63 and
+//! above sharing the last): a `FLUSHALL` forgets the tables, and a `FLUSHDB`
+//! forgets them when no other database the module served still holds a
+//! key. A `FLUSHDB` of one of several databases in use keeps them: what
+//! described the flushed database then goes as for deleted keys (a fire
+//! age when its list is deleted or next seen empty, a tenant's totals when
+//! a crowded table sees it idle).
+
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis_module::raw;
+
+use super::api::api;
+use super::{fire_ages, leases, tenant_stats, waiters};
+
+/// The databases module commands ran in since the tables were last
+/// forgotten: bit `n` for database `n`, the last bit for 63 and above.
+static DBS_SERVED: AtomicU64 = AtomicU64::new(0);
+
+fn db_bit(db: c_int) -> u64 {
+    1u64 << db.clamp(0, 63)
+}
+
+/// A module command runs in database `db` (cheap: one load, and one store
+/// the first time only).
+pub fn note_db(db: c_int) {
+    let bit = db_bit(db);
+    if DBS_SERVED.load(Ordering::Relaxed) & bit == 0 {
+        DBS_SERVED.fetch_or(bit, Ordering::Relaxed);
+    }
+}
+
+/// Subscribe (module load).
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToServerEvent }) else {
+        return Err("this server lacks server events".into());
+    };
+    for id in [raw::REDISMODULE_EVENT_FLUSHDB, raw::REDISMODULE_EVENT_SWAPDB] {
+        let event = raw::RedisModuleEvent { id, dataver: 1 };
+        if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not subscribe to server event {id}"));
+        }
+    }
+    Ok(())
+}
+
+/// Forget what a previous load of the module noted (`MODULE UNLOAD`: the
+/// library may stay mapped, and a later `MODULE LOAD` find its statics).
+pub fn unload() {
+    DBS_SERVED.store(0, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn on_server_event(
+    ctx: *mut raw::RedisModuleCtx,
+    event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if data.is_null() {
+            return;
+        }
+        if event.id == raw::REDISMODULE_EVENT_FLUSHDB && subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
+            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
+            flushed(ctx, (info.dbnum >= 0).then_some(info.dbnum));
+        } else if event.id == raw::REDISMODULE_EVENT_SWAPDB {
+            let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+            swapped(ctx, info.dbnum_first, info.dbnum_second);
+        }
+    }));
+}
+
+/// Database `db` (`None`: every database) was emptied.
+fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
+    leases::flushed(ctx, db);
+    if tables_describe_nothing(ctx, db) {
+        tenant_stats::forget_all();
+        fire_ages::forget_all();
+        DBS_SERVED.store(0, Ordering::Relaxed);
+    }
+}
+
+/// After emptying `db` (`None`: all), can the per-tenant tables describe
+/// anything still in the keyspace? Not when every database the module
+/// served, other than `db`, is empty: O(databases served).
+fn tables_describe_nothing(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) -> bool {
+    let Some(db) = db else { return true };
+    let others = DBS_SERVED.load(Ordering::Relaxed) & !db_bit(db);
+    if others == 0 {
+        return true;
+    }
+    let select = api!(RedisModule_SelectDb);
+    let size = api!(RedisModule_DbSize);
+    let before = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let mut empty = true;
+    for other in (0..64).filter(|n| others & (1u64 << n) != 0) {
+        if other == 63 {
+            // 63 and above share a bit: look at every one of them.
+            let mut n = 63;
+            while empty && unsafe { select(ctx, n) } == raw::REDISMODULE_OK as c_int {
+                empty = n == db || unsafe { size(ctx) } == 0;
+                n += 1;
+            }
+        } else if unsafe { select(ctx, other) } == raw::REDISMODULE_OK as c_int {
+            empty = unsafe { size(ctx) } == 0;
+        }
+        if !empty {
+            break;
+        }
+    }
+    unsafe { select(ctx, before) };
+    empty
+}
+
+/// Databases `a` and `b` swapped contents.
+fn swapped(ctx: *mut raw::RedisModuleCtx, a: c_int, b: c_int) {
+    // What the module served in one is now in the other.
+    let (bit_a, bit_b) = (db_bit(a), db_bit(b));
+    let served = DBS_SERVED.load(Ordering::Relaxed);
+    let (had_a, had_b) = (served & bit_a != 0, served & bit_b != 0);
+    let mut now = served & !(bit_a | bit_b);
+    if had_a {
+        now |= bit_b;
+    }
+    if had_b {
+        now |= bit_a;
+    }
+    DBS_SERVED.store(now, Ordering::Relaxed);
+    leases::databases_swapped(ctx);
+    waiters::databases_swapped(ctx, a, b);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn databases_share_the_last_bit_from_63_on() {
+        assert_eq!(db_bit(0), 1);
+        assert_eq!(db_bit(5), 32);
+        assert_eq!(db_bit(63), 1 << 63);
+        assert_eq!(db_bit(1_000), 1 << 63);
+        assert_eq!(db_bit(-1), 1);
+    }
+}

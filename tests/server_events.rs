@@ -1,0 +1,358 @@
+//! What `SWAPDB`, `FLUSHALL`/`FLUSHDB` and `MODULE UNLOAD`/`LOAD` do to the
+//! module's state beside the keyspace (issue 32, points 6, 7 and 9):
+//!
+//! * `SWAPDB` serves a blocked `DREAMS.DRAIN` and `TOWN.RECV ... BLOCK` at
+//!   once when the swap brings work in (as it serves a blocked `BLPOP`);
+//! * `FLUSHALL` empties the lease index, the per-tenant totals and the fire
+//!   ages (a tenant table at its cap takes new tenants again), and `MODULE
+//!   UNLOAD` then succeeds at once although the leases were due in an hour;
+//!   `FLUSHDB` forgets the flushed database's leases only, and the tables
+//!   once no other database the module served holds a key;
+//! * fire ages do not grow over FIRE/DRAIN/DEL cycles (a list deleted,
+//!   unlinked or expired behind the module's back takes its timings along);
+//! * a reloaded module starts from nothing, and unload/load cycles leave
+//!   `used_memory` where it was.
+//!
+//! Timing is never asserted: a served waiter is one whose reply arrives
+//! well before its (long) timeout could have produced one.
+
+mod common;
+mod dreams_support;
+
+use std::sync::mpsc;
+use std::thread;
+
+use common::{module_path, tenant, wait_until, Server, DEADLINE};
+use dreams_support::*;
+use redis::{Connection, Value};
+
+type Reply = mpsc::Receiver<Result<Value, String>>;
+
+/// Run `args` on a new connection (database `db`) in a thread; the reply
+/// on the channel.
+fn in_thread(server: &Server, db: u32, args: &[&str]) -> Reply {
+    let mut con = server.connect();
+    ok(&mut con, &["SELECT", &db.to_string()]);
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (sender, receiver) = mpsc::channel();
+    thread::spawn(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _ = sender.send(call(&mut con, &refs));
+    });
+    receiver
+}
+
+fn field(con: &mut Connection, name: &str) -> u64 {
+    info(con).get(name).copied().unwrap_or_else(|| panic!("INFO dreamtown has no {name}"))
+}
+
+fn select(con: &mut Connection, db: u32) {
+    ok(con, &["SELECT", &db.to_string()]);
+}
+
+fn town_message(id: &str, to: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","from":"lead","to":"{to}","type":"task","description":"do {id}","priority":"normal","created_at":"2025-01-01T00:00:00Z","correlation_id":null}}"#
+    )
+}
+
+/// `DREAMS.STATS` / `TOWN.STATS` as name -> integer (nil fields left out).
+fn stats(con: &mut Connection, args: &[&str]) -> std::collections::HashMap<String, i64> {
+    let Value::Array(items) = ok(con, args) else { panic!("{args:?}: not an array") };
+    items
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [Value::BulkString(name), Value::Int(value)] => Some((String::from_utf8_lossy(name).into_owned(), *value)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Send `commands` in one pipeline, every reply checked to be no error.
+fn pipeline(con: &mut Connection, commands: &[Vec<String>]) {
+    let mut pipe = redis::pipe();
+    for args in commands {
+        pipe.add_command(command(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>()));
+    }
+    let replies: Vec<Value> = pipe.query(con).expect("pipeline");
+    assert_eq!(replies.len(), commands.len());
+}
+
+/// `n` organizations in the selected database, each with one fire in
+/// flight under a lease due in an hour.
+fn leased_orgs(con: &mut Connection, label: &str, n: usize) -> Vec<String> {
+    let orgs: Vec<String> = (0..n).map(|i| format!("{}-{i}", tenant(label))).collect();
+    let mut commands = Vec::new();
+    for org in &orgs {
+        commands.push(["DREAMS.FIRE", org, "p", "1"].map(String::from).to_vec());
+        commands.push(["DREAMS.DRAIN", org, "0", "NOQUIET", "LEASE", "3600"].map(String::from).to_vec());
+    }
+    pipeline(con, &commands);
+    orgs
+}
+
+/// An agent with one message received `RELIABLE` under a lease due in an
+/// hour, in the selected database.
+fn leased_agent(con: &mut Connection, town: &str) {
+    ok(con, &["TOWN.SEND", town, &town_message("m1", "a")]);
+    let received = ok(con, &["TOWN.RECV", town, "a", "RELIABLE", "LEASE", "3600"]);
+    assert_ne!(received, Value::Nil);
+}
+
+fn module_unload(con: &mut Connection) -> Result<Value, String> {
+    call(con, &["MODULE", "UNLOAD", "dreamtown"])
+}
+
+fn module_load(con: &mut Connection) {
+    ok(con, &["MODULE", "LOAD", &module_path().display().to_string()]);
+}
+
+fn payload_of(reply: &Reply, what: &str) -> Value {
+    match reply.recv_timeout(DEADLINE) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => panic!("{what}: {error}"),
+        Err(_) => panic!("{what}: still blocked after {DEADLINE:?}: SWAPDB woke nobody"),
+    }
+}
+
+#[test]
+fn swapdb_serves_a_blocked_drain_and_recv_at_once() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let (org, town) = (tenant("swap-org"), tenant("swap-town"));
+    // Blocked on database 0 for a minute, longer than the test waits.
+    let drain = in_thread(&server, 0, &["DREAMS.DRAIN", &org, "60", "NOQUIET"]);
+    wait_until("the drain blocks", || field(&mut con, "waiters") == 1);
+    let recv = in_thread(&server, 0, &["TOWN.RECV", &town, "a", "BLOCK", "60"]);
+    wait_until("the receive blocks", || field(&mut con, "waiters") == 2);
+    // A swap that brings no work wakes the pass, which finds nothing (a
+    // length probe: no command runs) and keeps both waiting.
+    let wakeups = field(&mut con, "empty_wakeups");
+    ok(&mut con, &["SWAPDB", "0", "1"]);
+    ok(&mut con, &["PING"]);
+    assert_eq!(field(&mut con, "waiters"), 2);
+    assert_eq!(field(&mut con, "empty_wakeups"), wakeups);
+    // The work is written into database 1, where nobody waits.
+    select(&mut con, 1);
+    ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
+    let message = town_message("s1", "a");
+    ok(&mut con, &["TOWN.SEND", &town, &message]);
+    assert_eq!(field(&mut con, "waiters"), 2, "work in another database serves nobody");
+    ok(&mut con, &["SWAPDB", "0", "1"]);
+
+    let fired = payload_of(&drain, "the drain");
+    assert!(text(&fired).contains(&format!(r#""org":"{org}""#)), "{fired:?}");
+    let received = payload_of(&recv, "the receive");
+    assert!(format!("{received:?}").contains("s1"), "{received:?}");
+    // Served from database 0 (the swapped-in work): database 1 is empty.
+    assert_eq!(int(&ok(&mut con, &["DBSIZE"])), 0);
+    select(&mut con, 0);
+    assert_eq!(int(&ok(&mut con, &["LLEN", &format!("exocortex:dreams:{{{org}}}:processing")])), 1);
+    assert_eq!(field(&mut con, "waiters"), 0);
+}
+
+#[test]
+fn flushall_forgets_leases_totals_and_fire_ages_and_unload_works_at_once() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut con = server.connect();
+    // More organizations than the per-tenant table holds (10,000), each
+    // with a lease due in an hour; and a town agent with one.
+    let orgs = leased_orgs(&mut con, "flushall", 10_001);
+    leased_agent(&mut con, &tenant("flushall-town"));
+    let before = info(&mut con);
+    assert_eq!(before["lease_tenants_indexed"], 10_002, "{before:?}");
+    assert_eq!(before["orgs_tracked"], 10_000);
+    assert!(before["orgs_refused"] > 0);
+    assert!(before["fire_ages_entries"] > 0 && before["towns_tracked"] == 1 && before["agents_tracked"] == 1);
+    let late = stats(&mut con, &["DREAMS.STATS", orgs.last().unwrap()]);
+    assert_eq!(late["totals_tracked"], 0, "the table was full");
+
+    ok(&mut con, &["FLUSHALL"]);
+    let after = info(&mut con);
+    for name in ["lease_tenants_indexed", "lease_index_bytes", "orgs_tracked", "towns_tracked", "agents_tracked", "fire_ages_orgs", "fire_ages_entries", "catching_up"] {
+        assert_eq!(after[name], 0, "{name} after FLUSHALL: {after:?}");
+    }
+    // Nothing is due anywhere: the module holds no timer.
+    module_unload(&mut con).expect("MODULE UNLOAD right after FLUSHALL");
+    module_load(&mut con);
+    // A new organization is counted again.
+    let org = tenant("after-flushall");
+    ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
+    assert_eq!(stats(&mut con, &["DREAMS.STATS", &org])["totals_tracked"], 1);
+}
+
+#[test]
+fn flushall_async_and_flushdb_forget_what_they_flushed() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut con = server.connect();
+    leased_orgs(&mut con, "db0", 30);
+    select(&mut con, 1);
+    leased_orgs(&mut con, "db1", 20);
+    leased_agent(&mut con, &tenant("db1-town"));
+    assert_eq!(field(&mut con, "lease_tenants_indexed"), 51);
+    // A database the module never served: nothing changes.
+    select(&mut con, 5);
+    ok(&mut con, &["SET", "unrelated", "1"]);
+    ok(&mut con, &["FLUSHDB"]);
+    assert_eq!(field(&mut con, "lease_tenants_indexed"), 51);
+    // Database 1: its leases go; database 0 still holds the module's
+    // keys, so the totals and fire ages (not per database) stay.
+    select(&mut con, 1);
+    ok(&mut con, &["FLUSHDB", "ASYNC"]);
+    let after_1 = info(&mut con);
+    assert_eq!(after_1["lease_tenants_indexed"], 30, "{after_1:?}");
+    assert!(after_1["orgs_tracked"] >= 30 && after_1["fire_ages_entries"] >= 30, "{after_1:?}");
+    let refused = module_unload(&mut con);
+    assert!(refused.is_err(), "leases due in database 0 keep the timer: {refused:?}");
+    // Database 0 too: nothing the module served holds a key any more.
+    select(&mut con, 0);
+    ok(&mut con, &["FLUSHDB"]);
+    let after_0 = info(&mut con);
+    for name in ["lease_tenants_indexed", "orgs_tracked", "towns_tracked", "agents_tracked", "fire_ages_entries"] {
+        assert_eq!(after_0[name], 0, "{name} after FLUSHDB of both: {after_0:?}");
+    }
+    module_unload(&mut con).expect("MODULE UNLOAD right after the last FLUSHDB");
+}
+
+#[test]
+fn fire_ages_do_not_grow_over_fire_drain_del_cycles() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("ages");
+    let (ready, processing) = (format!("exocortex:dreams:{{{org}}}:queue"), format!("exocortex:dreams:{{{org}}}:processing"));
+    for cycle in 0..30 {
+        let mut commands = Vec::new();
+        for i in 0..100 {
+            commands.push(vec!["DREAMS.FIRE".to_owned(), org.clone(), format!("p{cycle}-{i}"), "1".into()]);
+        }
+        for _ in 0..80 {
+            commands.push(["DREAMS.DRAIN", &org, "0", "NOQUIET"].map(String::from).to_vec());
+        }
+        pipeline(&mut con, &commands);
+        // 20 ready, 80 in flight; then both lists go behind the module's back.
+        match cycle % 3 {
+            0 => ok(&mut con, &["DEL", &ready, &processing]),
+            1 => ok(&mut con, &["UNLINK", &ready, &processing]),
+            _ => {
+                ok(&mut con, &["PEXPIRE", &ready, "1"]);
+                ok(&mut con, &["PEXPIRE", &processing, "1"]);
+                wait_until("the lists expire", || int(&ok(&mut con, &["EXISTS", &ready, &processing])) == 0);
+                Value::Nil
+            }
+        };
+        let entries = field(&mut con, "fire_ages_entries");
+        assert_eq!(entries, 0, "cycle {cycle}: {entries} fire ages outlived their lists");
+    }
+    // A native pop that empties a list forgets its timings too.
+    ok(&mut con, &["DREAMS.FIRE", &org, "last", "1"]);
+    assert_eq!(field(&mut con, "fire_ages_entries"), 1);
+    ok(&mut con, &["LPOP", &ready]);
+    assert_eq!(field(&mut con, "fire_ages_entries"), 0);
+}
+
+#[test]
+fn deleting_every_lease_set_stops_the_timer() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut con = server.connect();
+    let orgs = leased_orgs(&mut con, "del-leases", 50);
+    assert_eq!(field(&mut con, "lease_tenants_indexed"), 50);
+    for (i, org) in orgs.iter().enumerate() {
+        let leases = format!("exocortex:dreams:{{{org}}}:leases");
+        ok(&mut con, &[if i % 2 == 0 { "DEL" } else { "UNLINK" }, &leases]);
+    }
+    assert_eq!(field(&mut con, "lease_tenants_indexed"), 0);
+    module_unload(&mut con).expect("MODULE UNLOAD once no lease set is left");
+}
+
+#[test]
+fn a_reloaded_module_starts_from_nothing() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut con = server.connect();
+    let (org, town) = (tenant("reload"), tenant("reload-town"));
+    ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
+    ok(&mut con, &["DREAMS.STATS", &org]);
+    ok(&mut con, &["TOWN.SEND", &town, &town_message("r1", "a")]);
+    let before = info(&mut con);
+    assert!(before["orgs_tracked"] == 1 && before["towns_tracked"] == 1 && before["fire_ages_entries"] == 1, "{before:?}");
+    ok(&mut con, &["FLUSHDB"]);
+    ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
+    // A client blocked in a module command keeps the module loaded (the
+    // server refuses, as for any module with blocked clients); once it has
+    // left, the unload goes through.
+    let blocked = in_thread(&server, 0, &["TOWN.RECV", &town, "b", "BLOCK", "60"]);
+    wait_until("the receive blocks", || field(&mut con, "waiters") == 1);
+    let refused = module_unload(&mut con);
+    assert!(refused.is_err(), "unloaded under a blocked client: {refused:?}");
+    let clients = text(&ok(&mut con, &["CLIENT", "LIST"]));
+    let waiter = clients
+        .lines()
+        .find(|line| line.to_lowercase().contains("cmd=town.recv"))
+        .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
+        .expect("the blocked client in CLIENT LIST")
+        .to_owned();
+    ok(&mut con, &["CLIENT", "UNBLOCK", &waiter]);
+    assert_eq!(blocked.recv_timeout(DEADLINE).expect("unblocked"), Ok(Value::Nil));
+    module_unload(&mut con).expect("MODULE UNLOAD");
+    module_load(&mut con);
+    let after = info(&mut con);
+    for name in ["orgs_tracked", "towns_tracked", "agents_tracked", "fire_ages_orgs", "fire_ages_entries", "lease_tenants_indexed", "waiters", "waiter_queues"] {
+        assert_eq!(after[name], 0, "{name} after MODULE LOAD: {after:?}");
+    }
+    // And leases run on the reloaded module: the timer arms again.
+    ok(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET", "LEASE", "0.2"]);
+    wait_until("the lease to expire on the reloaded module", || {
+        int(&ok(&mut con, &["LLEN", &format!("exocortex:dreams:{{{org}}}:queue")])) == 1
+    });
+}
+
+fn used_memory(con: &mut Connection) -> i64 {
+    let text: String = redis::cmd("INFO").arg("memory").query(con).expect("INFO memory");
+    text.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("used_memory")
+}
+
+/// One load, some of every kind of work (tables, waiters, leases, INFO),
+/// and an unload.
+fn load_work_unload(con: &mut Connection, round: usize) {
+    module_load(con);
+    let (org, town) = (format!("mem-{round}"), format!("mem-town-{round}"));
+    ok(con, &["DREAMS.FIRE", &org, "p", "1"]);
+    let fired = ok(con, &["DREAMS.DRAIN", &org, "0", "NOQUIET", "LEASE", "60"]);
+    ok(con, &["DREAMS.ACK", &org, &text(&fired), "SUCCESS"]);
+    ok(con, &["DREAMS.STATS", &org]);
+    ok(con, &["TOWN.SEND", &town, &town_message("x", "a")]);
+    ok(con, &["TOWN.RECV", &town, "a"]);
+    ok(con, &["TOWN.STATS", &town]);
+    info(con);
+    // The acknowledged lease's entry waits for its deadline: FLUSHALL
+    // forgets it, and the unload is not refused for a timer.
+    ok(con, &["FLUSHALL"]);
+    module_unload(con).expect("MODULE UNLOAD");
+}
+
+/// Unload/load cycles leave `used_memory` where it was (issue 32 point 9):
+/// a few hundred bytes a cycle at most. Measured on Redis 7.0.15 (the
+/// module's allocations counted by their allocator size): what a cycle
+/// leaves, ~40.7 KB, is all command metadata (names, flags, COMMAND DOCS
+/// trees) that `module::command` makes for each load and never frees;
+/// nothing else stays (the settings' private data, 352 bytes a cycle, and
+/// the macro's detached context are freed now). So this passes once
+/// command registration stops leaking its metadata (branch h-subcmd).
+#[test]
+#[ignore = "passes once command metadata is freed (branch h-subcmd); ~40.7 KB a cycle until then"]
+fn unload_load_cycles_keep_used_memory() {
+    const CYCLES: i64 = 30;
+    let server = Server::start_without_module(&["--enable-module-command", "yes"]);
+    let mut con = server.connect();
+    // Warm-up: the first load maps the library and fills what the server
+    // keeps once (its command table slots, client buffers).
+    load_work_unload(&mut con, 0);
+    let before = used_memory(&mut con);
+    for round in 1..=CYCLES {
+        load_work_unload(&mut con, round as usize);
+    }
+    let per_cycle = (used_memory(&mut con) - before) / CYCLES;
+    assert!(per_cycle <= 2_048, "used_memory grew {per_cycle} bytes per unload/load cycle");
+}
