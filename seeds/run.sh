@@ -19,7 +19,7 @@
 # target/seeds/target). Needs protoc (exocortex-wire's build script).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SEEDS=$ROOT/target/seeds
+SEEDS=${SEEDS_DIR:-$ROOT/target/seeds}
 MODULE=${DREAMTOWN_MODULE:-$ROOT/target/release/libdreamtown.so}
 SERVER=${DREAMTOWN_SERVER:-redis-server}
 CLI=${DREAMTOWN_CLI:-redis-cli}
