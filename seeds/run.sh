@@ -20,8 +20,8 @@
 #    reached the server (INFO commandstats). Expectations per test:
 #    seeds/exocortex-dreams.tsv, seeds/tinytown.tsv.
 #
-# Everything lives in target/seeds/ (the build is cached in
-# target/seeds/target). Needs protoc (exocortex-wire's build script).
+# Everything lives in target/seeds/ (the builds are cached in
+# target/seeds/target-<crate>). Needs protoc (exocortex-wire's build script).
 # SEEDS_ONLY=exocortex|tinytown runs one seed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,11 +61,15 @@ REG=$(dirname "$(dirname "$REG")")
 # put SRC DEST: copy only when different, so cargo's cache stays warm.
 put() { cmp -s "$1" "$2" || { mkdir -p "$(dirname "$2")"; cp "$1" "$2"; }; }
 # Their sources, file by file (their Cargo.toml is written below).
+# sync_crate CRATE [FILE]: all but FILE (the one we replace) and their
+# manifest; their Cargo.lock (the pins) only the first time, as cargo then
+# adds our dependencies to it.
 sync_crate() {
-  local crate=$1
-  (cd "$REG/$crate" && find . -type f ! -name Cargo.toml ! -name .cargo-ok ! -name Cargo.toml.orig) | while read -r f; do
-    put "$REG/$crate/$f" "$SEEDS/src/$crate/$f"
+  local crate=$1 skip=${2:-}
+  (cd "$REG/$crate" && find . -type f ! -name Cargo.toml ! -name .cargo-ok ! -name Cargo.toml.orig ! -name Cargo.lock) | while read -r f; do
+    [ "$f" = "./$skip" ] || put "$REG/$crate/$f" "$SEEDS/src/$crate/$f"
   done
+  if [ -f "$REG/$crate/Cargo.lock" ] && [ ! -f "$SEEDS/src/$crate/Cargo.lock" ]; then cp "$REG/$crate/Cargo.lock" "$SEEDS/src/$crate/"; fi
 }
 tmp=$(mktemp -d)
 DIR=$(mktemp -d)
@@ -93,9 +97,11 @@ PY
 
 # binary CRATE_DIR TEST FEATURES: build one test target, print its path.
 binary() {
+  # One target dir per seed: their lockfiles resolve dreamtown's own
+  # dependencies differently, and in one dir each build would evict the other's.
   local dir=$1 test=$2 features=$3 json="$SEEDS/build-$2.json"
   (cd "$dir" && $CARGO test --quiet --no-run --test "$test" ${features:+--features "$features"} \
-     --target-dir "$SEEDS/target" --message-format=json 2>"$SEEDS/build-$test.log") > "$json" \
+     --target-dir "$SEEDS/target-$(basename "$dir")" --message-format=json 2>"$SEEDS/build-$test.log") > "$json" \
      || { tail -40 "$SEEDS/build-$test.log" >&2; echo "FAIL test-seeds: building $test with the adapter" >&2; return 1; }
   python3 -c 'import json,sys
 for line in open(sys.argv[1]):
@@ -107,8 +113,8 @@ for line in open(sys.argv[1]):
 build_start=$(date +%s)
 declare -a SUITES=()
 if [ -z "$ONLY" ] || [ "$ONLY" = exocortex ]; then
-  sync_crate $EXO
-  sync_crate $STORE
+  sync_crate $EXO src/fire.rs
+  sync_crate $STORE src/lib.rs
   # exocortex-storage: the recursion limit, and its own workspace.
   { echo '#![recursion_limit = "256"]'; cat "$REG/$STORE/src/lib.rs"; } > "$tmp/lib.rs"
   put "$tmp/lib.rs" "$SEEDS/src/$STORE/src/lib.rs"
@@ -127,7 +133,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = exocortex ]; then
   SUITES+=("exocortex-dreams|$bin|$ROOT/seeds/exocortex-dreams.tsv|dreams")
 fi
 if [ -z "$ONLY" ] || [ "$ONLY" = tinytown ]; then
-  sync_crate $TT
+  sync_crate $TT src/channel.rs
   put "$ROOT/seeds/adapters/tinytown_channel.rs" "$SEEDS/src/$TT/src/channel.rs"
   put "$ROOT/seeds/adapters/dreamtown_bridge.rs" "$SEEDS/src/$TT/src/dreamtown_bridge.rs"
   manifest "$REG/$TT/Cargo.toml" ""
@@ -164,7 +170,8 @@ for suite in "${SUITES[@]}"; do
     keys=0
     if [ "$family" = town ]; then keys=$(cli --scan --pattern 'tt:{*' | wc -l); fi
     reached=$((n + keys))
-    what="$n $FAMILY.* calls$([ "$family" = town ] && echo ", $keys dreamtown keys")"
+    what="$n $FAMILY.* calls"
+    if [ "$family" = town ]; then what="$what, $keys dreamtown keys"; fi
     kind=""; doc=""; why=""
     IFS=$'\t' read -r kind doc why <<<"$(awk -F'\t' -v s="$label" -v t="$test" '$1 == s"::"t || $1 == t { print $2 "\t" $3 "\t" $4; exit }' "$expectations")" || true
     name="$label::$test"

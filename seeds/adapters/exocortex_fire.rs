@@ -297,7 +297,15 @@ impl RedisFireQueue {
         // trip; the transport changes, the application's discipline stays.
         exocortex_storage::fork_window::await_if_holding().await;
         self.inner.quiet_hours = self.quiet_hours.to_dreamtown();
-        match self.inner.drain(timeout).await? {
+        let drained = match self.inner.drain(timeout).await {
+            Ok(drained) => drained,
+            // The seed's rule, kept: any error that mentions a timeout (the
+            // connection's response timeout, or a wait past Redis's bound,
+            // which DRAIN refuses as BLMOVE did) is an idle drain.
+            Err(error) if error.to_string().contains("timeout") => return Ok(DrainResult::TimedOut),
+            Err(error) => return Err(error.into()),
+        };
+        match drained {
             dt::DrainResult::TimedOut => Ok(DrainResult::TimedOut),
             dt::DrainResult::Deferred => Ok(DrainResult::Deferred),
             dt::DrainResult::Ready(message) => {
