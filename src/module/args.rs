@@ -255,13 +255,22 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
     if seconds < 0.0 {
         return Err(CommandError::err("timeout is negative"));
     }
-    // Redis caps blocking timeouts far beyond any real use; so do we.
-    if seconds > 1e12 {
+    // Redis takes any timeout whose deadline (now + ms) fits a long long;
+    // so do we, up to a bound just below it, so that the seeds' longest
+    // waits (a `Duration` of up to ~9.2e15 s on BLMOVE/BRPOP) reach DRAIN
+    // and RECV too. Compared as f64 before the cast, which would saturate.
+    let ms = (seconds * 1000.0).ceil();
+    if ms > TIMEOUT_MS_MAX as f64 {
         return Err(invalid());
     }
-    let ms = (seconds * 1000.0).ceil() as i64;
-    Ok(ms)
+    Ok(ms as i64)
 }
+
+/// The longest blocking timeout (ms): 9.223e18, just below Redis's own
+/// bound (`LLONG_MAX` less the current time), leaving 3.7e14 ms (11,000
+/// years) for the clock, and exact as an f64, so the comparison above and
+/// the cast agree.
+pub const TIMEOUT_MS_MAX: i64 = 9_223_000_000_000_000_000;
 
 /// Is `item` the option `word` (given in upper case), in any case? The
 /// exact bytes are compared first: clients send options in upper case, and
@@ -423,7 +432,13 @@ mod tests {
     fn corners_of_numbers() {
         assert!(parse_timeout_ms(b"1e309").is_err());
         assert_eq!(parse_timeout_ms(b"1e12"), Ok(1_000_000_000_000_000));
-        assert!(parse_timeout_ms(b"1.0000001e12").is_err());
+        assert_eq!(parse_timeout_ms(b"1.0000001e12"), Ok(1_000_000_100_000_000));
+        // The seeds' longest waits, up to just below Redis's own bound.
+        assert_eq!(parse_timeout_ms(b"9000000000000000"), Ok(9_000_000_000_000_000_000));
+        assert_eq!(parse_timeout_ms(b"9.223e15"), Ok(TIMEOUT_MS_MAX));
+        assert!(parse_timeout_ms(b"9.2230000001e15").is_err());
+        assert!(parse_timeout_ms(b"9.3e15").is_err());
+        assert!(parse_timeout_ms(b"18446744073709551615").is_err());
         assert_eq!(parse_timeout_ms(b"-0"), Ok(0));
         assert_eq!(parse_signed(b"-0"), Some(0));
         assert_eq!(parse_signed(b"-9223372036854775808"), Some(i64::MIN));

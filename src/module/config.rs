@@ -53,8 +53,10 @@ pub const QUIET_UTC_OFFSET_RANGE: (i64, i64) = (-1439, 1439);
 pub const QUIET_BACKLOG_MIN_RANGE: (i64, i64) = (0, 1_000_000_000);
 /// `memory-threshold`'s and `edge-threshold`'s inclusive range.
 pub const THRESHOLD_RANGE: (i64, i64) = (0, 4_294_967_295);
-/// `min-interval`'s and `age-floor`'s inclusive range (seconds, 100 years).
-pub const SECONDS_RANGE: (i64, i64) = (0, 3_153_600_000);
+/// `min-interval`'s and `age-floor`'s inclusive range (seconds): anything
+/// a Redis numeric config holds, so a seed deployment's `u32` hours and days
+/// (up to 371,085,174,374,400 seconds, its "never") carry over as they are.
+pub const SECONDS_RANGE: (i64, i64) = (0, i64::MAX);
 
 /// `lease`'s and `town-lease`'s inclusive range (seconds, 100 years).
 pub const LEASE_RANGE: (i64, i64) = (0, 3_153_600_000);
@@ -366,6 +368,8 @@ mod tests {
         assert_eq!(check(&[]), Ok(()));
         assert_eq!(check(&["queue-max", "5", "quiet-hours", "", "quiet-utc-offset", "-1439"]), Ok(()));
         assert_eq!(check(&["age-floor", "3153600000", "memory-threshold", "0"]), Ok(()));
+        // The seed's "never", u32::MAX days in seconds.
+        assert_eq!(check(&["age-floor", "371085174374400"]), Ok(()));
         for bad in [
             &["queue-max"][..],
             &["queue-max", "0"],

@@ -47,12 +47,15 @@ pub fn region_ref<'a>(args: &mut Args<'a>) -> Result<RegionRef<'a>, CommandError
 
 /// Read the four values after `TRIGGER`.
 pub fn trigger(args: &mut Args<'_>) -> Result<Trigger, CommandError> {
-    const SECONDS_MAX: u64 = 3_153_600_000;
+    // The seconds take any u64: the seed's callers send `u32` hours and days
+    // times 3,600 and 86,400 (up to 371,085,174,374,400, its "never"), and
+    // its Lua compares whatever came. Compared exactly (`Trigger` clamps
+    // only past i64::MAX), so every such value answers as the seed does.
     Ok(Trigger {
         memory_threshold: args.unsigned("memory threshold", u64::from(u32::MAX))?,
         edge_threshold: args.unsigned("edge threshold", u64::from(u32::MAX))?,
-        min_interval_secs: args.unsigned("min interval (seconds)", SECONDS_MAX)?,
-        age_floor_secs: args.unsigned("age floor (seconds)", SECONDS_MAX)?,
+        min_interval_secs: args.unsigned("min interval (seconds)", u64::MAX)?,
+        age_floor_secs: args.unsigned("age floor (seconds)", u64::MAX)?,
     })
 }
 

@@ -62,13 +62,16 @@ pub fn delivery<'a>(args: &mut Args<'a>) -> Result<(&'a [u8], i64), CommandError
     Ok((event_id, generation))
 }
 
-/// Read a delivery generation: a positive integer.
+/// Read a delivery generation: a positive integer up to u64::MAX (the
+/// seed's `DeliveryFence::generation` is a `u64`). Generations are kept as
+/// i64, so those above i64::MAX count as i64::MAX: the one difference from
+/// the seed (whose Lua compares them as doubles), listed in dreams.md.
 pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
-    let value = args.unsigned("generation", i64::MAX as u64)?;
+    let value = args.unsigned("generation", u64::MAX)?;
     if value == 0 {
         return Err(CommandError::err("Dreams delivery generation must be positive"));
     }
-    Ok(value as i64)
+    Ok(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
 /// The parse step: the region, the write, `NODE` and `TRIGGER` if given.
