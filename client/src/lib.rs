@@ -40,6 +40,8 @@
 #[cfg(feature = "net")]
 mod call;
 #[cfg(feature = "net")]
+pub mod connect;
+#[cfg(feature = "net")]
 pub mod lease;
 #[cfg(feature = "net")]
 pub mod dreams;
