@@ -44,7 +44,9 @@ beside_server = $(if $(findstring /,$(SERVER)),$(wildcard $(dir $(SERVER))$(1)))
 CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_KIND)-cli)
 BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
 # iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus
+# redis-sentinel: the client's Sentinel failover test (client/tests/sentinel.rs);
+# openssl: the CA and certificates of the TLS test (client/tests/tls.rs).
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus redis-sentinel openssl
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -74,7 +76,8 @@ help:
 
 ## deps: install redis-server (unless SERVER is given), clang and
 ## libclang-dev (the build), python3-venv, iproute2 (the partition tests'
-## test hosts) and prometheus (the exporter test) from Debian if missing;
+## test hosts), prometheus (the exporter test), redis-sentinel and openssl
+## (the Sentinel and TLS tests) from Debian if missing;
 ## check the server binary runs.
 deps:
 	@missing=""; \

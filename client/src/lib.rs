@@ -55,6 +55,8 @@ pub mod migrate;
 #[cfg(feature = "net")]
 mod retry;
 #[cfg(feature = "net")]
+pub mod sentinel;
+#[cfg(feature = "net")]
 pub mod town;
 
 #[cfg(feature = "net")]

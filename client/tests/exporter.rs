@@ -468,7 +468,7 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
         assert!(asked.elapsed() < common::DEADLINE, "the replica never took over");
     }
     let (new_label, old_label) = (node_of(&cluster.nodes[promoted]), node_of(&cluster.nodes[failed_master]));
-    let mut text = String::new();
+    let mut text;
     let started = std::time::Instant::now();
     loop {
         text = http_get(port, "/metrics").unwrap_or_default();
