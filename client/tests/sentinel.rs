@@ -36,20 +36,25 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
-/// The Sentinel: `DREAMTOWN_SENTINEL`, else Debian's `redis-sentinel` with
-/// the default server, else the matrix's server in `--sentinel` mode.
-fn sentinel_command() -> Command {
+/// The Sentinel for `conf`: `DREAMTOWN_SENTINEL`, else Debian's
+/// `redis-sentinel` with the default server, else the matrix's server in
+/// `--sentinel` mode (the config file comes first).
+fn sentinel_command(conf: &std::path::Path) -> Command {
     if let Ok(path) = std::env::var("DREAMTOWN_SENTINEL")
         && !path.is_empty()
     {
-        return Command::new(path);
+        let mut command = Command::new(path);
+        command.arg(conf);
+        return command;
     }
     let server = server_bin();
     if server == "redis-server" {
-        return Command::new("redis-sentinel");
+        let mut command = Command::new("redis-sentinel");
+        command.arg(conf);
+        return command;
     }
     let mut command = Command::new(server);
-    command.arg("--sentinel");
+    command.arg(conf).arg("--sentinel");
     command
 }
 
@@ -73,8 +78,7 @@ impl Sentinel {
             ),
         )
         .expect("sentinel.conf");
-        let mut command = sentinel_command();
-        let child = command.arg(&conf).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("redis-sentinel on PATH");
+        let child = sentinel_command(&conf).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("redis-sentinel on PATH");
         let sentinel = Sentinel { child, port, dir };
         wait_until("the Sentinel to answer", || sentinel.query::<String>(&["PING"]).is_some());
         sentinel
