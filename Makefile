@@ -49,7 +49,9 @@ BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-ben
 # iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
 # lintian: `make test-package` checks the package with it.
 # protobuf-compiler: exocortex-wire's build script, for make test-seeds.
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus lintian protobuf-compiler
+# redis-sentinel: the client's Sentinel failover test (client/tests/sentinel.rs);
+# openssl: the CA and certificates of the TLS test (client/tests/tls.rs).
+APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus lintian protobuf-compiler redis-sentinel openssl
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -82,7 +84,8 @@ help:
 
 ## deps: install redis-server (unless SERVER is given), clang and
 ## libclang-dev (the build), python3-venv, iproute2 (the partition tests'
-## test hosts) and prometheus (the exporter test) from Debian if missing;
+## test hosts), prometheus (the exporter test), redis-sentinel and openssl
+## (the Sentinel and TLS tests) from Debian if missing;
 ## check the server binary runs.
 deps:
 	@missing=""; \

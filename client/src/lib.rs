@@ -40,6 +40,8 @@
 #[cfg(feature = "net")]
 mod call;
 #[cfg(feature = "net")]
+pub mod connect;
+#[cfg(feature = "net")]
 pub mod lease;
 #[cfg(feature = "net")]
 pub mod dreams;
@@ -52,6 +54,8 @@ mod error;
 pub mod migrate;
 #[cfg(feature = "net")]
 mod retry;
+#[cfg(feature = "net")]
+pub mod sentinel;
 #[cfg(feature = "net")]
 pub mod town;
 

@@ -3,7 +3,9 @@
 //! gauges and `_total` counters per tenant (fired, drained, acknowledged;
 //! sent, received, acked per town and agent; the ages of the oldest ready
 //! and in-flight fire), found by a `SCAN` spread over scrapes; beyond
-//! `--max-tenants` it says so; a dead node reads `dreamtown_up 0`; and
+//! `--max-tenants` it says so; a dead node reads `dreamtown_up 0`; a
+//! cluster is exported from one address (a replica), follows a failover
+//! and outlives its seed; and
 //! Debian's `prometheus` scrapes it and answers PromQL with the values the
 //! test produced.
 
@@ -396,4 +398,110 @@ fn a_cluster_is_exported_node_by_node() {
     for node in &cluster.nodes {
         assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(node))]), Some(1.0), "{text}");
     }
+}
+
+/// The port of the master `replica` follows (`INFO replication`).
+fn master_port_of(replica: &Server) -> u16 {
+    let info: String = redis::cmd("INFO").arg("replication").query(&mut replica.connect()).unwrap();
+    info.lines().find_map(|l| l.trim().strip_prefix("master_port:")).and_then(|p| p.parse().ok()).expect("a replica")
+}
+
+#[test]
+fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
+    let mut cluster = common::Cluster::start_with_replicas(3, 1);
+    let mut any = cluster.nodes[0].connect();
+    // One organization per master, each with its own ready count.
+    let mut orgs: Vec<(String, usize)> = Vec::new();
+    let mut i = 0;
+    while orgs.len() < 3 {
+        let org = tenant(&format!("one{i}"));
+        i += 1;
+        let slot: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(format!("exocortex:dreams:{{{org}}}:queue")).query(&mut any).unwrap();
+        let owner = cluster.owner_of_slot(slot);
+        if orgs.iter().all(|(_, o)| *o != owner) {
+            let mut con = cluster.nodes[owner].connect();
+            for _ in 0..=orgs.len() {
+                run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]);
+            }
+            orgs.push((org, owner));
+        }
+    }
+    // The seed is a replica: any node will do.
+    let (failed, _) = orgs[0].clone();
+    let failed_master = orgs[0].1;
+    let promoted = (3..6).find(|&r| master_port_of(&cluster.nodes[r]) == cluster.nodes[failed_master].port).expect("its replica");
+    let seed = (3..6).find(|&r| r != promoted).expect("another replica");
+    let seed_url = cluster.nodes[seed].url();
+    let seed_label = node_of(&cluster.nodes[seed]);
+    let (_exporter, port) = exporter(&["--redis", &seed_url]);
+
+    let text = http_get(port, "/metrics").expect("/metrics");
+    for (n, (org, owner)) in orgs.iter().enumerate() {
+        let node = node_of(&cluster.nodes[*owner]);
+        assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", &node)]), Some((n + 1) as f64), "{org} on {node}: {text}");
+        assert_eq!(sample(&text, "dreamtown_up", &[("node", &node)]), Some(1.0), "{text}");
+    }
+    for replica in &cluster.nodes[3..] {
+        assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(replica))]), None, "replicas are not scraped: {text}");
+    }
+    assert_eq!(sample(&text, "dreamtown_exporter_cluster_masters", &[("seed", &seed_label)]), Some(3.0), "{text}");
+
+    // A failover: the next scrapes find the promoted replica and the
+    // organization on it; the old master is no longer scraped.
+    // The old master must know its replica before it hands over (a
+    // manual failover it has not heard of times out): wait for that, and
+    // ask again if one attempt timed out.
+    let replica_id = cluster.nodes[promoted].node_id();
+    wait_until("the master to list its replica", || {
+        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut cluster.nodes[failed_master].connect()).unwrap_or_default();
+        nodes.lines().any(|l| l.starts_with(&replica_id) && l.contains("slave") && !l.contains("fail"))
+    });
+    let is_master = |node: &Server| {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut node.connect()).unwrap_or_default();
+        info.lines().any(|l| l.trim() == "role:master")
+    };
+    let asked = std::time::Instant::now();
+    while !is_master(&cluster.nodes[promoted]) {
+        redis::cmd("CLUSTER").arg("FAILOVER").query::<()>(&mut cluster.nodes[promoted].connect()).expect("CLUSTER FAILOVER");
+        let attempt = std::time::Instant::now();
+        while !is_master(&cluster.nodes[promoted]) && attempt.elapsed() < Duration::from_secs(12) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(asked.elapsed() < common::DEADLINE, "the replica never took over");
+    }
+    let (new_label, old_label) = (node_of(&cluster.nodes[promoted]), node_of(&cluster.nodes[failed_master]));
+    let mut text;
+    let started = std::time::Instant::now();
+    loop {
+        text = http_get(port, "/metrics").unwrap_or_default();
+        if sample(&text, "dreamtown_dreams_ready", &[("org", &failed), ("node", &new_label)]) == Some(1.0)
+            && sample(&text, "dreamtown_up", &[("node", &old_label)]).is_none()
+        {
+            break;
+        }
+        if started.elapsed() > common::DEADLINE {
+            let role: redis::Value = redis::cmd("ROLE").query(&mut cluster.nodes[promoted].connect()).unwrap();
+            let slots: redis::Value = redis::cmd("CLUSTER").arg("SLOTS").query(&mut cluster.nodes[seed].connect()).unwrap();
+            panic!("the exporter did not follow the failover to {new_label} from {old_label}: {role:?} {slots:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(sample(&text, "dreamtown_exporter_topology_changes_total", &[]).unwrap_or(0.0) >= 2.0, "{text}");
+
+    // The seed goes away: the masters it listed are asked instead (once
+    // every node agrees on the slot map, so that no view is behind).
+    cluster.wait_stable();
+    text = http_get(port, "/metrics").expect("/metrics");
+    let before = sample(&text, "dreamtown_exporter_topology_changes_total", &[]);
+    drop(cluster.nodes.remove(seed));
+    for _ in 0..2 {
+        text = http_get(port, "/metrics").expect("/metrics");
+    }
+    for (n, (org, _)) in orgs.iter().enumerate() {
+        assert_eq!(text.lines().filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\""))).count(), 1, "{text}");
+        let value = text.lines().find(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\"")));
+        assert!(value.is_some_and(|l| l.ends_with(&format!(" {}", n + 1))), "{org}: {text}");
+    }
+    assert_eq!(sample(&text, "dreamtown_exporter_topology_changes_total", &[]), before, "the same masters: {text}");
+    assert!(text.lines().filter(|l| l.starts_with("dreamtown_up{")).all(|l| l.ends_with(" 1")), "{text}");
 }

@@ -1,4 +1,4 @@
-//! `dreamtown-exporter --redis <url> [--redis <url> ...] [--listen addr:port]`:
+//! `dreamtown-exporter --redis <url> [--redis <url> ...] [--listen addr:port] [TLS and user options]`:
 //! a Prometheus exporter for dreamtown. The logic is in
 //! [`dreamtown_client::exporter`]; this parses the command line and serves.
 
@@ -6,13 +6,20 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use dreamtown_client::connect::redacted;
 use dreamtown_client::exporter::{http, Config, Exporter};
 
 const USAGE: &str = "usage: dreamtown-exporter --redis <url> [--redis <url> ...] [--listen <addr:port>]
                           [--max-tenants <n>] [--max-agents <n>] [--scan-calls <n>] [--scan-count <n>]
-                          [--timeout-secs <n>] [--forget-secs <n>]
+                          [--timeout-secs <n>] [--forget-secs <n>] [--no-cluster-discovery]
+                          [--user <name>] [--password <pw> | --password-file <path>]
+                          [--tls-ca-cert-file <pem>] [--tls-client-cert-file <pem> --tls-client-key-file <pem>]
+                          [--tls-insecure]
 
-  --redis         a server (redis://[user:pass@]host:port[/db]); for a cluster, one per master
+  --redis         a server (redis[s]://[user:pass@]host:port[/db]); for a cluster, any one node
+                  (its masters are found by CLUSTER SLOTS on every scrape) or one per master
+  --no-cluster-discovery
+                  scrape exactly the --redis nodes, never the masters they list
   --listen        where /metrics is served (default 127.0.0.1:9808)
   --max-tenants   organizations and towns exported per node, each (default 1000)
   --max-agents    agents exported per town (default 100)
@@ -23,6 +30,17 @@ const USAGE: &str = "usage: dreamtown-exporter --redis <url> [--redis <url> ...]
                   until then an emptied queue reads 0)
   -V, --version   print the version (the module's: one version for both) and exit
   -h, --help      print this help and exit
+
+Users and TLS (for every node, discovered ones too):
+  --user          ACL user, where the URL names none (else $REDIS_USER)
+  --password      password, where the URL gives none (visible in ps: prefer the next two)
+  --password-file a file holding the password (one line)
+                  Without either: $REDIS_PASSWORD, else the file named by $REDIS_PASSWORD_FILE.
+                  Precedence, per field: the URL's, then the flags', then the environment's.
+  --tls-ca-cert-file      CA(s) that signed the servers' certificates (default: the system's roots);
+                          rediss:// URLs only, as every --tls option
+  --tls-client-cert-file  client certificate, with --tls-client-key-file (tls-auth-clients yes)
+  --tls-insecure          accept any server certificate (no verification; tests and emergencies only)
 
 Metrics: see docs/monitoring.md.";
 
@@ -55,6 +73,7 @@ fn run() -> Result<(), String> {
             "--scan-count" => config.scan_count = number(&arg, args.next())?,
             "--timeout-secs" => config.timeout = Duration::from_secs(number::<u64>(&arg, args.next())?.max(1)),
             "--forget-secs" => config.forget = Duration::from_secs(number(&arg, args.next())?),
+            "--no-cluster-discovery" => config.cluster_discovery = false,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -63,9 +82,14 @@ fn run() -> Result<(), String> {
                 println!("dreamtown-exporter {}", env!("CARGO_PKG_VERSION"));
                 return Ok(());
             }
-            other => return Err(format!("unknown argument '{other}'")),
+            other => {
+                if !config.connect.parse_flag(other, &mut args)? {
+                    return Err(format!("unknown argument '{other}'"));
+                }
+            }
         }
     }
+    config.connect = config.connect.with_env().map_err(|error| format!("$REDIS_PASSWORD_FILE: {error}"))?;
     if config.nodes.is_empty() {
         return Err("give at least one --redis URL".into());
     }
@@ -73,7 +97,7 @@ fn run() -> Result<(), String> {
         return Err("--scan-calls and --scan-count must be above 0".into());
     }
     for url in &config.nodes {
-        redis::Client::open(url.as_str()).map_err(|error| format!("--redis {url}: {error}"))?;
+        config.connect.client(url).map_err(|error| format!("--redis {}: {error}", redacted(url)))?;
     }
     let listener = TcpListener::bind(&listen).map_err(|error| format!("cannot listen on {listen}: {error}"))?;
     eprintln!("dreamtown-exporter: serving /metrics on http://{listen}/metrics for {} node(s)", config.nodes.len());

@@ -3,6 +3,7 @@
 //! The logic is in [`dreamtown_client::migrate`]; this parses the command
 //! line, prints the reports and sets the exit code.
 
+use dreamtown_client::connect::{self, redacted};
 use dreamtown_client::migrate::{self, Direction, Family, Options, conn::Endpoint};
 
 const USAGE: &str = "\
@@ -16,6 +17,17 @@ usage: dreamtown-migrate [--dry-run] [--reverse] --from <redis-url> [--to <redis
   --all          every tenant found on the source
   -V, --version  print the version (the module's: one version for both) and exit
   -h, --help     print this help and exit
+
+Users and TLS (both servers; a rediss:// URL is TLS):
+  --user <name>                 ACL user, where a URL names none (else $REDIS_USER)
+  --password <pw>               password, where a URL gives none (visible in ps: prefer the next)
+  --password-file <path>        a file holding the password (one line)
+                                Without either: $REDIS_PASSWORD, else the file named by
+                                $REDIS_PASSWORD_FILE. Precedence, per field: the URL's, then the
+                                flags', then the environment's.
+  --tls-ca-cert-file <pem>      CA(s) that signed the servers' certificates (default: the system's roots)
+  --tls-client-cert-file <pem>  client certificate, with --tls-client-key-file <pem>
+  --tls-insecure                accept any server certificate (no verification; tests and emergencies only)
 
 Prints a report per tenant. Exit status: 0 when everything found was moved
 and verified (or, with --dry-run, can be), 1 when a tenant was not, 2 on a
@@ -32,12 +44,14 @@ struct Args {
     from: String,
     to: Option<String>,
     options: Options,
+    connect: connect::Options,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Args {
     let (mut from, mut to, mut dry_run, mut reverse, mut all) = (None, None, false, false, false);
     let mut family = None;
     let mut tenants = Vec::new();
+    let mut connect = connect::Options::default();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => {
@@ -55,7 +69,11 @@ fn parse(mut args: impl Iterator<Item = String>) -> Args {
             "--all" => all = true,
             "dreams" if family.is_none() => family = Some(Family::Dreams),
             "town" if family.is_none() => family = Some(Family::Town),
-            flag if flag.starts_with("--") => usage(&format!("unknown option {flag}")),
+            flag if flag.starts_with("--") => match connect.parse_flag(flag, &mut args) {
+                Ok(true) => {}
+                Ok(false) => usage(&format!("unknown option {flag}")),
+                Err(error) => usage(&error),
+            },
             _ if family.is_some() => tenants.push(arg),
             _ => usage(&format!("expected `dreams` or `town`, got {arg:?}")),
         }
@@ -69,17 +87,22 @@ fn parse(mut args: impl Iterator<Item = String>) -> Args {
     // after this many writing steps, as a kill there would.
     let stop_after = std::env::var("DREAMTOWN_MIGRATE_STOP_AFTER").ok().and_then(|n| n.parse().ok());
     let direction = if reverse { Direction::Reverse } else { Direction::Forward };
-    Args { from, to, options: Options { family, direction, dry_run, tenants, stop_after } }
+    let connect = connect.with_env().unwrap_or_else(|error| usage(&format!("$REDIS_PASSWORD_FILE: {error}")));
+    Args { from, to, options: Options { family, direction, dry_run, tenants, stop_after }, connect }
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args = parse(std::env::args().skip(1));
-    let connect = |url: String| async move {
-        Endpoint::connect(&url).await.unwrap_or_else(|error| {
-            eprintln!("dreamtown-migrate: cannot use {url}: {error}");
-            std::process::exit(3);
-        })
+    let options = args.connect.clone();
+    let connect = |url: String| {
+        let options = options.clone();
+        async move {
+            Endpoint::connect_with(&url, &options).await.unwrap_or_else(|error| {
+                eprintln!("dreamtown-migrate: cannot use {}: {error}", redacted(&url));
+                std::process::exit(3);
+            })
+        }
     };
     let mut source = connect(args.from.clone()).await;
     let mut target = connect(args.to.clone().unwrap_or(args.from)).await;

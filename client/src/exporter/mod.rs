@@ -8,10 +8,15 @@
 //! health (`dreamtown_exporter_*`: scrape time, tenants found and over the
 //! limit, discovery passes, errors).
 //!
-//! One server, or a cluster given as its master nodes (one `--redis` per
-//! node: every tenant lives on the node serving its slot, so each node is
-//! asked about the tenants found in its own keyspace). Tenants are found
-//! by [`discovery`]; see docs/monitoring.md for every metric.
+//! One server, or a cluster: every tenant lives on the node serving its
+//! slot, so each master is asked about the tenants found in its own
+//! keyspace. A cluster is found from any one of its nodes (a `--redis`
+//! node that says `cluster_enabled:1` is asked for `CLUSTER SLOTS` on
+//! every scrape, and its masters are scraped: a failover or a new master
+//! is followed by the next scrape, as redis_exporter's `--is-cluster`
+//! does); one `--redis` per master works too (the same masters are found
+//! once). Tenants are found by [`discovery`]; see docs/monitoring.md for
+//! every metric.
 
 pub mod discovery;
 pub mod http;
@@ -41,6 +46,11 @@ pub struct Config {
     pub timeout: Duration,
     /// A tenant no discovery pass has seen for this long is no longer exported.
     pub forget: Duration,
+    /// TLS and credentials for every node (discovered ones too).
+    pub connect: crate::connect::Options,
+    /// Ask a node in cluster mode for its masters on every scrape and
+    /// scrape those (default); off: scrape exactly the nodes given.
+    pub cluster_discovery: bool,
 }
 
 impl Default for Config {
@@ -53,6 +63,8 @@ impl Default for Config {
             scan_count: 1000,
             timeout: Duration::from_secs(5),
             forget: Duration::from_secs(3600),
+            connect: crate::connect::Options::default(),
+            cluster_discovery: true,
         }
     }
 }
@@ -66,10 +78,34 @@ struct Node {
     errors: u64,
 }
 
+impl Node {
+    fn new(config: &Config, url: String, label: String) -> Self {
+        Node {
+            url,
+            label,
+            connection: None,
+            dreams: Scan::new(discovery::DREAMS, config.forget),
+            town: Scan::new(discovery::TOWN, config.forget),
+            errors: 0,
+        }
+    }
+}
+
+/// One `--redis` address and what it said the last time it was asked.
+struct Seed {
+    url: String,
+    label: String,
+    connection: Option<redis::Connection>,
+    /// `host:port` of the masters it listed last (empty: not a cluster).
+    masters: Vec<String>,
+}
+
 /// The exporter's state: a connection and a tenant scan per node.
 pub struct Exporter {
     config: Config,
+    seeds: Vec<Seed>,
     nodes: Vec<Node>,
+    topology_changes: u64,
     warned: std::collections::BTreeSet<String>,
 }
 
@@ -209,19 +245,60 @@ fn scaled(field: &str, value: f64) -> f64 {
 impl Exporter {
     /// An exporter for `config.nodes` (connections are made on first scrape).
     pub fn new(config: Config) -> Self {
-        let nodes = config
+        let nodes = config.nodes.iter().map(|url| Node::new(&config, url.clone(), node_label(url))).collect();
+        let seeds = config
             .nodes
             .iter()
-            .map(|url| Node {
-                url: url.clone(),
-                label: node_label(url),
-                connection: None,
-                dreams: Scan::new(discovery::DREAMS, config.forget),
-                town: Scan::new(discovery::TOWN, config.forget),
-                errors: 0,
-            })
+            .map(|url| Seed { url: url.clone(), label: node_label(url), connection: None, masters: Vec::new() })
             .collect();
-        Self { config, nodes, warned: Default::default() }
+        Self { config, seeds, nodes, topology_changes: 0, warned: Default::default() }
+    }
+
+    /// The nodes scraped now: each seed itself, or the masters of the
+    /// cluster it belongs to, asked again on every scrape (a seed that does
+    /// not answer: its masters are asked instead, then the last list is
+    /// kept, reading `dreamtown_up 0` where nobody answers).
+    fn rediscover(&mut self, metrics: &mut Metrics, warnings: &mut Vec<String>) {
+        let mut wanted: Vec<(String, String)> = Vec::new();
+        for seed in &mut self.seeds {
+            let asked = topology(&self.config, &seed.url, &mut seed.connection).or_else(|error| {
+                // The seed is down (or was a master that failed): any master it listed may answer.
+                seed.masters
+                    .iter()
+                    .find_map(|master| {
+                        let url = crate::migrate::conn::with_host_port(&seed.url, master);
+                        topology(&self.config, &url, &mut None).ok().filter(|masters| !masters.is_empty())
+                    })
+                    .ok_or(error)
+            });
+            match asked {
+                Ok(masters) => seed.masters = masters,
+                Err(error) => warnings.push(format!("cluster discovery through {}: {error}", seed.label)),
+            }
+            let labels = [("seed", seed.label.as_str())];
+            metrics.add("dreamtown_exporter_cluster_masters", Kind::Gauge, "Masters the seed's cluster listed at the last discovery (0: not a cluster)", &labels, seed.masters.len() as f64);
+            if seed.masters.is_empty() {
+                wanted.push((seed.label.clone(), seed.url.clone()));
+            }
+            for master in &seed.masters {
+                wanted.push((master.clone(), crate::migrate::conn::with_host_port(&seed.url, master)));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        wanted.retain(|(label, _)| seen.insert(label.clone()));
+        let unchanged = wanted.len() == self.nodes.len() && wanted.iter().zip(&self.nodes).all(|((label, _), node)| *label == node.label);
+        if unchanged {
+            return;
+        }
+        self.topology_changes += 1;
+        let mut old = std::mem::take(&mut self.nodes);
+        for (label, url) in wanted {
+            let node = match old.iter().position(|node| node.label == label) {
+                Some(at) => old.swap_remove(at),
+                None => Node::new(&self.config, url, label),
+            };
+            self.nodes.push(node);
+        }
     }
 
     /// One scrape: the exposition text.
@@ -230,6 +307,10 @@ impl Exporter {
         let mut metrics = Metrics::default();
         let config = self.config.clone();
         let mut warnings = Vec::new();
+        if config.cluster_discovery {
+            self.rediscover(&mut metrics, &mut warnings);
+            metrics.add("dreamtown_exporter_topology_changes_total", Kind::Counter, "Times the set of scraped nodes changed (cluster discovery)", &[], self.topology_changes as f64);
+        }
         for node in &mut self.nodes {
             let up = match scrape_node(&config, node, &mut metrics, &mut warnings) {
                 Ok(()) => 1.0,
@@ -266,18 +347,66 @@ impl Exporter {
     }
 }
 
-fn connect(config: &Config, node: &mut Node) -> redis::RedisResult<()> {
-    if node.connection.is_none() {
-        let client = redis::Client::open(node.url.as_str())?;
-        let con = client.get_connection_with_timeout(config.timeout)?;
-        con.set_read_timeout(Some(config.timeout))?;
-        node.connection = Some(con);
+/// A connection to `url` with the configured TLS, credentials and timeouts.
+fn open(config: &Config, url: &str) -> redis::RedisResult<redis::Connection> {
+    let con = config.connect.client(url)?.get_connection_with_timeout(config.timeout)?;
+    con.set_read_timeout(Some(config.timeout))?;
+    Ok(con)
+}
+
+/// The masters (`host:port`, sorted) of the cluster `url` belongs to, by
+/// `CLUSTER SLOTS`; empty when the node is not in cluster mode. The
+/// connection is kept in `slot` (dropped on an error).
+fn topology(config: &Config, url: &str, slot: &mut Option<redis::Connection>) -> redis::RedisResult<Vec<String>> {
+    if slot.is_none() {
+        *slot = Some(open(config, url)?);
     }
-    Ok(())
+    let Some(con) = slot.as_mut() else { return Ok(Vec::new()) };
+    let asked = (|| {
+        let info: String = redis::cmd("INFO").arg("cluster").query(con)?;
+        if !info.lines().any(|line| line.trim() == "cluster_enabled:1") {
+            return Ok(Vec::new());
+        }
+        let slots: Value = redis::cmd("CLUSTER").arg("SLOTS").query(con)?;
+        Ok(slot_masters(&slots, &node_label(url)))
+    })();
+    if asked.is_err() {
+        *slot = None;
+    }
+    asked
+}
+
+/// The masters of a `CLUSTER SLOTS` reply: the first node of every range.
+/// A node that announces no address ("" or "?") is at the seed's host.
+fn slot_masters(slots: &Value, seed: &str) -> Vec<String> {
+    let seed_host = seed.rsplit_once(':').map_or(seed, |(host, _)| host);
+    let Value::Array(ranges) = slots else { return Vec::new() };
+    let mut masters: Vec<String> = ranges
+        .iter()
+        .filter_map(|range| {
+            let Value::Array(parts) = range else { return None };
+            let Value::Array(master) = parts.get(2)? else { return None };
+            let host = match master.first()? {
+                Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                Value::SimpleString(text) => text.clone(),
+                _ => return None,
+            };
+            let Value::Int(port) = master.get(1)? else { return None };
+            let host = if host.is_empty() || host == "?" { seed_host.to_owned() } else { host };
+            // An IPv6 address needs brackets in a URL.
+            let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host };
+            Some(format!("{host}:{port}"))
+        })
+        .collect();
+    masters.sort();
+    masters.dedup();
+    masters
 }
 
 fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings: &mut Vec<String>) -> redis::RedisResult<()> {
-    connect(config, node)?;
+    if node.connection.is_none() {
+        node.connection = Some(open(config, &node.url)?);
+    }
     let Some(con) = node.connection.as_mut() else { return Ok(()) };
     let label = node.label.clone();
     let info: String = redis::cmd("INFO").arg("dreamtown").query(con)?;
@@ -441,6 +570,19 @@ mod tests {
             assert!(text.contains(&format!("# TYPE dreamtown_node_{gauge} gauge\n")), "{gauge}: {text}");
         }
         assert!(text.contains("# TYPE dreamtown_node_leases_catch_up_turns_total counter\n"), "{text}");
+    }
+
+    #[test]
+    fn cluster_slots_give_each_master_once_at_the_seeds_host_when_unannounced() {
+        let node = |host: &str, port: i64| Value::Array(vec![Value::BulkString(host.as_bytes().to_vec()), Value::Int(port)]);
+        let range = |a: i64, b: i64, master: Value, replica: Value| Value::Array(vec![Value::Int(a), Value::Int(b), master, replica]);
+        let slots = Value::Array(vec![
+            range(0, 10, node("127.0.0.1", 7001), node("127.0.0.1", 7004)),
+            range(11, 20, node("?", 7002), node("127.0.0.1", 7005)),
+            range(21, 30, node("127.0.0.1", 7001), node("127.0.0.1", 7004)),
+        ]);
+        assert_eq!(slot_masters(&slots, "10.0.0.9:7000"), ["10.0.0.9:7002", "127.0.0.1:7001"]);
+        assert!(slot_masters(&Value::Nil, "h:1").is_empty());
     }
 
     #[test]

@@ -23,7 +23,12 @@ pub enum Endpoint {
 impl Endpoint {
     /// Connect to `url`; a node with `cluster_enabled:1` makes a cluster endpoint.
     pub async fn connect(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url)?;
+        Self::connect_with(url, &crate::connect::Options::default()).await
+    }
+
+    /// [`Endpoint::connect`] with TLS and credentials (every node of a cluster gets the same).
+    pub async fn connect_with(url: &str, options: &crate::connect::Options) -> Result<Self> {
+        let client = options.client(url)?;
         // No response timeout (an apply script may hold a large batch for
         // seconds); connecting may take longer than the crate's 1 s on a
         // loaded machine (the kill-and-rerun test saw "timed out").
@@ -45,10 +50,11 @@ impl Endpoint {
             }
             let host_port = addr.split('@').next().unwrap_or_default();
             let node_url = with_host_port(url, host_port);
-            let node = redis::Client::open(node_url.as_str())?;
+            let node = options.client(&node_url)?;
             masters.push(node.get_multiplexed_async_connection_with_config(&config).await?);
         }
-        let cluster = redis::cluster::ClusterClient::builder(vec![url])
+        let cluster = options
+            .cluster_builder(&[url.to_owned()])?
             .connection_timeout(CONNECT_TIMEOUT)
             .build()?
             .get_async_connection()
@@ -88,7 +94,7 @@ impl Endpoint {
 }
 
 /// `url` with its `host:port` replaced (credentials and database kept).
-fn with_host_port(url: &str, host_port: &str) -> String {
+pub(crate) fn with_host_port(url: &str, host_port: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
     let (userinfo, after) = match rest.rsplit_once('@') {
         Some((user, after)) => (Some(user), after),
