@@ -71,7 +71,7 @@ def test_redis_py_cluster_sends_every_module_command_to_the_owning_node(cluster)
         assert call("TOWN.SEND", tenant, message(f"{tenant}-m1", "a")) == 1
         assert call("TOWN.LEN", tenant, "a")[0] == 1
         assert len(call("TOWN.RECV", tenant, "a")) == 1
-        call("TOWN.AGENT", tenant, "SET", "a", "name", f"agent-{tenant}")
+        call("TOWN.AGENT", "SET", tenant, "a", "name", f"agent-{tenant}")
     total = sum(sent.values())
     assert total >= 500
 

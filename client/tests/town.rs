@@ -62,7 +62,7 @@ async fn resp3(server: &Server) -> redis::aio::MultiplexedConnection {
 }
 
 /// Messages, records, docket and events over any connection.
-async fn round_trip<C: ConnectionLike + Clone + Send + Sync>(conn: C) {
+async fn round_trip<C: ConnectionLike + Clone + Send + Sync + 'static>(conn: C) {
     let town = tenant("roundtrip");
     let channel = Channel::new(conn, town.clone());
     assert_eq!(channel.town_name(), town);

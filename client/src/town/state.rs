@@ -12,7 +12,7 @@ use super::task::Task;
 use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
 
-impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// Ask `agent_id` to stop: a flag it checks each round, expiring after
     /// an hour so a request to an agent that already died cleans itself up
     /// (`TOWN.STOP REQUEST ...`).
