@@ -340,7 +340,10 @@ pub fn register_container(
     module_category: bool,
 ) -> Result<(), String> {
     let mut arena = Arena::default();
-    let name = arena.text(spec.name);
+    // Lower case, as Redis names its own containers and subcommands:
+    // clients match `COMMAND`'s subcommand names (`town.agent|get`) in
+    // lower case (redis-py's cluster routing does).
+    let name = arena.text(&spec.name.to_ascii_lowercase());
     // No handler: a pure container, as Redis requires of a parent. Redis
     // answers a bare `TOWN.AGENT` (arity) and an unknown subcommand ("unknown
     // subcommand '...'. Try TOWN.AGENT HELP.") itself.
@@ -371,8 +374,9 @@ pub fn register_container(
     // Each subcommand's tenant follows its name (argv[2]); HELP has none.
     let subcommands = spec.subcommands.iter().map(|sub| (sub, 2)).chain([(&HELP, 0)]);
     for (sub, tenant_at) in subcommands {
-        let full = format!("{}|{}", spec.name, sub.name);
-        let created = unsafe { create(parent, arena.text(sub.name), Some(sub.entry), arena.text(sub.flags), 0, 0, 0) };
+        let full = format!("{}|{}", spec.name, sub.name).to_ascii_lowercase();
+        let sub_name = arena.text(&sub.name.to_ascii_lowercase());
+        let created = unsafe { create(parent, sub_name, Some(sub.entry), arena.text(sub.flags), 0, 0, 0) };
         if created != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not create subcommand {full}"));
         }
