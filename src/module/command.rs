@@ -650,7 +650,20 @@ fn arg_node(arena: &mut Arena, arg: &Arg) -> raw::RedisModuleCommandArg {
 
 #[cfg(test)]
 mod tests {
-    use super::acl_categories;
+    use super::{acl_categories, usage, Arg, ArgKind};
+
+    #[test]
+    fn usage_lines_read_as_rediss_help() {
+        let ttl = Arg::new("seconds", ArgKind::Integer).token("TTL").optional();
+        assert_eq!(usage(&ttl), "[TTL <seconds>]");
+        const PAIR: &[Arg] = &[Arg::new("field", ArgKind::String), Arg::new("value", ArgKind::String)];
+        const COUNTERS: &[Arg] = &[Arg::keyword("ROUNDS"), Arg::keyword("TASKS")];
+        let pairs = Arg::new("data", ArgKind::Block(PAIR)).multiple();
+        assert_eq!(usage(&pairs), "<field> <value> [<field> <value> ...]");
+        let counter = Arg::new("counter", ArgKind::OneOf(COUNTERS));
+        assert_eq!(usage(&counter), "ROUNDS|TASKS");
+        assert_eq!(usage(&Arg::tenant("town")), "<town>");
+    }
 
     #[test]
     fn categories_follow_the_flags_as_for_core_commands() {
