@@ -846,7 +846,7 @@ fn fill_agents(conn: &mut Conn, seed: bool, ids: &mut u64) -> Result<(), String>
             let mut command = if seed {
                 args(&["HSET", &seed_key("agent", &id)])
             } else {
-                args(&["TOWN.AGENT", TOWN, "SET", &id])
+                args(&["TOWN.AGENT", "SET", TOWN, &id])
             };
             for (field, value) in agent_fields(i, &id) {
                 command.push(field.into_bytes());
@@ -872,7 +872,7 @@ fn list_once(conn: &mut Conn, seed: bool) -> Result<(), String> {
         }
         records
     } else {
-        let listed = conn.call(&[b"TOWN.AGENT", TOWN.as_bytes(), b"LIST"])?.array()?;
+        let listed = conn.call(&[b"TOWN.AGENT", b"LIST", TOWN.as_bytes()])?.array()?;
         listed.into_iter().map(Reply::array).collect::<Result<_, _>>()?
     };
     if records.len() as u64 != AGENTS || records.iter().any(|fields| fields.len() != 24) {

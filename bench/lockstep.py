@@ -384,33 +384,33 @@ def town_call(rng):
     if kind < 0.66:
         sub = rng.choice(["SET", "SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT"])
         if sub == "SET":
-            return ["TOWN.AGENT", town, "SET", agent, "id", agent, "name", rng.choice(["x", "y"]), "state", "idle"]
+            return ["TOWN.AGENT", "SET", town, agent, "id", agent, "name", rng.choice(["x", "y"]), "state", "idle"]
         if sub == "LIST":
-            return ["TOWN.AGENT", town, "LIST"]
+            return ["TOWN.AGENT", "LIST", town]
         if sub == "BYNAME":
-            return ["TOWN.AGENT", town, "BYNAME", rng.choice(["x", "y"])]
+            return ["TOWN.AGENT", "BYNAME", town, rng.choice(["x", "y"])]
         if sub == "INCR":
-            return ["TOWN.AGENT", town, "INCR", agent, rng.choice(["ROUNDS", "TASKS"])]
-        return ["TOWN.AGENT", town, sub, agent]
+            return ["TOWN.AGENT", "INCR", town, agent, rng.choice(["ROUNDS", "TASKS"])]
+        return ["TOWN.AGENT", sub, town, agent]
     if kind < 0.70:
         sub = rng.choice(["SET", "GET", "DEL", "LIST"])
         task = f"k{rng.randrange(4)}"
         if sub == "SET":
-            return ["TOWN.TASK", town, "SET", task, "id", task, "state", "pending"]
-        return ["TOWN.TASK", town, sub] + ([] if sub == "LIST" else [task])
+            return ["TOWN.TASK", "SET", town, task, "id", task, "state", "pending"]
+        return ["TOWN.TASK", sub, town] + ([] if sub == "LIST" else [task])
     if kind < 0.74:
         sub = rng.choice(["PUSH", "POP", "LIST", "LEN", "REMOVE"])
-        return ["TOWN.BACKLOG", town, sub] + ([f"k{rng.randrange(4)}"] if sub in ("PUSH", "REMOVE") else [])
+        return ["TOWN.BACKLOG", sub, town] + ([f"k{rng.randrange(4)}"] if sub in ("PUSH", "REMOVE") else [])
     if kind < 0.77:
-        return ["TOWN.ACTIVITY", town, rng.choice(["LOG", "GET"]), agent] + (["did x"] if rng.random() < 0.5 else [])
+        return ["TOWN.ACTIVITY", rng.choice(["LOG", "GET"]), town, agent] + (["did x"] if rng.random() < 0.5 else [])
     if kind < 0.80:
-        return ["TOWN.STOP", town, rng.choice(["REQUEST", "CHECK", "CLEAR"]), agent]
+        return ["TOWN.STOP", rng.choice(["REQUEST", "CHECK", "CLEAR"]), town, agent]
     if kind < 0.82:
         return ["TOWN.BROADCAST", town, rng.choice(['{"type":"hi"}', "[1]", "{"])]
     if kind < 0.83:
         return ["TOWN.RESET", town] + (["AGENTS"] if rng.random() < 0.5 else [])
     bad = [["TOWN.SEND", town], ["TOWN.RECV", town, agent, "COUNT", "0"], ["TOWN.SEND", "{t}", "{}"],
-           ["TOWN.AGENT", town, "NOPE"], ["TOWN.RECV", town, ""], ["TOWN.SEND", town, b"\xff\xfe"]]
+           ["TOWN.AGENT", "NOPE", town], ["TOWN.RECV", town, ""], ["TOWN.SEND", town, b"\xff\xfe"]]
     return rng.choice(bad)
 
 

@@ -130,65 +130,65 @@ def test_reclaim_moves_everything_and_rewrites_to(r, tenant):
 
 
 def test_agent_records_are_replaced_listed_and_counted(r, tenant):
-    assert r.execute_command("TOWN.AGENT", tenant, "SET", "a1", "name", "alice", "nickname", "al") == b"OK"
-    r.execute_command("TOWN.AGENT", tenant, "SET", "a1", "name", "alice", "state", "idle")
-    assert as_dict(r.execute_command("TOWN.AGENT", tenant, "GET", "a1")) == {"name": "alice", "state": "idle"}
-    r.execute_command("TOWN.AGENT", tenant, "SET", "a0", "name", "bob")
+    assert r.execute_command("TOWN.AGENT", "SET", tenant, "a1", "name", "alice", "nickname", "al") == b"OK"
+    r.execute_command("TOWN.AGENT", "SET", tenant, "a1", "name", "alice", "state", "idle")
+    assert as_dict(r.execute_command("TOWN.AGENT", "GET", tenant, "a1")) == {"name": "alice", "state": "idle"}
+    r.execute_command("TOWN.AGENT", "SET", tenant, "a0", "name", "bob")
     r.hset(key(tenant, "agent", "fake"), "name", "alice")
-    listed = [as_dict(a)["name"] for a in r.execute_command("TOWN.AGENT", tenant, "LIST")]
+    listed = [as_dict(a)["name"] for a in r.execute_command("TOWN.AGENT", "LIST", tenant)]
     assert listed == ["bob", "alice"]
-    assert as_dict(r.execute_command("TOWN.AGENT", tenant, "BYNAME", "alice"))["state"] == "idle"
-    assert r.execute_command("TOWN.AGENT", tenant, "BYNAME", "carol") == []
-    assert r.execute_command("TOWN.AGENT", tenant, "INCR", "a1", "ROUNDS") == 1
-    assert r.execute_command("TOWN.AGENT", tenant, "INCR", "a1", "TASKS") == 1
-    r.execute_command("TOWN.AGENT", tenant, "HEARTBEAT", "a1")
-    assert as_dict(r.execute_command("TOWN.AGENT", tenant, "GET", "a1"))["last_heartbeat"].endswith("+00:00")
+    assert as_dict(r.execute_command("TOWN.AGENT", "BYNAME", tenant, "alice"))["state"] == "idle"
+    assert r.execute_command("TOWN.AGENT", "BYNAME", tenant, "carol") == []
+    assert r.execute_command("TOWN.AGENT", "INCR", tenant, "a1", "ROUNDS") == 1
+    assert r.execute_command("TOWN.AGENT", "INCR", tenant, "a1", "TASKS") == 1
+    r.execute_command("TOWN.AGENT", "HEARTBEAT", tenant, "a1")
+    assert as_dict(r.execute_command("TOWN.AGENT", "GET", tenant, "a1"))["last_heartbeat"].endswith("+00:00")
     with pytest.raises(redis.ResponseError, match="no such agent"):
-        r.execute_command("TOWN.AGENT", tenant, "HEARTBEAT", "ghost")
-    assert r.execute_command("TOWN.AGENT", tenant, "DEL", "a1") == 1
-    assert r.execute_command("TOWN.AGENT", tenant, "GET", "a1") == []
+        r.execute_command("TOWN.AGENT", "HEARTBEAT", tenant, "ghost")
+    assert r.execute_command("TOWN.AGENT", "DEL", tenant, "a1") == 1
+    assert r.execute_command("TOWN.AGENT", "GET", tenant, "a1") == []
 
 
 def test_tasks(r, tenant):
-    r.execute_command("TOWN.TASK", tenant, "SET", "t2", "id", "t2", "result", "x")
-    r.execute_command("TOWN.TASK", tenant, "SET", "t1", "id", "t1")
-    r.execute_command("TOWN.TASK", tenant, "SET", "t2", "id", "t2", "state", "done")
-    assert as_dict(r.execute_command("TOWN.TASK", tenant, "GET", "t2")) == {"id": "t2", "state": "done"}
-    assert [as_dict(t)["id"] for t in r.execute_command("TOWN.TASK", tenant, "LIST")] == ["t1", "t2"]
-    assert r.execute_command("TOWN.TASK", tenant, "DEL", "t1") == 1
-    assert r.execute_command("TOWN.TASK", tenant, "DEL", "t1") == 0
+    r.execute_command("TOWN.TASK", "SET", tenant, "t2", "id", "t2", "result", "x")
+    r.execute_command("TOWN.TASK", "SET", tenant, "t1", "id", "t1")
+    r.execute_command("TOWN.TASK", "SET", tenant, "t2", "id", "t2", "state", "done")
+    assert as_dict(r.execute_command("TOWN.TASK", "GET", tenant, "t2")) == {"id": "t2", "state": "done"}
+    assert [as_dict(t)["id"] for t in r.execute_command("TOWN.TASK", "LIST", tenant)] == ["t1", "t2"]
+    assert r.execute_command("TOWN.TASK", "DEL", tenant, "t1") == 1
+    assert r.execute_command("TOWN.TASK", "DEL", tenant, "t1") == 0
 
 
 def test_activity_is_bounded_and_expires(r, tenant):
-    assert r.execute_command("TOWN.ACTIVITY", tenant, "GET", "a") is None
+    assert r.execute_command("TOWN.ACTIVITY", "GET", tenant, "a") is None
     for n in range(12):
-        r.execute_command("TOWN.ACTIVITY", tenant, "LOG", "a", f"step {n}")
+        r.execute_command("TOWN.ACTIVITY", "LOG", tenant, "a", f"step {n}")
     assert r.llen(key(tenant, "activity", "a")) == 10
-    assert r.execute_command("TOWN.ACTIVITY", tenant, "GET", "a") == b"step 11\nstep 10\nstep 9\nstep 8\nstep 7"
+    assert r.execute_command("TOWN.ACTIVITY", "GET", tenant, "a") == b"step 11\nstep 10\nstep 9\nstep 8\nstep 7"
     assert 3_590_000 <= r.pttl(key(tenant, "activity", "a")) <= 3_600_000
 
 
 def test_backlog_is_fifo(r, tenant):
     for n, task in enumerate(["t1", "t2", "t3"], start=1):
-        assert r.execute_command("TOWN.BACKLOG", tenant, "PUSH", task) == n
-    assert r.execute_command("TOWN.BACKLOG", tenant, "LIST") == [b"t1", b"t2", b"t3"]
-    assert r.execute_command("TOWN.BACKLOG", tenant, "POP") == b"t1"
-    assert r.execute_command("TOWN.BACKLOG", tenant, "REMOVE", "t3") == 1
-    assert r.execute_command("TOWN.BACKLOG", tenant, "REMOVE", "t3") == 0
-    assert r.execute_command("TOWN.BACKLOG", tenant, "LEN") == 1
-    assert r.execute_command("TOWN.BACKLOG", tenant, "POP") == b"t2"
-    assert r.execute_command("TOWN.BACKLOG", tenant, "POP") is None
+        assert r.execute_command("TOWN.BACKLOG", "PUSH", tenant, task) == n
+    assert r.execute_command("TOWN.BACKLOG", "LIST", tenant) == [b"t1", b"t2", b"t3"]
+    assert r.execute_command("TOWN.BACKLOG", "POP", tenant) == b"t1"
+    assert r.execute_command("TOWN.BACKLOG", "REMOVE", tenant, "t3") == 1
+    assert r.execute_command("TOWN.BACKLOG", "REMOVE", tenant, "t3") == 0
+    assert r.execute_command("TOWN.BACKLOG", "LEN", tenant) == 1
+    assert r.execute_command("TOWN.BACKLOG", "POP", tenant) == b"t2"
+    assert r.execute_command("TOWN.BACKLOG", "POP", tenant) is None
 
 
 def test_stop_flags(r, tenant):
-    assert r.execute_command("TOWN.STOP", tenant, "CHECK", "a") == 0
-    assert r.execute_command("TOWN.STOP", tenant, "REQUEST", "a") == b"OK"
+    assert r.execute_command("TOWN.STOP", "CHECK", tenant, "a") == 0
+    assert r.execute_command("TOWN.STOP", "REQUEST", tenant, "a") == b"OK"
     assert 3590 <= r.ttl(key(tenant, "stop", "a")) <= 3600
-    assert r.execute_command("TOWN.STOP", tenant, "CHECK", "a") == 1
-    r.execute_command("TOWN.STOP", tenant, "REQUEST", "a", "TTL", 30)
+    assert r.execute_command("TOWN.STOP", "CHECK", tenant, "a") == 1
+    r.execute_command("TOWN.STOP", "REQUEST", tenant, "a", "TTL", 30)
     assert 20 <= r.ttl(key(tenant, "stop", "a")) <= 30
-    assert r.execute_command("TOWN.STOP", tenant, "CLEAR", "a") == 1
-    assert r.execute_command("TOWN.STOP", tenant, "CLEAR", "a") == 0
+    assert r.execute_command("TOWN.STOP", "CLEAR", tenant, "a") == 1
+    assert r.execute_command("TOWN.STOP", "CLEAR", tenant, "a") == 0
 
 
 def test_broadcast(server, r, tenant):
@@ -203,15 +203,15 @@ def test_broadcast(server, r, tenant):
 
 def test_reset_counts(r, tenant):
     def populate():
-        r.execute_command("TOWN.AGENT", tenant, "SET", "a", "name", "alice")
+        r.execute_command("TOWN.AGENT", "SET", tenant, "a", "name", "alice")
         r.execute_command("TOWN.SEND", tenant, message("m", "a"))
-        r.execute_command("TOWN.STOP", tenant, "REQUEST", "b")
-        r.execute_command("TOWN.TASK", tenant, "SET", "t", "id", "t")
-        r.execute_command("TOWN.BACKLOG", tenant, "PUSH", "t")
+        r.execute_command("TOWN.STOP", "REQUEST", tenant, "b")
+        r.execute_command("TOWN.TASK", "SET", tenant, "t", "id", "t")
+        r.execute_command("TOWN.BACKLOG", "PUSH", tenant, "t")
     populate()
     # a: record + inbox, b: stop, agent and mailbox indexes
     assert r.execute_command("TOWN.RESET", tenant, "AGENTS") == 5
-    assert r.execute_command("TOWN.BACKLOG", tenant, "LEN") == 1
+    assert r.execute_command("TOWN.BACKLOG", "LEN", tenant) == 1
     populate()
     # the same 5, plus task, task index and backlog
     assert r.execute_command("TOWN.RESET", tenant) == 8
@@ -227,15 +227,15 @@ def test_reset_counts(r, tenant):
     ("TOWN.RECV", "T", "a", "BLOCK", "-1"),
     ("TOWN.PEEK", "T", "a", "-1"),
     ("TOWN.RECLAIM", "T", "a", "a"),
-    ("TOWN.STOP", "T", "REQUEST", "a", "TTL", "0"),
-    ("TOWN.AGENT", "T", "SET", "a", "name"),
-    ("TOWN.AGENT", "T", "INCR", "a", "LAPS"),
-    ("TOWN.BACKLOG", "T", "SHIFT"),
+    ("TOWN.STOP", "REQUEST", "T", "a", "TTL", "0"),
+    ("TOWN.AGENT", "SET", "T", "a", "name"),
+    ("TOWN.AGENT", "INCR", "T", "a", "LAPS"),
+    ("TOWN.BACKLOG", "SHIFT", "T"),
     ("TOWN.RESET", "T", "ALL"),
 ])
 def test_bad_input_is_an_error_and_changes_nothing(r, tenant, args):
     r.execute_command("TOWN.SEND", tenant, message("m", "a"))
-    r.execute_command("TOWN.AGENT", tenant, "SET", "a", "name", "alice")
+    r.execute_command("TOWN.AGENT", "SET", tenant, "a", "name", "alice")
     before = r.execute_command("DEBUG", "DIGEST")
     args = [tenant if a == "T" else a for a in args]
     with pytest.raises(redis.ResponseError):

@@ -23,7 +23,6 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "TOWN.SEND" => done(town::send::parse(argv).map(drop)),
         "TOWN.RECV" => done(town::recv::parse(argv).map(drop)),
         "TOWN.EXTEND" => done(town::extend::parse(argv).map(drop)),
-        "TOWN.STOP" => done(town::stop::parse(argv).map(drop)),
         "TOWN.RESET" => done(town::reset::parse(argv).map(drop)),
         "DREAMS.LEN" => done(dreams::len::parse(argv).map(drop)),
         "DREAMS.INFLIGHT" => done(dreams::inflight::parse(argv).map(drop)),
@@ -35,20 +34,33 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "TOWN.PEEK" => done(town::peek::parse(argv).map(drop)),
         "TOWN.RECLAIM" => done(town::reclaim::parse(argv).map(drop)),
         "TOWN.BROADCAST" => done(town::broadcast::parse(argv).map(drop)),
-        "TOWN.AGENT" => done(town::agent::parse(argv).map(drop)),
-        "TOWN.TASK" => done(town::task::parse(argv).map(drop)),
-        "TOWN.BACKLOG" => done(town::backlog::parse(argv).map(drop)),
-        "TOWN.ACTIVITY" => done(town::activity::parse(argv).map(drop)),
         "DREAMS.STATS" => done(dreams::stats::parse(argv).map(drop)),
         "TOWN.STATS" => done(town::stats::parse(argv).map(drop)),
-        _ => None,
+        full => {
+            // A subcommand, named as Redis names it: `TOWN.AGENT|GET`.
+            let (container, sub) = full.split_once('|')?;
+            match container {
+                "TOWN.AGENT" => done(town::agent::parse(sub, argv).map(drop)),
+                "TOWN.TASK" => done(town::task::parse(sub, argv).map(drop)),
+                "TOWN.BACKLOG" => done(town::backlog::parse(sub, argv).map(drop)),
+                "TOWN.ACTIVITY" => done(town::activity::parse(sub, argv).map(drop)),
+                "TOWN.STOP" => done(town::stop::parse(sub, argv).map(drop)),
+                _ => None,
+            }
+        }
     }
 }
 
-/// Every registered command: its name and arity as Redis counts it
-/// (with the name; negative: at least that many).
-pub fn commands() -> Vec<(&'static str, i32)> {
-    crate::commands::all().into_iter().map(|spec| (spec.name, spec.arity)).collect()
+/// Every registered command and subcommand: its name (`TOWN.AGENT|GET`
+/// for a subcommand, as Redis names it) and arity as Redis counts it (with
+/// the name, and a subcommand's; negative: at least that many). The
+/// containers' `HELP` is left out: it has no parse step.
+pub fn commands() -> Vec<(String, i32)> {
+    let plain = crate::commands::all().into_iter().map(|spec| (spec.name.to_owned(), spec.arity));
+    let subcommands = crate::commands::containers().into_iter().flat_map(|container| {
+        container.subcommands.iter().map(|sub| (format!("{}|{}", container.name, sub.name), sub.arity))
+    });
+    plain.chain(subcommands).collect()
 }
 
 /// The readers the commands' parse steps are made of, `which` choosing
@@ -64,8 +76,7 @@ pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
         4 => dreams::record::delivery(&mut a).map(drop),
         5 => town::town(&mut a).map(drop),
         6 => town::id(&mut a, "agent id").map(drop),
-        7 => town::subcommand(&mut a, "TOWN.AGENT", &["SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT"])
-            .map(drop),
+        7 => town::id(&mut a, "task id").map(drop),
         8 => crate::town::fields::FieldSet::parse(argv).map(drop).map_err(CommandError::err),
         9 => crate::town::agent::Counter::parse(argv.first().copied().unwrap_or_default())
             .map(drop)

@@ -19,9 +19,9 @@ use town_support::message;
 const FLAGS: [(&str, &[&str]); 8] = [
     ("DREAMS.FIRE", &["write", "denyoom", "fast"]),
     ("DREAMS.RECORD", &["write", "denyoom", "fast"]),
-    ("DREAMS.SETTLE", &["write", "denyoom", "fast"]),
+    ("DREAMS.SETTLE", &["write", "fast"]),
     ("DREAMS.DRAIN", &["write", "denyoom", "blocking"]),
-    ("DREAMS.ACK", &["write", "denyoom"]),
+    ("DREAMS.ACK", &["write"]),
     ("DREAMS.RECOVER", &["write"]),
     ("DREAMS.LEN", &["readonly", "fast"]),
     ("DREAMS.COUNTERS", &["readonly", "fast"]),
@@ -36,6 +36,22 @@ const TOWN: [&str; 14] = [
     "TOWN.BROADCAST", "TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG", "TOWN.RESET",
 ];
 
+/// The TOWN commands with subcommands (`TOWN.AGENT GET <town> ...`).
+const CONTAINERS: [&str; 5] = ["TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG"];
+
+/// Their subcommands, each a command of its own for flags and ACL.
+const TOWN_SUBCOMMANDS: [&str; 21] = [
+    "TOWN.STOP|REQUEST", "TOWN.STOP|CHECK", "TOWN.STOP|CLEAR", "TOWN.AGENT|SET", "TOWN.AGENT|GET", "TOWN.AGENT|DEL",
+    "TOWN.AGENT|LIST", "TOWN.AGENT|BYNAME", "TOWN.AGENT|INCR", "TOWN.AGENT|HEARTBEAT", "TOWN.TASK|SET", "TOWN.TASK|GET",
+    "TOWN.TASK|DEL", "TOWN.TASK|LIST", "TOWN.ACTIVITY|LOG", "TOWN.ACTIVITY|GET", "TOWN.BACKLOG|PUSH",
+    "TOWN.BACKLOG|POP", "TOWN.BACKLOG|LIST", "TOWN.BACKLOG|LEN", "TOWN.BACKLOG|REMOVE",
+];
+
+/// Every TOWN command that runs: the plain ones and the subcommands.
+fn town_runnable() -> impl Iterator<Item = &'static str> {
+    TOWN.into_iter().filter(|name| !CONTAINERS.contains(name)).chain(TOWN_SUBCOMMANDS)
+}
+
 /// The commands a town's agents need.
 const TOWN_COMMANDS: &str = "+town.send +town.recv +town.ack +town.requeue +town.len +town.peek +town.reclaim +town.broadcast +town.stop +town.agent +town.task +town.activity +town.backlog +town.reset";
 
@@ -44,7 +60,7 @@ fn module_flags(con: &mut redis::Connection) -> Vec<(String, BTreeSet<String>)> 
     FLAGS
         .iter()
         .map(|(name, _)| *name)
-        .chain(TOWN)
+        .chain(town_runnable())
         .map(|name| {
             let mut flags: BTreeSet<String> = strings(&command_info(con, name)[2]).into_iter().collect();
             flags.remove("module");
@@ -135,10 +151,12 @@ fn command_flags_and_key_specs_are_exact() {
     }
     // TOWN: the same key spec, read-write exactly when the command writes
     // (BROADCAST writes no key: read-only).
-    for name in TOWN {
+    // A subcommand's tenant follows its name: first key 2.
+    for name in town_runnable() {
         let fields = command_info(&mut con, name);
         let readonly = !strings(&fields[2]).iter().any(|f| f == "write");
-        assert_eq!(&fields[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)], "{name}: first key 1");
+        let first = if name.contains('|') { 2 } else { 1 };
+        assert_eq!(&fields[3..6], &[Value::Int(first), Value::Int(first), Value::Int(1)], "{name}: first key {first}");
         let specs = format!("{:?}", fields[8]).to_lowercase();
         let access = if readonly { "\"ro\"" } else { "\"rw\"" };
         assert!(specs.contains("not_key") && specs.contains(access), "{name} key spec: {specs}");
@@ -297,15 +315,15 @@ fn every_command(org: &str, payload: &str) -> Vec<Vec<String>> {
 /// pending list, activity, a stop flag; a task in the backlog.
 fn populate_town(con: &mut redis::Connection, town: &str) {
     let calls: Vec<Vec<String>> = owned(vec![
-        vec!["TOWN.AGENT", town, "SET", "a", "name", "alice", "rounds_completed", "1", "tasks_completed", "0"],
+        vec!["TOWN.AGENT", "SET", town, "a", "name", "alice", "rounds_completed", "1", "tasks_completed", "0"],
         vec!["TOWN.SEND", town, &message("m1", "a", "normal")],
         vec!["TOWN.SEND", town, &message("m2", "a", "high")],
         vec!["TOWN.SEND", town, &message("u1", "a", "normal"), "URGENT"],
         vec!["TOWN.RECV", town, "a", "RELIABLE"],
-        vec!["TOWN.ACTIVITY", town, "LOG", "a", "busy"],
-        vec!["TOWN.TASK", town, "SET", "t1", "id", "t1"],
-        vec!["TOWN.BACKLOG", town, "PUSH", "t1"],
-        vec!["TOWN.STOP", town, "REQUEST", "a"],
+        vec!["TOWN.ACTIVITY", "LOG", town, "a", "busy"],
+        vec!["TOWN.TASK", "SET", town, "t1", "id", "t1"],
+        vec!["TOWN.BACKLOG", "PUSH", town, "t1"],
+        vec!["TOWN.STOP", "REQUEST", town, "a"],
     ]);
     for call in calls {
         let args: Vec<&str> = call.iter().map(String::as_str).collect();
@@ -329,28 +347,28 @@ fn every_town_command(town: &str) -> Vec<Vec<String>> {
         vec!["TOWN.REQUEUE", town, "a"],
         vec!["TOWN.RECLAIM", town, "a", "c"],
         vec!["TOWN.BROADCAST", town, r#"{"id":"b1","type":"shutdown"}"#],
-        vec!["TOWN.STOP", town, "CHECK", "a"],
-        vec!["TOWN.STOP", town, "CLEAR", "a"],
-        vec!["TOWN.STOP", town, "REQUEST", "a", "TTL", "60"],
-        vec!["TOWN.AGENT", town, "SET", "a", "name", "alice", "state", "idle", "rounds_completed", "1", "tasks_completed", "0"],
-        vec!["TOWN.AGENT", town, "GET", "a"],
-        vec!["TOWN.AGENT", town, "LIST"],
-        vec!["TOWN.AGENT", town, "BYNAME", "alice"],
-        vec!["TOWN.AGENT", town, "INCR", "a", "ROUNDS"],
-        vec!["TOWN.AGENT", town, "INCR", "a", "TASKS"],
-        vec!["TOWN.AGENT", town, "HEARTBEAT", "a"],
-        vec!["TOWN.TASK", town, "SET", "t2", "id", "t2"],
-        vec!["TOWN.TASK", town, "GET", "t1"],
-        vec!["TOWN.TASK", town, "LIST"],
-        vec!["TOWN.TASK", town, "DEL", "t2"],
-        vec!["TOWN.ACTIVITY", town, "LOG", "a", "more"],
-        vec!["TOWN.ACTIVITY", town, "GET", "a"],
-        vec!["TOWN.BACKLOG", town, "PUSH", "t2"],
-        vec!["TOWN.BACKLOG", town, "LIST"],
-        vec!["TOWN.BACKLOG", town, "LEN"],
-        vec!["TOWN.BACKLOG", town, "REMOVE", "t2"],
-        vec!["TOWN.BACKLOG", town, "POP"],
-        vec!["TOWN.AGENT", town, "DEL", "c"],
+        vec!["TOWN.STOP", "CHECK", town, "a"],
+        vec!["TOWN.STOP", "CLEAR", town, "a"],
+        vec!["TOWN.STOP", "REQUEST", town, "a", "TTL", "60"],
+        vec!["TOWN.AGENT", "SET", town, "a", "name", "alice", "state", "idle", "rounds_completed", "1", "tasks_completed", "0"],
+        vec!["TOWN.AGENT", "GET", town, "a"],
+        vec!["TOWN.AGENT", "LIST", town],
+        vec!["TOWN.AGENT", "BYNAME", town, "alice"],
+        vec!["TOWN.AGENT", "INCR", town, "a", "ROUNDS"],
+        vec!["TOWN.AGENT", "INCR", town, "a", "TASKS"],
+        vec!["TOWN.AGENT", "HEARTBEAT", town, "a"],
+        vec!["TOWN.TASK", "SET", town, "t2", "id", "t2"],
+        vec!["TOWN.TASK", "GET", town, "t1"],
+        vec!["TOWN.TASK", "LIST", town],
+        vec!["TOWN.TASK", "DEL", town, "t2"],
+        vec!["TOWN.ACTIVITY", "LOG", town, "a", "more"],
+        vec!["TOWN.ACTIVITY", "GET", town, "a"],
+        vec!["TOWN.BACKLOG", "PUSH", town, "t2"],
+        vec!["TOWN.BACKLOG", "LIST", town],
+        vec!["TOWN.BACKLOG", "LEN", town],
+        vec!["TOWN.BACKLOG", "REMOVE", town, "t2"],
+        vec!["TOWN.BACKLOG", "POP", town],
+        vec!["TOWN.AGENT", "DEL", town, "c"],
         vec!["TOWN.RESET", town, "AGENTS"],
         vec!["TOWN.RESET", town],
     ])
@@ -409,7 +427,7 @@ fn a_tenant_user_does_all_of_its_dreams_and_town_work_and_nothing_to_another_ten
         let done = run(&mut user, &call);
         assert!(done.is_ok(), "{call:?} on its own town: {done:?}");
         if !matches!(call[0].as_str(), "TOWN.LEN" | "TOWN.PEEK" | "TOWN.BROADCAST")
-            && !matches!(call.get(2).map(String::as_str), Some("CHECK" | "GET" | "LIST" | "BYNAME" | "LEN"))
+            && !matches!(call.get(1).map(String::as_str), Some("CHECK" | "GET" | "LIST" | "BYNAME" | "LEN"))
         {
             assert_ne!(server.digest(), before, "{call:?} did its work");
         }
@@ -496,15 +514,15 @@ fn a_read_only_user_can_inspect_but_not_write() {
     for call in [
         vec!["TOWN.LEN", t, "a"],
         vec!["TOWN.PEEK", t, "a", "10"],
-        vec!["TOWN.STOP", t, "CHECK", "a"],
-        vec!["TOWN.AGENT", t, "GET", "a"],
-        vec!["TOWN.AGENT", t, "LIST"],
-        vec!["TOWN.AGENT", t, "BYNAME", "alice"],
-        vec!["TOWN.TASK", t, "GET", "t1"],
-        vec!["TOWN.TASK", t, "LIST"],
-        vec!["TOWN.ACTIVITY", t, "GET", "a"],
-        vec!["TOWN.BACKLOG", t, "LIST"],
-        vec!["TOWN.BACKLOG", t, "LEN"],
+        vec!["TOWN.STOP", "CHECK", t, "a"],
+        vec!["TOWN.AGENT", "GET", t, "a"],
+        vec!["TOWN.AGENT", "LIST", t],
+        vec!["TOWN.AGENT", "BYNAME", t, "alice"],
+        vec!["TOWN.TASK", "GET", t, "t1"],
+        vec!["TOWN.TASK", "LIST", t],
+        vec!["TOWN.ACTIVITY", "GET", t, "a"],
+        vec!["TOWN.BACKLOG", "LIST", t],
+        vec!["TOWN.BACKLOG", "LEN", t],
     ] {
         let read = common::run(&mut user, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
         assert!(read.is_ok(), "{call:?}: {read:?}");
@@ -517,11 +535,11 @@ fn a_read_only_user_can_inspect_but_not_write() {
         vec!["DREAMS.RECOVER", t],
         vec!["TOWN.SEND", t, &send],
         vec!["TOWN.RECV", t, "a"],
-        vec!["TOWN.STOP", t, "CLEAR", "a"],
-        vec!["TOWN.AGENT", t, "SET", "a", "name", "x"],
-        vec!["TOWN.AGENT", t, "HEARTBEAT", "a"],
-        vec!["TOWN.ACTIVITY", t, "LOG", "a", "x"],
-        vec!["TOWN.BACKLOG", t, "POP"],
+        vec!["TOWN.STOP", "CLEAR", t, "a"],
+        vec!["TOWN.AGENT", "SET", t, "a", "name", "x"],
+        vec!["TOWN.AGENT", "HEARTBEAT", t, "a"],
+        vec!["TOWN.ACTIVITY", "LOG", t, "a", "x"],
+        vec!["TOWN.BACKLOG", "POP", t],
         vec!["TOWN.RESET", t],
     ] {
         let error = common::run(&mut user, &call.iter().map(|s| s.as_bytes()).collect::<Vec<_>>()).unwrap_err();
@@ -580,4 +598,40 @@ fn the_dreamtown_category_survives_a_module_reload() {
     assert_eq!(run(&mut user, &owned(vec![vec!["DREAMS.FIRE", &org, "p", "1"]]).remove(0)).unwrap(), Value::SimpleString("queued".into()));
     let refused = run(&mut user, &owned(vec![vec!["SET", &org, "1"]]).remove(0)).unwrap_err();
     assert!(is_noperm(&refused), "{refused}");
+}
+
+/// A subcommand is a command for ACL: `+TOWN.AGENT` grants every
+/// subcommand of it, `+TOWN.AGENT|GET` that one alone (the old build had
+/// no subcommands: the rule was an error). A refusal changes nothing.
+#[test]
+fn a_rule_may_grant_one_subcommand_or_the_whole_command() {
+    let server = Server::start();
+    let mut admin = server.connect();
+    let town = tenant("acl-sub");
+    populate_town(&mut admin, &town);
+    let t = town.as_str();
+    set_user(&server, "whole", &format!("~tt:{{{town}}}:* -@all +town.agent"));
+    set_user(&server, "reader", &format!("~tt:{{{town}}}:* -@all +town.agent|get +town.agent|list"));
+    let get = owned(vec![vec!["TOWN.AGENT", "GET", t, "a"]]).remove(0);
+    let list = owned(vec![vec!["TOWN.AGENT", "LIST", t]]).remove(0);
+    let heartbeat = owned(vec![vec!["TOWN.AGENT", "HEARTBEAT", t, "a"]]).remove(0);
+    let set = owned(vec![vec!["TOWN.AGENT", "SET", t, "a", "name", "bob"]]).remove(0);
+    let task = owned(vec![vec!["TOWN.TASK", "GET", t, "t1"]]).remove(0);
+
+    let mut whole = server.connect_as("whole", "pw");
+    for call in [&get, &list, &heartbeat, &set] {
+        assert!(run(&mut whole, call).is_ok(), "+town.agent grants {call:?}");
+    }
+    let error = run(&mut whole, &task).unwrap_err();
+    assert!(is_noperm(&error), "{error}");
+
+    let mut reader = server.connect_as("reader", "pw");
+    assert!(run(&mut reader, &get).is_ok());
+    assert!(run(&mut reader, &list).is_ok());
+    for call in [&heartbeat, &set] {
+        let before = server.digest();
+        let error = run(&mut reader, call).unwrap_err();
+        assert!(is_noperm(&error) && error.to_lowercase().contains("town.agent|"), "{call:?}: {error}");
+        assert_eq!(server.digest(), before, "{call:?} refused: nothing changed");
+    }
 }

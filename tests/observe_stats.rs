@@ -143,7 +143,7 @@ fn town_stats_per_agent_and_for_the_town() {
     let bare = stats(&mut con, &["TOWN.STATS", &town, "w2"]);
     assert_eq!((get(&bare, "inbox"), get(&bare, "next_message_age_ms")), (Some(1), None));
 
-    run(&mut con, &["TOWN.AGENT", &town, "SET", "w1", "name", "one"]).unwrap();
+    run(&mut con, &["TOWN.AGENT", "SET", &town, "w1", "name", "one"]).unwrap();
     let t = stats(&mut con, &["TOWN.STATS", &town]);
     assert_eq!(get(&t, "agents"), Some(1), "{t:?}");
     assert_eq!(get(&t, "mailboxes"), Some(2), "{t:?}");
@@ -406,8 +406,8 @@ fn town_totals_per_agent_and_for_the_town() {
     assert_eq!(run(&mut con, &["TOWN.REQUEUE", &town, "w1"]).unwrap(), Value::Int(1));
     run(&mut con, &["TOWN.RECV", &town, "w2"]).unwrap();
     run(&mut con, &["TOWN.BROADCAST", &town, &message("b1", "all", &now)]).unwrap();
-    run(&mut con, &["TOWN.STOP", &town, "REQUEST", "w2"]).unwrap();
-    run(&mut con, &["TOWN.ACTIVITY", &town, "LOG", "w2", "working"]).unwrap();
+    run(&mut con, &["TOWN.STOP", "REQUEST", &town, "w2"]).unwrap();
+    run(&mut con, &["TOWN.ACTIVITY", "LOG", &town, "w2", "working"]).unwrap();
     // w1's two inbox messages go to w3.
     assert_eq!(run(&mut con, &["TOWN.RECLAIM", &town, "w1", "w3"]).unwrap(), Value::Int(2));
 
@@ -432,7 +432,7 @@ fn town_totals_per_agent_and_for_the_town() {
     assert_eq!((get(&none, "messages_sent"), get(&none, "totals_since_ms")), (Some(0), None));
 
     // Deleting an agent drops its totals; a reset drops every agent's, not the town's.
-    run(&mut con, &["TOWN.AGENT", &town, "DEL", "w2"]).unwrap();
+    run(&mut con, &["TOWN.AGENT", "DEL", &town, "w2"]).unwrap();
     assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town, "w2"]), "messages_sent"), Some(0));
     run(&mut con, &["TOWN.RESET", &town]).unwrap();
     assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town, "w1"]), "messages_sent"), Some(0));

@@ -10,14 +10,14 @@ use town_support::*;
 
 /// A town with state in every kind of key the commands touch.
 fn populate(con: &mut redis::Connection, town: &str) {
-    ok::<()>(con, &["TOWN.AGENT", town, "SET", "a", "name", "alice", "rounds_completed", "1"]);
+    ok::<()>(con, &["TOWN.AGENT", "SET", town, "a", "name", "alice", "rounds_completed", "1"]);
     ok::<i64>(con, &["TOWN.SEND", town, &message("m1", "a", "normal")]);
     ok::<i64>(con, &["TOWN.SEND", town, &message("m2", "a", "normal")]);
     ok::<i64>(con, &["TOWN.SEND", town, &message("u1", "a", "normal"), "URGENT"]);
     ok::<Vec<String>>(con, &["TOWN.RECV", town, "a", "RELIABLE"]);
-    ok::<()>(con, &["TOWN.ACTIVITY", town, "LOG", "a", "busy"]);
-    ok::<()>(con, &["TOWN.TASK", town, "SET", "t1", "id", "t1"]);
-    ok::<i64>(con, &["TOWN.BACKLOG", town, "PUSH", "t1"]);
+    ok::<()>(con, &["TOWN.ACTIVITY", "LOG", town, "a", "busy"]);
+    ok::<()>(con, &["TOWN.TASK", "SET", town, "t1", "id", "t1"]);
+    ok::<i64>(con, &["TOWN.BACKLOG", "PUSH", town, "t1"]);
 }
 
 fn digest(con: &mut redis::Connection) -> String {
@@ -92,33 +92,33 @@ fn bad_arguments_are_refused_and_change_nothing() {
         vec![b"TOWN.RECLAIM", t, b"a", b""],
         // stop
         vec![b"TOWN.STOP", t, b"HALT", b"a"],
-        vec![b"TOWN.STOP", t, b"REQUEST", b"a", b"TTL", b"0"],
-        vec![b"TOWN.STOP", t, b"REQUEST", b"a", b"TTL", b"-5"],
-        vec![b"TOWN.STOP", t, b"REQUEST", b"a", b"TTL", b"x"],
-        vec![b"TOWN.STOP", t, b"REQUEST", b"a", b"TTL", huge.as_bytes()],
-        vec![b"TOWN.STOP", t, b"REQUEST", b"a", b"TTL", b"5", b"TTL", b"6"],
-        vec![b"TOWN.STOP", t, b"CHECK", b"a", b"b"],
+        vec![b"TOWN.STOP", b"REQUEST", t, b"a", b"TTL", b"0"],
+        vec![b"TOWN.STOP", b"REQUEST", t, b"a", b"TTL", b"-5"],
+        vec![b"TOWN.STOP", b"REQUEST", t, b"a", b"TTL", b"x"],
+        vec![b"TOWN.STOP", b"REQUEST", t, b"a", b"TTL", huge.as_bytes()],
+        vec![b"TOWN.STOP", b"REQUEST", t, b"a", b"TTL", b"5", b"TTL", b"6"],
+        vec![b"TOWN.STOP", b"CHECK", t, b"a", b"b"],
         // agent and task
         vec![b"TOWN.AGENT", t, b"DANCE"],
-        vec![b"TOWN.AGENT", t, b"SET", b"a"],
-        vec![b"TOWN.AGENT", t, b"SET", b"a", b"name"],
-        vec![b"TOWN.AGENT", t, b"SET", b"a", b"name", b"x", b"state"],
-        vec![b"TOWN.AGENT", t, b"SET", b"", b"name", b"x"],
-        vec![b"TOWN.AGENT", t, b"GET"],
-        vec![b"TOWN.AGENT", t, b"LIST", b"extra"],
-        vec![b"TOWN.AGENT", t, b"INCR", b"a", b"LAPS"],
-        vec![b"TOWN.AGENT", t, b"INCR", b"ghost", b"ROUNDS"],
-        vec![b"TOWN.AGENT", t, b"HEARTBEAT", b"ghost"],
-        vec![b"TOWN.TASK", t, b"SET", b"t2"],
-        vec![b"TOWN.TASK", t, b"SET", b"t2", b"a", b"1", b"b"],
+        vec![b"TOWN.AGENT", b"SET", t, b"a"],
+        vec![b"TOWN.AGENT", b"SET", t, b"a", b"name"],
+        vec![b"TOWN.AGENT", b"SET", t, b"a", b"name", b"x", b"state"],
+        vec![b"TOWN.AGENT", b"SET", t, b"", b"name", b"x"],
+        vec![b"TOWN.AGENT", b"GET", t],
+        vec![b"TOWN.AGENT", b"LIST", t, b"extra"],
+        vec![b"TOWN.AGENT", b"INCR", t, b"a", b"LAPS"],
+        vec![b"TOWN.AGENT", b"INCR", t, b"ghost", b"ROUNDS"],
+        vec![b"TOWN.AGENT", b"HEARTBEAT", t, b"ghost"],
+        vec![b"TOWN.TASK", b"SET", t, b"t2"],
+        vec![b"TOWN.TASK", b"SET", t, b"t2", b"a", b"1", b"b"],
         vec![b"TOWN.TASK", t, b"PURGE"],
         // activity, backlog, reset
-        vec![b"TOWN.ACTIVITY", t, b"LOG", b"a"],
+        vec![b"TOWN.ACTIVITY", b"LOG", t, b"a"],
         vec![b"TOWN.ACTIVITY", t, b"READ", b"a"],
-        vec![b"TOWN.ACTIVITY", t, b"GET", b"a", b"5"],
-        vec![b"TOWN.BACKLOG", t, b"PUSH"],
-        vec![b"TOWN.BACKLOG", t, b"PUSH", b""],
-        vec![b"TOWN.BACKLOG", t, b"POP", b"2"],
+        vec![b"TOWN.ACTIVITY", b"GET", t, b"a", b"5"],
+        vec![b"TOWN.BACKLOG", b"PUSH", t],
+        vec![b"TOWN.BACKLOG", b"PUSH", t, b""],
+        vec![b"TOWN.BACKLOG", b"POP", t, b"2"],
         vec![b"TOWN.BACKLOG", t, b"SHIFT"],
         vec![b"TOWN.RESET", t, b"EVERYTHING"],
         vec![b"TOWN.RESET", t, b"AGENTS", b"AGENTS"],
@@ -132,7 +132,7 @@ fn bad_arguments_are_refused_and_change_nothing() {
         vec![b"TOWN.ACK", t],
         vec![b"TOWN.PEEK", t, b"a"],
         vec![b"TOWN.RESET"],
-        vec![b"TOWN.STOP", t, b"CHECK"],
+        vec![b"TOWN.STOP", b"CHECK", t],
     ] {
         refused(&mut con, "ERR", &case);
     }
@@ -177,10 +177,10 @@ fn keys_of_the_wrong_type_are_refused_before_anything_is_written() {
     ok::<()>(&mut con, &["SET", &index, "oops"]);
     refused(&mut con, "WRONGTYPE", &[b"TOWN.SEND", t, to_a.as_bytes()]);
     refused(&mut con, "WRONGTYPE", &[b"TOWN.RECV", t, b"a", b"RELIABLE"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", t, b"REQUEST", b"a"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.ACTIVITY", t, b"LOG", b"a", b"x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"SET", b"z", b"name", b"zed"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"DEL", b"a"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", b"REQUEST", t, b"a"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.ACTIVITY", b"LOG", t, b"a", b"x"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"SET", t, b"z", b"name", b"zed"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"DEL", t, b"a"]);
     refused(&mut con, "WRONGTYPE", &[b"TOWN.RESET", t]);
     refused(&mut con, "WRONGTYPE", &[b"TOWN.RESET", t, b"AGENTS"]);
     ok::<()>(&mut con, &["DEL", &index]);
@@ -190,41 +190,42 @@ fn keys_of_the_wrong_type_are_refused_before_anything_is_written() {
     let agents = key("index", "agents");
     ok::<()>(&mut con, &["RENAME", &agents, &key("saved", "agents")]);
     ok::<i64>(&mut con, &["RPUSH", &agents, "x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"SET", b"z", b"name", b"zed"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"LIST"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"BYNAME", b"alice"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"SET", t, b"z", b"name", b"zed"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"LIST", t]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"BYNAME", t, b"alice"]);
     ok::<()>(&mut con, &["DEL", &agents]);
     ok::<()>(&mut con, &["RENAME", &key("saved", "agents"), &agents]);
     let tasks = key("index", "tasks");
     ok::<()>(&mut con, &["SET", &tasks, "oops"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", t, b"SET", b"t9", b"id", b"t9"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", t, b"LIST"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", t, b"DEL", b"t1"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", b"SET", t, b"t9", b"id", b"t9"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", b"LIST", t]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", b"DEL", t, b"t1"]);
     refused(&mut con, "WRONGTYPE", &[b"TOWN.RESET", t]);
     ok::<()>(&mut con, &["DEL", &tasks]);
 
     // Records, logs, flags and the backlog.
     ok::<i64>(&mut con, &["RPUSH", &key("agent", "r"), "x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"SET", b"r", b"name", b"r"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"GET", b"r"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"INCR", b"r", b"ROUNDS"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", t, b"HEARTBEAT", b"r"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"SET", t, b"r", b"name", b"r"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"GET", t, b"r"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"INCR", t, b"r", b"ROUNDS"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.AGENT", b"HEARTBEAT", t, b"r"]);
     ok::<()>(&mut con, &["SET", &key("task", "s"), "x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", t, b"SET", b"s", b"id", b"s"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", t, b"GET", b"s"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", b"SET", t, b"s", b"id", b"s"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.TASK", b"GET", t, b"s"]);
     ok::<()>(&mut con, &["SET", &key("activity", "a"), "x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.ACTIVITY", t, b"LOG", b"a", b"x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.ACTIVITY", t, b"GET", b"a"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.ACTIVITY", b"LOG", t, b"a", b"x"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.ACTIVITY", b"GET", t, b"a"]);
     ok::<i64>(&mut con, &["RPUSH", &key("stop", "a"), "x"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", t, b"REQUEST", b"a"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", t, b"CHECK", b"a"]);
-    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", t, b"CLEAR", b"a"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", b"REQUEST", t, b"a"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", b"CHECK", t, b"a"]);
+    refused(&mut con, "WRONGTYPE", &[b"TOWN.STOP", b"CLEAR", t, b"a"]);
     let backlog = format!("tt:{{{town}}}:backlog");
     ok::<()>(&mut con, &["DEL", &backlog]);
     ok::<()>(&mut con, &["HSET", &backlog, "f", "v"]);
     for sub in [&[&b"PUSH"[..], b"t1"][..], &[b"POP"], &[b"LIST"], &[b"LEN"], &[b"REMOVE", b"t1"]] {
-        let mut args: Vec<&[u8]> = vec![b"TOWN.BACKLOG", t];
-        args.extend_from_slice(sub);
+        let (word, rest) = sub.split_first().expect("a subcommand");
+        let mut args: Vec<&[u8]> = vec![b"TOWN.BACKLOG", word, t];
+        args.extend_from_slice(rest);
         refused(&mut con, "WRONGTYPE", &args);
     }
     assert!(server.alive());
@@ -249,7 +250,7 @@ fn acl_limits_a_user_to_its_own_town() {
     populate(&mut con, &town);
     assert_eq!(ok::<i64>(&mut con, &["TOWN.BROADCAST", &town, r#"{"hi":1}"#]), 0);
     assert_eq!(ok::<i64>(&mut con, &["TOWN.RECLAIM", &town, "a", "b"]), 3);
-    assert_eq!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.AGENT", &town, "LIST"]).len(), 1);
+    assert_eq!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.AGENT", "LIST", &town]).len(), 1);
     assert!(ok::<i64>(&mut con, &["TOWN.RESET", &town]) > 0);
     // ...and nothing of another town's.
     let o = other.as_bytes();
@@ -263,13 +264,13 @@ fn acl_limits_a_user_to_its_own_town() {
         vec![b"TOWN.REQUEUE", o, b"a"],
         vec![b"TOWN.RECLAIM", o, b"a", b"b"],
         vec![b"TOWN.BROADCAST", o, b"{}"],
-        vec![b"TOWN.STOP", o, b"REQUEST", b"a"],
-        vec![b"TOWN.AGENT", o, b"SET", b"a", b"name", b"x"],
-        vec![b"TOWN.AGENT", o, b"LIST"],
-        vec![b"TOWN.AGENT", o, b"DEL", b"a"],
-        vec![b"TOWN.TASK", o, b"LIST"],
-        vec![b"TOWN.ACTIVITY", o, b"LOG", b"a", b"x"],
-        vec![b"TOWN.BACKLOG", o, b"POP"],
+        vec![b"TOWN.STOP", b"REQUEST", o, b"a"],
+        vec![b"TOWN.AGENT", b"SET", o, b"a", b"name", b"x"],
+        vec![b"TOWN.AGENT", b"LIST", o],
+        vec![b"TOWN.AGENT", b"DEL", o, b"a"],
+        vec![b"TOWN.TASK", b"LIST", o],
+        vec![b"TOWN.ACTIVITY", b"LOG", o, b"a", b"x"],
+        vec![b"TOWN.BACKLOG", b"POP", o],
         vec![b"TOWN.RESET", o],
     ] {
         refused(&mut con, "NOPERM", &case);
@@ -282,7 +283,7 @@ fn acl_limits_a_user_to_its_own_town() {
     let mut reader = server.connect_as("reader", "secret");
     assert_eq!(lengths(&mut reader, &other, "a"), vec![2, 0, 1]);
     refused(&mut reader, "NOPERM", &[b"TOWN.RECV", o, b"a"]);
-    refused(&mut reader, "NOPERM", &[b"TOWN.AGENT", o, b"SET", b"a", b"name", b"x"]);
+    refused(&mut reader, "NOPERM", &[b"TOWN.AGENT", b"SET", o, b"a", b"name", b"x"]);
 }
 
 #[test]
@@ -296,20 +297,20 @@ fn out_of_memory_refuses_additions_but_not_reads_or_deletes() {
     let to_a = message("m", "a", "normal");
     for case in [
         vec![&b"TOWN.SEND"[..], t, to_a.as_bytes()],
-        vec![b"TOWN.AGENT", t, b"SET", b"a", b"name", b"x"],
-        vec![b"TOWN.AGENT", t, b"INCR", b"a", b"ROUNDS"],
-        vec![b"TOWN.AGENT", t, b"HEARTBEAT", b"a"],
-        vec![b"TOWN.TASK", t, b"SET", b"t2", b"id", b"t2"],
-        vec![b"TOWN.ACTIVITY", t, b"LOG", b"a", b"x"],
-        vec![b"TOWN.STOP", t, b"REQUEST", b"a"],
-        vec![b"TOWN.BACKLOG", t, b"PUSH", b"t2"],
+        vec![b"TOWN.AGENT", b"SET", t, b"a", b"name", b"x"],
+        vec![b"TOWN.AGENT", b"INCR", t, b"a", b"ROUNDS"],
+        vec![b"TOWN.AGENT", b"HEARTBEAT", t, b"a"],
+        vec![b"TOWN.TASK", b"SET", t, b"t2", b"id", b"t2"],
+        vec![b"TOWN.ACTIVITY", b"LOG", t, b"a", b"x"],
+        vec![b"TOWN.STOP", b"REQUEST", t, b"a"],
+        vec![b"TOWN.BACKLOG", b"PUSH", t, b"t2"],
     ] {
         refused(&mut con, "OOM", &case);
     }
-    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", &town, "GET", "a"]))["name"], "alice");
-    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", &town, "POP"]), Some("t1".into()));
+    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a"]))["name"], "alice");
+    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", "POP", &town]), Some("t1".into()));
     assert_eq!(ok::<Vec<String>>(&mut con, &["TOWN.RECV", &town, "a"]).len(), 1);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", &town, "DEL", "a"]), 4);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", "DEL", &town, "a"]), 4);
     ok::<()>(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a", "name", "x"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a", "name", "x"]);
 }

@@ -161,11 +161,11 @@ fn deleting_an_agent_or_resetting_the_town_drops_its_leases() {
     let mut con = server.connect();
     let town = tenant("town-lease-del");
     for agent in ["w", "v"] {
-        ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", agent, "name", agent]);
+        ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, agent, "name", agent]);
         ok::<i64>(&mut con, &["TOWN.SEND", &town, &message(&format!("m-{agent}"), agent, "normal")]);
         let _: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, agent, "RELIABLE", "LEASE", "60"]);
     }
-    ok::<i64>(&mut con, &["TOWN.AGENT", &town, "DEL", "w"]);
+    ok::<i64>(&mut con, &["TOWN.AGENT", "DEL", &town, "w"]);
     assert_eq!(ok::<i64>(&mut con, &["EXISTS", &format!("tt:{{{town}}}:leases:w")]), 0);
     assert_eq!(ok::<i64>(&mut con, &["EXISTS", &format!("tt:{{{town}}}:leases:v")]), 1);
     ok::<redis::Value>(&mut con, &["TOWN.RESET", &town]);

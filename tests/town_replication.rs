@@ -39,38 +39,38 @@ fn workload(server: &Server, town: &str, other: &str) {
     ok::<i64>(&mut con, &["RPUSH", &format!("tt:{{{town}}}:inbox:a"), "garbage"]);
     ok::<i64>(&mut con, &["TOWN.RECLAIM", town, "a", "heir"]);
 
-    ok::<()>(&mut con, &["TOWN.AGENT", town, "SET", "a", "name", "alice", "state", "idle", "nickname", "al"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", town, "SET", "a", "name", "alice", "state", "working"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", town, "SET", "heir", "name", "heir"]);
-    ok::<i64>(&mut con, &["TOWN.AGENT", town, "INCR", "a", "ROUNDS"]);
-    ok::<i64>(&mut con, &["TOWN.AGENT", town, "INCR", "a", "TASKS"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", town, "HEARTBEAT", "a"]);
-    ok::<()>(&mut con, &["TOWN.STOP", town, "REQUEST", "a"]);
-    ok::<()>(&mut con, &["TOWN.STOP", town, "REQUEST", "heir", "TTL", "120"]);
-    ok::<()>(&mut con, &["TOWN.STOP", town, "REQUEST", "gone", "TTL", "60"]);
-    ok::<i64>(&mut con, &["TOWN.STOP", town, "CLEAR", "gone"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", town, "a", "name", "alice", "state", "idle", "nickname", "al"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", town, "a", "name", "alice", "state", "working"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", town, "heir", "name", "heir"]);
+    ok::<i64>(&mut con, &["TOWN.AGENT", "INCR", town, "a", "ROUNDS"]);
+    ok::<i64>(&mut con, &["TOWN.AGENT", "INCR", town, "a", "TASKS"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "HEARTBEAT", town, "a"]);
+    ok::<()>(&mut con, &["TOWN.STOP", "REQUEST", town, "a"]);
+    ok::<()>(&mut con, &["TOWN.STOP", "REQUEST", town, "heir", "TTL", "120"]);
+    ok::<()>(&mut con, &["TOWN.STOP", "REQUEST", town, "gone", "TTL", "60"]);
+    ok::<i64>(&mut con, &["TOWN.STOP", "CLEAR", town, "gone"]);
     for n in 0..13 {
-        ok::<()>(&mut con, &["TOWN.ACTIVITY", town, "LOG", "a", &format!("step {n}")]);
+        ok::<()>(&mut con, &["TOWN.ACTIVITY", "LOG", town, "a", &format!("step {n}")]);
     }
-    ok::<()>(&mut con, &["TOWN.ACTIVITY", town, "LOG", "heir", "started"]);
-    ok::<()>(&mut con, &["TOWN.TASK", town, "SET", "t1", "id", "t1", "state", "pending"]);
-    ok::<()>(&mut con, &["TOWN.TASK", town, "SET", "t2", "id", "t2"]);
-    ok::<()>(&mut con, &["TOWN.TASK", town, "SET", "t1", "id", "t1", "state", "done"]);
-    ok::<i64>(&mut con, &["TOWN.TASK", town, "DEL", "t2"]);
+    ok::<()>(&mut con, &["TOWN.ACTIVITY", "LOG", town, "heir", "started"]);
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", town, "t1", "id", "t1", "state", "pending"]);
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", town, "t2", "id", "t2"]);
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", town, "t1", "id", "t1", "state", "done"]);
+    ok::<i64>(&mut con, &["TOWN.TASK", "DEL", town, "t2"]);
     for task in ["t1", "t2", "t3"] {
-        ok::<i64>(&mut con, &["TOWN.BACKLOG", town, "PUSH", task]);
+        ok::<i64>(&mut con, &["TOWN.BACKLOG", "PUSH", town, task]);
     }
-    ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", town, "POP"]);
-    ok::<i64>(&mut con, &["TOWN.BACKLOG", town, "REMOVE", "t3"]);
+    ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", "POP", town]);
+    ok::<i64>(&mut con, &["TOWN.BACKLOG", "REMOVE", town, "t3"]);
     ok::<i64>(&mut con, &["TOWN.BROADCAST", town, r#"{"type":"hello"}"#]);
 
     // A second town, reset twice.
-    ok::<()>(&mut con, &["TOWN.AGENT", other, "SET", "x", "name", "x"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", other, "x", "name", "x"]);
     ok::<i64>(&mut con, &["TOWN.SEND", other, &message("o", "x", "normal")]);
-    ok::<()>(&mut con, &["TOWN.TASK", other, "SET", "t", "id", "t"]);
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", other, "t", "id", "t"]);
     ok::<i64>(&mut con, &["TOWN.RESET", other, "AGENTS"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", other, "SET", "y", "name", "y"]);
-    ok::<i64>(&mut con, &["TOWN.AGENT", other, "DEL", "y"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", other, "y", "name", "y"]);
+    ok::<i64>(&mut con, &["TOWN.AGENT", "DEL", other, "y"]);
     ok::<i64>(&mut con, &["TOWN.RESET", other]);
 }
 

@@ -20,13 +20,13 @@ fn agent_set_replaces_the_whole_record() {
     let key = format!("tt:{{{town}}}:agent:a1");
     ok::<()>(
         &mut con,
-        &["TOWN.AGENT", &town, "SET", "a1", "id", "a1", "name", "alice", "state", "idle", "nickname", "al", "current_task", "t9"],
+        &["TOWN.AGENT", "SET", &town, "a1", "id", "a1", "name", "alice", "state", "idle", "nickname", "al", "current_task", "t9"],
     );
-    let before = fields(ok(&mut con, &["TOWN.AGENT", &town, "GET", "a1"]));
+    let before = fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"]));
     assert_eq!(before.len(), 5);
     assert_eq!(before["nickname"], "al");
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a1", "id", "a1", "name", "alice", "state", "working"]);
-    let after = fields(ok(&mut con, &["TOWN.AGENT", &town, "GET", "a1"]));
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a1", "id", "a1", "name", "alice", "state", "working"]);
+    let after = fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"]));
     let expected: std::collections::BTreeMap<String, String> =
         [("id", "a1"), ("name", "alice"), ("state", "working")]
             .into_iter()
@@ -35,9 +35,9 @@ fn agent_set_replaces_the_whole_record() {
     assert_eq!(after, expected);
     assert_eq!(fields(ok(&mut con, &["HGETALL", &key])), expected);
     // A repeated field keeps its last value.
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a1", "name", "x", "name", "y"]);
-    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", &town, "GET", "a1"])).into_iter().collect::<Vec<_>>(), vec![("name".to_string(), "y".to_string())]);
-    let missing: Vec<String> = ok(&mut con, &["TOWN.AGENT", &town, "GET", "nobody"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a1", "name", "x", "name", "y"]);
+    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"])).into_iter().collect::<Vec<_>>(), vec![("name".to_string(), "y".to_string())]);
+    let missing: Vec<String> = ok(&mut con, &["TOWN.AGENT", "GET", &town, "nobody"]);
     assert!(missing.is_empty());
 }
 
@@ -61,13 +61,13 @@ fn listing_uses_the_index_not_the_keyspace() {
     }
     pipe.query::<()>(&mut con).expect("fill keyspace");
     for (id, name) in [("a3", "carol"), ("a1", "alice"), ("a2", "bob")] {
-        ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", id, "id", id, "name", name]);
+        ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, id, "id", id, "name", name]);
     }
     ok::<()>(&mut con, &["CONFIG", "RESETSTAT"]);
-    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.AGENT", &town, "LIST"]);
+    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.AGENT", "LIST", &town]);
     let names: Vec<String> = listed.into_iter().map(|agent| fields(agent)["name"].clone()).collect();
     assert_eq!(names, vec!["alice", "bob", "carol"], "listed by agent id, impostors absent");
-    let impostor: Vec<String> = ok(&mut con, &["TOWN.AGENT", &town, "BYNAME", "impostor"]);
+    let impostor: Vec<String> = ok(&mut con, &["TOWN.AGENT", "BYNAME", &town, "impostor"]);
     assert!(impostor.is_empty());
     let stats: String = ok(&mut con, &["INFO", "commandstats"]);
     assert!(!stats.contains("cmdstat_scan") && !stats.contains("cmdstat_keys"), "{stats}");
@@ -85,16 +85,16 @@ fn byname_finds_the_first_agent_with_that_name() {
     let server = Server::start();
     let mut con = server.connect();
     let town = tenant("byname");
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "b", "name", "worker", "cli", "two"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a", "name", "worker", "cli", "one"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "c", "name", "lead"]);
-    let found = fields(ok(&mut con, &["TOWN.AGENT", &town, "BYNAME", "worker"]));
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "b", "name", "worker", "cli", "two"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a", "name", "worker", "cli", "one"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "c", "name", "lead"]);
+    let found = fields(ok(&mut con, &["TOWN.AGENT", "BYNAME", &town, "worker"]));
     assert_eq!(found["cli"], "one");
     // A rename moves the agent in the index.
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a", "name", "retired"]);
-    let found = fields(ok(&mut con, &["TOWN.AGENT", &town, "BYNAME", "worker"]));
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a", "name", "retired"]);
+    let found = fields(ok(&mut con, &["TOWN.AGENT", "BYNAME", &town, "worker"]));
     assert_eq!(found["cli"], "two");
-    let none: Vec<String> = ok(&mut con, &["TOWN.AGENT", &town, "BYNAME", "ghost"]);
+    let none: Vec<String> = ok(&mut con, &["TOWN.AGENT", "BYNAME", &town, "ghost"]);
     assert!(none.is_empty());
 }
 
@@ -103,27 +103,27 @@ fn counters_and_heartbeat() {
     let server = Server::start();
     let mut con = server.connect();
     let town = tenant("incr");
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a", "name", "alice", "tasks_completed", "41"]);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", &town, "INCR", "a", "ROUNDS"]), 1);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", &town, "INCR", "a", "rounds"]), 2);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", &town, "INCR", "a", "TASKS"]), 42);
-    let error = fails(&mut con, &[b"TOWN.AGENT", town.as_bytes(), b"INCR", b"ghost", b"ROUNDS"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a", "name", "alice", "tasks_completed", "41"]);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", "INCR", &town, "a", "ROUNDS"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", "INCR", &town, "a", "rounds"]), 2);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", "INCR", &town, "a", "TASKS"]), 42);
+    let error = fails(&mut con, &[b"TOWN.AGENT", b"INCR", town.as_bytes(), b"ghost", b"ROUNDS"]);
     assert!(error.contains("no such agent"), "{error}");
     let exists: i64 = ok(&mut con, &["EXISTS", &format!("tt:{{{town}}}:agent:ghost")]);
     assert_eq!(exists, 0);
     ok::<()>(&mut con, &["HSET", &format!("tt:{{{town}}}:agent:a"), "rounds_completed", "many"]);
-    let error = fails(&mut con, &[b"TOWN.AGENT", town.as_bytes(), b"INCR", b"a", b"ROUNDS"]);
+    let error = fails(&mut con, &[b"TOWN.AGENT", b"INCR", town.as_bytes(), b"a", b"ROUNDS"]);
     assert!(error.contains("not an integer"), "{error}");
-    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", &town, "GET", "a"]))["rounds_completed"], "many");
+    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a"]))["rounds_completed"], "many");
 
     let (server_secs, _): (String, String) = ok(&mut con, &["TIME"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "HEARTBEAT", "a"]);
-    let beat = fields(ok(&mut con, &["TOWN.AGENT", &town, "GET", "a"]))["last_heartbeat"].clone();
+    ok::<()>(&mut con, &["TOWN.AGENT", "HEARTBEAT", &town, "a"]);
+    let beat = fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a"]))["last_heartbeat"].clone();
     assert!(beat.ends_with("+00:00"), "{beat}");
     let parsed = chrono::DateTime::parse_from_rfc3339(&beat).expect("RFC 3339");
     let server_secs: i64 = server_secs.parse().unwrap();
     assert!((parsed.timestamp() - server_secs).abs() <= 5, "{beat} vs {server_secs}");
-    let error = fails(&mut con, &[b"TOWN.AGENT", town.as_bytes(), b"HEARTBEAT", b"ghost"]);
+    let error = fails(&mut con, &[b"TOWN.AGENT", b"HEARTBEAT", town.as_bytes(), b"ghost"]);
     assert!(error.contains("no such agent"), "{error}");
 }
 
@@ -132,15 +132,15 @@ fn agent_del_removes_every_key_of_the_agent() {
     let server = Server::start();
     let mut con = server.connect();
     let town = tenant("agent-del");
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "a", "name", "alice"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a", "name", "alice"]);
     ok::<i64>(&mut con, &["TOWN.SEND", &town, &message("m", "a", "normal")]);
     ok::<i64>(&mut con, &["TOWN.SEND", &town, &message("u", "a", "normal"), "URGENT"]);
-    ok::<()>(&mut con, &["TOWN.ACTIVITY", &town, "LOG", "a", "working"]);
-    ok::<()>(&mut con, &["TOWN.STOP", &town, "REQUEST", "a"]);
-    ok::<()>(&mut con, &["TOWN.AGENT", &town, "SET", "b", "name", "bob"]);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", &town, "DEL", "a"]), 5);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", &town, "DEL", "a"]), 0);
-    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.AGENT", &town, "LIST"]);
+    ok::<()>(&mut con, &["TOWN.ACTIVITY", "LOG", &town, "a", "working"]);
+    ok::<()>(&mut con, &["TOWN.STOP", "REQUEST", &town, "a"]);
+    ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "b", "name", "bob"]);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", "DEL", &town, "a"]), 5);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.AGENT", "DEL", &town, "a"]), 0);
+    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.AGENT", "LIST", &town]);
     assert_eq!(listed.len(), 1);
     assert_eq!(fields(listed[0].clone())["name"], "bob");
     assert_eq!(lengths(&mut con, &town, "a"), vec![0, 0, 0]);
@@ -154,20 +154,20 @@ fn tasks_are_replaced_listed_and_deleted() {
     let mut con = server.connect();
     let town = tenant("task");
     ok::<()>(&mut con, &["HSET", &format!("tt:{{{town}}}:task:stray"), "id", "stray"]);
-    ok::<()>(&mut con, &["TOWN.TASK", &town, "SET", "t2", "id", "t2", "state", "pending", "result", "x"]);
-    ok::<()>(&mut con, &["TOWN.TASK", &town, "SET", "t1", "id", "t1", "state", "pending"]);
-    ok::<()>(&mut con, &["TOWN.TASK", &town, "SET", "t2", "id", "t2", "state", "done"]);
-    let t2 = fields(ok(&mut con, &["TOWN.TASK", &town, "GET", "t2"]));
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", &town, "t2", "id", "t2", "state", "pending", "result", "x"]);
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", &town, "t1", "id", "t1", "state", "pending"]);
+    ok::<()>(&mut con, &["TOWN.TASK", "SET", &town, "t2", "id", "t2", "state", "done"]);
+    let t2 = fields(ok(&mut con, &["TOWN.TASK", "GET", &town, "t2"]));
     assert_eq!(t2.len(), 2);
     assert_eq!(t2["state"], "done");
-    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.TASK", &town, "LIST"]);
+    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.TASK", "LIST", &town]);
     let ids: Vec<String> = listed.into_iter().map(|t| fields(t)["id"].clone()).collect();
     assert_eq!(ids, vec!["t1", "t2"]);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.TASK", &town, "DEL", "t1"]), 1);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.TASK", &town, "DEL", "t1"]), 0);
-    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.TASK", &town, "LIST"]);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.TASK", "DEL", &town, "t1"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.TASK", "DEL", &town, "t1"]), 0);
+    let listed: Vec<Vec<String>> = ok(&mut con, &["TOWN.TASK", "LIST", &town]);
     assert_eq!(listed.len(), 1);
-    let none: Vec<String> = ok(&mut con, &["TOWN.TASK", &town, "GET", "t1"]);
+    let none: Vec<String> = ok(&mut con, &["TOWN.TASK", "GET", &town, "t1"]);
     assert!(none.is_empty());
 }
 
@@ -177,20 +177,20 @@ fn activity_keeps_ten_entries_for_an_hour_and_shows_five() {
     let mut con = server.connect();
     let town = tenant("activity");
     let key = format!("tt:{{{town}}}:activity:a");
-    let none: Option<String> = ok(&mut con, &["TOWN.ACTIVITY", &town, "GET", "a"]);
+    let none: Option<String> = ok(&mut con, &["TOWN.ACTIVITY", "GET", &town, "a"]);
     assert_eq!(none, None);
     for n in 1..=12 {
-        ok::<()>(&mut con, &["TOWN.ACTIVITY", &town, "LOG", "a", &format!("step {n}")]);
+        ok::<()>(&mut con, &["TOWN.ACTIVITY", "LOG", &town, "a", &format!("step {n}")]);
     }
     assert_eq!(ok::<i64>(&mut con, &["LLEN", &key]), 10);
     assert_eq!(list(&mut con, &key).last().map(String::as_str), Some("step 3"));
-    let shown: String = ok(&mut con, &["TOWN.ACTIVITY", &town, "GET", "a"]);
+    let shown: String = ok(&mut con, &["TOWN.ACTIVITY", "GET", &town, "a"]);
     assert_eq!(shown, "step 12\nstep 11\nstep 10\nstep 9\nstep 8");
     let ttl: i64 = ok(&mut con, &["PTTL", &key]);
     assert!((3_590_000..=3_600_000).contains(&ttl), "{ttl}");
     // The TTL is refreshed by each entry.
     ok::<()>(&mut con, &["PEXPIRE", &key, "5000"]);
-    ok::<()>(&mut con, &["TOWN.ACTIVITY", &town, "LOG", "a", "again"]);
+    ok::<()>(&mut con, &["TOWN.ACTIVITY", "LOG", &town, "a", "again"]);
     let ttl: i64 = ok(&mut con, &["PTTL", &key]);
     assert!((3_590_000..=3_600_000).contains(&ttl), "{ttl}");
 }
@@ -201,20 +201,20 @@ fn stop_flags_expire_after_an_hour_or_their_ttl() {
     let mut con = server.connect();
     let town = tenant("stop");
     let key = format!("tt:{{{town}}}:stop:a");
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", &town, "CHECK", "a"]), 0);
-    ok::<()>(&mut con, &["TOWN.STOP", &town, "REQUEST", "a"]);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", &town, "CHECK", "a"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", "CHECK", &town, "a"]), 0);
+    ok::<()>(&mut con, &["TOWN.STOP", "REQUEST", &town, "a"]);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", "CHECK", &town, "a"]), 1);
     assert_eq!(ok::<String>(&mut con, &["GET", &key]), "1");
     let ttl: i64 = ok(&mut con, &["TTL", &key]);
     assert!((3_590..=3_600).contains(&ttl), "{ttl}");
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", &town, "CLEAR", "a"]), 1);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", &town, "CLEAR", "a"]), 0);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", &town, "CHECK", "a"]), 0);
-    ok::<()>(&mut con, &["TOWN.STOP", &town, "request", "a", "ttl", "60"]);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", "CLEAR", &town, "a"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", "CLEAR", &town, "a"]), 0);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", "CHECK", &town, "a"]), 0);
+    ok::<()>(&mut con, &["TOWN.STOP", "request", &town, "a", "ttl", "60"]);
     let ttl: i64 = ok(&mut con, &["PTTL", &key]);
     assert!((50_000..=60_000).contains(&ttl), "{ttl}");
-    ok::<()>(&mut con, &["TOWN.STOP", &town, "REQUEST", "a", "TTL", "1"]);
-    common::wait_until("stop flag expired", || ok::<i64>(&mut con, &["TOWN.STOP", &town, "CHECK", "a"]) == 0);
+    ok::<()>(&mut con, &["TOWN.STOP", "REQUEST", &town, "a", "TTL", "1"]);
+    common::wait_until("stop flag expired", || ok::<i64>(&mut con, &["TOWN.STOP", "CHECK", &town, "a"]) == 0);
 }
 
 #[test]
@@ -223,22 +223,22 @@ fn backlog_is_fifo() {
     let mut con = server.connect();
     let town = tenant("backlog");
     for (n, task) in ["t1", "t2", "t3", "t2"].iter().enumerate() {
-        assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", &town, "PUSH", task]), n as i64 + 1);
+        assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", "PUSH", &town, task]), n as i64 + 1);
     }
-    let all: Vec<String> = ok(&mut con, &["TOWN.BACKLOG", &town, "LIST"]);
+    let all: Vec<String> = ok(&mut con, &["TOWN.BACKLOG", "LIST", &town]);
     assert_eq!(all, vec!["t1", "t2", "t3", "t2"]);
-    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", &town, "POP"]), Some("t1".into()));
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", &town, "REMOVE", "t2"]), 1);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", &town, "REMOVE", "t9"]), 0);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", &town, "LEN"]), 2);
-    assert_eq!(ok::<Vec<String>>(&mut con, &["TOWN.BACKLOG", &town, "LIST"]), vec!["t3", "t2"]);
-    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", &town, "POP"]), Some("t3".into()));
-    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", &town, "POP"]), Some("t2".into()));
-    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", &town, "POP"]), None);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", &town, "LEN"]), 0);
+    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", "POP", &town]), Some("t1".into()));
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", "REMOVE", &town, "t2"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", "REMOVE", &town, "t9"]), 0);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", "LEN", &town]), 2);
+    assert_eq!(ok::<Vec<String>>(&mut con, &["TOWN.BACKLOG", "LIST", &town]), vec!["t3", "t2"]);
+    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", "POP", &town]), Some("t3".into()));
+    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", "POP", &town]), Some("t2".into()));
+    assert_eq!(ok::<Option<String>>(&mut con, &["TOWN.BACKLOG", "POP", &town]), None);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", "LEN", &town]), 0);
     // Ids that are not tinytown task ids are listed all the same.
     ok::<i64>(&mut con, &["RPUSH", &format!("tt:{{{town}}}:backlog"), "not-a-uuid"]);
-    assert_eq!(ok::<Vec<String>>(&mut con, &["TOWN.BACKLOG", &town, "LIST"]), vec!["not-a-uuid"]);
+    assert_eq!(ok::<Vec<String>>(&mut con, &["TOWN.BACKLOG", "LIST", &town]), vec!["not-a-uuid"]);
 }
 
 #[test]
@@ -263,12 +263,12 @@ fn broadcast_publishes_to_the_town_channel() {
 /// A town with an agent that has a record, an inbox and activity; an agent
 /// known only by its stop flag; a task; the backlog; docket and event streams.
 fn populate(con: &mut redis::Connection, town: &str) {
-    ok::<()>(con, &["TOWN.AGENT", town, "SET", "a", "name", "alice"]);
+    ok::<()>(con, &["TOWN.AGENT", "SET", town, "a", "name", "alice"]);
     ok::<i64>(con, &["TOWN.SEND", town, &message("m", "a", "normal")]);
-    ok::<()>(con, &["TOWN.ACTIVITY", town, "LOG", "a", "busy"]);
-    ok::<()>(con, &["TOWN.STOP", town, "REQUEST", "b"]);
-    ok::<()>(con, &["TOWN.TASK", town, "SET", "t1", "id", "t1"]);
-    ok::<i64>(con, &["TOWN.BACKLOG", town, "PUSH", "t1"]);
+    ok::<()>(con, &["TOWN.ACTIVITY", "LOG", town, "a", "busy"]);
+    ok::<()>(con, &["TOWN.STOP", "REQUEST", town, "b"]);
+    ok::<()>(con, &["TOWN.TASK", "SET", town, "t1", "id", "t1"]);
+    ok::<i64>(con, &["TOWN.BACKLOG", "PUSH", town, "t1"]);
     ok::<String>(con, &["XADD", &format!("tt:{{{town}}}:docket:tasks"), "*", "task_id", "t1"]);
     ok::<String>(con, &["XADD", &format!("tt:{{{town}}}:events"), "*", "type", "started"]);
 }
@@ -289,7 +289,7 @@ fn full_reset_deletes_everything_the_town_has() {
     let keys: Vec<String> = ok(&mut con, &["KEYS", &format!("tt:{{{town}}}:*")]);
     assert!(keys.is_empty(), "{keys:?}");
     assert_eq!(ok::<i64>(&mut con, &["TOWN.RESET", &town]), 0);
-    assert_eq!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.AGENT", &neighbour, "LIST"]).len(), 1);
+    assert_eq!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.AGENT", "LIST", &neighbour]).len(), 1);
     assert!(info_field(&mut con, "reset_keys_deleted") >= 11);
 }
 
@@ -300,10 +300,10 @@ fn agents_reset_keeps_tasks_backlog_and_streams() {
     let town = tenant("reset-agents");
     populate(&mut con, &town);
     assert_eq!(ok::<i64>(&mut con, &["TOWN.RESET", &town, "agents"]), 3 + 1 + 2);
-    assert!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.AGENT", &town, "LIST"]).is_empty());
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", &town, "CHECK", "b"]), 0);
-    assert_eq!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.TASK", &town, "LIST"]).len(), 1);
-    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", &town, "LEN"]), 1);
+    assert!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.AGENT", "LIST", &town]).is_empty());
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.STOP", "CHECK", &town, "b"]), 0);
+    assert_eq!(ok::<Vec<Vec<String>>>(&mut con, &["TOWN.TASK", "LIST", &town]).len(), 1);
+    assert_eq!(ok::<i64>(&mut con, &["TOWN.BACKLOG", "LEN", &town]), 1);
     assert_eq!(ok::<i64>(&mut con, &["XLEN", &format!("tt:{{{town}}}:docket:tasks")]), 1);
     // The full reset then takes the rest.
     assert_eq!(ok::<i64>(&mut con, &["TOWN.RESET", &town]), 2 + 1 + 1 + 1);

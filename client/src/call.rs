@@ -3,10 +3,12 @@
 //! the same way, and every reply shape it does not expect becomes
 //! [`Error::UnexpectedReply`] quoting what came back.
 
+use std::any::Any;
 use std::time::{Duration, Instant};
 
 use redis::Value;
 use redis::aio::ConnectionLike;
+use redis::cluster_async::ClusterConnection;
 
 use crate::error::{Error, Result};
 use crate::retry;
@@ -21,6 +23,61 @@ pub(crate) type Record = Vec<(String, Vec<u8>)>;
 pub(crate) struct Call {
     name: &'static str,
     cmd: redis::Cmd,
+}
+
+/// The TOWN commands whose first argument is a subcommand, so the tenant
+/// is the second (`TOWN.AGENT GET <town> ...`).
+const CONTAINERS: [&str; 5] = ["TOWN.AGENT", "TOWN.TASK", "TOWN.BACKLOG", "TOWN.ACTIVITY", "TOWN.STOP"];
+
+/// Where a cluster connection must send `cmd`, when the redis crate would
+/// route it elsewhere: a `TOWN.AGENT`/`TASK`/`BACKLOG`/`ACTIVITY`/`STOP`
+/// subcommand (`TOWN.AGENT GET <town> ...`) goes to the master of its
+/// town's slot. The redis crate routes a command it does not know by its
+/// first argument, here the subcommand's name: the call would land on the
+/// wrong node and be redirected (`MOVED`, and the crate then refreshes its
+/// whole slot map) every time. `None` for every other command (routed as
+/// the redis crate does). For a [`redis::cluster_async::ClusterConnection`]
+/// the client does this itself; a connection type of your own that wraps
+/// one can call it and `route_command` with the answer.
+pub fn cluster_routing(cmd: &redis::Cmd) -> Option<redis::cluster_routing::RoutingInfo> {
+    use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+    let mut args = cmd.args_iter();
+    let name = match args.next()? {
+        redis::Arg::Simple(name) => name,
+        _ => return None,
+    };
+    if !CONTAINERS.iter().any(|container| container.as_bytes().eq_ignore_ascii_case(name)) {
+        return None;
+    }
+    let tenant = match args.nth(1)? {
+        redis::Arg::Simple(tenant) => tenant,
+        _ => return None,
+    };
+    let route = Route::new(key_slot(tenant), SlotAddr::Master);
+    Some(RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)))
+}
+
+/// Redis Cluster's slot of `key`: CRC16 (XMODEM) of its hash tag (the
+/// bytes between the first `{` and the next `}`, when not empty), else of
+/// the whole key, modulo 16384.
+fn key_slot(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = key.get(open + 1..)?;
+            let close = rest.iter().position(|&b| b == b'}')?;
+            rest.get(..close).filter(|tag| !tag.is_empty())
+        })
+        .unwrap_or(key);
+    let mut crc: u16 = 0;
+    for &byte in tagged {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc % 16384
 }
 
 impl Call {
@@ -53,11 +110,42 @@ impl Call {
     /// again with a growing pause until `tryagain_deadline` has passed
     /// since the first send (`crate::retry`).
     pub(crate) async fn send<C: ConnectionLike + Send>(self, conn: &mut C, tryagain_deadline: Duration) -> Result<Reply> {
+        self.send_via(conn, tryagain_deadline, |_| None).await
+    }
+
+    /// [`send`](Self::send), a subcommand (`TOWN.AGENT GET <town> ...`)
+    /// sent over a [`ClusterConnection`] to its town's node
+    /// ([`cluster_routing`]) instead of where the redis crate would route it.
+    pub(crate) async fn send_routed<C: ConnectionLike + Send + 'static>(
+        self,
+        conn: &mut C,
+        tryagain_deadline: Duration,
+    ) -> Result<Reply> {
+        self.send_via(conn, tryagain_deadline, |conn: &mut C| (conn as &mut dyn Any).downcast_mut::<ClusterConnection>())
+            .await
+    }
+
+    /// The send loop; `cluster`: `conn` as a cluster connection, if it is one.
+    async fn send_via<C: ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+        tryagain_deadline: Duration,
+        cluster: impl Fn(&mut C) -> Option<&mut ClusterConnection>,
+    ) -> Result<Reply> {
         let started = Instant::now();
         let mut unblocked = 0;
         let mut refusals = 0;
+        // A subcommand's tenant is not where the redis crate looks for it.
+        let routing = cluster_routing(&self.cmd);
         loop {
-            let result = match conn.req_packed_command(&self.cmd).await {
+            let sent = match routing.clone() {
+                Some(routing) => match cluster(conn) {
+                    Some(cluster) => cluster.route_command(self.cmd.clone(), routing).await,
+                    None => conn.req_packed_command(&self.cmd).await,
+                },
+                None => conn.req_packed_command(&self.cmd).await,
+            };
+            let result = match sent {
                 Ok(Value::ServerError(error)) => Err(Error::from_redis(self.name, error.into())),
                 Ok(value) => Ok(Reply { command: self.name, value }),
                 Err(error) => Err(Error::from_redis(self.name, error)),
@@ -374,5 +462,31 @@ mod tests {
         assert_eq!(reply(Value::Nil).optional_bulk().unwrap(), None);
         assert!(reply(Value::Okay).ok().is_ok());
         assert!(reply(Value::SimpleString("OK".into())).ok().is_ok());
+    }
+}
+
+#[cfg(test)]
+mod routing_tests {
+    use super::{cluster_routing, key_slot};
+
+    #[test]
+    fn slots_are_redis_clusters() {
+        // CLUSTER KEYSLOT answers, from the Redis documentation and server.
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"123456789"), 12739);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
+        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
+    }
+
+    #[test]
+    fn only_subcommands_are_routed_by_their_tenant() {
+        let mut get = redis::cmd("TOWN.AGENT");
+        get.arg("GET").arg("acme").arg("a");
+        let routed = format!("{:?}", cluster_routing(&get));
+        assert!(routed.contains(&format!("{}", key_slot(b"acme"))), "{routed}");
+        let mut send = redis::cmd("TOWN.SEND");
+        send.arg("acme").arg("{}");
+        assert!(cluster_routing(&send).is_none());
     }
 }

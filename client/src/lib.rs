@@ -65,6 +65,8 @@ pub use durable::{Durable, Shortfall};
 pub use error::{Error, Result};
 #[cfg(feature = "net")]
 pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
+#[cfg(feature = "net")]
+pub use call::cluster_routing;
 
 /// The `redis` crate this client is built on, so connections match its version.
 ///

@@ -352,19 +352,19 @@ fn seed_town(con: &mut redis::Connection, town: &str) -> (String, Vec<String>) {
 
 /// What dreamtown holds for a migrated `seed_town`, checked through the module.
 fn check_town<C: redis::ConnectionLike>(con: &mut C, town: &str, agent: &str, messages: &[String]) {
-    let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", town, "LIST"]).query(con).unwrap();
+    let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", "LIST", town]).query(con).unwrap();
     assert_eq!(agents.len(), 2, "TOWN.AGENT LIST finds both agents");
-    let backend: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "BYNAME", "backend"]).query(con).unwrap();
+    let backend: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "BYNAME", town, "backend"]).query(con).unwrap();
     assert_eq!(backend.get("id").map(String::as_str), Some(agent));
     assert_eq!(backend.get("spawn_mode").map(String::as_str), Some("fresh"));
-    let tasks: Vec<BTreeMap<String, String>> = cmd(&["TOWN.TASK", town, "LIST"]).query(con).unwrap();
+    let tasks: Vec<BTreeMap<String, String>> = cmd(&["TOWN.TASK", "LIST", town]).query(con).unwrap();
     assert_eq!(tasks.len(), 1, "TOWN.TASK LIST finds the task");
     assert_eq!(tasks[0].get("tags").map(String::as_str), Some("[\"parser\"]"));
     let received: Vec<String> = cmd(&["TOWN.RECV", town, agent, "COUNT", "10"]).query(con).unwrap();
     assert_eq!(received, messages, "urgent first, then the inbox in its order");
     let ttl: i64 = cmd(&["PTTL", &format!("tt:{{{town}}}:activity:{agent}")]).query(con).unwrap();
     assert!(ttl > 3_000_000 && ttl <= 3_600_000, "the activity log keeps its TTL ({ttl})");
-    let backlog: Vec<String> = cmd(&["TOWN.BACKLOG", town, "LIST"]).query(con).unwrap();
+    let backlog: Vec<String> = cmd(&["TOWN.BACKLOG", "LIST", town]).query(con).unwrap();
     assert_eq!(backlog.len(), 1);
     let docket = format!("tt:{{{town}}}:docket:tasks");
     let pending: (i64, Option<String>, Option<String>, redis::Value) = cmd(&["XPENDING", &docket, "workers"]).query(con).unwrap();
@@ -587,7 +587,7 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     assert!(fire_ids.contains(pending), "the region's pending fire is one of the seed's");
     let inbox = list(&mut con, &format!("tt:{{{town}}}:inbox:{agent}"));
     assert_eq!(inbox, messages, "every message exactly once, in the order sent");
-    let record: BTreeMap<String, String> = cmd(&["TOWN.AGENT", town, "GET", &agent]).query(&mut con).unwrap();
+    let record: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "GET", town, &agent]).query(&mut con).unwrap();
     assert_eq!(record.get("last_heartbeat"), Some(&format!("beat-{}", messages.len() - 1)), "the latest heartbeat wins");
     assert_eq!(record.get("name").map(String::as_str), Some("backend"), "a heartbeat-only batch keeps the record");
     let rounds = messages.len() - 80;
@@ -917,7 +917,7 @@ async fn agent_counters_add_exactly() {
     let mut con = server.connect();
     let agent = "00000000-0000-0000-0000-00000000000a";
     let target = format!("tt:{{exact}}:agent:{agent}");
-    let _: () = cmd(&["TOWN.AGENT", "exact", "SET", agent, "id", agent, "name", "backend", "rounds_completed", "9007199254740993", "tasks_completed", "4611686018427387904"])
+    let _: () = cmd(&["TOWN.AGENT", "SET", "exact", agent, "id", agent, "name", "backend", "rounds_completed", "9007199254740993", "tasks_completed", "4611686018427387904"])
         .query(&mut con)
         .unwrap();
     let source = format!("tt:exact:agent:{agent}");
@@ -929,7 +929,7 @@ async fn agent_counters_add_exactly() {
     assert_eq!(merged["rounds_completed"], "9007199254740995", "2^53 + 1 + 2, exactly");
     assert_eq!(merged["tasks_completed"], "9223372036854775807", "2^62 + 2^62 - 1: i64's largest, exactly");
     assert_eq!(merged["name"], "backend", "the rest of the record is kept");
-    let rounds: i64 = cmd(&["TOWN.AGENT", "exact", "INCR", agent, "ROUNDS"]).query(&mut con).unwrap();
+    let rounds: i64 = cmd(&["TOWN.AGENT", "INCR", "exact", agent, "ROUNDS"]).query(&mut con).unwrap();
     assert_eq!(rounds, 9_007_199_254_740_996, "dreamtown counts on from the exact sum");
 
     // One more task would pass i64: refused before anything is written.
@@ -972,11 +972,11 @@ async fn town_names_with_colons_move_only_when_unambiguous() {
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &[]).await;
     assert!(reports.iter().all(TenantReport::ok), "{reports:?}");
     assert!(keys(&mut con, "tt:team:*").is_empty(), "everything moved");
-    let found: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "team:alpha", "BYNAME", "ops:backend"]).query(&mut con).unwrap();
+    let found: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "BYNAME", "team:alpha", "ops:backend"]).query(&mut con).unwrap();
     assert_eq!(found.get("id"), Some(&alpha));
     let received: Vec<String> = cmd(&["TOWN.RECV", "team:alpha", &alpha, "COUNT", "10"]).query(&mut con).unwrap();
     assert_eq!(received, vec![message]);
-    let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", "team:beta", "LIST"]).query(&mut con).unwrap();
+    let agents: Vec<BTreeMap<String, String>> = cmd(&["TOWN.AGENT", "LIST", "team:beta"]).query(&mut con).unwrap();
     assert_eq!(agents.len(), 1);
 
     seed_town(&mut con, "amb");

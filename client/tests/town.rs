@@ -62,7 +62,7 @@ async fn resp3(server: &Server) -> redis::aio::MultiplexedConnection {
 }
 
 /// Messages, records, docket and events over any connection.
-async fn round_trip<C: ConnectionLike + Clone + Send + Sync>(conn: C) {
+async fn round_trip<C: ConnectionLike + Clone + Send + Sync + 'static>(conn: C) {
     let town = tenant("roundtrip");
     let channel = Channel::new(conn, town.clone());
     assert_eq!(channel.town_name(), town);
@@ -335,18 +335,18 @@ async fn records_that_do_not_parse_are_typed_errors_or_left_alone() {
     let t = town.as_bytes();
     let good = Agent::new("good", "claude", AgentType::Worker);
     channel.set_agent_state(&good).await.unwrap();
-    raw::<()>(&server, &[b"TOWN.AGENT", t, b"SET", b"hand-made", b"name", b"odd"]);
+    raw::<()>(&server, &[b"TOWN.AGENT", b"SET", t, b"hand-made", b"name", b"odd"]);
     let error = channel.get_agent_by_name("odd").await.unwrap_err();
     assert!(matches!(error, Error::InvalidRecord { what: "agent", .. }), "{error}");
     assert!(error.to_string().contains("name=\"odd\""), "it quotes the record: {error}");
     assert_eq!(channel.list_agents().await.unwrap(), vec![good.clone()], "listed like tinytown: the odd one left out");
-    raw::<()>(&server, &[b"TOWN.AGENT", t, b"SET", good.id.to_string().as_bytes(), b"id", b"not-a-uuid"]);
+    raw::<()>(&server, &[b"TOWN.AGENT", b"SET", t, good.id.to_string().as_bytes(), b"id", b"not-a-uuid"]);
     assert!(matches!(channel.get_agent_state(good.id).await, Err(Error::InvalidRecord { .. })));
-    raw::<()>(&server, &[b"TOWN.TASK", t, b"SET", b"t-42", b"id", b"t-42"]);
+    raw::<()>(&server, &[b"TOWN.TASK", b"SET", t, b"t-42", b"id", b"t-42"]);
     assert!(channel.list_tasks().await.unwrap().is_empty());
 
     let kept = TaskId::new();
-    raw::<i64>(&server, &[b"TOWN.BACKLOG", t, b"PUSH", b"t-42"]);
+    raw::<i64>(&server, &[b"TOWN.BACKLOG", b"PUSH", t, b"t-42"]);
     channel.backlog_push(kept).await.unwrap();
     assert_eq!(channel.backlog_list().await.unwrap(), vec![kept]);
     assert_eq!(channel.backlog_len().await.unwrap(), 2);

@@ -4,7 +4,7 @@
 pub mod dreams;
 pub mod town;
 
-use crate::module::command::CommandSpec;
+use crate::module::command::{CommandSpec, ContainerSpec};
 use crate::module::leases::LeaseFamily;
 
 /// The tenant families whose in-flight work can be leased.
@@ -12,7 +12,7 @@ pub fn lease_families() -> Vec<&'static LeaseFamily> {
     vec![&dreams::expiry::FAMILY, &town::expiry::FAMILY]
 }
 
-/// Every command the module registers.
+/// Every command without subcommands the module registers.
 pub fn all() -> Vec<&'static CommandSpec> {
     vec![
         &dreams::fire::SPEC,
@@ -35,12 +35,19 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &town::peek::SPEC,
         &town::reclaim::SPEC,
         &town::broadcast::SPEC,
-        &town::stop::SPEC,
+        &town::reset::SPEC,
+        &town::stats::SPEC,
+    ]
+}
+
+/// Every command with subcommands (`TOWN.AGENT GET <town> <agent>`) the
+/// module registers.
+pub fn containers() -> Vec<&'static ContainerSpec> {
+    vec![
         &town::agent::SPEC,
         &town::task::SPEC,
         &town::activity::SPEC,
         &town::backlog::SPEC,
-        &town::reset::SPEC,
-        &town::stats::SPEC,
+        &town::stop::SPEC,
     ]
 }

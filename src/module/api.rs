@@ -102,6 +102,7 @@ required!(
     RedisModule_GetSelectedDb,
     RedisModule_SelectDb,
     RedisModule_CreateCommand,
+    RedisModule_CreateSubcommand,
     RedisModule_GetCommand,
     RedisModule_SetCommandInfo,
     RedisModule_ReplyWithError,

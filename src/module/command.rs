@@ -2,9 +2,25 @@
 //!
 //! Each command is registered with first/last/step 0 and then described
 //! through `RedisModule_SetCommandInfo`: arity, summary, complexity, the
-//! argument tree (for `COMMAND DOCS`) and one key spec that marks the first
-//! argument, the tenant, `NOT_KEY`. Redis then routes the command by tenant
-//! in a cluster while the module checks ACL on the real keys it opens.
+//! argument tree (for `COMMAND DOCS`) and one key spec that marks the
+//! tenant (the first argument after the command's name) `NOT_KEY`. Redis
+//! then routes the command by tenant in a cluster while the module checks
+//! ACL on the real keys it opens.
+//!
+//! A command with subcommands (`TOWN.AGENT GET <town> <agent>`) is a
+//! container ([`ContainerSpec`]) registered as Redis registers `XINFO`:
+//! the container has no handler and each subcommand is a command of its
+//! own (`RedisModule_CreateSubcommand`) with its own flags, key spec (the
+//! tenant after the subcommand's name), ACL categories and docs, so Redis
+//! itself decides `OOM` (`deny-oom`) and `READONLY` on a replica for each
+//! subcommand, as for its native analogue, and `+TOWN.AGENT|GET` is an ACL
+//! rule. Every container also gets `HELP`, answered as `XINFO HELP` is.
+//!
+//! Redis (7.0 and newer) and Valkey copy every string and array of the
+//! metadata they are given (`RM_CreateCommand`, `RM_SetCommandInfo`,
+//! `moduleCopyCommandArgs`, `RM_SetCommandACLCategories`), so it is built
+//! in an [`Arena`] freed once the command is registered: a `MODULE UNLOAD`
+//! followed by `MODULE LOAD` leaves none of it behind.
 //!
 //! Every call runs under `catch_unwind`: a bug becomes an error reply
 //! instead of a panic unwinding into redis-server and aborting it.
@@ -124,24 +140,37 @@ impl Arg {
     }
 }
 
-/// Everything Redis needs to know about one command.
+/// Everything Redis needs to know about one command (or one subcommand
+/// of a [`ContainerSpec`]).
 pub struct CommandSpec {
-    /// Command name (`DREAMS.FIRE`).
+    /// Command name (`DREAMS.FIRE`), or a subcommand's (`GET`).
     pub name: &'static str,
-    /// The C entry point (see [`entry_point!`]).
+    /// The C entry point (see [`entry_point!`], [`subcommand_entry_point!`]).
     pub entry: RawCommand,
     /// Redis command flags (`write deny-oom fast` ...).
     pub flags: &'static str,
     /// How the tenant's keys are used.
     pub tenant: TenantUse,
-    /// Arity as Redis counts it (negative: at least).
+    /// Arity as Redis counts it, with the name (and, for a subcommand,
+    /// its container's name); negative: at least.
     pub arity: i32,
     /// One-line summary.
     pub summary: &'static str,
     /// Time complexity.
     pub complexity: &'static str,
-    /// Arguments after the name.
+    /// Arguments after the name (a subcommand's: after its own name).
     pub args: &'static [Arg],
+}
+
+/// A command whose first argument names a subcommand
+/// (`TOWN.AGENT GET <town> <agent>`), each a [`CommandSpec`] of its own.
+pub struct ContainerSpec {
+    /// Command name (`TOWN.AGENT`).
+    pub name: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// The subcommands (`HELP` is added).
+    pub subcommands: &'static [CommandSpec],
 }
 
 /// Wrap a [`Handler`] as a C entry point.
@@ -159,21 +188,43 @@ macro_rules! entry_point {
 }
 pub(crate) use entry_point;
 
+/// Wrap `$run(session, $word, args)` as the C entry point of subcommand
+/// `$word` (upper case, as the spec names it): the arguments it gets start
+/// after the subcommand's name, at the tenant.
+macro_rules! subcommand_entry_point {
+    ($run:path, $word:literal) => {{
+        unsafe extern "C" fn __dreamtown_subcommand_entry(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            $crate::module::command::dispatch_subcommand(ctx, argv, argc, |session, args| $run(session, $word, args))
+        }
+        __dreamtown_subcommand_entry as $crate::module::command::RawCommand
+    }};
+}
+pub(crate) use subcommand_entry_point;
+
 const BUG: &str = "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
 
-/// Run `run` with the arguments after the command name, as bytes: up to
+/// Run `run` with the arguments after the first `SKIP` (the command's
+/// name, and a subcommand's), as bytes: up to
 /// 16 in a stack array (every call reads its arguments; most have a few,
 /// the longest hot form, RECORD with every option, 16). The array is
 /// filled whole before use, so its size is paid on every call: 32 slots
 /// cost FIRE about 100 instructions more than 16.
-fn with_arguments<R>(argv: *mut *mut raw::RedisModuleString, argc: c_int, run: impl FnOnce(&[&[u8]]) -> R) -> R {
+fn with_arguments<const SKIP: usize, R>(
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    run: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
     const INLINE: usize = 16;
     let count = usize::try_from(argc).unwrap_or(0);
     if argv.is_null() || count == 0 {
         return run(&[]);
     }
     let all = unsafe { std::slice::from_raw_parts(argv, count) };
-    let after_name = all.get(1..).unwrap_or_default();
+    let after_name = all.get(SKIP..).unwrap_or_default();
     if after_name.len() <= INLINE {
         let mut inline: [&[u8]; INLINE] = [&[]; INLINE];
         for (slot, arg) in inline.iter_mut().zip(after_name) {
@@ -193,20 +244,32 @@ pub fn dispatch(
     argc: c_int,
     handler: Handler,
 ) -> c_int {
-    guarded(ctx, argv, argc, |session, args| Some(handler(session, args)))
+    guarded::<1>(ctx, argv, argc, |session, args| Some(handler(session, args)))
 }
 
-/// Run `run` under `catch_unwind` and send what it answers. In a cluster,
-/// a call whose tenant's slot this node may not touch now answers
-/// `-TRYAGAIN` without running (`migration_guard`).
-fn guarded(
+/// Run the subcommand `run` for one call (its arguments start at the
+/// tenant, after the subcommand's name) and send its reply.
+pub fn dispatch_subcommand(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    run: impl FnOnce(&Session, &[&[u8]]) -> CommandResult,
+) -> c_int {
+    guarded::<2>(ctx, argv, argc, |session, args| Some(run(session, args)))
+}
+
+/// Run `run` under `catch_unwind` with the arguments after the first
+/// `SKIP` (the name; a subcommand's name too), the tenant first, and send
+/// what it answers. In a cluster, a call whose tenant's slot this node may
+/// not touch now answers `-TRYAGAIN` without running (`migration_guard`).
+fn guarded<const SKIP: usize>(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     run: impl FnOnce(&Session, &[&[u8]]) -> Option<CommandResult>,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        with_arguments(argv, argc, |args| {
+        with_arguments::<SKIP, _>(argv, argc, |args| {
             // In a cluster, refuse before anything is opened while the
             // tenant's slot is moving (see migration_guard).
             // The context flags, read once for the guard and the session
@@ -217,7 +280,10 @@ fn guarded(
                 reply::send(ctx, &Err(error));
                 return true;
             }
-            let session = Session::with_flags(ctx, flags).with_argv(argv, usize::try_from(argc).unwrap_or(0));
+            // The session's arguments, as the handler's, start after the
+            // subcommand's name: its argv begins one before them.
+            let (argv, argc) = skip_subcommand::<SKIP>(argv, argc);
+            let session = Session::with_flags(ctx, flags).with_argv(argv, argc);
             let result = run(&session, args);
             if let Some(result) = &result {
                 reply::send(ctx, result);
@@ -235,13 +301,28 @@ fn guarded(
     }
 }
 
+/// `argv`/`argc` without the subcommand's name when `SKIP` is 2 (the
+/// command's name stays first, as a session expects).
+fn skip_subcommand<const SKIP: usize>(
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> (*mut *mut raw::RedisModuleString, usize) {
+    let count = usize::try_from(argc).unwrap_or(0);
+    let extra = SKIP.saturating_sub(1);
+    if argv.is_null() || count <= extra {
+        return (argv, count);
+    }
+    // In bounds: argv holds `count` > `extra` pointers.
+    (unsafe { argv.add(extra) }, count - extra)
+}
+
 /// Register `spec` with the server; `module_category`: the server has the
 /// module's own ACL category (`acl_category::add`), which every command joins.
 pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_category: bool) -> Result<(), String> {
-    let name = leak(spec.name);
-    let flags = leak(spec.flags);
-    let created =
-        unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry), flags, 0, 0, 0) };
+    let mut arena = Arena::default();
+    let name = arena.text(spec.name);
+    let flags = arena.text(spec.flags);
+    let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry), flags, 0, 0, 0) };
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not create command {}", spec.name));
     }
@@ -249,26 +330,183 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
     if command.is_null() {
         return Err(format!("could not find command {}", spec.name));
     }
-    let info = Box::leak(Box::new(command_info(spec)));
-    if unsafe { api!(RedisModule_SetCommandInfo)(command, info) } != raw::REDISMODULE_OK as c_int {
+    describe(&mut arena, command, spec, spec.name, 1, module_category)
+}
+
+/// Register the container `spec`, its subcommands and its `HELP`.
+pub fn register_container(
+    ctx: *mut raw::RedisModuleCtx,
+    spec: &ContainerSpec,
+    module_category: bool,
+) -> Result<(), String> {
+    let mut arena = Arena::default();
+    // Lower case, as Redis names its own containers and subcommands:
+    // clients match `COMMAND`'s subcommand names (`town.agent|get`) in
+    // lower case (redis-py's cluster routing does).
+    let name = arena.text(&spec.name.to_ascii_lowercase());
+    // No handler: a pure container, as Redis requires of a parent. Redis
+    // answers a bare `TOWN.AGENT` (arity) and an unknown subcommand ("unknown
+    // subcommand '...'. Try TOWN.AGENT HELP.") itself.
+    let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, None, arena.text(""), 0, 0, 0) };
+    if created != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not create command {}", spec.name));
+    }
+    let parent = unsafe { api!(RedisModule_GetCommand)(ctx, name) };
+    if parent.is_null() {
+        return Err(format!("could not find command {}", spec.name));
+    }
+    let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
+    info.version = &INFO_VERSION;
+    info.summary = arena.text(spec.summary);
+    info.complexity = arena.text("Depends on subcommand.");
+    info.since = arena.text(env!("CARGO_PKG_VERSION"));
+    info.arity = -2;
+    if unsafe { api!(RedisModule_SetCommandInfo)(parent, &info) } != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not describe command {}", spec.name));
+    }
+    // The container's own categories: only `@dreamtown` (granting a
+    // container grants its subcommands; `@read`/`@write` are the
+    // subcommands' own, so `+@read` grants `TOWN.AGENT|GET` alone).
+    if module_category {
+        set_categories(&mut arena, parent, super::acl_category::NAME, spec.name)?;
+    }
+    let create = api!(RedisModule_CreateSubcommand);
+    // Each subcommand's tenant follows its name (argv[2]); HELP has none.
+    let subcommands = spec.subcommands.iter().map(|sub| (sub, 2)).chain([(&HELP, 0)]);
+    for (sub, tenant_at) in subcommands {
+        let full = format!("{}|{}", spec.name, sub.name).to_ascii_lowercase();
+        let sub_name = arena.text(&sub.name.to_ascii_lowercase());
+        let created = unsafe { create(parent, sub_name, Some(sub.entry), arena.text(sub.flags), 0, 0, 0) };
+        if created != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not create subcommand {full}"));
+        }
+        let command = unsafe { api!(RedisModule_GetCommand)(ctx, arena.text(&full)) };
+        if command.is_null() {
+            return Err(format!("could not find subcommand {full}"));
+        }
+        describe(&mut arena, command, sub, &full, tenant_at, module_category)?;
+    }
+    Ok(())
+}
+
+/// Set `command`'s info and ACL categories from `spec`; `tenant_at`: the
+/// tenant's position in argv (0: no tenant, no key spec).
+fn describe(
+    arena: &mut Arena,
+    command: *mut raw::RedisModuleCommand,
+    spec: &CommandSpec,
+    full_name: &str,
+    tenant_at: c_int,
+    module_category: bool,
+) -> Result<(), String> {
+    let info = command_info(arena, spec, tenant_at);
+    if unsafe { api!(RedisModule_SetCommandInfo)(command, &info) } != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not describe command {full_name}"));
     }
     // Redis 7.0 puts module commands in no ACL category (so `+@write` does
     // not grant them) and has no API to change that; 7.2 and newer do, so
     // there the categories follow the flags as they do for core commands,
     // plus `@dreamtown` where the server let the module add it (7.4, Valkey 8).
-    if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
-        let mut categories = acl_categories(spec.flags);
-        if module_category {
-            categories.push(' ');
-            categories.push_str(super::acl_category::NAME);
-        }
-        let categories = leak(&categories);
-        if unsafe { set_categories(command, categories) } != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not set the ACL categories of command {}", spec.name));
-        }
+    let mut categories = acl_categories(spec.flags);
+    if module_category {
+        categories.push(' ');
+        categories.push_str(super::acl_category::NAME);
+    }
+    set_categories(arena, command, &categories, full_name)
+}
+
+/// `RedisModule_SetCommandACLCategories`, where the server has it.
+fn set_categories(
+    arena: &mut Arena,
+    command: *mut raw::RedisModuleCommand,
+    categories: &str,
+    full_name: &str,
+) -> Result<(), String> {
+    let Some(set) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else {
+        return Ok(());
+    };
+    if unsafe { set(command, arena.text(categories)) } != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not set the ACL categories of command {full_name}"));
     }
     Ok(())
+}
+
+/// Every container's `HELP`, as Redis's `XINFO HELP` (`loading stale`, no
+/// key, `@slow`).
+const HELP: CommandSpec = CommandSpec {
+    name: "HELP",
+    entry: help_entry,
+    flags: "allow-loading allow-stale",
+    tenant: TenantUse::Read,
+    arity: 2,
+    summary: "Show helpful text about the different subcommands",
+    complexity: "O(1)",
+    args: &[],
+};
+
+/// `<CONTAINER> HELP`: the container's subcommands with their arguments
+/// and summaries, one status line each, as Redis's own `HELP` subcommands
+/// answer.
+unsafe extern "C" fn help_entry(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let lines = catch_unwind(AssertUnwindSafe(|| {
+        let count = usize::try_from(argc).unwrap_or(0);
+        if argv.is_null() || count == 0 {
+            return None;
+        }
+        let all = unsafe { std::slice::from_raw_parts(argv, count) };
+        let name = bytes_of(*all.first()?);
+        let container = crate::commands::containers()
+            .into_iter()
+            .find(|container| container.name.as_bytes().eq_ignore_ascii_case(name))?;
+        Some(help_lines(container))
+    }));
+    match lines {
+        Ok(Some(lines)) => {
+            unsafe { api!(RedisModule_ReplyWithArray)(ctx, lines.len() as std::os::raw::c_long) };
+            for line in &lines {
+                unsafe { api!(RedisModule_ReplyWithSimpleString)(ctx, line.as_ptr()) };
+            }
+        }
+        _ => reply::send_error(ctx, BUG),
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The lines of `container`'s `HELP`, as `XINFO HELP` words them.
+pub fn help_lines(container: &ContainerSpec) -> Vec<CString> {
+    let mut lines = vec![format!(
+        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        container.name
+    )];
+    for sub in container.subcommands {
+        let usage: Vec<String> = sub.args.iter().map(usage).collect();
+        lines.push(format!("{} {}", sub.name, usage.join(" ")).trim_end().to_owned());
+        lines.push(format!("    {}.", sub.summary.trim_end_matches('.')));
+    }
+    lines.push("HELP".to_owned());
+    lines.push("    Print this help.".to_owned());
+    lines.into_iter().map(|line| clean(&line)).collect()
+}
+
+/// One argument as a usage line shows it: `<name>`, `TOKEN <name>`,
+/// `[optional]`, `a|b`, `x [x ...]`.
+fn usage(arg: &Arg) -> String {
+    let body = match arg.kind {
+        ArgKind::Token => arg.token.unwrap_or(arg.name).to_owned(),
+        ArgKind::OneOf(choices) => choices.iter().map(usage).collect::<Vec<_>>().join("|"),
+        ArgKind::Block(parts) => parts.iter().map(usage).collect::<Vec<_>>().join(" "),
+        _ => format!("<{}>", arg.name),
+    };
+    let body = match (arg.kind, arg.token) {
+        (ArgKind::Token, _) | (_, None) => body,
+        (_, Some(token)) => format!("{token} {body}"),
+    };
+    let body = if arg.multiple { format!("{body} [{body} ...]") } else { body };
+    if arg.optional { format!("[{body}]") } else { body }
 }
 
 /// The ACL categories Redis derives from a core command's flags.
@@ -294,14 +532,36 @@ fn acl_categories(flags: &str) -> String {
     categories.join(" ")
 }
 
-/// A C string that lives as long as the server (command metadata must).
-fn leak(text: &str) -> *const c_char {
+/// `text` as a C string, any NUL dropped.
+fn clean(text: &str) -> CString {
     let clean: String = text.chars().filter(|c| *c != '\0').collect();
-    CString::new(clean).unwrap_or_default().into_raw()
+    CString::new(clean).unwrap_or_default()
 }
 
-fn leak_opt(text: Option<&str>) -> *const c_char {
-    text.map_or(ptr::null(), leak)
+/// The strings and arrays of one registration: the server copies what it
+/// keeps (see the module doc), so all of it is dropped once the command
+/// is registered. A `CString`'s and a `Vec`'s heap buffer does not move
+/// when the arena's own vectors grow, so the pointers handed out stay
+/// valid as long as the arena.
+#[derive(Default)]
+struct Arena {
+    texts: Vec<CString>,
+    args: Vec<Vec<raw::RedisModuleCommandArg>>,
+    key_specs: Vec<Vec<raw::RedisModuleCommandKeySpec>>,
+}
+
+impl Arena {
+    /// `text` as a C string that lives as long as the arena.
+    fn text(&mut self, text: &str) -> *const c_char {
+        let text = clean(text);
+        let pointer = text.as_ptr();
+        self.texts.push(text);
+        pointer
+    }
+
+    fn text_opt(&mut self, text: Option<&str>) -> *const c_char {
+        text.map_or(ptr::null(), |text| self.text(text))
+    }
 }
 
 static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
@@ -311,43 +571,56 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
     sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
 };
 
-fn command_info(spec: &CommandSpec) -> raw::RedisModuleCommandInfo {
+/// `spec`'s info, its strings and arrays in `arena`; `tenant_at`: the
+/// tenant's position in argv (1 for a command, 2 for a subcommand; 0: no
+/// tenant, no key spec).
+fn command_info(arena: &mut Arena, spec: &CommandSpec, tenant_at: c_int) -> raw::RedisModuleCommandInfo {
     let access = match spec.tenant {
         TenantUse::Read => raw::REDISMODULE_CMD_KEY_RO,
         TenantUse::Write => raw::REDISMODULE_CMD_KEY_RW,
     };
-    // One spec for the tenant and the zeroed terminator.
-    let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = vec![unsafe { std::mem::zeroed() }; 2];
-    if let Some(tenant) = key_specs.first_mut() {
-        tenant.notes = leak("the tenant: keys are derived from it with it as hash tag");
-        tenant.flags = u64::from(raw::REDISMODULE_CMD_KEY_NOT_KEY | access);
-        tenant.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-        tenant.bs.index.pos = 1;
-        tenant.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-        tenant.fk.range.lastkey = 0;
-        tenant.fk.range.keystep = 1;
-        tenant.fk.range.limit = 0;
-    }
+    let key_specs = if tenant_at > 0 {
+        // One spec for the tenant and the zeroed terminator.
+        let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = vec![unsafe { std::mem::zeroed() }; 2];
+        let notes = arena.text("the tenant: keys are derived from it with it as hash tag");
+        if let Some(tenant) = key_specs.first_mut() {
+            tenant.notes = notes;
+            tenant.flags = u64::from(raw::REDISMODULE_CMD_KEY_NOT_KEY | access);
+            tenant.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+            tenant.bs.index.pos = tenant_at;
+            tenant.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            tenant.fk.range.lastkey = 0;
+            tenant.fk.range.keystep = 1;
+            tenant.fk.range.limit = 0;
+        }
+        let pointer = key_specs.as_mut_ptr();
+        arena.key_specs.push(key_specs);
+        pointer
+    } else {
+        ptr::null_mut()
+    };
     raw::RedisModuleCommandInfo {
         version: &INFO_VERSION,
-        summary: leak(spec.summary),
-        complexity: leak(spec.complexity),
-        since: leak(env!("CARGO_PKG_VERSION")),
+        summary: arena.text(spec.summary),
+        complexity: arena.text(spec.complexity),
+        since: arena.text(env!("CARGO_PKG_VERSION")),
         history: ptr::null_mut(),
         tips: ptr::null(),
         arity: spec.arity,
-        key_specs: key_specs.leak().as_mut_ptr(),
-        args: arg_tree(spec.args),
+        key_specs,
+        args: if spec.args.is_empty() { ptr::null_mut() } else { arg_tree(arena, spec.args) },
     }
 }
 
-fn arg_tree(args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
-    let mut tree: Vec<raw::RedisModuleCommandArg> = args.iter().map(arg_node).collect();
+fn arg_tree(arena: &mut Arena, args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
+    let mut tree: Vec<raw::RedisModuleCommandArg> = args.iter().map(|arg| arg_node(arena, arg)).collect();
     tree.push(unsafe { std::mem::zeroed() });
-    tree.leak().as_mut_ptr()
+    let pointer = tree.as_mut_ptr();
+    arena.args.push(tree);
+    pointer
 }
 
-fn arg_node(arg: &Arg) -> raw::RedisModuleCommandArg {
+fn arg_node(arena: &mut Arena, arg: &Arg) -> raw::RedisModuleCommandArg {
     use raw::RedisModuleCommandArgType as T;
     let (type_, key_spec_index, subargs): (T, c_int, *mut raw::RedisModuleCommandArg) = match arg.kind {
         ArgKind::Tenant => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY, 0, ptr::null_mut()),
@@ -355,8 +628,8 @@ fn arg_node(arg: &Arg) -> raw::RedisModuleCommandArg {
         ArgKind::Integer => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER, -1, ptr::null_mut()),
         ArgKind::Double => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE, -1, ptr::null_mut()),
         ArgKind::Token => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN, -1, ptr::null_mut()),
-        ArgKind::OneOf(sub) => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF, -1, arg_tree(sub)),
-        ArgKind::Block(sub) => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK, -1, arg_tree(sub)),
+        ArgKind::OneOf(sub) => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF, -1, arg_tree(arena, sub)),
+        ArgKind::Block(sub) => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK, -1, arg_tree(arena, sub)),
     };
     let mut flags = raw::REDISMODULE_CMD_ARG_NONE;
     if arg.optional {
@@ -366,10 +639,10 @@ fn arg_node(arg: &Arg) -> raw::RedisModuleCommandArg {
         flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE;
     }
     let mut node: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
-    node.name = leak(arg.name);
+    node.name = arena.text(arg.name);
     node.type_ = type_;
     node.key_spec_index = key_spec_index;
-    node.token = leak_opt(arg.token);
+    node.token = arena.text_opt(arg.token);
     node.flags = flags as c_int;
     node.subargs = subargs;
     node
@@ -377,7 +650,20 @@ fn arg_node(arg: &Arg) -> raw::RedisModuleCommandArg {
 
 #[cfg(test)]
 mod tests {
-    use super::acl_categories;
+    use super::{acl_categories, usage, Arg, ArgKind};
+
+    #[test]
+    fn usage_lines_read_as_rediss_help() {
+        let ttl = Arg::new("seconds", ArgKind::Integer).token("TTL").optional();
+        assert_eq!(usage(&ttl), "[TTL <seconds>]");
+        const PAIR: &[Arg] = &[Arg::new("field", ArgKind::String), Arg::new("value", ArgKind::String)];
+        const COUNTERS: &[Arg] = &[Arg::keyword("ROUNDS"), Arg::keyword("TASKS")];
+        let pairs = Arg::new("data", ArgKind::Block(PAIR)).multiple();
+        assert_eq!(usage(&pairs), "<field> <value> [<field> <value> ...]");
+        let counter = Arg::new("counter", ArgKind::OneOf(COUNTERS));
+        assert_eq!(usage(&counter), "ROUNDS|TASKS");
+        assert_eq!(usage(&Arg::tenant("town")), "<town>");
+    }
 
     #[test]
     fn categories_follow_the_flags_as_for_core_commands() {

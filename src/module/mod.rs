@@ -87,6 +87,12 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    for spec in crate::commands::containers() {
+        if let Err(error) = command::register_container(ctx.ctx, spec, module_category) {
+            ctx.log_warning(&format!("dreamtown: {error}"));
+            return Status::Err;
+        }
+    }
     if let Err(error) = leases::start(ctx.ctx, crate::commands::lease_families()) {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;

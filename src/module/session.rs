@@ -180,20 +180,6 @@ impl Session {
         )
     }
 
-    /// Refuse with Redis's `OOM` error while the server is over `maxmemory`.
-    /// For the parts of a command that add data when the command as a whole
-    /// cannot be flagged `deny-oom` (it also reads or deletes, which must
-    /// keep working when memory is short).
-    pub fn deny_oom(&self) -> Result<(), CommandError> {
-        if self.flags() & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
-            return Err(CommandError::coded(
-                "OOM",
-                "command not allowed when used memory > 'maxmemory'.",
-            ));
-        }
-        Ok(())
-    }
-
     /// Is the server running as a cluster node?
     pub fn in_cluster(&self) -> bool {
         self.start_flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0

@@ -93,7 +93,7 @@ impl MailboxLengths {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// The channel of town `town_name` over `conn`. Nothing is sent until
     /// the first call; a town name the server refuses (empty, or containing
     /// `{` or `}`) makes every call fail with [`Error::Server`].
@@ -181,10 +181,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         Call::new(name).arg(&self.town)
     }
 
+    /// Subcommand `action` of `name` for this channel's town:
+    /// `TOWN.AGENT GET <town> ...` (Redis dispatches a subcommand by the
+    /// word after the command's name, so the town comes after it).
+    pub(super) fn subcommand(&self, name: &'static str, action: &'static str) -> Call {
+        Call::new(name).arg(action).arg(&self.town)
+    }
+
     /// Send `call` over a clone of the connection.
     pub(super) async fn run(&self, call: Call) -> Result<Reply> {
         let mut conn = self.conn.clone();
-        call.send(&mut conn, self.tryagain_deadline).await
+        call.send_routed(&mut conn, self.tryagain_deadline).await
     }
 
     /// Send `call` and expect `OK`.

@@ -21,7 +21,7 @@ use crate::error::Result;
 /// ```
 pub const DOCKET_GROUP: &str = "workers";
 
-impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// Create the docket stream and its `workers` group if missing, reading
     /// only entries added from now on (`XGROUP CREATE <key> workers $ MKSTREAM`);
     /// a group that already exists (`BUSYGROUP`) is fine.

@@ -278,7 +278,7 @@ pub struct EventStream<C = redis::aio::MultiplexedConnection> {
     channel: Channel<C>,
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> EventStream<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> EventStream<C> {
     /// The event stream of town `town_name` over `conn`.
     ///
     /// ```no_run
@@ -371,7 +371,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> EventStream<C> {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// The town's event stream, over this channel's connection.
     ///
     /// ```no_run

@@ -12,10 +12,10 @@ use super::task::Task;
 use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
 
-impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// Ask `agent_id` to stop: a flag it checks each round, expiring after
     /// an hour so a request to an agent that already died cleans itself up
-    /// (`TOWN.STOP ... REQUEST`).
+    /// (`TOWN.STOP REQUEST ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -30,7 +30,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
 
     /// As [`request_stop`](Self::request_stop), with the flag expiring after
     /// `ttl` (whole seconds, rounded up; at least 1) instead of an hour
-    /// (`TOWN.STOP ... REQUEST <agent> TTL <secs>`).
+    /// (`TOWN.STOP REQUEST <town> <agent> TTL <secs>`).
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -44,7 +44,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         self.run_ok(self.stop("REQUEST", agent_id).arg("TTL").arg(secs)).await
     }
 
-    /// Has a stop been requested for `agent_id` (`TOWN.STOP ... CHECK`)?
+    /// Has a stop been requested for `agent_id` (`TOWN.STOP CHECK ...`)?
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -58,7 +58,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
         self.run(self.stop("CHECK", agent_id)).await?.flag()
     }
 
-    /// Remove `agent_id`'s stop flag, when it stops (`TOWN.STOP ... CLEAR`).
+    /// Remove `agent_id`'s stop flag, when it stops (`TOWN.STOP CLEAR ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -72,11 +72,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     }
 
     fn stop(&self, action: &'static str, agent_id: AgentId) -> Call {
-        self.call("TOWN.STOP").arg(action).arg(agent_id.to_string())
+        self.subcommand("TOWN.STOP", action).arg(agent_id.to_string())
     }
 
     /// Store `agent`'s record: the hash becomes exactly tinytown's fields
-    /// for it, in one atomic step (`TOWN.AGENT ... SET`), and the agent is
+    /// for it, in one atomic step (`TOWN.AGENT SET ...`), and the agent is
     /// indexed by name.
     ///
     /// ```no_run
@@ -89,11 +89,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_agent_state(&self, agent: &Agent) -> Result<()> {
-        let call = self.call("TOWN.AGENT").arg("SET").arg(agent.id.to_string());
+        let call = self.subcommand("TOWN.AGENT", "SET").arg(agent.id.to_string());
         self.run_ok(with_fields(call, agent.to_fields()?)).await
     }
 
-    /// `agent_id`'s record, or `None` (`TOWN.AGENT ... GET`). A record
+    /// `agent_id`'s record, or `None` (`TOWN.AGENT GET ...`). A record
     /// without a readable `id` is [`Error::InvalidRecord`]; other fields
     /// missing or unreadable take tinytown's defaults.
     ///
@@ -106,12 +106,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_state(&self, agent_id: AgentId) -> Result<Option<Agent>> {
-        let call = self.call("TOWN.AGENT").arg("GET").arg(agent_id.to_string());
+        let call = self.subcommand("TOWN.AGENT", "GET").arg(agent_id.to_string());
         optional_record(&self.run(call).await?, Agent::from_fields)
     }
 
     /// Every agent of the town, ordered by id, from the module's index
-    /// (`TOWN.AGENT ... LIST`; no `KEYS`). As in tinytown, a record that
+    /// (`TOWN.AGENT LIST ...`; no `KEYS`). As in tinytown, a record that
     /// does not parse is left out (and left alone).
     ///
     /// ```no_run
@@ -123,7 +123,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
-        let reply = self.run(self.call("TOWN.AGENT").arg("LIST")).await?;
+        let reply = self.run(self.subcommand("TOWN.AGENT", "LIST")).await?;
         Ok(reply
             .records()?
             .iter()
@@ -132,7 +132,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     }
 
     /// The agent named `name` (the lowest id if several), or `None`
-    /// (`TOWN.AGENT ... BYNAME`, one indexed lookup).
+    /// (`TOWN.AGENT BYNAME ...`, one indexed lookup).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::Channel;
@@ -141,12 +141,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        let call = self.call("TOWN.AGENT").arg("BYNAME").arg(name);
+        let call = self.subcommand("TOWN.AGENT", "BYNAME").arg(name);
         optional_record(&self.run(call).await?, Agent::from_fields)
     }
 
     /// Delete `agent_id`: its record, inbox, urgent inbox, pending list,
-    /// activity log and stop flag, in one step (`TOWN.AGENT ... DEL`).
+    /// activity log and stop flag, in one step (`TOWN.AGENT DEL ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -156,12 +156,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_agent(&self, agent_id: AgentId) -> Result<()> {
-        let call = self.call("TOWN.AGENT").arg("DEL").arg(agent_id.to_string());
+        let call = self.subcommand("TOWN.AGENT", "DEL").arg(agent_id.to_string());
         self.run(call).await?.count().map(drop)
     }
 
     /// Add one to `agent_id`'s `rounds_completed`; the new value
-    /// (`TOWN.AGENT ... INCR ... ROUNDS`). An agent without a record is
+    /// (`TOWN.AGENT INCR ... ROUNDS`). An agent without a record is
     /// [`Error::Server`] (tinytown's `HINCRBY` made a stray hash).
     ///
     /// ```no_run
@@ -175,7 +175,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     }
 
     /// Add one to `agent_id`'s `tasks_completed`; the new value
-    /// (`TOWN.AGENT ... INCR ... TASKS`). As
+    /// (`TOWN.AGENT INCR ... TASKS`). As
     /// [`increment_agent_rounds`](Self::increment_agent_rounds) for a missing agent.
     ///
     /// ```no_run
@@ -190,15 +190,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
 
     async fn increment(&self, agent_id: AgentId, counter: &'static str) -> Result<u64> {
         let call = self
-            .call("TOWN.AGENT")
-            .arg("INCR")
+            .subcommand("TOWN.AGENT", "INCR")
             .arg(agent_id.to_string())
             .arg(counter);
         self.run(call).await?.count()
     }
 
     /// Set `agent_id`'s `last_heartbeat` to the server's clock
-    /// (`TOWN.AGENT ... HEARTBEAT`); an agent without a record is [`Error::Server`].
+    /// (`TOWN.AGENT HEARTBEAT ...`); an agent without a record is [`Error::Server`].
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -207,12 +206,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn update_agent_heartbeat(&self, agent_id: AgentId) -> Result<()> {
-        let call = self.call("TOWN.AGENT").arg("HEARTBEAT").arg(agent_id.to_string());
+        let call = self.subcommand("TOWN.AGENT", "HEARTBEAT").arg(agent_id.to_string());
         self.run_ok(call).await
     }
 
     /// Store `task`'s record: the hash becomes exactly tinytown's fields for
-    /// it, in one atomic step, and the task is indexed (`TOWN.TASK ... SET`).
+    /// it, in one atomic step, and the task is indexed (`TOWN.TASK SET ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{Channel, Task};
@@ -223,11 +222,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_task(&self, task: &Task) -> Result<()> {
-        let call = self.call("TOWN.TASK").arg("SET").arg(task.id.to_string());
+        let call = self.subcommand("TOWN.TASK", "SET").arg(task.id.to_string());
         self.run_ok(with_fields(call, task.to_fields()?)).await
     }
 
-    /// `task_id`'s record, or `None` (`TOWN.TASK ... GET`); a record without
+    /// `task_id`'s record, or `None` (`TOWN.TASK GET ...`); a record without
     /// a readable `id` is [`Error::InvalidRecord`].
     ///
     /// ```no_run
@@ -239,11 +238,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_task(&self, task_id: TaskId) -> Result<Option<Task>> {
-        let call = self.call("TOWN.TASK").arg("GET").arg(task_id.to_string());
+        let call = self.subcommand("TOWN.TASK", "GET").arg(task_id.to_string());
         optional_record(&self.run(call).await?, Task::from_fields)
     }
 
-    /// Delete `task_id`'s record; whether it existed (`TOWN.TASK ... DEL`).
+    /// Delete `task_id`'s record; whether it existed (`TOWN.TASK DEL ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{Channel, TaskId};
@@ -252,12 +251,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_task(&self, task_id: TaskId) -> Result<bool> {
-        let call = self.call("TOWN.TASK").arg("DEL").arg(task_id.to_string());
+        let call = self.subcommand("TOWN.TASK", "DEL").arg(task_id.to_string());
         self.run(call).await?.flag()
     }
 
     /// Every task of the town, ordered by id, from the module's index
-    /// (`TOWN.TASK ... LIST`; no `KEYS`). As in tinytown, a record that does
+    /// (`TOWN.TASK LIST ...`; no `KEYS`). As in tinytown, a record that does
     /// not parse is left out (and left alone).
     ///
     /// ```no_run
@@ -267,7 +266,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_tasks(&self) -> Result<Vec<Task>> {
-        let reply = self.run(self.call("TOWN.TASK").arg("LIST")).await?;
+        let reply = self.run(self.subcommand("TOWN.TASK", "LIST")).await?;
         Ok(reply
             .records()?
             .iter()
@@ -277,7 +276,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
 
     /// Log what `agent_id` is doing: newest first, the last 10 kept, the log
     /// expiring an hour after its last entry, in one atomic step
-    /// (`TOWN.ACTIVITY ... LOG`).
+    /// (`TOWN.ACTIVITY LOG ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -287,15 +286,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// ```
     pub async fn log_agent_activity(&self, agent_id: AgentId, activity: &str) -> Result<()> {
         let call = self
-            .call("TOWN.ACTIVITY")
-            .arg("LOG")
+            .subcommand("TOWN.ACTIVITY", "LOG")
             .arg(agent_id.to_string())
             .arg(activity);
         self.run_ok(call).await
     }
 
     /// `agent_id`'s newest 5 activity entries joined by `"\n"`, newest first,
-    /// or `None` (`TOWN.ACTIVITY ... GET`).
+    /// or `None` (`TOWN.ACTIVITY GET ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{AgentId, Channel};
@@ -306,7 +304,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_activity(&self, agent_id: AgentId) -> Result<Option<String>> {
-        let call = self.call("TOWN.ACTIVITY").arg("GET").arg(agent_id.to_string());
+        let call = self.subcommand("TOWN.ACTIVITY", "GET").arg(agent_id.to_string());
         let reply = self.run(call).await?;
         reply
             .optional_bulk()?
@@ -314,7 +312,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
             .transpose()
     }
 
-    /// Append `task_id` to the town's backlog (`TOWN.BACKLOG ... PUSH`).
+    /// Append `task_id` to the town's backlog (`TOWN.BACKLOG PUSH ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{Channel, TaskId};
@@ -323,11 +321,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_push(&self, task_id: TaskId) -> Result<()> {
-        let call = self.call("TOWN.BACKLOG").arg("PUSH").arg(task_id.to_string());
+        let call = self.subcommand("TOWN.BACKLOG", "PUSH").arg(task_id.to_string());
         self.run(call).await?.count().map(drop)
     }
 
-    /// Every task id in the backlog, oldest first (`TOWN.BACKLOG ... LIST`).
+    /// Every task id in the backlog, oldest first (`TOWN.BACKLOG LIST ...`).
     /// As in tinytown, an entry that is not a task id is left out (and left
     /// alone).
     ///
@@ -338,7 +336,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_list(&self) -> Result<Vec<TaskId>> {
-        let reply = self.run(self.call("TOWN.BACKLOG").arg("LIST")).await?;
+        let reply = self.run(self.subcommand("TOWN.BACKLOG", "LIST")).await?;
         Ok(reply
             .bulks()?
             .iter()
@@ -346,7 +344,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
             .collect())
     }
 
-    /// How many task ids are in the backlog (`TOWN.BACKLOG ... LEN`).
+    /// How many task ids are in the backlog (`TOWN.BACKLOG LEN ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::Channel;
@@ -355,11 +353,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_len(&self) -> Result<usize> {
-        self.run(self.call("TOWN.BACKLOG").arg("LEN")).await?.length()
+        self.run(self.subcommand("TOWN.BACKLOG", "LEN")).await?.length()
     }
 
     /// Take the oldest task id from the backlog, or `None`
-    /// (`TOWN.BACKLOG ... POP`). An entry that is not a task id is taken
+    /// (`TOWN.BACKLOG POP ...`). An entry that is not a task id is taken
     /// too and returned inside [`Error::InvalidRecord`], quoted.
     ///
     /// ```no_run
@@ -371,7 +369,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_pop(&self) -> Result<Option<TaskId>> {
-        let reply = self.run(self.call("TOWN.BACKLOG").arg("POP")).await?;
+        let reply = self.run(self.subcommand("TOWN.BACKLOG", "POP")).await?;
         let Some(entry) = reply.optional_bulk()? else {
             return Ok(None);
         };
@@ -383,7 +381,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     }
 
     /// Remove the first `task_id` from the backlog; whether it was there
-    /// (`TOWN.BACKLOG ... REMOVE`).
+    /// (`TOWN.BACKLOG REMOVE ...`).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::{Channel, TaskId};
@@ -392,7 +390,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_remove(&self, task_id: TaskId) -> Result<bool> {
-        let call = self.call("TOWN.BACKLOG").arg("REMOVE").arg(task_id.to_string());
+        let call = self.subcommand("TOWN.BACKLOG", "REMOVE").arg(task_id.to_string());
         self.run(call).await?.flag()
     }
 

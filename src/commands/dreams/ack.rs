@@ -21,7 +21,9 @@ use crate::module::tenant_stats::{self, Dreams};
 pub const SPEC: CommandSpec = CommandSpec {
     name: "DREAMS.ACK",
     entry: entry_point!(run),
-    flags: "write deny-oom",
+    // As XACK and LREM: allowed when memory is full, since acknowledging
+    // is what frees it (a requeue moves the item, it adds none).
+    flags: "write",
     tenant: TenantUse::Write,
     arity: -4,
     summary: "Acknowledge a drained fire by its exact payload, retrying or requeueing in the same step",

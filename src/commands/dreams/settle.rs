@@ -17,7 +17,10 @@ use crate::module::session::{Access, Session};
 pub const SPEC: CommandSpec = CommandSpec {
     name: "DREAMS.SETTLE",
     entry: entry_point!(run),
-    flags: "write deny-oom fast",
+    // The acknowledging half of RECORD's effect protocol, as XACK:
+    // allowed when memory is full (it forgets the effect's identity; at
+    // most it sets the region's one settled-generation field).
+    flags: "write fast",
     tenant: TenantUse::Write,
     arity: -6,
     summary: "Settle a recorded effect: raise the settled generation and forget its identity",

@@ -1,13 +1,15 @@
-//! `TOWN.ACTIVITY <town> LOG <agent> <text>` (OK: prepend an entry, keep
+//! `TOWN.ACTIVITY LOG <town> <agent> <text>` (OK: prepend an entry, keep
 //! the newest 10, expire the log an hour from now, one atomic step) and
-//! `TOWN.ACTIVITY <town> GET <agent>` (the newest 5 entries joined by
-//! newlines, or nil). The expiry is replicated as an absolute time.
+//! `TOWN.ACTIVITY GET <town> <agent>` (the newest 5 entries joined by
+//! newlines, or nil). The expiry is replicated as an absolute time. Each is
+//! a Redis subcommand with the flags of its native analogue (LPUSH,
+//! LRANGE): GET runs on a replica, LOG is `deny-oom`.
 
 use super::index::IdIndex;
 use super::mailbox::open_list;
-use super::{id, subcommand, town, AGENT_ARG, TOWN_ARG};
+use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::town::keys::TownKeys;
@@ -16,34 +18,48 @@ use crate::module::stats;
 use crate::module::tenant_stats::Town;
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 
-/// The command.
-pub const SPEC: CommandSpec = CommandSpec {
+/// The command: a container of subcommands.
+pub const SPEC: ContainerSpec = ContainerSpec {
     name: "TOWN.ACTIVITY",
-    entry: entry_point!(run),
-    flags: "write fast",
-    tenant: TenantUse::Write,
-    arity: -4,
     summary: "Log an agent's activity (newest 10 kept, expiring after an hour) or read its latest entries",
-    complexity: "O(1)",
-    args: &[
-        TOWN_ARG,
-        Arg::new(
-            "action",
-            ArgKind::OneOf(&[
-                Arg::new("log", ArgKind::Block(&[AGENT_ARG, Arg::new("text", ArgKind::String)])).token("LOG"),
-                Arg::new("get", ArgKind::Block(&[AGENT_ARG])).token("GET"),
-            ]),
-        ),
+    subcommands: &[
+        CommandSpec {
+            name: "LOG",
+            entry: subcommand_entry_point!(run, "LOG"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: 5,
+            summary: "Prepend an entry to an agent's log, keep the newest 10, expire it an hour from now (as LPUSH)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, AGENT_ARG, Arg::new("text", ArgKind::String)],
+        },
+        CommandSpec {
+            name: "GET",
+            entry: subcommand_entry_point!(run, "GET"),
+            // As LRANGE, but bounded (5 of at most 10 entries): fast.
+            flags: "readonly fast",
+            tenant: TenantUse::Read,
+            arity: 4,
+            summary: "An agent's newest 5 entries joined by newlines, or nil (as LRANGE 0 4)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, AGENT_ARG],
+        },
     ],
 };
 
-/// The parse step: the town's keys, the agent and, for LOG, the text.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, Option<&'a [u8]>), CommandError> {
+/// The parse step of subcommand `action` (upper case) on the arguments
+/// after its name: the town's keys, the agent and, for LOG, the text.
+pub(crate) fn parse<'a>(
+    action: &str,
+    argv: &'a [&'a [u8]],
+) -> Result<(TownKeys, String, Option<&'a [u8]>), CommandError> {
+    if !matches!(action, "LOG" | "GET") {
+        return Err(unknown_subcommand("TOWN.ACTIVITY", action));
+    }
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let action = subcommand(&mut args, "TOWN.ACTIVITY", &["LOG", "GET"])?;
     let agent = id(&mut args, "agent id")?;
-    let text = match action.as_str() {
+    let text = match action {
         "LOG" => Some(args.required("text")?),
         _ => None,
     };
@@ -51,10 +67,9 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, Optio
     Ok((keys, agent, text))
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let (keys, agent, text) = parse(argv)?;
+fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent, text) = parse(action, argv)?;
     if let Some(text) = text {
-        session.deny_oom()?;
         let log = open_list(session, &keys.activity(&agent), Access::Write)?;
         let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
         log.push(End::Head, &[text]);

@@ -1,24 +1,29 @@
-//! `TOWN.AGENT <town> SET|GET|DEL|LIST|BYNAME|INCR|HEARTBEAT ...`: agent
+//! `TOWN.AGENT SET|GET|DEL|LIST|BYNAME|INCR|HEARTBEAT <town> ...`: agent
 //! records (hashes) kept atomically and listed through the town's agent
-//! index, never by scanning the keyspace.
+//! index, never by scanning the keyspace. Each subcommand is a Redis
+//! subcommand with the flags of its native analogue (docs/town.md, "OOM
+//! and replicas"): the reads run on a replica, the writes that add data
+//! are `deny-oom`, `DEL` is not.
 //!
-//! * `SET <agent-id> <field> <value> [...]`: OK; the record becomes exactly
-//!   these fields (absent ones removed); the agent is indexed by `name`.
-//! * `GET <agent-id>`: field/value pairs (empty array if none).
-//! * `DEL <agent-id>`: deletes the record, inboxes, pending list, activity
-//!   and stop flag; the number of keys deleted.
-//! * `LIST`: every indexed agent (by id) as a field/value array.
-//! * `BYNAME <name>`: the first agent (lowest id) with that name, or empty.
-//! * `INCR <agent-id> ROUNDS|TASKS`: the new `rounds_completed` /
+//! * `SET <town> <agent-id> <field> <value> [...]`: OK; the record becomes
+//!   exactly these fields (absent ones removed); the agent is indexed by
+//!   `name`.
+//! * `GET <town> <agent-id>`: field/value pairs (empty array if none).
+//! * `DEL <town> <agent-id>`: deletes the record, inboxes, pending list,
+//!   activity and stop flag; the number of keys deleted.
+//! * `LIST <town>`: every indexed agent (by id) as a field/value array.
+//! * `BYNAME <town> <name>`: the first agent (lowest id) with that name, or
+//!   empty.
+//! * `INCR <town> <agent-id> ROUNDS|TASKS`: the new `rounds_completed` /
 //!   `tasks_completed` (ERR if the agent does not exist).
-//! * `HEARTBEAT <agent-id>`: OK; `last_heartbeat` = the server's clock,
-//!   RFC 3339 UTC (ERR if the agent does not exist).
+//! * `HEARTBEAT <town> <agent-id>`: OK; `last_heartbeat` = the server's
+//!   clock, RFC 3339 UTC (ERR if the agent does not exist).
 
 use crate::module::tenant_stats::{self, TenantId};
 use super::index::{AgentIndex, IdIndex};
-use super::{id, record, subcommand, town, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
+use super::{id, record, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::key::Key;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
@@ -26,40 +31,87 @@ use crate::town::agent::{timestamp, Counter, LAST_HEARTBEAT, NAME};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
 
-/// The command.
-pub const SPEC: CommandSpec = CommandSpec {
+/// The command: a container of subcommands.
+pub const SPEC: ContainerSpec = ContainerSpec {
     name: "TOWN.AGENT",
-    entry: entry_point!(run),
-    flags: "write",
-    tenant: TenantUse::Write,
-    arity: -3,
     summary: "Set, get, delete, list or find agent records, and bump their counters and heartbeat",
-    complexity: "O(N) for LIST and BYNAME (N agents in the town), O(F) otherwise (F fields of the record)",
-    args: &[
-        TOWN_ARG,
-        Arg::new(
-            "action",
-            ArgKind::OneOf(&[
-                Arg::new("set", ArgKind::Block(&[AGENT_ARG, FIELDS_ARG])).token("SET"),
-                Arg::new("get", ArgKind::Block(&[AGENT_ARG])).token("GET"),
-                Arg::new("del", ArgKind::Block(&[AGENT_ARG])).token("DEL"),
-                Arg::keyword("LIST"),
-                Arg::new("byname", ArgKind::Block(&[Arg::new("name", ArgKind::String)])).token("BYNAME"),
-                Arg::new(
-                    "incr",
-                    ArgKind::Block(&[
-                        AGENT_ARG,
-                        Arg::new("counter", ArgKind::OneOf(&[Arg::keyword("ROUNDS"), Arg::keyword("TASKS")])),
-                    ]),
-                )
-                .token("INCR"),
-                Arg::new("heartbeat", ArgKind::Block(&[AGENT_ARG])).token("HEARTBEAT"),
-            ]),
-        ),
+    subcommands: &[
+        CommandSpec {
+            name: "SET",
+            entry: subcommand_entry_point!(run, "SET"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: -6,
+            summary: "Replace an agent's record with the given fields and index it by name (as HSET)",
+            complexity: "O(F) (F fields of the old and new record)",
+            args: &[TOWN_ARG, AGENT_ARG, FIELDS_ARG],
+        },
+        CommandSpec {
+            name: "GET",
+            entry: subcommand_entry_point!(run, "GET"),
+            flags: "readonly",
+            tenant: TenantUse::Read,
+            arity: 4,
+            summary: "An agent's record as field/value pairs (as HGETALL)",
+            complexity: "O(F) (F fields of the record)",
+            args: &[TOWN_ARG, AGENT_ARG],
+        },
+        CommandSpec {
+            name: "DEL",
+            entry: subcommand_entry_point!(run, "DEL"),
+            flags: "write",
+            tenant: TenantUse::Write,
+            arity: 4,
+            summary: "Delete an agent's record, inboxes, pending list, activity and stop flag (as DEL)",
+            complexity: "O(N) (N items in the deleted keys)",
+            args: &[TOWN_ARG, AGENT_ARG],
+        },
+        CommandSpec {
+            name: "LIST",
+            entry: subcommand_entry_point!(run, "LIST"),
+            flags: "readonly",
+            tenant: TenantUse::Read,
+            arity: 3,
+            summary: "Every indexed agent's record",
+            complexity: "O(N) (N agents in the town)",
+            args: &[TOWN_ARG],
+        },
+        CommandSpec {
+            name: "BYNAME",
+            entry: subcommand_entry_point!(run, "BYNAME"),
+            flags: "readonly",
+            tenant: TenantUse::Read,
+            arity: 4,
+            summary: "The record of the first agent (lowest id) with that name",
+            complexity: "O(N) (N agents in the town)",
+            args: &[TOWN_ARG, Arg::new("name", ArgKind::String)],
+        },
+        CommandSpec {
+            name: "INCR",
+            entry: subcommand_entry_point!(run, "INCR"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: 5,
+            summary: "Add 1 to an existing agent's rounds or tasks completed (as HINCRBY)",
+            complexity: "O(1)",
+            args: &[
+                TOWN_ARG,
+                AGENT_ARG,
+                Arg::new("counter", ArgKind::OneOf(&[Arg::keyword("ROUNDS"), Arg::keyword("TASKS")])),
+            ],
+        },
+        CommandSpec {
+            name: "HEARTBEAT",
+            entry: subcommand_entry_point!(run, "HEARTBEAT"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: 4,
+            summary: "Set an existing agent's last heartbeat to the server's clock (as HSET)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, AGENT_ARG],
+        },
     ],
 };
-
-const SUBCOMMANDS: &[&str] = &["SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT"];
 
 /// What TOWN.AGENT was asked.
 pub(crate) enum AgentRequest<'a> {
@@ -72,12 +124,12 @@ pub(crate) enum AgentRequest<'a> {
     Heartbeat(String),
 }
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, AgentRequest<'a>), CommandError> {
+/// The parse step of subcommand `action` (upper case) on the arguments
+/// after its name.
+pub(crate) fn parse<'a>(action: &str, argv: &'a [&'a [u8]]) -> Result<(TownKeys, AgentRequest<'a>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let action = subcommand(&mut args, "TOWN.AGENT", SUBCOMMANDS)?;
-    let request = match action.as_str() {
+    let request = match action {
         "SET" => {
             let agent = id(&mut args, "agent id")?;
             let mut rest = Vec::new();
@@ -96,14 +148,15 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, AgentRequest<
                 .ok_or_else(|| CommandError::err("the counter must be ROUNDS or TASKS"))?;
             AgentRequest::Incr(agent, counter)
         }
-        _ => AgentRequest::Heartbeat(id(&mut args, "agent id")?),
+        "HEARTBEAT" => AgentRequest::Heartbeat(id(&mut args, "agent id")?),
+        other => return Err(unknown_subcommand("TOWN.AGENT", other)),
     };
     args.end()?;
     Ok((keys, request))
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let (keys, request) = parse(argv)?;
+fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
+    let (keys, request) = parse(action, argv)?;
     match request {
         AgentRequest::Set(agent, fields) => set(session, &keys, &agent, &fields),
         AgentRequest::Get(agent) => {
@@ -114,12 +167,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         AgentRequest::List => list(session, &keys),
         AgentRequest::ByName(name) => by_name(session, &keys, name),
         AgentRequest::Incr(agent, counter) => {
-            session.deny_oom()?;
             let stored = existing(session, &keys, &agent)?;
             Ok(Reply::Integer(stored.hincrby(counter.field(), 1)?))
         }
         AgentRequest::Heartbeat(agent) => {
-            session.deny_oom()?;
             let stored = existing(session, &keys, &agent)?;
             let now = timestamp(session.now_ms());
             stored.hset(&[(LAST_HEARTBEAT, now.as_bytes())]);
@@ -138,7 +189,6 @@ fn existing(session: &Session, keys: &TownKeys, agent: &str) -> Result<Key, Comm
 }
 
 fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> CommandResult {
-    session.deny_oom()?;
     let stored = record::open(session, &keys.agent(agent), Access::Write)?;
     let agents = AgentIndex::open(session, keys, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;

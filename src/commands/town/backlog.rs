@@ -1,62 +1,96 @@
-//! `TOWN.BACKLOG <town> PUSH <task-id>` (the new length), `POP` (the oldest
-//! task id, or nil), `LIST` (every task id, oldest first), `LEN` and
-//! `REMOVE <task-id>` (1 if it was there, else 0): the town's FIFO of task
-//! ids waiting for an agent. Every stored id is listed, whatever it holds.
+//! `TOWN.BACKLOG PUSH <town> <task-id>` (the new length), `POP <town>` (the
+//! oldest task id, or nil), `LIST <town>` (every task id, oldest first),
+//! `LEN <town>` and `REMOVE <town> <task-id>` (1 if it was there, else 0):
+//! the town's FIFO of task ids waiting for an agent. Every stored id is
+//! listed, whatever it holds. Each subcommand is a Redis subcommand with
+//! the flags of its native analogue (RPUSH, LPOP, LRANGE, LLEN, LREM).
 
 use super::mailbox::open_list;
-use super::{id, subcommand, town, TASK_ARG, TOWN_ARG};
+use super::{id, town, unknown_subcommand, TASK_ARG, TOWN_ARG};
 use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{subcommand_entry_point, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
 
-/// The command.
-pub const SPEC: CommandSpec = CommandSpec {
+/// The command: a container of subcommands.
+pub const SPEC: ContainerSpec = ContainerSpec {
     name: "TOWN.BACKLOG",
-    entry: entry_point!(run),
-    flags: "write",
-    tenant: TenantUse::Write,
-    arity: -3,
     summary: "The town's FIFO backlog of task ids: push, pop, list, length, remove",
-    complexity: "O(1) for PUSH, POP and LEN; O(N) for LIST and REMOVE (N task ids in the backlog)",
-    args: &[
-        TOWN_ARG,
-        Arg::new(
-            "action",
-            ArgKind::OneOf(&[
-                Arg::new("push", ArgKind::Block(&[TASK_ARG])).token("PUSH"),
-                Arg::keyword("POP"),
-                Arg::keyword("LIST"),
-                Arg::keyword("LEN"),
-                Arg::new("remove", ArgKind::Block(&[TASK_ARG])).token("REMOVE"),
-            ]),
-        ),
+    subcommands: &[
+        CommandSpec {
+            name: "PUSH",
+            entry: subcommand_entry_point!(run, "PUSH"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: 4,
+            summary: "Append a task id to the backlog; the new length (as RPUSH)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, TASK_ARG],
+        },
+        CommandSpec {
+            name: "POP",
+            entry: subcommand_entry_point!(run, "POP"),
+            flags: "write fast",
+            tenant: TenantUse::Write,
+            arity: 3,
+            summary: "Take the oldest task id, or nil (as LPOP)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG],
+        },
+        CommandSpec {
+            name: "LIST",
+            entry: subcommand_entry_point!(run, "LIST"),
+            flags: "readonly",
+            tenant: TenantUse::Read,
+            arity: 3,
+            summary: "Every task id in the backlog, oldest first (as LRANGE 0 -1)",
+            complexity: "O(N) (N task ids in the backlog)",
+            args: &[TOWN_ARG],
+        },
+        CommandSpec {
+            name: "LEN",
+            entry: subcommand_entry_point!(run, "LEN"),
+            flags: "readonly fast",
+            tenant: TenantUse::Read,
+            arity: 3,
+            summary: "How many task ids are in the backlog (as LLEN)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG],
+        },
+        CommandSpec {
+            name: "REMOVE",
+            entry: subcommand_entry_point!(run, "REMOVE"),
+            flags: "write",
+            tenant: TenantUse::Write,
+            arity: 4,
+            summary: "Remove the first occurrence of a task id; 1 if it was there, else 0 (as LREM)",
+            complexity: "O(N) (N task ids in the backlog)",
+            args: &[TOWN_ARG, TASK_ARG],
+        },
     ],
 };
 
-const SUBCOMMANDS: &[&str] = &["PUSH", "POP", "LIST", "LEN", "REMOVE"];
-
-/// The parse step: the town's keys, the subcommand, the task (PUSH, REMOVE).
-pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, String, Option<String>), CommandError> {
+/// The parse step of subcommand `action` (upper case) on the arguments
+/// after its name: the town's keys and the task (PUSH, REMOVE).
+pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, Option<String>), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let action = subcommand(&mut args, "TOWN.BACKLOG", SUBCOMMANDS)?;
-    let task = match action.as_str() {
+    let task = match action {
         "PUSH" | "REMOVE" => Some(id(&mut args, "task id")?),
-        _ => None,
+        "POP" | "LIST" | "LEN" => None,
+        other => return Err(unknown_subcommand("TOWN.BACKLOG", other)),
     };
     args.end()?;
-    Ok((keys, action, task))
+    Ok((keys, task))
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let (keys, action, task) = parse(argv)?;
+fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
+    let (keys, task) = parse(action, argv)?;
     let name = keys.backlog();
-    match (action.as_str(), task) {
+    match (action, task) {
         ("PUSH", Some(task)) => {
-            session.deny_oom()?;
             let backlog = open_list(session, &name, Access::Write)?;
             backlog.push(End::Tail, &[task.as_bytes()]);
             Ok(Reply::count(backlog.len()))

@@ -1,13 +1,15 @@
-//! `TOWN.STOP <town> REQUEST <agent> [TTL <secs>]` (OK: set the agent's
-//! stop flag, expiring after the TTL, default 3600 s), `CHECK <agent>`
-//! (1 if a stop was requested, else 0) and `CLEAR <agent>` (1 if a flag was
-//! removed, else 0). The flag's expiry is replicated as an absolute time,
-//! so a replica expires it at the same instant.
+//! `TOWN.STOP REQUEST <town> <agent> [TTL <secs>]` (OK: set the agent's
+//! stop flag, expiring after the TTL, default 3600 s), `CHECK <town>
+//! <agent>` (1 if a stop was requested, else 0) and `CLEAR <town> <agent>`
+//! (1 if a flag was removed, else 0). The flag's expiry is replicated as an
+//! absolute time, so a replica expires it at the same instant. Each is a
+//! Redis subcommand with the flags of its native analogue (SET EX, EXISTS,
+//! UNLINK): CHECK runs on a replica, REQUEST is `deny-oom`.
 
 use super::index::IdIndex;
-use super::{id, subcommand, town, unknown_option, AGENT_ARG, TOWN_ARG};
+use super::{id, town, unknown_option, unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
@@ -16,33 +18,43 @@ use crate::module::tenant_stats::Town;
 use crate::town::keys::TownKeys;
 use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG, MAX_TTL_SECS};
 
-/// The command.
-pub const SPEC: CommandSpec = CommandSpec {
+/// The command: a container of subcommands.
+pub const SPEC: ContainerSpec = ContainerSpec {
     name: "TOWN.STOP",
-    entry: entry_point!(run),
-    flags: "write fast",
-    tenant: TenantUse::Write,
-    arity: -4,
     summary: "Request, check or clear an agent's graceful-stop flag (the flag expires, by default after an hour)",
-    complexity: "O(1)",
-    args: &[
-        TOWN_ARG,
-        Arg::new(
-            "action",
-            ArgKind::OneOf(&[
-                Arg::new(
-                    "request",
-                    ArgKind::Block(&[AGENT_ARG, Arg::new("seconds", ArgKind::Integer).token("TTL").optional()]),
-                )
-                .token("REQUEST"),
-                Arg::new("check", ArgKind::Block(&[AGENT_ARG])).token("CHECK"),
-                Arg::new("clear", ArgKind::Block(&[AGENT_ARG])).token("CLEAR"),
-            ]),
-        ),
+    subcommands: &[
+        CommandSpec {
+            name: "REQUEST",
+            entry: subcommand_entry_point!(run, "REQUEST"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: -4,
+            summary: "Set an agent's stop flag, expiring after the TTL (default an hour) (as SET EX)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, AGENT_ARG, Arg::new("seconds", ArgKind::Integer).token("TTL").optional()],
+        },
+        CommandSpec {
+            name: "CHECK",
+            entry: subcommand_entry_point!(run, "CHECK"),
+            flags: "readonly fast",
+            tenant: TenantUse::Read,
+            arity: 4,
+            summary: "1 if a stop was requested for the agent, else 0 (as EXISTS)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, AGENT_ARG],
+        },
+        CommandSpec {
+            name: "CLEAR",
+            entry: subcommand_entry_point!(run, "CLEAR"),
+            flags: "write fast",
+            tenant: TenantUse::Write,
+            arity: 4,
+            summary: "Remove an agent's stop flag; 1 if there was one, else 0 (as UNLINK)",
+            complexity: "O(1)",
+            args: &[TOWN_ARG, AGENT_ARG],
+        },
     ],
 };
-
-const SUBCOMMANDS: &[&str] = &["REQUEST", "CHECK", "CLEAR"];
 
 fn open_flag(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Key, CommandError> {
     let flag = session.open(keys.stop(agent).as_bytes(), access)?;
@@ -50,12 +62,15 @@ fn open_flag(session: &Session, keys: &TownKeys, agent: &str, access: Access) ->
     Ok(flag)
 }
 
-/// The parse step: the town's keys, the subcommand, the agent and (for
-/// REQUEST) the `TTL`, if given.
-pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, String, String, Option<u64>), CommandError> {
+/// The parse step of subcommand `action` (upper case) on the arguments
+/// after its name: the town's keys, the agent and (for REQUEST) the
+/// `TTL`, if given.
+pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, String, Option<u64>), CommandError> {
+    if !matches!(action, "REQUEST" | "CHECK" | "CLEAR") {
+        return Err(unknown_subcommand("TOWN.STOP", action));
+    }
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let action = subcommand(&mut args, "TOWN.STOP", SUBCOMMANDS)?;
     let agent = id(&mut args, "agent id")?;
     let mut ttl = None;
     if action != "REQUEST" {
@@ -74,14 +89,13 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, String, String, Option<
             other => return Err(unknown_option(other)),
         }
     }
-    Ok((keys, action, agent, ttl))
+    Ok((keys, agent, ttl))
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let (keys, action, agent, ttl) = parse(argv)?;
-    match action.as_str() {
+fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
+    let (keys, agent, ttl) = parse(action, argv)?;
+    match action {
         "REQUEST" => {
-            session.deny_oom()?;
             let flag = open_flag(session, &keys, &agent, Access::Write)?;
             let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
             let at = expires_at(session.now_ms(), ttl.unwrap_or(DEFAULT_TTL_SECS));

@@ -1,46 +1,70 @@
-//! `TOWN.TASK <town> SET|GET|DEL|LIST ...`: task records (hashes) kept
+//! `TOWN.TASK SET|GET|DEL|LIST <town> ...`: task records (hashes) kept
 //! atomically and listed through the town's task index, never by scanning
-//! the keyspace.
+//! the keyspace. Each subcommand is a Redis subcommand with the flags of
+//! its native analogue (docs/town.md, "OOM and replicas").
 //!
-//! * `SET <task-id> <field> <value> [...]`: OK; the record becomes exactly
-//!   these fields (absent ones removed); the task is indexed.
-//! * `GET <task-id>`: field/value pairs (empty array if none).
-//! * `DEL <task-id>`: 1 if the task existed, else 0.
-//! * `LIST`: every indexed task (by id) as a field/value array.
+//! * `SET <town> <task-id> <field> <value> [...]`: OK; the record becomes
+//!   exactly these fields (absent ones removed); the task is indexed.
+//! * `GET <town> <task-id>`: field/value pairs (empty array if none).
+//! * `DEL <town> <task-id>`: 1 if the task existed, else 0.
+//! * `LIST <town>`: every indexed task (by id) as a field/value array.
 
 use super::index::IdIndex;
-use super::{id, record, subcommand, town, FIELDS_ARG, TASK_ARG, TOWN_ARG};
+use super::{id, record, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
 use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
+use crate::module::command::{subcommand_entry_point, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
 
-/// The command.
-pub const SPEC: CommandSpec = CommandSpec {
+/// The command: a container of subcommands.
+pub const SPEC: ContainerSpec = ContainerSpec {
     name: "TOWN.TASK",
-    entry: entry_point!(run),
-    flags: "write",
-    tenant: TenantUse::Write,
-    arity: -3,
     summary: "Set, get, delete or list task records",
-    complexity: "O(N) for LIST (N tasks in the town), O(F) otherwise (F fields of the record)",
-    args: &[
-        TOWN_ARG,
-        Arg::new(
-            "action",
-            ArgKind::OneOf(&[
-                Arg::new("set", ArgKind::Block(&[TASK_ARG, FIELDS_ARG])).token("SET"),
-                Arg::new("get", ArgKind::Block(&[TASK_ARG])).token("GET"),
-                Arg::new("del", ArgKind::Block(&[TASK_ARG])).token("DEL"),
-                Arg::keyword("LIST"),
-            ]),
-        ),
+    subcommands: &[
+        CommandSpec {
+            name: "SET",
+            entry: subcommand_entry_point!(run, "SET"),
+            flags: "write deny-oom fast",
+            tenant: TenantUse::Write,
+            arity: -6,
+            summary: "Replace a task's record with the given fields and index it (as HSET)",
+            complexity: "O(F) (F fields of the old and new record)",
+            args: &[TOWN_ARG, TASK_ARG, FIELDS_ARG],
+        },
+        CommandSpec {
+            name: "GET",
+            entry: subcommand_entry_point!(run, "GET"),
+            flags: "readonly",
+            tenant: TenantUse::Read,
+            arity: 4,
+            summary: "A task's record as field/value pairs (as HGETALL)",
+            complexity: "O(F) (F fields of the record)",
+            args: &[TOWN_ARG, TASK_ARG],
+        },
+        CommandSpec {
+            name: "DEL",
+            entry: subcommand_entry_point!(run, "DEL"),
+            flags: "write",
+            tenant: TenantUse::Write,
+            arity: 4,
+            summary: "Delete a task's record (as DEL)",
+            complexity: "O(F) (F fields of the record)",
+            args: &[TOWN_ARG, TASK_ARG],
+        },
+        CommandSpec {
+            name: "LIST",
+            entry: subcommand_entry_point!(run, "LIST"),
+            flags: "readonly",
+            tenant: TenantUse::Read,
+            arity: 3,
+            summary: "Every indexed task's record",
+            complexity: "O(N) (N tasks in the town)",
+            args: &[TOWN_ARG],
+        },
     ],
 };
-
-const SUBCOMMANDS: &[&str] = &["SET", "GET", "DEL", "LIST"];
 
 /// What TOWN.TASK was asked.
 pub(crate) enum TaskRequest {
@@ -50,12 +74,12 @@ pub(crate) enum TaskRequest {
     List,
 }
 
-/// The parse step.
-pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, TaskRequest), CommandError> {
+/// The parse step of subcommand `action` (upper case) on the arguments
+/// after its name.
+pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, TaskRequest), CommandError> {
     let mut args = Args::new(argv);
     let keys = town(&mut args)?;
-    let action = subcommand(&mut args, "TOWN.TASK", SUBCOMMANDS)?;
-    let request = match action.as_str() {
+    let request = match action {
         "SET" => {
             let task = id(&mut args, "task id")?;
             let mut rest = Vec::new();
@@ -66,17 +90,17 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, TaskRequest), CommandEr
         }
         "GET" => TaskRequest::Get(id(&mut args, "task id")?),
         "DEL" => TaskRequest::Del(id(&mut args, "task id")?),
-        _ => TaskRequest::List,
+        "LIST" => TaskRequest::List,
+        other => return Err(unknown_subcommand("TOWN.TASK", other)),
     };
     args.end()?;
     Ok((keys, request))
 }
 
-fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let (keys, request) = parse(argv)?;
+fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
+    let (keys, request) = parse(action, argv)?;
     match request {
         TaskRequest::Set(task, fields) => {
-            session.deny_oom()?;
             let stored = record::open(session, &keys.task(&task), Access::Write)?;
             let tasks = IdIndex::tasks(session, &keys, Access::Write)?;
             record::replace(&stored, &fields);
