@@ -1,5 +1,5 @@
 //! Keyspace events of the Town commands that set a TTL are those their
-//! native analogues fire (issue 32, point 10): `TOWN.STOP ... REQUEST`
+//! native analogues fire (issue 32, point 10): `TOWN.STOP REQUEST ...`
 //! fires `set` then `expire` on the flag, as `SET ... PX` does;
 //! `TOWN.ACTIVITY LOG` fires `lpush`, `ltrim`, `expire`, as tinytown's
 //! `LPUSH` + `LTRIM` + `EXPIRE` do, whether or not the trim removed
@@ -65,7 +65,7 @@ impl Subscriber {
 /// `TOWN.STOP`'s request of a stop flag for `agent` (with a TTL, if given):
 /// the one place that knows the command's syntax.
 fn stop_request(town: &str, agent: &str, ttl: Option<&str>) -> Vec<String> {
-    let mut args: Vec<String> = ["TOWN.STOP", town, "REQUEST", agent].iter().map(|s| s.to_string()).collect();
+    let mut args: Vec<String> = ["TOWN.STOP", "REQUEST", town, agent].iter().map(|s| s.to_string()).collect();
     if let Some(ttl) = ttl {
         args.extend(["TTL".to_string(), ttl.to_string()]);
     }
@@ -108,7 +108,7 @@ fn an_activity_log_fires_what_lpush_ltrim_expire_fire() {
         ok::<i64>(&mut con, &["EXPIRE", &native, "86400"]);
         let expected = sub.events_of(&mut con, &native);
         assert_eq!(expected, ["lpush", "ltrim", "expire"]);
-        ok::<()>(&mut con, &["TOWN.ACTIVITY", &town, "LOG", "w1", "entry"]);
+        ok::<()>(&mut con, &["TOWN.ACTIVITY", "LOG", &town, "w1", "entry"]);
         assert_eq!(sub.events_of(&mut con, &log), expected, "round {round}");
     }
 }
