@@ -21,6 +21,7 @@ pub mod session;
 pub mod slot_migration;
 pub mod stats;
 pub mod tenant_stats;
+pub mod unload_guard;
 pub mod string;
 pub mod waiters;
 pub mod write_gate;
@@ -112,7 +113,13 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
 /// `MODULE LOAD` then finds its statics as they were left; when it is
 /// unmapped, whatever they held would be lost to the server's allocator.
 /// The `INFO dreamtown` totals (plain counters) carry on in the first case.
-fn deinit(_ctx: &Context) -> Status {
+fn deinit(ctx: &Context) -> Status {
+    // First, whether this server can unload it at all (Valkey 8.1 cannot):
+    // refusing here cancels the unload with nothing freed.
+    if let Ok(Some(refusal)) = std::panic::catch_unwind(|| unload_guard::refusal(ctx.ctx)) {
+        ctx.log_warning(refusal);
+        return Status::Err;
+    }
     let _ = std::panic::catch_unwind(|| {
         leases::unload();
         waiters::unload();

@@ -252,3 +252,26 @@ pub fn cmd(args: &[&str]) -> redis::Cmd {
     }
     cmd
 }
+
+/// `MODULE UNLOAD dreamtown`: `Ok(true)` when it unloaded; `Ok(false)` on
+/// Valkey 8.1, where the server's own checks passed (no blocked client, no
+/// timer: it makes them before asking the module) and dreamtown's
+/// `OnUnload` then refused, as it must there (`module::unload_guard`:
+/// Valkey 8.1 crashes freeing a module's subcommands), so the module is
+/// still loaded and working; `Err` with the server's message otherwise.
+pub fn unload_module(con: &mut redis::Connection) -> Result<bool, String> {
+    match redis::cmd("MODULE").arg("UNLOAD").arg("dreamtown").query::<()>(con) {
+        Ok(()) => Ok(true),
+        Err(error) => {
+            let message = error.to_string();
+            let info: String = redis::cmd("INFO").arg("server").query(con).unwrap_or_default();
+            if info.contains("valkey_version:8.1.") && message.contains("operation not possible") {
+                let listed: redis::Value = redis::cmd("MODULE").arg("LIST").query(con).expect("MODULE LIST");
+                assert!(format!("{listed:?}").contains("dreamtown"), "refused, so still loaded: {listed:?}");
+                Ok(false)
+            } else {
+                Err(message)
+            }
+        }
+    }
+}
