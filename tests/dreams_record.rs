@@ -266,7 +266,10 @@ fn settle_is_monotonic_and_retain_keeps_the_identity() {
     assert_eq!(dreams.record("p", 1, 1, 0, &extra), ("accumulated".into(), 2, 0), "forgotten and above settled");
     // Settling a region never written creates only the fence.
     dreams.settle("fresh", 1, "x", 1, &[]);
-    assert_eq!(dreams.counters("fresh", 1).into_iter().collect::<Vec<_>>(), [("settled_generation".to_string(), "1".to_string())]);
+    assert_eq!(
+        dreams.counters("fresh", 1).into_iter().collect::<Vec<_>>(),
+        [("settled_generation".to_string(), "1".to_string())]
+    );
 }
 
 #[test]

@@ -65,7 +65,13 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
 /// Drain once for `org` at `now`, passing over (dead-lettering, deferring)
 /// at most `skip_left` items, which it lowers by those it passed over;
 /// at zero it stops ([`Drained::stopped`]) before looking at the next.
-pub fn drain_bounded(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPolicy, skip_left: &mut u64) -> Drained {
+pub fn drain_bounded(
+    queue: &mut impl QueueStore,
+    org: &str,
+    now: i64,
+    policy: &DrainPolicy,
+    skip_left: &mut u64,
+) -> Drained {
     let mut drained = Drained::default();
     let local_hour = policy.quiet.local_hour(now);
     loop {
@@ -128,8 +134,8 @@ pub fn recover(queue: &mut impl QueueStore) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dreams::message::FireMessage;
     use crate::dreams::memory::MemoryQueue;
+    use crate::dreams::message::FireMessage;
     use crate::dreams::region::RegionKey;
 
     /// 03:00 UTC on day 20000: inside the default window.
@@ -138,11 +144,7 @@ mod tests {
     const DAY_NOW: i64 = 20_000 * 86_400 + 12 * 3_600;
 
     fn policy() -> DrainPolicy {
-        DrainPolicy {
-            quiet: QuietHours::default(),
-            backlog_min: 32,
-            queue_max: 1000,
-        }
+        DrainPolicy { quiet: QuietHours::default(), backlog_min: 32, queue_max: 1000 }
     }
 
     fn item(project: &str) -> Vec<u8> {
