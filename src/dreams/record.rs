@@ -284,7 +284,7 @@ mod tests {
         assert_eq!((replay.outcome, replay.memories, replay.edges), (RecordOutcome::Accumulated, 2, 1));
         assert!(replay.deduplicated);
         settle(&mut counters, b"e1", 5, false);
-        assert!(!counters.events.contains(&b"e1".to_vec()));
+        assert!(!counters.events.contains(b"e1".as_slice()));
         assert_eq!(run(&mut queue, &mut counters, once(5), &t, NOW).memories, 2, "generation <= settled");
         assert_eq!(run(&mut queue, &mut counters, once(6), &t, NOW).memories, 4);
     }
@@ -323,7 +323,7 @@ mod tests {
                 age_floor_secs: [0, 30, u64::MAX][next(3) as usize],
             };
             let due = fire_due(&counters.fields, &write, &t, NOW);
-            let seen = write.delivery.is_some() && counters.events.contains(&b"e".to_vec());
+            let seen = write.delivery.is_some() && counters.events.contains(b"e".as_slice());
             let mut queue = MemoryQueue::default();
             let region = RegionKey::new("o", "p", 1);
             let result =
@@ -346,6 +346,6 @@ mod tests {
         settle(&mut counters, b"e", 7, true);
         settle(&mut counters, b"e", 3, true);
         assert_eq!(counters.fields.settled_generation, Some(7));
-        assert!(counters.events.contains(&b"e".to_vec()));
+        assert!(counters.events.contains(b"e".as_slice()));
     }
 }

@@ -88,7 +88,7 @@ pub const TEXT_SETTINGS: [&str; 1] = ["quiet-hours"];
 /// The configuration layer would otherwise ignore an unknown or misspelt
 /// name, a missing value or a repeat, and install an out-of-range number.
 pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err("module arguments must be <name> <value> pairs".into());
     }
     let mut seen: Vec<&[u8]> = Vec::new();

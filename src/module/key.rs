@@ -786,8 +786,9 @@ impl Key {
     fn hdel_argv(&self, argv: &Argv) -> u64 {
         let mut deleted = 0u64;
         for &name in argv.as_slice().iter().skip(1) {
-            // REDISMODULE_HASH_DELETE is the pointer value 1.
-            let delete_marker = 1usize as *mut raw::RedisModuleString;
+            // REDISMODULE_HASH_DELETE is the pointer value 1: a marker,
+            // never dereferenced, so an address without provenance.
+            let delete_marker = ptr::without_provenance_mut::<raw::RedisModuleString>(1);
             let count = unsafe {
                 api!(RedisModule_HashSet)(
                     self.handle(),

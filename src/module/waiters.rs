@@ -145,13 +145,16 @@ impl Queue {
     }
 }
 
+/// One database's watched keys: each → its queue's first key and work kind.
+type WatchedKeys = HashMap<Vec<u8>, (Vec<u8>, u8)>;
+
 #[derive(Default)]
 struct Registry {
     next_seq: u64,
     waiters: u64,
     queues: HashMap<QueueId, Queue>,
     /// Watched key (per database) → its queue's first key and work kind.
-    watched: HashMap<c_int, HashMap<Vec<u8>, (Vec<u8>, u8)>>,
+    watched: HashMap<c_int, WatchedKeys>,
     pending: Vec<QueueId>,
     timer_armed: bool,
 }

@@ -460,7 +460,7 @@ mod tests {
 
     #[test]
     fn many_ids_acknowledge_exactly_as_one_ack_per_id() {
-        let mut random = crate::test_random::Random::new(0x5e7_0f_1d5);
+        let mut random = crate::test_random::Random::new(0x5e70_f1d5);
         let names = ["a", "b", "c", "d", "e"];
         let pick = |random: &mut crate::test_random::Random| -> Vec<u8> {
             match random.below(8) {

@@ -189,7 +189,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         RecordOutcome::Accumulated => None,
     };
     if let Some(counted) = counted {
-        let org = queue.as_ref().map_or_else(|| TenantId::of(&region.org), RedisQueue::tenant);
+        let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), RedisQueue::tenant);
         tenant_stats::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))

@@ -88,7 +88,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     for (name, parts) in DREAMS_FIELDS {
         fields.push((name, Reply::count(totals.map_or(0, |totals| totals.sum(parts)))));
     }
-    let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.len() == 0);
+    let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.is_empty());
     if idle {
         tenant_stats::idle_seen(org_id, None);
     }

@@ -192,9 +192,9 @@ fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> Co
     let stored = record::open(session, &keys.agent(agent), Access::Write)?;
     let agents = AgentIndex::open(session, keys, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;
-    record::replace(&stored, &fields);
-    agents.set(&agent, fields.get(NAME).unwrap_or_default());
-    mailboxes.add(&agent);
+    record::replace(&stored, fields);
+    agents.set(agent, fields.get(NAME).unwrap_or_default());
+    mailboxes.add(agent);
     Ok(Reply::OK)
 }
 

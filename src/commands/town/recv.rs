@@ -270,7 +270,7 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let mut mask = 0;
     for (name, kind) in watched.iter().zip([INBOX, URGENT]) {
         let key = session.open_unchecked(name, Access::Read);
-        if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || key.len() > 0) {
+        if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || !key.is_empty()) {
             mask |= kind;
         }
     }

@@ -134,7 +134,7 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
     ];
     let town = TenantId::of(keys.prefix());
     fields.extend(totals(town, Some(agent)));
-    if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.len() == 0) {
+    if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.is_empty()) {
         tenant_stats::idle_seen(town, Some(town.agent(agent)));
     }
     Ok(pairs(fields))
