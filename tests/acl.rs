@@ -221,7 +221,8 @@ fn category_rules_grant_and_refuse_the_module_commands_as_each_server_allows() {
 
     // (user, rules, [(call, allowed)]): a write and a read of each family,
     // and a core write.
-    let cases: Vec<(&str, &str, Vec<(Vec<String>, bool)>)> = vec![
+    type Case<'a> = (&'a str, &'a str, Vec<(Vec<String>, bool)>);
+    let cases: Vec<Case> = vec![
         // 7.0: module commands are in no category, so `-@write` does not
         // take them away and `+@write`/`+@read` do not grant them.
         (

@@ -187,7 +187,7 @@ fn an_ack_removes_one_copy_only() {
     let payload = dreams.take_one();
     let _: () = redis::cmd("RPUSH").arg(&dreams.keys.processing).arg(&payload).query(dreams.con).unwrap();
     assert_eq!(dreams.ack(&payload, "SUCCESS", &[]).0, "acknowledged");
-    assert_eq!(dreams.processing(), [payload.clone()]);
+    assert_eq!(dreams.processing(), [payload.as_slice()]);
     assert_eq!(dreams.ack(&payload, "SUCCESS", &[]).0, "acknowledged");
     assert_eq!(dreams.ack(&payload, "SUCCESS", &[]).0, "stale");
 }

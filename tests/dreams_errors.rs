@@ -88,7 +88,8 @@ fn wrong_type_keys_are_refused_by_every_command_that_opens_them() {
     // (key, a wrong type for it, the commands that open it). A RECORD
     // checks the keys of the path it takes (docs/perf-notes.md): the queue
     // only when it fires, the event set only with EVENT.
-    let cases: Vec<(fn(&Keys) -> String, &str, &[&str])> = vec![
+    type Case = (fn(&Keys) -> String, &'static str, &'static [&'static str]);
+    let cases: Vec<Case> = vec![
         (|k| k.ready.clone(), "string", &["fire", "record-fire", "drain", "ack", "recover", "len"]),
         (|k| k.ready.clone(), "zset", &["fire", "record-fire", "drain", "ack", "recover", "len"]),
         (|k| k.deferred.clone(), "list", &["fire", "record-fire", "drain", "ack", "recover", "len"]),

@@ -207,7 +207,7 @@ fn a_replayed_event_is_counted_once() {
     let low = trigger(4, 100, 0, NEVER_SECS);
     crossing.extend(strs(&low));
     assert_eq!(dreams.record("p", 1, 1, 0, &crossing).0, "queued");
-    assert_eq!(dreams.take_one().len() > 0, true);
+    assert!(!dreams.take_one().is_empty());
     assert_eq!(dreams.record("p", 1, 1, 0, &crossing), ("accumulated".into(), 4, 2));
     // Without EVENT nothing is deduplicated.
     assert_eq!(dreams.record("r", 1, 1, 0, &strs(&t)).1, 1);

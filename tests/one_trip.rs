@@ -102,7 +102,7 @@ fn drain_ack_acknowledges_then_hands_out_the_next_item() {
     assert_eq!(counted(&acked).0, "acknowledged");
     let next = bulk(&next).expect("the next item");
     assert_eq!(project_of(&next), "b");
-    assert_eq!(dreams.processing(), [next.clone()], "the acknowledged one left, the next is in flight");
+    assert_eq!(dreams.processing(), [next.as_slice()], "the acknowledged one left, the next is in flight");
     // Acknowledging it again is stale (its exact payload is gone), and the
     // drain still runs: nothing there, so nil after the timeout.
     let (acked, none) = halves(one_trip(dreams.con, &org, "0.05", &["NOQUIET"], &first, "SUCCESS").unwrap());
@@ -166,7 +166,7 @@ fn the_acknowledgement_stands_when_the_drain_times_out_or_the_client_disconnects
     assert!(started.elapsed() >= std::time::Duration::from_millis(290), "it blocked");
     assert_eq!(counted(&acked), ("acknowledged".to_owned(), 0, 0));
     assert_eq!(none, Value::Nil);
-    assert_eq!(dreams.processing(), [q.clone()]);
+    assert_eq!(dreams.processing(), [q.as_slice()]);
     assert_eq!(dreams.counter("p", 1, "memories"), Some(0));
 
     // Disconnect: block forever, see the acknowledgement on the master and
@@ -207,7 +207,7 @@ fn a_blocked_one_trip_call_is_served_with_its_acknowledgement_in_the_reply() {
     assert_eq!(counted(&acked).0, "acknowledged");
     let next = bulk(&next).unwrap();
     assert_eq!(project_of(&next), "b");
-    assert_eq!(dreams.processing(), [next.clone()]);
+    assert_eq!(dreams.processing(), [next.as_slice()]);
     let leases: Vec<Vec<u8>> = redis::cmd("ZRANGE")
         .arg(format!("exocortex:dreams:{{{org}}}:leases"))
         .arg(0)

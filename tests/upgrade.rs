@@ -17,7 +17,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{cmd, tenant, wait_until, Server};
@@ -47,7 +47,7 @@ fn current_module() -> PathBuf {
 
 /// A server with `module` loaded, in `dir` when given (to serve another
 /// server's saved data).
-fn start(module: &PathBuf, dir: Option<&PathBuf>, extra: &[&str]) -> Server {
+fn start(module: &Path, dir: Option<&PathBuf>, extra: &[&str]) -> Server {
     let module = module.display().to_string();
     let dir = dir.map(|dir| dir.display().to_string());
     let mut args: Vec<&str> = Vec::new();

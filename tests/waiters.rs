@@ -252,7 +252,7 @@ fn requeue_and_reclaim_wake_a_receiver() {
     let receiver =
         start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
     ok(&mut con, &["TOWN.REQUEUE", &town, "a"]);
-    assert_eq!(messages(&receiver[0]), [sent.clone()]);
+    assert_eq!(messages(&receiver[0]), [sent.as_str()]);
     // RECLAIM moves a's inbox to b's.
     ok(&mut con, &["TOWN.SEND", &town, &town_message("c", "a")]);
     let receiver =

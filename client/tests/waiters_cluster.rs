@@ -125,7 +125,7 @@ fn a_waiter_on_a_migrating_source_is_answered_tryagain_not_served() {
         .arg(1000)
         .query(&mut owner_con)
         .unwrap();
-    assert_eq!(here, [deferred.clone()], "nothing moved on the migrating source");
+    assert_eq!(here, [deferred.as_str()], "nothing moved on the migrating source");
     let still_deferred: i64 = redis::cmd("ZCARD").arg(&deferred).query(&mut owner_con).unwrap();
     assert_eq!(still_deferred, 1);
     wait_until("the waiter left its queue", || dreamtown_info(&mut owner_con, "waiters") == 0);
