@@ -19,7 +19,7 @@ mod test_random;
 
 #[cfg(feature = "module")]
 mod commands;
-#[cfg(feature = "module")]
-mod module;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+#[cfg(feature = "module")]
+mod module;

@@ -28,12 +28,25 @@ const FLAGS: [(&str, &[&str]); 8] = [
 ];
 
 /// The commands an organization's worker and writers need.
-const DREAMS_COMMANDS: &str = "+dreams.fire +dreams.record +dreams.settle +dreams.drain +dreams.ack +dreams.recover +dreams.len +dreams.counters";
+const DREAMS_COMMANDS: &str =
+    "+dreams.fire +dreams.record +dreams.settle +dreams.drain +dreams.ack +dreams.recover +dreams.len +dreams.counters";
 
 /// Every TOWN command (their flags: `town_commands.rs`).
 const TOWN: [&str; 14] = [
-    "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
-    "TOWN.BROADCAST", "TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG", "TOWN.RESET",
+    "TOWN.SEND",
+    "TOWN.RECV",
+    "TOWN.ACK",
+    "TOWN.REQUEUE",
+    "TOWN.LEN",
+    "TOWN.PEEK",
+    "TOWN.RECLAIM",
+    "TOWN.BROADCAST",
+    "TOWN.STOP",
+    "TOWN.AGENT",
+    "TOWN.TASK",
+    "TOWN.ACTIVITY",
+    "TOWN.BACKLOG",
+    "TOWN.RESET",
 ];
 
 /// The TOWN commands with subcommands (`TOWN.AGENT GET <town> ...`).
@@ -41,10 +54,27 @@ const CONTAINERS: [&str; 5] = ["TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACT
 
 /// Their subcommands, each a command of its own for flags and ACL.
 const TOWN_SUBCOMMANDS: [&str; 21] = [
-    "TOWN.STOP|REQUEST", "TOWN.STOP|CHECK", "TOWN.STOP|CLEAR", "TOWN.AGENT|SET", "TOWN.AGENT|GET", "TOWN.AGENT|DEL",
-    "TOWN.AGENT|LIST", "TOWN.AGENT|BYNAME", "TOWN.AGENT|INCR", "TOWN.AGENT|HEARTBEAT", "TOWN.TASK|SET", "TOWN.TASK|GET",
-    "TOWN.TASK|DEL", "TOWN.TASK|LIST", "TOWN.ACTIVITY|LOG", "TOWN.ACTIVITY|GET", "TOWN.BACKLOG|PUSH",
-    "TOWN.BACKLOG|POP", "TOWN.BACKLOG|LIST", "TOWN.BACKLOG|LEN", "TOWN.BACKLOG|REMOVE",
+    "TOWN.STOP|REQUEST",
+    "TOWN.STOP|CHECK",
+    "TOWN.STOP|CLEAR",
+    "TOWN.AGENT|SET",
+    "TOWN.AGENT|GET",
+    "TOWN.AGENT|DEL",
+    "TOWN.AGENT|LIST",
+    "TOWN.AGENT|BYNAME",
+    "TOWN.AGENT|INCR",
+    "TOWN.AGENT|HEARTBEAT",
+    "TOWN.TASK|SET",
+    "TOWN.TASK|GET",
+    "TOWN.TASK|DEL",
+    "TOWN.TASK|LIST",
+    "TOWN.ACTIVITY|LOG",
+    "TOWN.ACTIVITY|GET",
+    "TOWN.BACKLOG|PUSH",
+    "TOWN.BACKLOG|POP",
+    "TOWN.BACKLOG|LIST",
+    "TOWN.BACKLOG|LEN",
+    "TOWN.BACKLOG|REMOVE",
 ];
 
 /// Every TOWN command that runs: the plain ones and the subcommands.
@@ -175,7 +205,8 @@ fn category_rules_grant_and_refuse_the_module_commands_as_each_server_allows() {
     let org = tenant("acl-cat");
     let town = tenant("acl-cat-town");
     let fire = |n: usize| -> Vec<String> { owned(vec![vec!["DREAMS.FIRE", &org, &format!("p{n}"), "1"]]).remove(0) };
-    let send = |id: &str| -> Vec<String> { owned(vec![vec!["TOWN.SEND", &town, &message(id, "a", "normal")]]).remove(0) };
+    let send =
+        |id: &str| -> Vec<String> { owned(vec![vec!["TOWN.SEND", &town, &message(id, "a", "normal")]]).remove(0) };
     let len = owned(vec![vec!["DREAMS.LEN", &org]]).remove(0);
     let town_len = owned(vec![vec!["TOWN.LEN", &town, "a"]]).remove(0);
     let set = owned(vec![vec!["SET", &format!("{org}-plain"), "1"]]).remove(0);
@@ -190,31 +221,57 @@ fn category_rules_grant_and_refuse_the_module_commands_as_each_server_allows() {
 
     // (user, rules, [(call, allowed)]): a write and a read of each family,
     // and a core write.
-    let cases: Vec<(&str, &str, Vec<(Vec<String>, bool)>)> = vec![
+    type Case<'a> = (&'a str, &'a str, Vec<(Vec<String>, bool)>);
+    let cases: Vec<Case> = vec![
         // 7.0: module commands are in no category, so `-@write` does not
         // take them away and `+@write`/`+@read` do not grant them.
-        ("no-writes", "+@all -@write", vec![
-            (fire(1), !categories), (send("w1"), !categories),
-            (len.clone(), true), (town_len.clone(), true), (set.clone(), false),
-        ]),
-        ("read-write", "+@read +@write", vec![
-            (fire(2), categories), (send("w2"), categories),
-            (len.clone(), categories), (town_len.clone(), categories), (set.clone(), true),
-        ]),
+        (
+            "no-writes",
+            "+@all -@write",
+            vec![
+                (fire(1), !categories),
+                (send("w1"), !categories),
+                (len.clone(), true),
+                (town_len.clone(), true),
+                (set.clone(), false),
+            ],
+        ),
+        (
+            "read-write",
+            "+@read +@write",
+            vec![
+                (fire(2), categories),
+                (send("w2"), categories),
+                (len.clone(), categories),
+                (town_len.clone(), categories),
+                (set.clone(), true),
+            ],
+        ),
         // No module command is @dangerous (none is an admin command).
-        ("no-dangerous", "+@all -@dangerous", vec![
-            (fire(3), true), (send("w3"), true), (len.clone(), true), (set.clone(), true),
-        ]),
+        (
+            "no-dangerous",
+            "+@all -@dangerous",
+            vec![(fire(3), true), (send("w3"), true), (len.clone(), true), (set.clone(), true)],
+        ),
     ];
     let mut cases = cases;
     if module_category {
-        cases.push(("dreamtown", "+@dreamtown", vec![
-            (fire(4), true), (send("w4"), true), (len.clone(), true), (town_len.clone(), true),
-            (set.clone(), false),
-        ]));
-        cases.push(("not-dreamtown", "+@all -@dreamtown", vec![
-            (fire(5), false), (send("w5"), false), (len.clone(), false), (set.clone(), true),
-        ]));
+        cases.push((
+            "dreamtown",
+            "+@dreamtown",
+            vec![
+                (fire(4), true),
+                (send("w4"), true),
+                (len.clone(), true),
+                (town_len.clone(), true),
+                (set.clone(), false),
+            ],
+        ));
+        cases.push((
+            "not-dreamtown",
+            "+@all -@dreamtown",
+            vec![(fire(5), false), (send("w5"), false), (len.clone(), false), (set.clone(), true)],
+        ));
     }
     for (user, rules, calls) in cases {
         set_user(&server, user, &format!("~* &* {rules}"));
@@ -260,7 +317,9 @@ fn command_info_lists_the_categories_acl_applies() {
         let mut wanted = BTreeSet::new();
         if support != AclSupport::NoCategories {
             let has = |flag: &str| flags.contains(flag);
-            for (flag, category) in [("write", "@write"), ("readonly", "@read"), ("pubsub", "@pubsub"), ("blocking", "@blocking")] {
+            for (flag, category) in
+                [("write", "@write"), ("readonly", "@read"), ("pubsub", "@pubsub"), ("blocking", "@blocking")]
+            {
                 if has(flag) {
                     wanted.insert(category.to_owned());
                 }
@@ -350,7 +409,20 @@ fn every_town_command(town: &str) -> Vec<Vec<String>> {
         vec!["TOWN.STOP", "CHECK", town, "a"],
         vec!["TOWN.STOP", "CLEAR", town, "a"],
         vec!["TOWN.STOP", "REQUEST", town, "a", "TTL", "60"],
-        vec!["TOWN.AGENT", "SET", town, "a", "name", "alice", "state", "idle", "rounds_completed", "1", "tasks_completed", "0"],
+        vec![
+            "TOWN.AGENT",
+            "SET",
+            town,
+            "a",
+            "name",
+            "alice",
+            "state",
+            "idle",
+            "rounds_completed",
+            "1",
+            "tasks_completed",
+            "0",
+        ],
         vec!["TOWN.AGENT", "GET", town, "a"],
         vec!["TOWN.AGENT", "LIST", town],
         vec!["TOWN.AGENT", "BYNAME", town, "alice"],
@@ -557,9 +629,8 @@ fn changes_to_the_default_users_rules_apply_to_the_next_call() {
     let server = Server::start();
     let (own, other) = (tenant("acl-default"), tenant("acl-default-other"));
     let mut default = server.connect();
-    let fire = |con: &mut redis::Connection, org: &str| {
-        common::run(con, &[b"DREAMS.FIRE", org.as_bytes(), b"web", b"1"])
-    };
+    let fire =
+        |con: &mut redis::Connection, org: &str| common::run(con, &[b"DREAMS.FIRE", org.as_bytes(), b"web", b"1"]);
     assert!(fire(&mut default, &other).is_ok(), "all keys at first");
 
     let narrow = format!("~exocortex:dreams:{{{own}}}:*");
@@ -597,7 +668,10 @@ fn the_dreamtown_category_survives_a_module_reload() {
     assert!(categories.contains("@dreamtown"), "{categories:?}");
     let org = tenant("acl-reload");
     let mut user = server.connect_as("whole-module", "pw");
-    assert_eq!(run(&mut user, &owned(vec![vec!["DREAMS.FIRE", &org, "p", "1"]]).remove(0)).unwrap(), Value::SimpleString("queued".into()));
+    assert_eq!(
+        run(&mut user, &owned(vec![vec!["DREAMS.FIRE", &org, "p", "1"]]).remove(0)).unwrap(),
+        Value::SimpleString("queued".into())
+    );
     let refused = run(&mut user, &owned(vec![vec!["SET", &org, "1"]]).remove(0)).unwrap_err();
     assert!(is_noperm(&refused), "{refused}");
 }

@@ -75,12 +75,8 @@ struct Pair {
 
 fn pair(lease: &str) -> Pair {
     let master = Server::start_with(&["--repl-diskless-sync", "yes"]);
-    let replica = Server::start_with(&[
-        "--repl-diskless-load",
-        "swapdb",
-        "--loading-process-events-interval-bytes",
-        "1024",
-    ]);
+    let replica =
+        Server::start_with(&["--repl-diskless-load", "swapdb", "--loading-process-events-interval-bytes", "1024"]);
     let mut m = master.connect();
     let mut r = replica.connect();
     ok(&mut r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
@@ -188,7 +184,5 @@ fn an_aborted_async_load_keeps_the_old_data_then_resyncs_and_a_promotion_after_e
     drop(master);
     assert!(in_flight(&mut r, &org).contains(&leased), "not expired before the promotion");
     ok(&mut r, &["REPLICAOF", "NO", "ONE"]);
-    wait_until("the promoted replica expires the lease", || {
-        lrange(&mut r, &Keys::new(&org).ready).contains(&leased)
-    });
+    wait_until("the promoted replica expires the lease", || lrange(&mut r, &Keys::new(&org).ready).contains(&leased));
 }

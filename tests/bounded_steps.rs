@@ -68,7 +68,8 @@ fn leases_of_one_agent_expire_a_bounded_number_per_tick() {
         pipe.cmd("TOWN.SEND").arg(&town).arg(message).ignore();
     }
     let () = pipe.query(&mut con).expect("sends");
-    let got: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, "a", "COUNT", &n.to_string(), "RELIABLE", "LEASE", "0.2"]);
+    let got: Vec<String> =
+        ok(&mut con, &["TOWN.RECV", &town, "a", "COUNT", &n.to_string(), "RELIABLE", "LEASE", "0.2"]);
     assert_eq!(got.len(), n);
     wait_until("every lease expired", || lengths(&mut con, &town, "a") == vec![n as i64, 0, 0]);
     let mut back = inbox(&mut con, &town, "a");
@@ -103,7 +104,8 @@ fn one_drain_dead_letters_a_bounded_number_and_a_blocked_drain_goes_on() {
     assert_eq!(info_field(&mut con, "dead_lettered") - before, 256);
     assert_eq!(llen(&mut con, &ready), garbage - 256 + 1);
     // A blocking drain goes on, a bounded step per turn, to the fire.
-    let fire: Option<Vec<u8>> = redis::cmd("DREAMS.DRAIN").arg(&org).arg("30").arg("NOQUIET").query(&mut con).expect("drain");
+    let fire: Option<Vec<u8>> =
+        redis::cmd("DREAMS.DRAIN").arg(&org).arg("30").arg("NOQUIET").query(&mut con).expect("drain");
     let fire = String::from_utf8(fire.expect("the fire behind the garbage")).expect("utf-8");
     assert!(fire.contains("\"project\":\"p\""), "{fire}");
     assert_eq!(llen(&mut con, &queue_key(&org, "dead")), garbage);

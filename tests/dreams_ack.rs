@@ -70,7 +70,11 @@ fn success_requeues_at_once_only_with_a_zero_min_interval() {
     let mut dreams = Dreams::new(&mut con, &org);
     let payload = in_flight(&mut dreams);
     let old_id = SeedFireMessage::parse(&payload).fire_id.unwrap();
-    let ack = dreams.ack(&payload, "SUCCESS", &["NODE", "acker"].iter().copied().chain(strs(&trigger(2, 1_000, 0, NEVER_SECS))).collect::<Vec<_>>());
+    let ack = dreams.ack(
+        &payload,
+        "SUCCESS",
+        &["NODE", "acker"].iter().copied().chain(strs(&trigger(2, 1_000, 0, NEVER_SECS))).collect::<Vec<_>>(),
+    );
     assert_eq!(ack, ("requeued".into(), 2, 1));
     let ready = dreams.ready();
     assert_eq!(ready.len(), 1);
@@ -81,7 +85,10 @@ fn success_requeues_at_once_only_with_a_zero_min_interval() {
     assert_eq!(dreams.counters("p", 1)["pending"], new_id);
     assert_eq!(again.fired_by, "acker");
     let fired = again.fired_at.unwrap();
-    assert_eq!((fired.memories_since_last_cycle, fired.edges_since_last_cycle, fired.seconds_since_last_cycle), (2, 1, 0));
+    assert_eq!(
+        (fired.memories_since_last_cycle, fired.edges_since_last_cycle, fired.seconds_since_last_cycle),
+        (2, 1, 0)
+    );
     assert_eq!(again.to_payload().into_bytes(), ready[0], "seed-compatible bytes");
     assert_eq!(info(dreams.con)["fired_ack_requeue"], 1);
 }
@@ -180,7 +187,7 @@ fn an_ack_removes_one_copy_only() {
     let payload = dreams.take_one();
     let _: () = redis::cmd("RPUSH").arg(&dreams.keys.processing).arg(&payload).query(dreams.con).unwrap();
     assert_eq!(dreams.ack(&payload, "SUCCESS", &[]).0, "acknowledged");
-    assert_eq!(dreams.processing(), [payload.clone()]);
+    assert_eq!(dreams.processing(), [payload.as_slice()]);
     assert_eq!(dreams.ack(&payload, "SUCCESS", &[]).0, "acknowledged");
     assert_eq!(dreams.ack(&payload, "SUCCESS", &[]).0, "stale");
 }
@@ -200,7 +207,11 @@ fn explicit_fire_payloads_are_just_removed() {
     let second = dreams.take_one();
     let counters = dreams.counters("p", 1);
     assert_eq!(dreams.ack(&first, "SUCCESS", &strs(&t)), ("acknowledged".into(), 0, 0));
-    assert_eq!(dreams.ack(&second, "FAILURE", &strs(&t)), ("acknowledged".into(), 0, 0), "no retry for an explicit fire");
+    assert_eq!(
+        dreams.ack(&second, "FAILURE", &strs(&t)),
+        ("acknowledged".into(), 0, 0),
+        "no retry for an explicit fire"
+    );
     assert_eq!(dreams.counters("p", 1), counters, "explicit fires own no counters");
     assert_eq!(dreams.processing(), [counted]);
     assert_eq!(dreams.len(), (0, 0, 1));

@@ -149,13 +149,36 @@ fn trigger_settings_take_effect_at_once() {
 fn loadmodule_arguments_set_the_configuration() {
     let server = Server::start_with_module_args(
         &[],
-        &["queue-max", "5", "quiet-hours", "23-07", "quiet-utc-offset", "-60", "quiet-backlog-min", "4",
-          "memory-threshold", "1", "edge-threshold", "2", "min-interval", "0", "age-floor", "99"],
+        &[
+            "queue-max",
+            "5",
+            "quiet-hours",
+            "23-07",
+            "quiet-utc-offset",
+            "-60",
+            "quiet-backlog-min",
+            "4",
+            "memory-threshold",
+            "1",
+            "edge-threshold",
+            "2",
+            "min-interval",
+            "0",
+            "age-floor",
+            "99",
+        ],
     );
     let mut con = server.connect();
-    for (name, value) in [("queue-max", "5"), ("quiet-hours", "23-07"), ("quiet-utc-offset", "-60"),
-        ("quiet-backlog-min", "4"), ("memory-threshold", "1"), ("edge-threshold", "2"), ("min-interval", "0"),
-        ("age-floor", "99")] {
+    for (name, value) in [
+        ("queue-max", "5"),
+        ("quiet-hours", "23-07"),
+        ("quiet-utc-offset", "-60"),
+        ("quiet-backlog-min", "4"),
+        ("memory-threshold", "1"),
+        ("edge-threshold", "2"),
+        ("min-interval", "0"),
+        ("age-floor", "99"),
+    ] {
         assert_eq!(get_config(&mut con, name), value, "{name}");
     }
     let org = tenant("loadmodule");
@@ -226,9 +249,24 @@ fn info_reports_every_total() {
     let org = tenant("info");
     let keys = Keys::new(&org);
     let stats = info(&mut con);
-    for field in ["fired", "fired_fire", "fired_record", "fired_ack_requeue", "dropped", "dropped_capacity_fire",
-        "dropped_capacity_record", "dropped_capacity_ack", "records_deduplicated", "drained", "quiet_deferred",
-        "promoted", "dead_lettered", "acks_acknowledged", "acks_stale", "recovered"] {
+    for field in [
+        "fired",
+        "fired_fire",
+        "fired_record",
+        "fired_ack_requeue",
+        "dropped",
+        "dropped_capacity_fire",
+        "dropped_capacity_record",
+        "dropped_capacity_ack",
+        "records_deduplicated",
+        "drained",
+        "quiet_deferred",
+        "promoted",
+        "dead_lettered",
+        "acks_acknowledged",
+        "acks_stale",
+        "recovered",
+    ] {
         assert_eq!(stats.get(field), Some(&0), "{field} starts at 0: {stats:?}");
     }
     set_config(&mut con, "queue-max", "3");
@@ -240,7 +278,7 @@ fn info_reports_every_total() {
     assert_eq!(dreams.record("p", 1, 1, 0, &once).0, "queued"); // fired_record
     assert_eq!(dreams.record("p", 1, 1, 0, &once).0, "accumulated"); // records_deduplicated
     assert_eq!(dreams.fire("f", 1, &[]), "queued"); // fired_fire
-    // Quiet hours mark both, the first runs (drained, quiet_deferred 2, promoted 2).
+                                                    // Quiet hours mark both, the first runs (drained, quiet_deferred 2, promoted 2).
     let counted = dreams.drain("1", &["QUIET", &covering]).unwrap();
     assert!(SeedFireMessage::parse(&counted).quiet_deferred);
     assert_eq!(dreams.fire("g", 1, &[]), "queued");
@@ -250,7 +288,7 @@ fn info_reports_every_total() {
     let again = dreams.take_one(); // drained: the marked explicit fire
     assert_eq!(dreams.ack(&again, "SUCCESS", &[]).0, "acknowledged");
     assert_eq!(dreams.ack(&again, "SUCCESS", &[]).0, "stale"); // acks_stale
-    // Both left in flight, recovered, and drained again.
+                                                               // Both left in flight, recovered, and drained again.
     assert_eq!(project_of(&dreams.take_one()), "g");
     assert_eq!(project_of(&dreams.take_one()), "p");
     assert_eq!(dreams.recover(), 2); // recovered
@@ -265,10 +303,22 @@ fn info_reports_every_total() {
     while dreams.take().is_some() {} // dead_lettered
     let stats = info(dreams.con);
     let expect = [
-        ("fired_fire", 2), ("fired_record", 1), ("fired_ack_requeue", 1), ("fired", 4),
-        ("dropped_capacity_fire", 1), ("dropped_capacity_record", 1), ("dropped_capacity_ack", 1), ("dropped", 3),
-        ("records_deduplicated", 1), ("quiet_deferred", 2), ("promoted", 2), ("dead_lettered", 1),
-        ("acks_acknowledged", 4), ("acks_stale", 1), ("recovered", 2), ("drained", 6),
+        ("fired_fire", 2),
+        ("fired_record", 1),
+        ("fired_ack_requeue", 1),
+        ("fired", 4),
+        ("dropped_capacity_fire", 1),
+        ("dropped_capacity_record", 1),
+        ("dropped_capacity_ack", 1),
+        ("dropped", 3),
+        ("records_deduplicated", 1),
+        ("quiet_deferred", 2),
+        ("promoted", 2),
+        ("dead_lettered", 1),
+        ("acks_acknowledged", 4),
+        ("acks_stale", 1),
+        ("recovered", 2),
+        ("drained", 6),
     ];
     for (field, value) in expect {
         assert_eq!(stats[field], value, "{field}: {stats:?}");

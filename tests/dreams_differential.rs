@@ -190,9 +190,18 @@ impl Seed {
             quiet_deferred: false,
         };
         let reply = self
-            .eval(con, "enqueue", &[&self.queue, &self.deferred, &self.processing], &[QUEUE_MAX.to_string(), message.to_payload()])
+            .eval(
+                con,
+                "enqueue",
+                &[&self.queue, &self.deferred, &self.processing],
+                &[QUEUE_MAX.to_string(), message.to_payload()],
+            )
             .expect("ENQUEUE_BOUNDED");
-        if int(&reply) == 1 { "queued".into() } else { "dropped".into() }
+        if int(&reply) == 1 {
+            "queued".into()
+        } else {
+            "dropped".into()
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -260,11 +269,8 @@ impl Seed {
             let payload = payload?;
             let mut message = SeedFireMessage::parse(&payload);
             assert_eq!(message.region.org, self.org, "ensure_region");
-            let (ready, deferred): (u64, u64) = redis::pipe()
-                .cmd("LLEN").arg(&self.queue)
-                .cmd("ZCARD").arg(&self.deferred)
-                .query(con)
-                .unwrap();
+            let (ready, deferred): (u64, u64) =
+                redis::pipe().cmd("LLEN").arg(&self.queue).cmd("ZCARD").arg(&self.deferred).query(con).unwrap();
             let other_work = ready + deferred;
             // QuietHours::should_reorder with the window on (or none).
             let reorder = quiet && other_work > 0 && other_work + 1 < BACKLOG_MIN;
@@ -279,7 +285,15 @@ impl Seed {
         }
     }
 
-    fn ack(&self, con: &mut Connection, payload: &[u8], success: bool, trigger: Trigger, node: &str, now: i64) -> (String, i64, i64) {
+    fn ack(
+        &self,
+        con: &mut Connection,
+        payload: &[u8],
+        success: bool,
+        trigger: Trigger,
+        node: &str,
+        now: i64,
+    ) -> (String, i64, i64) {
         let message = SeedFireMessage::parse(payload);
         let Some(fired_at) = message.fired_at else {
             let removed: i64 = redis::cmd("LREM").arg(&self.processing).arg(1).arg(payload).query(con).unwrap();
@@ -352,7 +366,9 @@ impl FireIds {
                 let known_m = self.seed_to_module.entry(s.to_owned()).or_insert_with(|| m.to_owned()).clone();
                 let known_s = self.module_to_seed.entry(m.to_owned()).or_insert_with(|| s.to_owned()).clone();
                 if known_m != m || known_s != s {
-                    return Err(format!("fire id {s} (seed) pairs with {m} and {known_m}; {m} (module) with {s} and {known_s}"));
+                    return Err(format!(
+                        "fire id {s} (seed) pairs with {m} and {known_m}; {m} (module) with {s} and {known_s}"
+                    ));
                 }
                 Ok(())
             }
@@ -373,12 +389,19 @@ fn normalized(payload: &[u8]) -> (Json, Option<String>) {
 fn compare_payloads(ids: &mut FireIds, seed: &[u8], module: &[u8], what: &str) -> Result<(), String> {
     let as_seed = SeedFireMessage::parse(module).to_payload();
     if as_seed.as_bytes() != module {
-        return Err(format!("{what}: module payload is not the seed's serde bytes:\n  {}\n  {as_seed}", String::from_utf8_lossy(module)));
+        return Err(format!(
+            "{what}: module payload is not the seed's serde bytes:\n  {}\n  {as_seed}",
+            String::from_utf8_lossy(module)
+        ));
     }
     let (seed_json, seed_id) = normalized(seed);
     let (module_json, module_id) = normalized(module);
     if seed_json != module_json {
-        return Err(format!("{what}: payloads differ:\n  seed   {}\n  module {}", String::from_utf8_lossy(seed), String::from_utf8_lossy(module)));
+        return Err(format!(
+            "{what}: payloads differ:\n  seed   {}\n  module {}",
+            String::from_utf8_lossy(seed),
+            String::from_utf8_lossy(module)
+        ));
     }
     ids.pair(seed_id.as_deref(), module_id.as_deref()).map_err(|e| format!("{what}: {e}"))
 }
@@ -401,7 +424,13 @@ struct Snapshot {
     events: Vec<BTreeSet<String>>,
 }
 
-fn snapshot(con: &mut Connection, ready: &str, deferred: &str, processing: &str, regions: &[(String, String)]) -> Snapshot {
+fn snapshot(
+    con: &mut Connection,
+    ready: &str,
+    deferred: &str,
+    processing: &str,
+    regions: &[(String, String)],
+) -> Snapshot {
     let mut pipe = redis::pipe();
     pipe.cmd("LRANGE").arg(ready).arg(0).arg(-1);
     pipe.cmd("ZRANGE").arg(deferred).arg(0).arg(-1);
@@ -476,10 +505,18 @@ impl Run {
         let module_regions: Vec<(String, String)> = self
             .regions
             .iter()
-            .map(|r| (self.module_keys.counters(r.project, r.memory_type), self.module_keys.events(r.project, r.memory_type)))
+            .map(|r| {
+                (self.module_keys.counters(r.project, r.memory_type), self.module_keys.events(r.project, r.memory_type))
+            })
             .collect();
         let s = snapshot(con, &self.seed.queue, &self.seed.deferred, &self.seed.processing, &seed_regions);
-        let m = snapshot(con, &self.module_keys.ready, &self.module_keys.deferred, &self.module_keys.processing, &module_regions);
+        let m = snapshot(
+            con,
+            &self.module_keys.ready,
+            &self.module_keys.deferred,
+            &self.module_keys.processing,
+            &module_regions,
+        );
         compare_lists(&mut self.ids, &s.ready, &m.ready, "ready")?;
         compare_lists(&mut self.ids, &s.processing, &m.processing, "processing")?;
         if s.deferred.len() != m.deferred.len() {
@@ -524,7 +561,17 @@ impl Run {
         // Alternate phases that fill the queue to its ceiling and that empty it.
         let weights: [u64; 6] = if filling { [30, 36, 4, 12, 16, 2] } else { [2, 36, 8, 26, 27, 1] };
         let mut roll = rng.below(weights.iter().sum());
-        let choice = weights.iter().position(|w| if roll < *w { true } else { roll -= w; false }).unwrap();
+        let choice = weights
+            .iter()
+            .position(|w| {
+                if roll < *w {
+                    true
+                } else {
+                    roll -= w;
+                    false
+                }
+            })
+            .unwrap();
         let mut dreams = Dreams::new(con, &self.module_org);
         let (r, mt) = (region.project, region.memory_type);
         match choice {
@@ -535,11 +582,8 @@ impl Run {
                 Ok((format!("FIRE {module}"), format!("FIRE {r} {mt} NODE {node} -> {module}")))
             }
             1 => {
-                let (memories, edges) = if rng.chance(3) {
-                    (u64::from(u32::MAX), rng.below(3))
-                } else {
-                    (rng.below(4), rng.below(4))
-                };
+                let (memories, edges) =
+                    if rng.chance(3) { (u64::from(u32::MAX), rng.below(3)) } else { (rng.below(4), rng.below(4)) };
                 let event = format!("ev{}", rng.below(4));
                 let generation = rng.below(6) + 1;
                 let delivery = rng.chance(60).then_some((event.as_str(), generation));
@@ -552,7 +596,10 @@ impl Run {
                 extra.extend(strs(&trigger_args));
                 let module = dreams.record(r, mt, memories, edges, &extra);
                 expect_same("RECORD", &seed, &module)?;
-                Ok((format!("RECORD {}", module.0), format!("RECORD {r} {mt} {memories} {edges} {extra:?} -> {module:?}")))
+                Ok((
+                    format!("RECORD {}", module.0),
+                    format!("RECORD {r} {mt} {memories} {edges} {extra:?} -> {module:?}"),
+                ))
             }
             2 => {
                 let event = format!("ev{}", rng.below(4));
@@ -568,7 +615,10 @@ impl Run {
                 let window = ["QUIET", self.covering.as_str()];
                 let module = dreams.drain("0.001", if quiet { &window } else { &["NOQUIET"] });
                 let kind = format!("DRAIN quiet={quiet} {}", if module.is_some() { "item" } else { "nil" });
-                let described = format!("DRAIN quiet={quiet} -> {:?}", module.as_ref().map(|p| String::from_utf8_lossy(p).into_owned()));
+                let described = format!(
+                    "DRAIN quiet={quiet} -> {:?}",
+                    module.as_ref().map(|p| String::from_utf8_lossy(p).into_owned())
+                );
                 match (seed, module) {
                     (None, None) => {}
                     (Some(s), Some(m)) => {
@@ -593,7 +643,8 @@ impl Run {
                 let result = if success { "SUCCESS" } else { "FAILURE" };
                 // Without NODE the module uses the payload's node: so does the seed's caller.
                 let with_node = rng.chance(70);
-                let seed_node = if with_node { node.to_owned() } else { SeedFireMessage::parse(&seed_payload).fired_by };
+                let seed_node =
+                    if with_node { node.to_owned() } else { SeedFireMessage::parse(&seed_payload).fired_by };
                 let seed = self.seed.ack(dreams.con, &seed_payload, success, trigger, &seed_node, now);
                 let mut extra = if with_node { vec!["NODE", node] } else { vec![] };
                 extra.extend(strs(&trigger_args));
@@ -605,7 +656,10 @@ impl Run {
                         self.acked.remove(0);
                     }
                 }
-                Ok((format!("ACK {result} {}", module.0), format!("ACK {result} repeat={repeat} {extra:?} -> {module:?}")))
+                Ok((
+                    format!("ACK {result} {}", module.0),
+                    format!("ACK {result} repeat={repeat} {extra:?} -> {module:?}"),
+                ))
             }
             _ => {
                 let seed = self.seed.recover(dreams.con);
@@ -682,7 +736,11 @@ fn differential(default_seed: u64, default_ops: usize) {
                                     m.region.project,
                                     m.region.memory_type,
                                     m.fired_by,
-                                    m.fired_at.map(|a| (a.memories_since_last_cycle, a.edges_since_last_cycle, a.seconds_since_last_cycle)),
+                                    m.fired_at.map(|a| (
+                                        a.memories_since_last_cycle,
+                                        a.edges_since_last_cycle,
+                                        a.seconds_since_last_cycle
+                                    )),
                                     m.quiet_deferred,
                                     m.fire_id.unwrap_or_default().chars().take(8).collect::<String>()
                                 )
@@ -704,7 +762,16 @@ fn differential(default_seed: u64, default_ops: usize) {
     }
     // The sequence must have exercised the interesting paths, or it proves little.
     let info = info(&mut con);
-    for field in ["quiet_deferred", "dropped_capacity_fire", "dropped_capacity_record", "dropped_capacity_ack", "fired_ack_requeue", "records_deduplicated", "acks_stale", "recovered"] {
+    for field in [
+        "quiet_deferred",
+        "dropped_capacity_fire",
+        "dropped_capacity_record",
+        "dropped_capacity_ack",
+        "fired_ack_requeue",
+        "records_deduplicated",
+        "acks_stale",
+        "recovered",
+    ] {
         assert!(info[field] > 0, "the sequence never reached {field}: {info:?}\n{tally:?}");
     }
     eprintln!("differential seed {seed_value}: {ops} operations agreed; {tally:?}");

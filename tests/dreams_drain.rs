@@ -203,8 +203,13 @@ fn drain_never_blocks_inside_multi() {
     let started = Instant::now();
     let replies: Vec<Value> = redis::pipe()
         .atomic()
-        .cmd("DREAMS.DRAIN").arg(&org).arg(0).arg("NOQUIET")
-        .cmd("DREAMS.DRAIN").arg(&org).arg(5)
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg(0)
+        .arg("NOQUIET")
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg(5)
         .query(&mut con)
         .unwrap();
     assert_eq!(replies, [Value::Nil, Value::Nil]);
@@ -214,8 +219,14 @@ fn drain_never_blocks_inside_multi() {
     dreams.fire("p", 1, &[]);
     let replies: Vec<Value> = redis::pipe()
         .atomic()
-        .cmd("DREAMS.DRAIN").arg(&org).arg(0).arg("NOQUIET")
-        .cmd("DREAMS.DRAIN").arg(&org).arg(0).arg("NOQUIET")
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg(0)
+        .arg("NOQUIET")
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg(0)
+        .arg("NOQUIET")
         .query(dreams.con)
         .unwrap();
     assert!(matches!(&replies[0], Value::BulkString(p) if project_of(p) == "p"), "{replies:?}");
@@ -248,11 +259,17 @@ fn due_deferrals_are_promoted_before_the_head_is_taken() {
     let keys = Keys::new(&org);
     let mut dreams = Dreams::new(&mut con, &org);
     let now = server_time(dreams.con);
-    let make = |project: &str| format!(r#"{{"region":{{"org":"{org}","project":"{project}","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#);
+    let make = |project: &str| {
+        format!(
+            r#"{{"region":{{"org":"{org}","project":"{project}","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#
+        )
+    };
     let _: () = redis::cmd("ZADD")
         .arg(&keys.deferred)
-        .arg(now - 10).arg(make("due"))
-        .arg(now + 100_000).arg(make("future"))
+        .arg(now - 10)
+        .arg(make("due"))
+        .arg(now + 100_000)
+        .arg(make("future"))
         .query(dreams.con)
         .unwrap();
     assert_eq!(project_of(&dreams.take_one()), "due", "a due deferral runs when ready is empty");
@@ -275,9 +292,12 @@ fn promotion_stops_when_ready_reaches_the_ceiling() {
     let org = tenant("drain-promote-cap");
     let keys = Keys::new(&org);
     let mut dreams = Dreams::new(&mut con, &org);
-    let make = |project: &str| format!(r#"{{"region":{{"org":"{org}","project":"{project}","memory_type":1}},"fired_by":"n"}}"#);
+    let make = |project: &str| {
+        format!(r#"{{"region":{{"org":"{org}","project":"{project}","memory_type":1}},"fired_by":"n"}}"#)
+    };
     let _: () = redis::cmd("RPUSH").arg(&keys.ready).arg(make("r1")).arg(make("r2")).query(dreams.con).unwrap();
-    let _: () = redis::cmd("ZADD").arg(&keys.deferred).arg(1).arg(make("d1")).arg(2).arg(make("d2")).query(dreams.con).unwrap();
+    let _: () =
+        redis::cmd("ZADD").arg(&keys.deferred).arg(1).arg(make("d1")).arg(2).arg(make("d2")).query(dreams.con).unwrap();
     // Ready is full: nothing promoted; the head runs.
     assert_eq!(project_of(&dreams.take_one()), "r1");
     assert_eq!(dreams.len(), (1, 2, 1));
@@ -293,13 +313,8 @@ fn foreign_and_corrupt_items_go_to_the_dead_letter_list_and_drain_carries_on() {
     let org = tenant("drain-dead");
     let keys = Keys::new(&org);
     let foreign = r#"{"region":{"org":"someone-else","project":"p","memory_type":1},"fired_by":"n"}"#;
-    let items: Vec<&[u8]> = vec![
-        b"garbage",
-        foreign.as_bytes(),
-        b"\xff\xfe not utf-8",
-        b"{\"region\":{\"org\":1}}",
-        b"",
-    ];
+    let items: Vec<&[u8]> =
+        vec![b"garbage", foreign.as_bytes(), b"\xff\xfe not utf-8", b"{\"region\":{\"org\":1}}", b""];
     let _: () = redis::cmd("RPUSH").arg(&keys.ready).arg(&items).query(&mut con).unwrap();
     let mut dreams = Dreams::new(&mut con, &org);
     dreams.fire("good", 1, &[]);

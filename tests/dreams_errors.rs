@@ -88,7 +88,8 @@ fn wrong_type_keys_are_refused_by_every_command_that_opens_them() {
     // (key, a wrong type for it, the commands that open it). A RECORD
     // checks the keys of the path it takes (docs/perf-notes.md): the queue
     // only when it fires, the event set only with EVENT.
-    let cases: Vec<(fn(&Keys) -> String, &str, &[&str])> = vec![
+    type Case = (fn(&Keys) -> String, &'static str, &'static [&'static str]);
+    let cases: Vec<Case> = vec![
         (|k| k.ready.clone(), "string", &["fire", "record-fire", "drain", "ack", "recover", "len"]),
         (|k| k.ready.clone(), "zset", &["fire", "record-fire", "drain", "ack", "recover", "len"]),
         (|k| k.deferred.clone(), "list", &["fire", "record-fire", "drain", "ack", "recover", "len"]),
@@ -132,9 +133,11 @@ fn an_accumulating_record_ignores_the_queue_and_event_set_it_does_not_touch() {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         call_bytes(con, &bytes)
     };
-    let before: Vec<String> = redis::cmd("HMGET").arg(keys.counters("p", 1)).arg("memories").arg("edges").query(&mut con).unwrap();
+    let before: Vec<String> =
+        redis::cmd("HMGET").arg(keys.counters("p", 1)).arg("memories").arg("edges").query(&mut con).unwrap();
     let reply = record(&mut con, &["TRIGGER", "1", "1", "0", "0"]).expect("an accumulating record succeeds");
-    let after: Vec<i64> = redis::cmd("HMGET").arg(keys.counters("p", 1)).arg("memories").arg("edges").query(&mut con).unwrap();
+    let after: Vec<i64> =
+        redis::cmd("HMGET").arg(keys.counters("p", 1)).arg("memories").arg("edges").query(&mut con).unwrap();
     let before: Vec<i64> = before.iter().map(|v| v.parse().unwrap()).collect();
     assert_eq!(after, vec![before[0] + 2, before[1] + 3], "{reply:?}");
     // With EVENT it writes the event set, whose type it then refuses, changing nothing.
@@ -273,7 +276,8 @@ fn ack_refuses_payloads_that_are_not_fire_messages() {
     busy(&mut con, &org);
     let o = org.as_bytes();
     let nested = "[".repeat(10_000);
-    let huge_number = format!(r#"{{"region":{{"org":"{org}","project":"p","memory_type":4294967296}},"fired_by":"n"}}"#);
+    let huge_number =
+        format!(r#"{{"region":{{"org":"{org}","project":"p","memory_type":4294967296}},"fired_by":"n"}}"#);
     let negative = format!(r#"{{"region":{{"org":"{org}","project":"p","memory_type":-1}},"fired_by":"n"}}"#);
     let overflowing = format!(
         r#"{{"region":{{"org":"{org}","project":"p","memory_type":1}},"fired_by":"n","fired_at":{{"memories_since_last_cycle":4294967296,"edges_since_last_cycle":0,"seconds_since_last_cycle":0}},"fire_id":"x"}}"#
@@ -351,13 +355,22 @@ fn bad_record_arguments() {
         (vec!["1", "1", "EVENT", "e", "GENERATION", "abc"], "ERR generation must be an integer"),
         (vec!["1", "1", "EVENT", "e", "GENERATION", "18446744073709551616"], "ERR generation must be an integer"),
         (vec!["1", "1", "GENERATION", "3"], "ERR GENERATION needs EVENT"),
-        (vec!["1", "1", "EVENT", "e", "GENERATION", "1", "EVENT", "f", "GENERATION", "2"], "ERR EVENT given more than once"),
+        (
+            vec!["1", "1", "EVENT", "e", "GENERATION", "1", "EVENT", "f", "GENERATION", "2"],
+            "ERR EVENT given more than once",
+        ),
         (vec!["1", "1", "TRIGGER", "1", "2", "3"], "ERR missing age floor"),
         (vec!["1", "1", "TRIGGER", "a", "2", "3", "4"], "ERR memory threshold must be an integer"),
         (vec!["1", "1", "TRIGGER", "1", "2", "-3", "4"], "ERR min interval (seconds) must be an integer"),
-        (vec!["1", "1", "TRIGGER", "1", "2", "3", "18446744073709551616"], "ERR age floor (seconds) must be an integer"),
+        (
+            vec!["1", "1", "TRIGGER", "1", "2", "3", "18446744073709551616"],
+            "ERR age floor (seconds) must be an integer",
+        ),
         (vec!["1", "1", "TRIGGER", "1", "4294967296", "3", "4"], "ERR edge threshold must be an integer"),
-        (vec!["1", "1", "TRIGGER", "1", "1", "1", "1", "TRIGGER", "1", "1", "1", "1"], "ERR TRIGGER given more than once"),
+        (
+            vec!["1", "1", "TRIGGER", "1", "1", "1", "1", "TRIGGER", "1", "1", "1", "1"],
+            "ERR TRIGGER given more than once",
+        ),
         (vec!["1", "1", "FOO"], "ERR unknown option 'FOO'"),
         (vec!["1", "1", "NODE", "a", "NODE", "b"], "ERR NODE given more than once"),
     ];
@@ -376,7 +389,11 @@ fn bad_settle_arguments() {
     busy(&mut con, &org);
     let o = org.as_str();
     refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "", "1"], "ERR Dreams write event id must not be empty");
-    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "0"], "ERR Dreams delivery generation must be positive");
+    refused_str(
+        &mut con,
+        &["DREAMS.SETTLE", o, "p", "1", "e-1", "0"],
+        "ERR Dreams delivery generation must be positive",
+    );
     refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "-2"], "ERR generation must be an integer");
     refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "x"], "ERR generation must be an integer");
     refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "2", "KEEP"], "ERR unknown option 'KEEP'");
@@ -401,7 +418,11 @@ fn bad_drain_arguments() {
     }
     refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET"], "ERR missing quiet window");
     refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "OFFSET"], "ERR missing UTC offset");
-    refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "QUIET", "03-06"], "ERR QUIET given more than once");
+    refused_str(
+        &mut con,
+        &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "QUIET", "03-06"],
+        "ERR QUIET given more than once",
+    );
     refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "OFFSET", "1", "OFFSET", "2"], "ERR OFFSET given more than once");
     refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "NOQUIET", "QUIET", "02-06"], "ERR NOQUIET cannot be combined");
     refused_str(&mut con, &["DREAMS.DRAIN", o, "0", "QUIET", "02-06", "NOQUIET"], "ERR NOQUIET cannot be combined");
@@ -426,7 +447,11 @@ fn bad_ack_arguments() {
     refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"FOO"], "ERR unknown option 'FOO'");
     refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"TRIGGER", b"1"], "ERR missing edge threshold");
     refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"NODE"], "ERR missing node id");
-    refused(&mut con, &[b"DREAMS.ACK", o, p, b"SUCCESS", b"NODE", b"a", b"NODE", b"b"], "ERR NODE given more than once");
+    refused(
+        &mut con,
+        &[b"DREAMS.ACK", o, p, b"SUCCESS", b"NODE", b"a", b"NODE", b"b"],
+        "ERR NODE given more than once",
+    );
     refused(&mut con, &[b"DREAMS.ACK", o, p], "ERR wrong number of arguments");
     // Options are case-insensitive, and the result word too.
     let mut dreams = Dreams::new(&mut con, &org);

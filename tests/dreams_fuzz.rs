@@ -19,15 +19,36 @@ use dreams_support::*;
 use redis::Connection;
 
 const COMMANDS: [&str; 10] = [
-    "DREAMS.FIRE", "DREAMS.RECORD", "DREAMS.SETTLE", "DREAMS.DRAIN", "DREAMS.ACK", "DREAMS.RECOVER", "DREAMS.LEN",
-    "DREAMS.COUNTERS", "DREAMS.EXTEND", "DREAMS.INFLIGHT",
+    "DREAMS.FIRE",
+    "DREAMS.RECORD",
+    "DREAMS.SETTLE",
+    "DREAMS.DRAIN",
+    "DREAMS.ACK",
+    "DREAMS.RECOVER",
+    "DREAMS.LEN",
+    "DREAMS.COUNTERS",
+    "DREAMS.EXTEND",
+    "DREAMS.INFLIGHT",
 ];
 
 /// Timeouts a DRAIN may get: malformed ones, or short enough to keep the
 /// run fast (a valid long timeout, or 0 / -0 = forever, would only make
 /// the run wait).
 const TIMEOUTS: [&str; 14] = [
-    "0.001", "0.0001", "1e-3", "-1", "-0.5", "nan", "inf", "-inf", "1e309", "abc", "", "0x1", "9999999999999999", "0.002",
+    "0.001",
+    "0.0001",
+    "1e-3",
+    "-1",
+    "-0.5",
+    "nan",
+    "inf",
+    "-inf",
+    "1e309",
+    "abc",
+    "",
+    "0x1",
+    "9999999999999999",
+    "0.002",
 ];
 
 struct Pool {
@@ -38,19 +59,91 @@ struct Pool {
 impl Pool {
     fn new(org: &str) -> Self {
         let mut tokens: Vec<Vec<u8>> = [
-            org, "other-org", "", "{", "}", "a{b}", "p", "alpha", "0", "1", "2", "3", "7", "-1", "-0", "+1", "01",
-            "4294967295", "4294967296", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
-            "18446744073709551615", "18446744073709551616", "99999999999999999999999999999", "1.5", "1e3", "nan", "inf",
-            "0x10", " 1", "1 ", "NODE", "node", "EVENT", "event", "GENERATION", "TRIGGER", "trigger", "QUIET", "quiet",
-            "OFFSET", "NOQUIET", "RETAIN", "retain", "SUCCESS", "FAILURE", "success", "failure", "MAYBE", "02-06", "23-07",
-            "00-00", "2-6", "24-01", "-", "--", "02-06-08", "1439", "-1439", "1440", "-1440", "3153600000", "3153600001",
-            "LEASE", "lease", "0.05", "0.001", "1e-9", "-0",
+            org,
+            "other-org",
+            "",
+            "{",
+            "}",
+            "a{b}",
+            "p",
+            "alpha",
+            "0",
+            "1",
+            "2",
+            "3",
+            "7",
+            "-1",
+            "-0",
+            "+1",
+            "01",
+            "4294967295",
+            "4294967296",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999999999999",
+            "1.5",
+            "1e3",
+            "nan",
+            "inf",
+            "0x10",
+            " 1",
+            "1 ",
+            "NODE",
+            "node",
+            "EVENT",
+            "event",
+            "GENERATION",
+            "TRIGGER",
+            "trigger",
+            "QUIET",
+            "quiet",
+            "OFFSET",
+            "NOQUIET",
+            "RETAIN",
+            "retain",
+            "SUCCESS",
+            "FAILURE",
+            "success",
+            "failure",
+            "MAYBE",
+            "02-06",
+            "23-07",
+            "00-00",
+            "2-6",
+            "24-01",
+            "-",
+            "--",
+            "02-06-08",
+            "1439",
+            "-1439",
+            "1440",
+            "-1440",
+            "3153600000",
+            "3153600001",
+            "LEASE",
+            "lease",
+            "0.05",
+            "0.001",
+            "1e-9",
+            "-0",
         ]
         .iter()
         .map(|t| t.as_bytes().to_vec())
         .collect();
-        tokens.extend([b"\0".to_vec(), b"a\0b".to_vec(), b"\xff\xfe".to_vec(), b"\xc3".to_vec(), b"\r\n".to_vec(), "é".repeat(100).into_bytes()]);
-        let region = |o: &str, extra: &str| format!(r#"{{"region":{{"org":"{o}","project":"p","memory_type":1}},"fired_by":"n"{extra}}}"#);
+        tokens.extend([
+            b"\0".to_vec(),
+            b"a\0b".to_vec(),
+            b"\xff\xfe".to_vec(),
+            b"\xc3".to_vec(),
+            b"\r\n".to_vec(),
+            "é".repeat(100).into_bytes(),
+        ]);
+        let region = |o: &str, extra: &str| {
+            format!(r#"{{"region":{{"org":"{o}","project":"p","memory_type":1}},"fired_by":"n"{extra}}}"#)
+        };
         let counted = r#","fired_at":{"memories_since_last_cycle":3,"edges_since_last_cycle":0,"seconds_since_last_cycle":0},"fire_id":"x""#;
         let payloads: Vec<Vec<u8>> = vec![
             region(org, "").into_bytes(),
@@ -100,7 +193,9 @@ fn invocation(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
             // Mostly the real organization, so the commands get past it.
             (_, 1) if rng.percent(80) => org.as_bytes().to_vec(),
             ("DREAMS.DRAIN", 2) => TIMEOUTS[rng.below(TIMEOUTS.len())].as_bytes().to_vec(),
-            ("DREAMS.ACK" | "DREAMS.EXTEND", 2) if rng.percent(80) => pool.payloads[rng.below(pool.payloads.len())].clone(),
+            ("DREAMS.ACK" | "DREAMS.EXTEND", 2) if rng.percent(80) => {
+                pool.payloads[rng.below(pool.payloads.len())].clone()
+            }
             _ => pool.token(rng),
         };
         args.push(arg);
@@ -133,11 +228,21 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
         "DREAMS.RECORD" => {
             args.extend([project.into(), memory_type.into(), count(rng), count(rng)]);
             options.push(vec!["NODE".into(), "n".into()]);
-            options.push(vec!["EVENT".into(), any(rng, &["e1", "e2"]).into(), "GENERATION".into(), any(rng, &["1", "5", "9223372036854775807"]).into()]);
+            options.push(vec![
+                "EVENT".into(),
+                any(rng, &["e1", "e2"]).into(),
+                "GENERATION".into(),
+                any(rng, &["1", "5", "9223372036854775807"]).into(),
+            ]);
             options.push(trigger(rng));
         }
         "DREAMS.SETTLE" => {
-            args.extend([project.into(), memory_type.into(), any(rng, &["e1", "e2"]).into(), any(rng, &["1", "5", "9223372036854775807"]).into()]);
+            args.extend([
+                project.into(),
+                memory_type.into(),
+                any(rng, &["e1", "e2"]).into(),
+                any(rng, &["1", "5", "9223372036854775807"]).into(),
+            ]);
             options.push(vec!["RETAIN".into()]);
         }
         "DREAMS.DRAIN" => {
@@ -226,8 +331,7 @@ fn mutate(con: &mut Connection, rng: &mut Rng, pool: &Pool, keys: &Keys) {
 
 fn seed_and_rounds(default_rounds: usize) -> (u64, usize) {
     let seed: u64 = std::env::var("DREAMS_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_f00d);
-    let rounds: usize =
-        std::env::var("DREAMS_FUZZ_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_rounds);
+    let rounds: usize = std::env::var("DREAMS_FUZZ_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_rounds);
     (seed, rounds)
 }
 
@@ -312,7 +416,8 @@ fn fuzz(server: &Server, seed: u64, rounds: usize, mix: Mix) {
                 let _ = call(&mut con, &["DREAMS.DRAIN", &org, "0.001", "NOQUIET", "LEASE", "0.05"]);
             }
         } else {
-            let args = if rng.percent(50) { invocation(&mut rng, &pool, &org) } else { structured(&mut rng, &pool, &org) };
+            let args =
+                if rng.percent(50) { invocation(&mut rng, &pool, &org) } else { structured(&mut rng, &pool, &org) };
             let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
             match call_bytes(&mut con, &refs) {
                 Ok(_) => accepted += 1,
@@ -321,12 +426,16 @@ fn fuzz(server: &Server, seed: u64, rounds: usize, mix: Mix) {
                     assert!(
                         !error.contains("internal error"),
                         "round {round} (DREAMS_FUZZ_SEED={seed}): a panic was caught for {:?}: {error}",
-                        refs.iter().map(|a| String::from_utf8_lossy(&a[..a.len().min(60)]).into_owned()).collect::<Vec<_>>()
+                        refs.iter()
+                            .map(|a| String::from_utf8_lossy(&a[..a.len().min(60)]).into_owned())
+                            .collect::<Vec<_>>()
                     );
                     assert!(
                         error.starts_with("ERR") || error.starts_with("WRONGTYPE") || error.starts_with("NOPERM"),
                         "round {round}: unexpected error kind: {error} for {:?}",
-                        refs.iter().map(|a| String::from_utf8_lossy(&a[..a.len().min(60)]).into_owned()).collect::<Vec<_>>()
+                        refs.iter()
+                            .map(|a| String::from_utf8_lossy(&a[..a.len().min(60)]).into_owned())
+                            .collect::<Vec<_>>()
                     );
                 }
             }

@@ -207,15 +207,29 @@ fn bad_lease_arguments_change_nothing() {
     let mut con = server.connect();
     let org = tenant("lease-errors");
     Dreams::new(&mut con, &org).fire("a", 1, &[]);
-    for bad in [&["LEASE"][..], &["LEASE", "0"], &["LEASE", "-1"], &["LEASE", "x"], &["LEASE", "nan"], &["LEASE", "inf"],
-        &["LEASE", "1", "LEASE", "2"], &["LEASE", "9999999999"]] {
+    for bad in [
+        &["LEASE"][..],
+        &["LEASE", "0"],
+        &["LEASE", "-1"],
+        &["LEASE", "x"],
+        &["LEASE", "nan"],
+        &["LEASE", "inf"],
+        &["LEASE", "1", "LEASE", "2"],
+        &["LEASE", "9999999999"],
+    ] {
         let mut args = vec!["DREAMS.DRAIN", org.as_str(), "0.01", "NOQUIET"];
         args.extend_from_slice(bad);
         let error = error_of(&mut con, &args);
         assert!(error.starts_with("ERR"), "{bad:?}: {error}");
     }
-    for bad in [&["DREAMS.EXTEND", &org, "p"][..], &["DREAMS.EXTEND", &org, "p", "0"], &["DREAMS.EXTEND", &org, "p", "1", "x"],
-        &["DREAMS.EXTEND", "a{b", "p", "1"], &["DREAMS.INFLIGHT"], &["DREAMS.INFLIGHT", &org, "x"]] {
+    for bad in [
+        &["DREAMS.EXTEND", &org, "p"][..],
+        &["DREAMS.EXTEND", &org, "p", "0"],
+        &["DREAMS.EXTEND", &org, "p", "1", "x"],
+        &["DREAMS.EXTEND", "a{b", "p", "1"],
+        &["DREAMS.INFLIGHT"],
+        &["DREAMS.INFLIGHT", &org, "x"],
+    ] {
         assert!(call(&mut con, bad).is_err(), "{bad:?}");
     }
     // A lease key of the wrong type: DRAIN LEASE refuses before writing.
@@ -267,9 +281,7 @@ fn a_promoted_replica_expires_its_old_masters_leases_and_replicas_stay_equal() {
     let mut dreams = Dreams::new(&mut con, &org);
     dreams.fire("a", 1, &[]);
     let leased = dreams.drain("0.01", &["NOQUIET", "LEASE", "1.5"]).unwrap();
-    wait_until("the lease reached the replica", || {
-        int(&ok(&mut r, &["EXISTS", &leases_key(&org)])) == 1
-    });
+    wait_until("the lease reached the replica", || int(&ok(&mut r, &["EXISTS", &leases_key(&org)])) == 1);
     drop(dreams);
     drop(con);
     drop(master);
@@ -310,10 +322,24 @@ fn leases_are_checked_against_acl() {
     let server = Server::start();
     let mut admin = server.connect();
     let org = tenant("lease-acl");
-    ok(&mut admin, &["ACL", "SETUSER", "worker", "on", ">pw", "+@all", "-@dangerous",
-        &format!("~exocortex:dreams:{{{org}}}:queue"), &format!("~exocortex:dreams:{{{org}}}:deferred"),
-        &format!("~exocortex:dreams:{{{org}}}:processing"), &format!("~exocortex:dreams:{{{org}}}:dead"),
-        &format!("~exocortex:dreams:{{{org}}}:counters:*"), &format!("~exocortex:dreams:{{{org}}}:events:*")]);
+    ok(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "worker",
+            "on",
+            ">pw",
+            "+@all",
+            "-@dangerous",
+            &format!("~exocortex:dreams:{{{org}}}:queue"),
+            &format!("~exocortex:dreams:{{{org}}}:deferred"),
+            &format!("~exocortex:dreams:{{{org}}}:processing"),
+            &format!("~exocortex:dreams:{{{org}}}:dead"),
+            &format!("~exocortex:dreams:{{{org}}}:counters:*"),
+            &format!("~exocortex:dreams:{{{org}}}:events:*"),
+        ],
+    );
     for command in ["DREAMS.FIRE", "DREAMS.DRAIN", "DREAMS.EXTEND", "DREAMS.INFLIGHT", "DREAMS.ACK", "DREAMS.RECOVER"] {
         ok(&mut admin, &["ACL", "SETUSER", "worker", &format!("+{command}")]);
     }

@@ -165,8 +165,5 @@ fn quiet_hours_and_dead_letters_fire_their_events() {
     let _: () = redis::cmd("RPUSH").arg(&keys.ready).arg("junk").query(dreams.con).unwrap();
     subscriber.events(dreams.con);
     assert_eq!(dreams.take(), None);
-    assert_eq!(
-        subscriber.events(dreams.con),
-        pairs_of(&[("queue", "lpop"), ("queue", "del"), ("dead", "rpush")])
-    );
+    assert_eq!(subscriber.events(dreams.con), pairs_of(&[("queue", "lpop"), ("queue", "del"), ("dead", "rpush")]));
 }

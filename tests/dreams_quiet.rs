@@ -48,7 +48,7 @@ fn two_unmarked_items_are_both_marked_and_the_first_comes_back() {
     expected.quiet_deferred = true;
     assert_eq!(payload, expected.to_payload().into_bytes());
     assert!(String::from_utf8_lossy(&payload).ends_with(r#","quiet_deferred":true}"#));
-    assert_eq!(dreams.processing(), [payload.clone()]);
+    assert_eq!(dreams.processing(), [payload.as_slice()]);
     assert_eq!(parsed(&dreams.ready()), [("b".to_string(), true)]);
     assert_eq!(dreams.len(), (1, 0, 1), "nothing left in the deferred set");
     assert_eq!(info(dreams.con)["quiet_deferred"], 2);

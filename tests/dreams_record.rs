@@ -207,7 +207,7 @@ fn a_replayed_event_is_counted_once() {
     let low = trigger(4, 100, 0, NEVER_SECS);
     crossing.extend(strs(&low));
     assert_eq!(dreams.record("p", 1, 1, 0, &crossing).0, "queued");
-    assert_eq!(dreams.take_one().len() > 0, true);
+    assert!(!dreams.take_one().is_empty());
     assert_eq!(dreams.record("p", 1, 1, 0, &crossing), ("accumulated".into(), 4, 2));
     // Without EVENT nothing is deduplicated.
     assert_eq!(dreams.record("r", 1, 1, 0, &strs(&t)).1, 1);
@@ -266,7 +266,10 @@ fn settle_is_monotonic_and_retain_keeps_the_identity() {
     assert_eq!(dreams.record("p", 1, 1, 0, &extra), ("accumulated".into(), 2, 0), "forgotten and above settled");
     // Settling a region never written creates only the fence.
     dreams.settle("fresh", 1, "x", 1, &[]);
-    assert_eq!(dreams.counters("fresh", 1).into_iter().collect::<Vec<_>>(), [("settled_generation".to_string(), "1".to_string())]);
+    assert_eq!(
+        dreams.counters("fresh", 1).into_iter().collect::<Vec<_>>(),
+        [("settled_generation".to_string(), "1".to_string())]
+    );
 }
 
 #[test]

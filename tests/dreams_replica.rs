@@ -66,7 +66,8 @@ fn workload(server: &Server, con: &mut Connection, org: &str) {
     dreams.fire("f3", 1, &[]);
     let counted = dreams.take_one();
     let explicit = dreams.take_one();
-    let _: () = redis::cmd("HSET").arg(keys.counters("p3", 1)).arg("pending").arg("moved-on").query(dreams.con).unwrap();
+    let _: () =
+        redis::cmd("HSET").arg(keys.counters("p3", 1)).arg("pending").arg("moved-on").query(dreams.con).unwrap();
     assert_eq!(dreams.ack(&counted, "SUCCESS", &[]).0, "stale");
     let _ = explicit;
     dreams.recover();
@@ -91,7 +92,8 @@ fn workload(server: &Server, con: &mut Connection, org: &str) {
     dreams.ack(&woken, "SUCCESS", &strs(&t));
     // Due deferrals promoted by a drain.
     let now = server_time(dreams.con);
-    let deferred = format!(r#"{{"region":{{"org":"{org}","project":"d","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#);
+    let deferred =
+        format!(r#"{{"region":{{"org":"{org}","project":"d","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#);
     let _: () = redis::cmd("ZADD").arg(&keys.deferred).arg(now - 1).arg(&deferred).query(dreams.con).unwrap();
     dreams.take_one();
 }
@@ -172,7 +174,13 @@ fn a_random_workload_replicates_exactly() {
                 extra.extend(strs(&t));
                 dreams.record(&project, 1, next(3), next(3), &extra);
             }
-            4 => dreams.settle(&project, 1, &format!("e{}", next(5)), next(6) + 1, if next(2) == 0 { &["RETAIN"] } else { &[] }),
+            4 => dreams.settle(
+                &project,
+                1,
+                &format!("e{}", next(5)),
+                next(6) + 1,
+                if next(2) == 0 { &["RETAIN"] } else { &[] },
+            ),
             5 | 6 => {
                 let quiet = if next(2) == 0 { vec!["QUIET", covering.as_str()] } else { vec!["NOQUIET"] };
                 if let Some(payload) = dreams.drain("0.001", &quiet) {
@@ -209,10 +217,26 @@ fn commands_inside_scripts_and_transactions_replicate_exactly() {
     let Value::BulkString(payload) = drained else { panic!("{drained:?}") };
     let replies: Vec<Value> = redis::pipe()
         .atomic()
-        .cmd("DREAMS.ACK").arg(&org).arg(&payload).arg("FAILURE")
-        .cmd("DREAMS.RECORD").arg(&org).arg("p").arg(1).arg(1).arg(1).arg("EVENT").arg("e-2").arg("GENERATION").arg(2)
-        .cmd("DREAMS.DRAIN").arg(&org).arg(0).arg("NOQUIET")
-        .cmd("DREAMS.RECOVER").arg(&org)
+        .cmd("DREAMS.ACK")
+        .arg(&org)
+        .arg(&payload)
+        .arg("FAILURE")
+        .cmd("DREAMS.RECORD")
+        .arg(&org)
+        .arg("p")
+        .arg(1)
+        .arg(1)
+        .arg(1)
+        .arg("EVENT")
+        .arg("e-2")
+        .arg("GENERATION")
+        .arg(2)
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg(0)
+        .arg("NOQUIET")
+        .cmd("DREAMS.RECOVER")
+        .arg(&org)
         .query(&mut con)
         .unwrap();
     assert_eq!(replies.len(), 4);

@@ -70,10 +70,7 @@ fn assert_bounded_turns(stats: &std::collections::HashMap<String, u64>, filler: 
         stats["catch_up_max_keys_per_turn"]
     );
     assert!(stats["catch_up_keys_examined"] >= filler, "the whole keyspace was examined: {stats:?}");
-    assert!(
-        stats["catch_up_turns"] >= filler / (KEYS_PER_TURN + BUCKET_SLACK),
-        "in many turns: {stats:?}"
-    );
+    assert!(stats["catch_up_turns"] >= filler / (KEYS_PER_TURN + BUCKET_SLACK), "in many turns: {stats:?}");
 }
 
 fn module_args() -> [&'static str; 2] {
@@ -126,7 +123,9 @@ fn a_promoted_replica_catches_up_in_bounded_turns_and_expires_every_lease() {
 
 #[test]
 fn a_restarted_server_expires_its_leases_from_rdb_and_from_aof() {
-    for persistence in [&["--save", "", "--appendonly", "no"][..], &["--appendonly", "yes", "--appendfsync", "always"][..]] {
+    for persistence in
+        [&["--save", "", "--appendonly", "no"][..], &["--appendonly", "yes", "--appendfsync", "always"][..]]
+    {
         let filler = 20_000;
         let mut server = Server::start_with_module_args(persistence, &module_args());
         let mut con = server.connect();
@@ -232,13 +231,17 @@ fn a_catch_up_expires_while_it_runs_restarts_on_a_reload_and_stops_on_a_demotion
     ok(&mut con, &["DEBUG", "RELOAD"]);
     wait_until("the catch-up restarted", || {
         let stats = info(&mut con);
-        stats["catch_ups_abandoned"] == abandoned + 1 && stats["catch_ups_started"] == started + 1 && stats["catching_up"] == 1
+        stats["catch_ups_abandoned"] == abandoned + 1
+            && stats["catch_ups_started"] == started + 1
+            && stats["catching_up"] == 1
     });
     // Becoming a replica stops it (and the index is dropped).
     demote(&mut con);
     wait_until("the catch-up stopped", || {
         let stats = info(&mut con);
-        stats["catch_ups_abandoned"] == abandoned + 2 && stats["catching_up"] == 0 && stats["lease_tenants_indexed"] == 0
+        stats["catch_ups_abandoned"] == abandoned + 2
+            && stats["catching_up"] == 0
+            && stats["lease_tenants_indexed"] == 0
     });
     assert_eq!(info(&mut con)["catch_ups_completed"], completed);
     // Promoted again: a full catch-up finds the lease granted before the

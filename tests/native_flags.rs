@@ -254,7 +254,8 @@ fn command_info_and_docs_show_the_subcommands() {
         assert!(specs.contains("not_key") && specs.contains(access) && specs.contains("int(2)"), "{name}: {specs}");
     }
     let docs = format!("{:?}", ok(&mut con, &["COMMAND", "DOCS", "TOWN.STOP"])).to_lowercase();
-    for part in ["town.stop|request", "town.stop|check", "town.stop|clear", "summary", "complexity", "ttl", "agent-id"] {
+    for part in ["town.stop|request", "town.stop|check", "town.stop|clear", "summary", "complexity", "ttl", "agent-id"]
+    {
         assert!(docs.contains(part), "COMMAND DOCS TOWN.STOP lacks {part}: {docs}");
     }
     // The tenant is no key for GETKEYS, as for every module command.
@@ -279,9 +280,15 @@ fn help_and_wrong_subcommands() {
     ] {
         let Value::Array(lines) = ok(&mut con, &[container, "help"]) else { panic!("{container} HELP") };
         let lines: Vec<String> = lines.iter().map(text).collect();
-        assert_eq!(lines.first().map(String::as_str), Some(&*format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")));
+        assert_eq!(
+            lines.first().map(String::as_str),
+            Some(&*format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"))
+        );
         for sub in subs {
-            assert!(lines.iter().any(|line| line.starts_with(&format!("{sub} <town>"))), "{container} HELP lacks {sub}: {lines:?}");
+            assert!(
+                lines.iter().any(|line| line.starts_with(&format!("{sub} <town>"))),
+                "{container} HELP lacks {sub}: {lines:?}"
+            );
         }
         assert_eq!(lines.iter().rev().nth(1).map(String::as_str), Some("HELP"));
         let wrong = call(&mut con, &[container, "t", subs[0], "a"]).unwrap_err();

@@ -32,14 +32,26 @@ fn watch_sees_module_writes_and_only_real_changes() {
     let server = Server::start();
     let org = tenant("watch");
     let queue = format!("exocortex:dreams:{{{org}}}:queue");
-    assert!(aborted_after(&server, &queue, &["DREAMS.FIRE", &org, "p", "1"]), "a FIRE must abort a WATCH on the ready list");
+    assert!(
+        aborted_after(&server, &queue, &["DREAMS.FIRE", &org, "p", "1"]),
+        "a FIRE must abort a WATCH on the ready list"
+    );
     assert!(!aborted_after(&server, &queue, &["DREAMS.LEN", &org]), "a read must not abort it");
-    assert!(!aborted_after(&server, &queue, &["DREAMS.DRAIN", &format!("{org}-other"), "0.01", "NOQUIET"]), "another tenant's command must not abort it");
-    assert!(aborted_after(&server, &queue, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]), "a DRAIN that takes the item must abort it");
+    assert!(
+        !aborted_after(&server, &queue, &["DREAMS.DRAIN", &format!("{org}-other"), "0.01", "NOQUIET"]),
+        "another tenant's command must not abort it"
+    );
+    assert!(
+        aborted_after(&server, &queue, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]),
+        "a DRAIN that takes the item must abort it"
+    );
 
     let town = tenant("watch-town");
     let inbox = format!("tt:{{{town}}}:inbox:w1");
-    assert!(aborted_after(&server, &inbox, &["TOWN.SEND", &town, &message("w1")]), "a SEND must abort a WATCH on the inbox");
+    assert!(
+        aborted_after(&server, &inbox, &["TOWN.SEND", &town, &message("w1")]),
+        "a SEND must abort a WATCH on the inbox"
+    );
     assert!(!aborted_after(&server, &inbox, &["TOWN.LEN", &town, "w1"]), "a read must not abort it");
 }
 
@@ -56,7 +68,8 @@ fn client_tracking_is_told_of_module_writes() {
     pubsub.subscribe("__redis__:invalidate").expect("SUBSCRIBE");
     // A caching client reads the ready list: the key is now tracked for it.
     let mut cached = server.connect();
-    let _: () = cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &listener_id.to_string()]).query(&mut cached).expect("TRACKING");
+    let _: () =
+        cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &listener_id.to_string()]).query(&mut cached).expect("TRACKING");
     let _: i64 = cmd(&["LLEN", &queue]).query(&mut cached).expect("LLEN");
     // Another client's module command changes it.
     let mut writer = server.connect();

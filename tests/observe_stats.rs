@@ -42,7 +42,9 @@ fn get(map: &BTreeMap<String, Option<i64>>, field: &str) -> Option<i64> {
 }
 
 fn message(id: &str, to: &str, created_at: &str) -> String {
-    format!(r#"{{"id":"{id}","from":"lead","to":"{to}","type":"task","description":"d","priority":"normal","created_at":"{created_at}","correlation_id":null}}"#)
+    format!(
+        r#"{{"id":"{id}","from":"lead","to":"{to}","type":"task","description":"d","priority":"normal","created_at":"{created_at}","correlation_id":null}}"#
+    )
 }
 
 #[test]
@@ -54,11 +56,42 @@ fn dreams_stats_count_what_the_queue_holds() {
     let names: Vec<&str> = empty.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["acks_acknowledged", "acks_failure", "acks_stale", "acks_success", "dead_lettered", "dead_letters", "deferred", "drained",
-         "dropped", "dropped_capacity_ack", "dropped_capacity_fire", "dropped_capacity_record", "expired_leases_waiting", "fired",
-         "fired_ack_requeue", "fired_fire", "fired_record", "in_flight", "leased", "leases_expired", "next_lease_deadline_ms", "now_ms",
-         "oldest_deferred_age_ms", "oldest_in_flight_age_exact", "oldest_in_flight_age_ms", "oldest_ready_age_exact", "oldest_ready_age_ms",
-         "promoted", "quiet_deferred", "ready", "records_deduplicated", "recovered", "totals_since_ms", "totals_tracked"]
+        [
+            "acks_acknowledged",
+            "acks_failure",
+            "acks_stale",
+            "acks_success",
+            "dead_lettered",
+            "dead_letters",
+            "deferred",
+            "drained",
+            "dropped",
+            "dropped_capacity_ack",
+            "dropped_capacity_fire",
+            "dropped_capacity_record",
+            "expired_leases_waiting",
+            "fired",
+            "fired_ack_requeue",
+            "fired_fire",
+            "fired_record",
+            "in_flight",
+            "leased",
+            "leases_expired",
+            "next_lease_deadline_ms",
+            "now_ms",
+            "oldest_deferred_age_ms",
+            "oldest_in_flight_age_exact",
+            "oldest_in_flight_age_ms",
+            "oldest_ready_age_exact",
+            "oldest_ready_age_ms",
+            "promoted",
+            "quiet_deferred",
+            "ready",
+            "records_deduplicated",
+            "recovered",
+            "totals_since_ms",
+            "totals_tracked"
+        ]
     );
     for field in ["ready", "deferred", "in_flight", "dead_letters", "leased", "expired_leases_waiting"] {
         assert_eq!(get(&empty, field), Some(0), "{field}");
@@ -79,7 +112,9 @@ fn dreams_stats_count_what_the_queue_holds() {
         now
     };
     // The short lease runs out: its item goes back to ready with a marker.
-    wait_until("the 50 ms lease to expire", || get(&stats(&mut con, &["DREAMS.STATS", &org]), "expired_leases_waiting") == Some(1));
+    wait_until("the 50 ms lease to expire", || {
+        get(&stats(&mut con, &["DREAMS.STATS", &org]), "expired_leases_waiting") == Some(1)
+    });
     // A deferral 100 s old, written as quiet hours write it (score: seconds).
     let deferred = format!("exocortex:dreams:{{{org}}}:deferred");
     let now_secs = expected_deadline_after / 1000;
@@ -129,7 +164,11 @@ fn town_stats_per_agent_and_for_the_town() {
     run(&mut con, &["TOWN.RECV", &town, "w1", "RELIABLE", "LEASE", "600"]).unwrap();
     run(&mut con, &["TOWN.SEND", &town, &message("u1", "w1", &minute_ago), "URGENT"]).unwrap();
     let s = stats(&mut con, &["TOWN.STATS", &town, "w1"]);
-    assert_eq!((get(&s, "inbox"), get(&s, "urgent"), get(&s, "pending"), get(&s, "leased")), (Some(2), Some(1), Some(1), Some(1)), "{s:?}");
+    assert_eq!(
+        (get(&s, "inbox"), get(&s, "urgent"), get(&s, "pending"), get(&s, "leased")),
+        (Some(2), Some(1), Some(1), Some(1)),
+        "{s:?}"
+    );
     // The next RECV reads the urgent one (a minute old); the pending one is an hour old.
     let next = get(&s, "next_message_age_ms").unwrap();
     assert!((60_000..160_000).contains(&next), "{s:?}");
@@ -167,7 +206,22 @@ fn stats_are_read_only_documented_acl_checked_and_type_checked() {
     run(&mut con, &["DREAMS.FIRE", &org, "web", "1"]).unwrap();
     let digest_before: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut con).unwrap();
     // May read the queue lists but not the lease set: refused, nothing read.
-    run(&mut con, &["ACL", "SETUSER", "partial", "on", ">pw", "+@all", &format!("%R~exocortex:dreams:{{{org}}}:queue"), &format!("%R~exocortex:dreams:{{{org}}}:deferred"), &format!("%R~exocortex:dreams:{{{org}}}:processing"), &format!("%R~exocortex:dreams:{{{org}}}:dead")]).unwrap();
+    run(
+        &mut con,
+        &[
+            "ACL",
+            "SETUSER",
+            "partial",
+            "on",
+            ">pw",
+            "+@all",
+            &format!("%R~exocortex:dreams:{{{org}}}:queue"),
+            &format!("%R~exocortex:dreams:{{{org}}}:deferred"),
+            &format!("%R~exocortex:dreams:{{{org}}}:processing"),
+            &format!("%R~exocortex:dreams:{{{org}}}:dead"),
+        ],
+    )
+    .unwrap();
     let mut partial = server.connect_as("partial", "pw");
     let error = run(&mut partial, &["DREAMS.STATS", &org]).unwrap_err();
     assert!(error.to_uppercase().contains("NOPERM"), "{error}");
@@ -175,7 +229,21 @@ fn stats_are_read_only_documented_acl_checked_and_type_checked() {
     assert_eq!(get(&stats(&mut partial, &["DREAMS.STATS", &org]), "ready"), Some(1));
     // Read permission is enough; a town user without the leases key is refused.
     let town = tenant("acl");
-    run(&mut con, &["ACL", "SETUSER", "towner", "on", ">pw", "+@all", &format!("%R~tt:{{{town}}}:inbox:*"), &format!("%R~tt:{{{town}}}:urgent:*"), &format!("%R~tt:{{{town}}}:pending:*")]).unwrap();
+    run(
+        &mut con,
+        &[
+            "ACL",
+            "SETUSER",
+            "towner",
+            "on",
+            ">pw",
+            "+@all",
+            &format!("%R~tt:{{{town}}}:inbox:*"),
+            &format!("%R~tt:{{{town}}}:urgent:*"),
+            &format!("%R~tt:{{{town}}}:pending:*"),
+        ],
+    )
+    .unwrap();
     let mut towner = server.connect_as("towner", "pw");
     assert!(run(&mut towner, &["TOWN.STATS", &town, "w1"]).unwrap_err().to_uppercase().contains("NOPERM"));
     assert!(run(&mut towner, &["TOWN.STATS", &town]).unwrap_err().to_uppercase().contains("NOPERM"));
@@ -195,7 +263,8 @@ fn stats_are_read_only_documented_acl_checked_and_type_checked() {
     let error = run(&mut con, &["TOWN.STATS", &town, "w1", "extra"]).unwrap_err();
     assert!(error.contains("syntax error"), "{error}");
     // Reading changed nothing (DEBUG DIGEST before the type-clash keys were set).
-    run(&mut con, &["DEL", &format!("exocortex:dreams:{{{other}}}:leases"), &format!("tt:{{{other}}}:pending:w1")]).unwrap();
+    run(&mut con, &["DEL", &format!("exocortex:dreams:{{{other}}}:leases"), &format!("tt:{{{other}}}:pending:w1")])
+        .unwrap();
     let digest_after: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut con).unwrap();
     assert_eq!(digest_before, digest_after);
 }
@@ -216,7 +285,11 @@ fn dreams_totals_count_each_organizations_work() {
     }
     run(&mut con, &["DREAMS.FIRE", &other, "web", "1"]).unwrap();
     let s = stats(&mut con, &["DREAMS.STATS", &org]);
-    assert_eq!((get(&s, "fired"), get(&s, "fired_fire"), get(&s, "drained")), (Some(fires), Some(fires), Some(0)), "{s:?}");
+    assert_eq!(
+        (get(&s, "fired"), get(&s, "fired_fire"), get(&s, "drained")),
+        (Some(fires), Some(fires), Some(0)),
+        "{s:?}"
+    );
     assert_eq!(get(&s, "totals_tracked"), Some(1));
     assert!(get(&s, "totals_since_ms").unwrap() <= get(&s, "now_ms").unwrap());
     assert_eq!(get(&stats(&mut con, &["DREAMS.STATS", &other]), "fired"), Some(1));
@@ -229,7 +302,13 @@ fn dreams_totals_count_each_organizations_work() {
     run(&mut con, &["DREAMS.ACK", &org, &payload, "SUCCESS"]).unwrap();
     let s = stats(&mut con, &["DREAMS.STATS", &org]);
     assert_eq!(
-        (get(&s, "drained"), get(&s, "acks_acknowledged"), get(&s, "acks_success"), get(&s, "acks_failure"), get(&s, "acks_stale")),
+        (
+            get(&s, "drained"),
+            get(&s, "acks_acknowledged"),
+            get(&s, "acks_success"),
+            get(&s, "acks_failure"),
+            get(&s, "acks_stale")
+        ),
         (Some(1), Some(1), Some(1), Some(0), Some(1)),
         "{s:?}"
     );
@@ -243,7 +322,9 @@ fn dreams_totals_count_each_organizations_work() {
     assert_eq!(reply.first(), Some(&Value::SimpleString("queued".into())));
     // Drain until the recorded fire (the explicit ones are ahead of it).
     let recorded = loop {
-        let Value::BulkString(next) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap() else { panic!("nothing to drain") };
+        let Value::BulkString(next) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]).unwrap() else {
+            panic!("nothing to drain")
+        };
         let next = String::from_utf8(next).unwrap();
         if next.contains("fired_at") {
             break next;
@@ -255,7 +336,13 @@ fn dreams_totals_count_each_organizations_work() {
     assert_eq!(reply.first(), Some(&Value::SimpleString("requeued".into())));
     let s = stats(&mut con, &["DREAMS.STATS", &org]);
     assert_eq!(
-        (get(&s, "fired_record"), get(&s, "fired_ack_requeue"), get(&s, "fired"), get(&s, "acks_failure"), get(&s, "acks_acknowledged")),
+        (
+            get(&s, "fired_record"),
+            get(&s, "fired_ack_requeue"),
+            get(&s, "fired"),
+            get(&s, "acks_failure"),
+            get(&s, "acks_acknowledged")
+        ),
         (Some(1), Some(1), Some(fires + 2), Some(1), Some(2)),
         "{s:?}"
     );
@@ -273,7 +360,13 @@ fn dreams_totals_count_each_organizations_work() {
     wait_until("the lease to run out", || get(&stats(&mut con, &["DREAMS.STATS", &org]), "leases_expired") == Some(1));
     let s = stats(&mut con, &["DREAMS.STATS", &org]);
     assert_eq!(
-        (get(&s, "recovered"), get(&s, "dead_lettered"), get(&s, "dropped"), get(&s, "dropped_capacity_fire"), get(&s, "fired")),
+        (
+            get(&s, "recovered"),
+            get(&s, "dead_lettered"),
+            get(&s, "dropped"),
+            get(&s, "dropped_capacity_fire"),
+            get(&s, "fired")
+        ),
         (Some(in_flight), Some(1), Some(1), Some(1), Some(fires + 2)),
         "{s:?}"
     );
@@ -311,7 +404,11 @@ fn a_crowded_totals_table_forgets_organizations_seen_idle() {
     let last = stats(&mut con, &["DREAMS.STATS", &org]);
     assert_eq!((get(&last, "fired"), get(&last, "acks_success")), (Some(1), Some(1)), "{last:?}");
     let after = stats(&mut con, &["DREAMS.STATS", &org]);
-    assert_eq!((get(&after, "fired"), get(&after, "totals_since_ms"), get(&after, "totals_tracked")), (Some(0), None, Some(1)), "{after:?}");
+    assert_eq!(
+        (get(&after, "fired"), get(&after, "totals_since_ms"), get(&after, "totals_tracked")),
+        (Some(0), None, Some(1)),
+        "{after:?}"
+    );
     let info: String = redis::cmd("INFO").arg("dreamtown").query(&mut con).unwrap();
     assert!(info.contains("dreamtown_orgs_tracked:5000"), "{info}");
 }
@@ -322,7 +419,9 @@ fn dreams_ages_of_the_oldest_ready_and_in_flight_fire() {
     let mut con = server.connect();
     let org = tenant("ages");
     let s = stats(&mut con, &["DREAMS.STATS", &org]);
-    for field in ["oldest_ready_age_ms", "oldest_ready_age_exact", "oldest_in_flight_age_ms", "oldest_in_flight_age_exact"] {
+    for field in
+        ["oldest_ready_age_ms", "oldest_ready_age_exact", "oldest_in_flight_age_ms", "oldest_in_flight_age_exact"]
+    {
         assert_eq!(get(&s, field), None, "{field}");
     }
     let before = server_now(&mut con, &org);
@@ -412,7 +511,15 @@ fn town_totals_per_agent_and_for_the_town() {
     assert_eq!(run(&mut con, &["TOWN.RECLAIM", &town, "w1", "w3"]).unwrap(), Value::Int(2));
 
     let w1 = stats(&mut con, &["TOWN.STATS", &town, "w1"]);
-    let fields = ["messages_sent", "messages_sent_urgent", "messages_received", "messages_received_reliable", "messages_acked", "messages_requeued", "messages_reclaimed"];
+    let fields = [
+        "messages_sent",
+        "messages_sent_urgent",
+        "messages_received",
+        "messages_received_reliable",
+        "messages_acked",
+        "messages_requeued",
+        "messages_reclaimed",
+    ];
     let values = |s: &BTreeMap<String, Option<i64>>| fields.map(|field| get(s, field).unwrap());
     assert_eq!(values(&w1), [3, 1, 2, 2, 1, 1, 2], "{w1:?}");
     assert!(!w1.contains_key("broadcasts"));
@@ -421,11 +528,17 @@ fn town_totals_per_agent_and_for_the_town() {
     assert_eq!((get(&w2, "stop_requests"), get(&w2, "activity_logged")), (Some(1), Some(1)));
     let t = stats(&mut con, &["TOWN.STATS", &town]);
     assert_eq!(values(&t), [4, 1, 3, 2, 1, 1, 2], "{t:?}");
-    assert_eq!((get(&t, "broadcasts"), get(&t, "stop_requests"), get(&t, "totals_tracked")), (Some(1), Some(1), Some(1)), "{t:?}");
+    assert_eq!(
+        (get(&t, "broadcasts"), get(&t, "stop_requests"), get(&t, "totals_tracked")),
+        (Some(1), Some(1), Some(1)),
+        "{t:?}"
+    );
     // A reliable receive whose lease runs out.
     run(&mut con, &["TOWN.SEND", &town, &message("l1", "w4", &now)]).unwrap();
     run(&mut con, &["TOWN.RECV", &town, "w4", "RELIABLE", "LEASE", "0.05"]).unwrap();
-    wait_until("the message lease to run out", || get(&stats(&mut con, &["TOWN.STATS", &town, "w4"]), "messages_lease_expired") == Some(1));
+    wait_until("the message lease to run out", || {
+        get(&stats(&mut con, &["TOWN.STATS", &town, "w4"]), "messages_lease_expired") == Some(1)
+    });
     assert_eq!(get(&stats(&mut con, &["TOWN.STATS", &town]), "messages_lease_expired"), Some(1));
     // An agent never heard of: tracked, nothing counted.
     let none = stats(&mut con, &["TOWN.STATS", &town, "nobody"]);

@@ -22,7 +22,14 @@ use dreams_support::*;
 use redis::{Connection, Value};
 
 /// `DREAMS.DRAIN org timeout extra... ACK payload result ack_extra...`.
-fn one_trip(con: &mut Connection, org: &str, timeout: &str, extra: &[&str], payload: &[u8], result: &str) -> Result<Value, String> {
+fn one_trip(
+    con: &mut Connection,
+    org: &str,
+    timeout: &str,
+    extra: &[&str],
+    payload: &[u8],
+    result: &str,
+) -> Result<Value, String> {
     let mut args: Vec<&[u8]> = vec![b"DREAMS.DRAIN", org.as_bytes(), timeout.as_bytes()];
     args.extend(extra.iter().map(|a| a.as_bytes()));
     args.extend([b"ACK".as_slice(), payload, result.as_bytes()]);
@@ -95,7 +102,7 @@ fn drain_ack_acknowledges_then_hands_out_the_next_item() {
     assert_eq!(counted(&acked).0, "acknowledged");
     let next = bulk(&next).expect("the next item");
     assert_eq!(project_of(&next), "b");
-    assert_eq!(dreams.processing(), [next.clone()], "the acknowledged one left, the next is in flight");
+    assert_eq!(dreams.processing(), [next.as_slice()], "the acknowledged one left, the next is in flight");
     // Acknowledging it again is stale (its exact payload is gone), and the
     // drain still runs: nothing there, so nil after the timeout.
     let (acked, none) = halves(one_trip(dreams.con, &org, "0.05", &["NOQUIET"], &first, "SUCCESS").unwrap());
@@ -120,8 +127,18 @@ fn inside_multi_the_one_trip_form_never_blocks() {
     let payload = String::from_utf8(payload).unwrap();
     let replies: Vec<Value> = redis::pipe()
         .atomic()
-        .cmd("DREAMS.DRAIN").arg(&org).arg("0").arg("NOQUIET").arg("ACK").arg(&payload).arg("SUCCESS")
-        .cmd("DREAMS.DRAIN").arg(&org).arg("0").arg("COUNT").arg("3")
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg("0")
+        .arg("NOQUIET")
+        .arg("ACK")
+        .arg(&payload)
+        .arg("SUCCESS")
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg("0")
+        .arg("COUNT")
+        .arg("3")
         .query(dreams.con)
         .unwrap();
     let (acked, none) = halves(replies[0].clone());
@@ -131,7 +148,8 @@ fn inside_multi_the_one_trip_form_never_blocks() {
 }
 
 #[test]
-fn the_acknowledgement_stands_when_the_drain_times_out_or_the_client_disconnects_and_reaches_the_replica_while_blocked() {
+fn the_acknowledgement_stands_when_the_drain_times_out_or_the_client_disconnects_and_reaches_the_replica_while_blocked()
+{
     let master = Server::start();
     let replica = master.start_replica();
     let mut con = master.connect();
@@ -148,15 +166,13 @@ fn the_acknowledgement_stands_when_the_drain_times_out_or_the_client_disconnects
     assert!(started.elapsed() >= std::time::Duration::from_millis(290), "it blocked");
     assert_eq!(counted(&acked), ("acknowledged".to_owned(), 0, 0));
     assert_eq!(none, Value::Nil);
-    assert_eq!(dreams.processing(), [q.clone()]);
+    assert_eq!(dreams.processing(), [q.as_slice()]);
     assert_eq!(dreams.counter("p", 1, "memories"), Some(0));
 
     // Disconnect: block forever, see the acknowledgement on the master and
     // on the replica while the call is still blocked, then kill the client.
-    let (id, reply) = in_thread(
-        &master,
-        owned(&[b"DREAMS.DRAIN", org.as_bytes(), b"0", b"NOQUIET", b"ACK", &q, b"SUCCESS"]),
-    );
+    let (id, reply) =
+        in_thread(&master, owned(&[b"DREAMS.DRAIN", org.as_bytes(), b"0", b"NOQUIET", b"ACK", &q, b"SUCCESS"]));
     wait_until("the one-trip call blocks", || blocked_clients(dreams.con) == 1);
     assert_eq!(dreams.processing(), Vec::<Vec<u8>>::new(), "acknowledged before blocking");
     wait_same_digest(&master, &replica);
@@ -191,8 +207,13 @@ fn a_blocked_one_trip_call_is_served_with_its_acknowledgement_in_the_reply() {
     assert_eq!(counted(&acked).0, "acknowledged");
     let next = bulk(&next).unwrap();
     assert_eq!(project_of(&next), "b");
-    assert_eq!(dreams.processing(), [next.clone()]);
-    let leases: Vec<Vec<u8>> = redis::cmd("ZRANGE").arg(format!("exocortex:dreams:{{{org}}}:leases")).arg(0).arg(-1).query(dreams.con).unwrap();
+    assert_eq!(dreams.processing(), [next.as_slice()]);
+    let leases: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+        .arg(format!("exocortex:dreams:{{{org}}}:leases"))
+        .arg(0)
+        .arg(-1)
+        .query(dreams.con)
+        .unwrap();
     assert_eq!(leases, [next], "the served item is leased, the acknowledged one is not");
     wait_same_digest(&server, &replica);
 }
@@ -241,7 +262,8 @@ fn concurrent_one_trip_consumers_take_every_item_exactly_once() {
                 let next = match &last {
                     None => bulk(&call(&mut con, &["DREAMS.DRAIN", &org, "1", "NOQUIET"]).unwrap()),
                     Some(done) => {
-                        let (acked, next) = halves(one_trip(&mut con, &org, "1", &["NOQUIET"], done, "SUCCESS").unwrap());
+                        let (acked, next) =
+                            halves(one_trip(&mut con, &org, "1", &["NOQUIET"], done, "SUCCESS").unwrap());
                         assert_eq!(counted(&acked).0, "acknowledged", "each item is acknowledged once, by its holder");
                         bulk(&next)
                     }
@@ -282,7 +304,8 @@ fn errors_in_either_half_change_nothing() {
     dreams.fire("a", 1, &[]);
     dreams.fire("b", 1, &[]);
     let a = dreams.take_one();
-    let other_org = String::from_utf8(a.clone()).unwrap().replace(&format!("\"org\":\"{org}\""), "\"org\":\"elsewhere\"");
+    let other_org =
+        String::from_utf8(a.clone()).unwrap().replace(&format!("\"org\":\"{org}\""), "\"org\":\"elsewhere\"");
     let before = digest(dreams.con);
     let a_text = String::from_utf8(a.clone()).unwrap();
     let bad: Vec<Vec<&str>> = vec![
@@ -377,10 +400,12 @@ fn count_hands_out_a_batch_each_item_in_flight_and_leased() {
     expected.sort();
     assert_eq!(leased, expected, "every item of the batch is leased");
     // With ACK: the batch is the second element; fewer than asked is fine.
-    let (acked, rest) = halves(one_trip(dreams.con, &org, "1", &["NOQUIET", "COUNT", "10"], &batch[0], "SUCCESS").unwrap());
+    let (acked, rest) =
+        halves(one_trip(dreams.con, &org, "1", &["NOQUIET", "COUNT", "10"], &batch[0], "SUCCESS").unwrap());
     assert_eq!(counted(&acked).0, "acknowledged");
     assert_eq!(bulks(&rest).iter().map(|p| project_of(p)).collect::<Vec<_>>(), ["d", "e"]);
-    let (_, none) = halves(one_trip(dreams.con, &org, "0.05", &["NOQUIET", "COUNT", "10"], &batch[1], "SUCCESS").unwrap());
+    let (_, none) =
+        halves(one_trip(dreams.con, &org, "0.05", &["NOQUIET", "COUNT", "10"], &batch[1], "SUCCESS").unwrap());
     assert_eq!(none, Value::Nil, "nothing before the timeout: nil, as BLMPOP");
     assert_eq!(dreams.len(), (0, 0, 3));
 }
@@ -405,10 +430,13 @@ fn count_in_quiet_hours_does_what_as_many_single_drains_do() {
         }
     }
     let shape = |payloads: &[Vec<u8>]| -> Vec<(String, bool)> {
-        payloads.iter().map(|p| {
-            let message = SeedFireMessage::parse(p);
-            (message.region.project.clone(), message.quiet_deferred)
-        }).collect()
+        payloads
+            .iter()
+            .map(|p| {
+                let message = SeedFireMessage::parse(p);
+                (message.region.project.clone(), message.quiet_deferred)
+            })
+            .collect()
     };
     assert!(!batch.is_empty());
     assert_eq!(shape(&batch), shape(&singles));
@@ -442,14 +470,20 @@ fn recv_ack_acknowledges_then_receives() {
     assert_eq!(bulks(&first), [message("m1", "w").into_bytes()]);
     let (acked, next) = halves(ok(&mut con, &["TOWN.RECV", &town, "w", "RELIABLE", "ACK", "m1"]));
     assert_eq!((acked, bulks(&next)), (Value::Int(1), vec![message("m2", "w").into_bytes()]));
-    let (acked, next) = halves(ok(&mut con, &["TOWN.RECV", &town, "w", "COUNT", "5", "RELIABLE", "LEASE", "60", "ACK", "nope"]));
-    assert_eq!((acked, bulks(&next)), (Value::Int(0), vec![message("m3", "w").into_bytes()]), "an unknown id still receives");
+    let (acked, next) =
+        halves(ok(&mut con, &["TOWN.RECV", &town, "w", "COUNT", "5", "RELIABLE", "LEASE", "60", "ACK", "nope"]));
+    assert_eq!(
+        (acked, bulks(&next)),
+        (Value::Int(0), vec![message("m3", "w").into_bytes()]),
+        "an unknown id still receives"
+    );
     assert_eq!(town_len(&mut con, &town, "w"), [0, 0, 2]);
     // Blocked: the acknowledgement is made first and stands through the timeout.
     let (acked, none) = halves(ok(&mut con, &["TOWN.RECV", &town, "w", "BLOCK", "0.2", "RELIABLE", "ACK", "m2"]));
     assert_eq!((acked, none), (Value::Int(1), Value::Nil));
     // ... and through a disconnect, seen on the replica while still blocked.
-    let (id, reply) = in_thread(&master, owned(&[b"TOWN.RECV", town.as_bytes(), b"w", b"BLOCK", b"0", b"RELIABLE", b"ACK", b"m3"]));
+    let (id, reply) =
+        in_thread(&master, owned(&[b"TOWN.RECV", town.as_bytes(), b"w", b"BLOCK", b"0", b"RELIABLE", b"ACK", b"m3"]));
     wait_until("the receiver blocks", || blocked_clients(&mut con) == 1);
     assert_eq!(town_len(&mut con, &town, "w"), [0, 0, 0]);
     wait_same_digest(&master, &replica);
@@ -460,7 +494,8 @@ fn recv_ack_acknowledges_then_receives() {
     ok(&mut con, &["TOWN.SEND", &town, &message("m4", "w")]);
     let m4 = ok(&mut con, &["TOWN.RECV", &town, "w", "RELIABLE"]);
     assert_eq!(bulks(&m4).len(), 1);
-    let (_, reply) = in_thread(&master, owned(&[b"TOWN.RECV", town.as_bytes(), b"w", b"BLOCK", b"0", b"RELIABLE", b"ACK", b"m4"]));
+    let (_, reply) =
+        in_thread(&master, owned(&[b"TOWN.RECV", town.as_bytes(), b"w", b"BLOCK", b"0", b"RELIABLE", b"ACK", b"m4"]));
     wait_until("the receiver blocks", || blocked_clients(&mut con) == 1);
     ok(&mut con, &["TOWN.SEND", &town, &message("m5", "w")]);
     let (acked, next) = halves(reply.recv_timeout(DEADLINE).unwrap().unwrap());

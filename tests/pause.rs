@@ -98,7 +98,9 @@ fn field(info: &str, name: &str) -> Option<String> {
 }
 
 fn offset(con: &mut Connection) -> i64 {
-    field(&info_text(con, "replication"), "master_repl_offset").and_then(|v| v.parse().ok()).expect("master_repl_offset")
+    field(&info_text(con, "replication"), "master_repl_offset")
+        .and_then(|v| v.parse().ok())
+        .expect("master_repl_offset")
 }
 
 /// Bytes of the AOF on disk (every file of the multi-part AOF).
@@ -175,7 +177,9 @@ fn set_up(writer: Writer, master: &Server) -> Work {
         Writer::DeferredDue => {
             // Scored in whole seconds: due at the first second at least a lease away.
             let due_secs = (now_ms() + LEASE_MS + 999) / 1000;
-            let item = format!(r#"{{"region":{{"org":"{tenant}","project":"later","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#);
+            let item = format!(
+                r#"{{"region":{{"org":"{tenant}","project":"later","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#
+            );
             let deferred = Keys::new(&tenant).deferred;
             call(&mut con, &["ZADD", &deferred, &due_secs.to_string(), &item]).expect("ZADD");
             work.waiter = Some(block(master, &mut con, &["DREAMS.DRAIN", &tenant, "0", "NOQUIET"]));
@@ -236,7 +240,9 @@ fn assert_done(master: &Server, work: &Work) {
         }
         Writer::RecvHandOff => {
             match waiter_reply(work) {
-                Ok(Value::Array(items)) => assert_eq!(items.iter().map(dreams_support::text).collect::<Vec<_>>(), [town_message()]),
+                Ok(Value::Array(items)) => {
+                    assert_eq!(items.iter().map(dreams_support::text).collect::<Vec<_>>(), [town_message()])
+                }
                 other => panic!("the receiver got {other:?}"),
             }
             assert_eq!(lengths(&mut con, work), [0, 0, 0]);

@@ -36,8 +36,14 @@ fn trigger_takes_the_seeds_never_and_answers_as_the_seed() {
     assert_eq!(dreams.record("q", 3, 1, 0, &strs(&max)), ("accumulated".into(), 6, 5));
     assert_eq!(dreams.len(), (0, 0, 0));
     // Beyond u64 nothing a seed sends: refused, nothing changed.
-    let refused = error_of(dreams.con, &["DREAMS.RECORD", &org, "q", "3", "1", "0", "TRIGGER", "1", "1", "0", "18446744073709551616"]);
-    assert!(refused.starts_with("ERR age floor (seconds) must be an integer from 0 to 18446744073709551615"), "{refused}");
+    let refused = error_of(
+        dreams.con,
+        &["DREAMS.RECORD", &org, "q", "3", "1", "0", "TRIGGER", "1", "1", "0", "18446744073709551616"],
+    );
+    assert!(
+        refused.starts_with("ERR age floor (seconds) must be an integer from 0 to 18446744073709551615"),
+        "{refused}"
+    );
     assert_eq!(dreams.counters("q", 3)["memories"], "6");
 }
 

@@ -171,7 +171,16 @@ fn flushall_forgets_leases_totals_and_fire_ages_and_unload_works_at_once() {
 
     ok(&mut con, &["FLUSHALL"]);
     let after = info(&mut con);
-    for name in ["lease_tenants_indexed", "lease_index_bytes", "orgs_tracked", "towns_tracked", "agents_tracked", "fire_ages_orgs", "fire_ages_entries", "catching_up"] {
+    for name in [
+        "lease_tenants_indexed",
+        "lease_index_bytes",
+        "orgs_tracked",
+        "towns_tracked",
+        "agents_tracked",
+        "fire_ages_orgs",
+        "fire_ages_entries",
+        "catching_up",
+    ] {
         assert_eq!(after[name], 0, "{name} after FLUSHALL: {after:?}");
     }
     // Nothing is due anywhere: the module holds no timer.
@@ -222,7 +231,8 @@ fn fire_ages_do_not_grow_over_fire_drain_del_cycles() {
     let server = Server::start();
     let mut con = server.connect();
     let org = tenant("ages");
-    let (ready, processing) = (format!("exocortex:dreams:{{{org}}}:queue"), format!("exocortex:dreams:{{{org}}}:processing"));
+    let (ready, processing) =
+        (format!("exocortex:dreams:{{{org}}}:queue"), format!("exocortex:dreams:{{{org}}}:processing"));
     for cycle in 0..30 {
         let mut commands = Vec::new();
         for i in 0..100 {
@@ -276,7 +286,10 @@ fn a_reloaded_module_starts_from_nothing() {
     ok(&mut con, &["DREAMS.STATS", &org]);
     ok(&mut con, &["TOWN.SEND", &town, &town_message("r1", "a")]);
     let before = info(&mut con);
-    assert!(before["orgs_tracked"] == 1 && before["towns_tracked"] == 1 && before["fire_ages_entries"] == 1, "{before:?}");
+    assert!(
+        before["orgs_tracked"] == 1 && before["towns_tracked"] == 1 && before["fire_ages_entries"] == 1,
+        "{before:?}"
+    );
     ok(&mut con, &["FLUSHDB"]);
     ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
     // A client blocked in a module command keeps the module loaded (the
@@ -300,7 +313,16 @@ fn a_reloaded_module_starts_from_nothing() {
     }
     module_load(&mut con);
     let after = info(&mut con);
-    for name in ["orgs_tracked", "towns_tracked", "agents_tracked", "fire_ages_orgs", "fire_ages_entries", "lease_tenants_indexed", "waiters", "waiter_queues"] {
+    for name in [
+        "orgs_tracked",
+        "towns_tracked",
+        "agents_tracked",
+        "fire_ages_orgs",
+        "fire_ages_entries",
+        "lease_tenants_indexed",
+        "waiters",
+        "waiter_queues",
+    ] {
         assert_eq!(after[name], 0, "{name} after MODULE LOAD: {after:?}");
     }
     // And leases run on the reloaded module: the timer arms again.

@@ -79,9 +79,21 @@ fn commands_are_documented() {
     let server = Server::start();
     let mut con = server.connect();
     for name in [
-        "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
-        "TOWN.BROADCAST", "TOWN.RESET", "TOWN.EXTEND", "TOWN.STOP|REQUEST", "TOWN.AGENT|SET", "TOWN.TASK|GET",
-        "TOWN.ACTIVITY|LOG", "TOWN.BACKLOG|PUSH",
+        "TOWN.SEND",
+        "TOWN.RECV",
+        "TOWN.ACK",
+        "TOWN.REQUEUE",
+        "TOWN.LEN",
+        "TOWN.PEEK",
+        "TOWN.RECLAIM",
+        "TOWN.BROADCAST",
+        "TOWN.RESET",
+        "TOWN.EXTEND",
+        "TOWN.STOP|REQUEST",
+        "TOWN.AGENT|SET",
+        "TOWN.TASK|GET",
+        "TOWN.ACTIVITY|LOG",
+        "TOWN.BACKLOG|PUSH",
     ] {
         let docs: Value = redis::cmd("COMMAND").arg("DOCS").arg(name).query(&mut con).unwrap();
         let rendered = format!("{docs:?}");

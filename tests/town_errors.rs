@@ -241,8 +241,16 @@ fn acl_limits_a_user_to_its_own_town() {
     ok::<()>(
         &mut admin,
         &[
-            "ACL", "SETUSER", "worker", "on", ">secret", "resetkeys",
-            &format!("~tt:{{{town}}}:*"), "resetchannels", &format!("&tt:{{{town}}}:*"), "+@all",
+            "ACL",
+            "SETUSER",
+            "worker",
+            "on",
+            ">secret",
+            "resetkeys",
+            &format!("~tt:{{{town}}}:*"),
+            "resetchannels",
+            &format!("&tt:{{{town}}}:*"),
+            "+@all",
         ],
     );
     let mut con = server.connect_as("worker", "secret");

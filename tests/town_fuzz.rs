@@ -14,18 +14,78 @@ use common::random::Random as Rng;
 use common::Server;
 
 const COMMANDS: &[&str] = &[
-    "TOWN.SEND", "TOWN.RECV", "TOWN.ACK", "TOWN.REQUEUE", "TOWN.LEN", "TOWN.PEEK", "TOWN.RECLAIM",
-    "TOWN.BROADCAST", "TOWN.STOP", "TOWN.AGENT", "TOWN.TASK", "TOWN.ACTIVITY", "TOWN.BACKLOG", "TOWN.RESET",
+    "TOWN.SEND",
+    "TOWN.RECV",
+    "TOWN.ACK",
+    "TOWN.REQUEUE",
+    "TOWN.LEN",
+    "TOWN.PEEK",
+    "TOWN.RECLAIM",
+    "TOWN.BROADCAST",
+    "TOWN.STOP",
+    "TOWN.AGENT",
+    "TOWN.TASK",
+    "TOWN.ACTIVITY",
+    "TOWN.BACKLOG",
+    "TOWN.RESET",
     "TOWN.EXTEND",
 ];
 const WORDS: &[&str] = &[
-    "REQUEST", "CHECK", "CLEAR", "SET", "GET", "DEL", "LIST", "BYNAME", "INCR", "HEARTBEAT", "ROUNDS", "TASKS",
-    "LOG", "PUSH", "POP", "LEN", "REMOVE", "AGENTS", "URGENT", "RELIABLE", "BLOCK", "COUNT", "TTL", "name",
-    "rounds_completed", "id", "urgent", "count", "a", "b", "m1", "LEASE", "lease",
+    "REQUEST",
+    "CHECK",
+    "CLEAR",
+    "SET",
+    "GET",
+    "DEL",
+    "LIST",
+    "BYNAME",
+    "INCR",
+    "HEARTBEAT",
+    "ROUNDS",
+    "TASKS",
+    "LOG",
+    "PUSH",
+    "POP",
+    "LEN",
+    "REMOVE",
+    "AGENTS",
+    "URGENT",
+    "RELIABLE",
+    "BLOCK",
+    "COUNT",
+    "TTL",
+    "name",
+    "rounds_completed",
+    "id",
+    "urgent",
+    "count",
+    "a",
+    "b",
+    "m1",
+    "LEASE",
+    "lease",
 ];
 const NUMBERS: &[&str] = &[
-    "0", "1", "-1", "2", "10", "3600", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-    "99999999999999999999999", "1e308", "1e-9", "nan", "inf", "-0", "0.5", "+5", " 1", "0x10", "",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "10",
+    "3600",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775808",
+    "99999999999999999999999",
+    "1e308",
+    "1e-9",
+    "nan",
+    "inf",
+    "-0",
+    "0.5",
+    "+5",
+    " 1",
+    "0x10",
+    "",
 ];
 const SAFE_TIMEOUTS: &[&str] = &["0.01", "0.001", "-1", "x", "nan", "1e999", ""];
 
@@ -135,7 +195,13 @@ fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
             }
             recv
         }
-        5 if rng.one_in(3) => vec!["TOWN.EXTEND".into(), town, agent, format!("m{}", rng.below(5)), rng.pick(&["0.05", "0.3", "0", "nan"]).to_string()],
+        5 if rng.one_in(3) => vec![
+            "TOWN.EXTEND".into(),
+            town,
+            agent,
+            format!("m{}", rng.below(5)),
+            rng.pick(&["0.05", "0.3", "0", "nan"]).to_string(),
+        ],
         5 => {
             let mut ack = vec!["TOWN.ACK".into(), town, agent];
             ack.extend((0..=rng.below(3)).map(|_| format!("m{}", rng.below(5))));
@@ -148,7 +214,9 @@ fn plausible(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
         10 => vec!["TOWN.BROADCAST".into(), town, message],
         11 => vec!["TOWN.STOP".into(), rng.pick(&["REQUEST", "CHECK", "CLEAR"]).to_string(), town, agent],
         12 => vec!["TOWN.STOP".into(), "REQUEST".into(), town, agent, "TTL".into(), "5".into()],
-        13 | 14 => vec!["TOWN.AGENT".into(), "SET".into(), town, agent, "name".into(), other, "state".into(), "idle".into()],
+        13 | 14 => {
+            vec!["TOWN.AGENT".into(), "SET".into(), town, agent, "name".into(), other, "state".into(), "idle".into()]
+        }
         15 => vec!["TOWN.AGENT".into(), rng.pick(&["GET", "DEL", "HEARTBEAT"]).to_string(), town, agent],
         16 => vec!["TOWN.AGENT".into(), "INCR".into(), town, agent, rng.pick(&["ROUNDS", "TASKS"]).to_string()],
         17 => vec!["TOWN.AGENT".into(), "LIST".into(), town],
@@ -202,14 +270,8 @@ fn random(rng: &mut Rng, towns: &[String]) -> Vec<Vec<u8>> {
 }
 
 fn seed_and_rounds(default_rounds: usize) -> (u64, usize) {
-    let seed: u64 = std::env::var("TOWN_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_7047_0000_0001);
-    let rounds: usize = std::env::var("TOWN_FUZZ_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default_rounds);
+    let seed: u64 = std::env::var("TOWN_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_7047_0000_0001);
+    let rounds: usize = std::env::var("TOWN_FUZZ_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_rounds);
     (seed, rounds)
 }
 
@@ -231,9 +293,8 @@ fn random_invocations_leave_replica_and_aof_equal_to_the_master() {
     fuzz(&master, seed ^ 0xa0f, rounds);
     let mut con = master.connect();
     let mut replica_con = replica.connect();
-    let digest = |con: &mut redis::Connection| -> String {
-        redis::cmd("DEBUG").arg("DIGEST").query(con).expect("DEBUG DIGEST")
-    };
+    let digest =
+        |con: &mut redis::Connection| -> String { redis::cmd("DEBUG").arg("DIGEST").query(con).expect("DEBUG DIGEST") };
     wait_for_short_leases(&mut con);
     let expected = digest(&mut con);
     assert_ne!(expected, "0000000000000000000000000000000000000000", "the run should leave data behind");
@@ -268,7 +329,9 @@ fn fuzz(server: &Server, seed: u64, rounds: usize) {
                 assert!(
                     !detail.contains("dreamtown bug"),
                     "round {round} (seed {seed}) hit a panic: {:?}",
-                    args.iter().map(|a| String::from_utf8_lossy(&a[..a.len().min(80)]).into_owned()).collect::<Vec<_>>()
+                    args.iter()
+                        .map(|a| String::from_utf8_lossy(&a[..a.len().min(80)]).into_owned())
+                        .collect::<Vec<_>>()
                 );
                 errors += 1
             }
@@ -278,9 +341,9 @@ fn fuzz(server: &Server, seed: u64, rounds: usize) {
             }
         }
         if round % 50 == 0 {
-            let pong: String = redis::cmd("PING").query(&mut con).unwrap_or_else(|e| {
-                panic!("no PING reply at round {round} (seed {seed}): {e}")
-            });
+            let pong: String = redis::cmd("PING")
+                .query(&mut con)
+                .unwrap_or_else(|e| panic!("no PING reply at round {round} (seed {seed}): {e}"));
             assert_eq!(pong, "PONG");
         }
     }

@@ -102,13 +102,23 @@ fn bad_arguments_change_nothing_and_requeue_clears_leases() {
     let mut con = server.connect();
     let town = tenant("town-lease-errors");
     ok::<i64>(&mut con, &["TOWN.SEND", &town, &message("a", "w", "normal")]);
-    for bad in [&["LEASE", "1"][..], &["RELIABLE", "LEASE"], &["RELIABLE", "LEASE", "0"], &["RELIABLE", "LEASE", "x"],
-        &["RELIABLE", "LEASE", "1", "LEASE", "1"], &["RELIABLE", "LEASE", "-2"]] {
+    for bad in [
+        &["LEASE", "1"][..],
+        &["RELIABLE", "LEASE"],
+        &["RELIABLE", "LEASE", "0"],
+        &["RELIABLE", "LEASE", "x"],
+        &["RELIABLE", "LEASE", "1", "LEASE", "1"],
+        &["RELIABLE", "LEASE", "-2"],
+    ] {
         let mut args: Vec<&[u8]> = vec![b"TOWN.RECV", town.as_bytes(), b"w"];
         args.extend(bad.iter().map(|a| a.as_bytes()));
         assert!(fails(&mut con, &args).starts_with("ERR"), "{bad:?}");
     }
-    for bad in [&["TOWN.EXTEND", &town, "w", "a"][..], &["TOWN.EXTEND", &town, "w", "a", "0"], &["TOWN.EXTEND", &town, "w", "a", "1", "x"]] {
+    for bad in [
+        &["TOWN.EXTEND", &town, "w", "a"][..],
+        &["TOWN.EXTEND", &town, "w", "a", "0"],
+        &["TOWN.EXTEND", &town, "w", "a", "1", "x"],
+    ] {
         let args: Vec<&[u8]> = bad.iter().map(|a| a.as_bytes()).collect();
         assert!(fails(&mut con, &args).starts_with("ERR"), "{bad:?}");
     }
@@ -145,9 +155,7 @@ fn a_promoted_replica_expires_town_leases_and_the_aof_keeps_them() {
     ok::<()>(&mut con, &["DEBUG", "LOADAOF"]);
     assert_eq!(digest(&mut con), before, "the AOF replays the expiry");
     assert_eq!(recv(&mut con, &town, &["RELIABLE", "LEASE", "1.5", "COUNT", "2"]).len(), 2);
-    wait_until("leases on the replica", || {
-        ok::<i64>(&mut r, &["ZCARD", &format!("tt:{{{town}}}:leases:w")]) == 2
-    });
+    wait_until("leases on the replica", || ok::<i64>(&mut r, &["ZCARD", &format!("tt:{{{town}}}:leases:w")]) == 2);
     drop(con);
     drop(master);
     ok::<()>(&mut r, &["REPLICAOF", "NO", "ONE"]);

@@ -160,10 +160,8 @@ fn two_blocked_receivers_share_messages_one_each() {
     ok::<i64>(&mut con, &["TOWN.SEND", &town, &message("m1", "b", "normal")]);
     wait_blocked(&mut con, 1);
     ok::<i64>(&mut con, &["TOWN.SEND", &town, &message("m2", "b", "normal")]);
-    let mut got: Vec<String> = [first, second]
-        .into_iter()
-        .flat_map(|t| t.join().expect("receiver").expect("a message"))
-        .collect();
+    let mut got: Vec<String> =
+        [first, second].into_iter().flat_map(|t| t.join().expect("receiver").expect("a message")).collect();
     got.sort();
     assert_eq!(got.len(), 2);
     assert!(got[0].contains("\"m1\"") && got[1].contains("\"m2\""), "{got:?}");
@@ -205,10 +203,8 @@ fn never_blocks_inside_multi_or_lua() {
         .query(&mut con)
         .expect("MULTI/EXEC");
     assert_eq!(replies, vec![redis::Value::Array(vec![])]);
-    let script: redis::Value = ok(
-        &mut con,
-        &["EVAL", "return redis.call('TOWN.RECV', ARGV[1], 'b', 'BLOCK', '0')", "0", &town],
-    );
+    let script: redis::Value =
+        ok(&mut con, &["EVAL", "return redis.call('TOWN.RECV', ARGV[1], 'b', 'BLOCK', '0')", "0", &town]);
     assert_eq!(script, redis::Value::Array(vec![]));
     // And inside MULTI a message that is there is still received.
     let sent = message("m", "b", "normal");
@@ -245,10 +241,7 @@ fn reliable_receive_ack_and_requeue_hand_back_in_order() {
     assert_eq!(ok::<i64>(&mut con, &["TOWN.ACK", &town, "other", "m1"]), 0);
     assert_eq!(lengths(&mut con, &town, "b"), vec![1, 0, 2]);
     assert_eq!(ok::<i64>(&mut con, &["TOWN.REQUEUE", &town, "b"]), 2);
-    assert_eq!(
-        inbox(&mut con, &town, "b"),
-        vec![sent[0].clone(), sent[2].clone(), sent[3].clone()]
-    );
+    assert_eq!(inbox(&mut con, &town, "b"), vec![sent[0].clone(), sent[2].clone(), sent[3].clone()]);
     assert_eq!(lengths(&mut con, &town, "b"), vec![3, 0, 0]);
     assert_eq!(ok::<i64>(&mut con, &["TOWN.REQUEUE", &town, "b"]), 0);
     // Urgent messages received reliably are pending too.
@@ -282,10 +275,7 @@ fn one_ack_of_several_ids_acknowledges_each_as_its_own_ack_would() {
     assert_eq!(lengths(&mut con, &town, "b"), vec![1, 0, 3]);
     // What is left pending is exactly what was not acknowledged, in order.
     assert_eq!(ok::<i64>(&mut con, &["TOWN.REQUEUE", &town, "b"]), 3);
-    assert_eq!(
-        inbox(&mut con, &town, "b"),
-        vec![sent[0].clone(), sent[2].clone(), sent[4].clone(), sent[5].clone()]
-    );
+    assert_eq!(inbox(&mut con, &town, "b"), vec![sent[0].clone(), sent[2].clone(), sent[4].clone(), sent[5].clone()]);
     let again: Vec<String> = ok(&mut con, &["TOWN.RECV", &town, "b", "COUNT", "4", "RELIABLE"]);
     assert_eq!(again.len(), 4);
     assert_eq!(ok::<i64>(&mut con, &["TOWN.ACK", &town, "b", "m1", "m3", "m5", "m6"]), 4);

@@ -44,10 +44,7 @@ fn reclaim_moves_a_mixed_mailbox_with_nothing_lost() {
     let moved: i64 = ok(&mut con, &["TOWN.RECLAIM", &town, "dead", "heir"]);
     assert_eq!(moved, 8);
     assert_eq!(lengths(&mut con, &town, "dead"), vec![0, 0, 0]);
-    let exists: i64 = ok(
-        &mut con,
-        &["EXISTS", &key("inbox", "dead"), &key("urgent", "dead"), &key("pending", "dead")],
-    );
+    let exists: i64 = ok(&mut con, &["EXISTS", &key("inbox", "dead"), &key("urgent", "dead"), &key("pending", "dead")]);
     assert_eq!(exists, 0);
 
     // Each message re-sent head first: urgent ones to the urgent head...

@@ -89,11 +89,9 @@ fn replica_digest_matches_after_a_mixed_town_workload() {
 
     // Expiry times are absolute and identical on both.
     let mut replica_con = replica.connect();
-    for key in [
-        format!("tt:{{{town}}}:activity:a"),
-        format!("tt:{{{town}}}:stop:a"),
-        format!("tt:{{{town}}}:stop:heir"),
-    ] {
+    for key in
+        [format!("tt:{{{town}}}:activity:a"), format!("tt:{{{town}}}:stop:a"), format!("tt:{{{town}}}:stop:heir")]
+    {
         let on_master: i64 = ok(&mut con, &["PEXPIRETIME", &key]);
         let on_replica: i64 = ok(&mut replica_con, &["PEXPIRETIME", &key]);
         assert!(on_master > 0, "{key} has an expiry");

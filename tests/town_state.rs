@@ -20,23 +20,40 @@ fn agent_set_replaces_the_whole_record() {
     let key = format!("tt:{{{town}}}:agent:a1");
     ok::<()>(
         &mut con,
-        &["TOWN.AGENT", "SET", &town, "a1", "id", "a1", "name", "alice", "state", "idle", "nickname", "al", "current_task", "t9"],
+        &[
+            "TOWN.AGENT",
+            "SET",
+            &town,
+            "a1",
+            "id",
+            "a1",
+            "name",
+            "alice",
+            "state",
+            "idle",
+            "nickname",
+            "al",
+            "current_task",
+            "t9",
+        ],
     );
     let before = fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"]));
     assert_eq!(before.len(), 5);
     assert_eq!(before["nickname"], "al");
     ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a1", "id", "a1", "name", "alice", "state", "working"]);
     let after = fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"]));
-    let expected: std::collections::BTreeMap<String, String> =
-        [("id", "a1"), ("name", "alice"), ("state", "working")]
-            .into_iter()
-            .map(|(f, v)| (f.to_string(), v.to_string()))
-            .collect();
+    let expected: std::collections::BTreeMap<String, String> = [("id", "a1"), ("name", "alice"), ("state", "working")]
+        .into_iter()
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect();
     assert_eq!(after, expected);
     assert_eq!(fields(ok(&mut con, &["HGETALL", &key])), expected);
     // A repeated field keeps its last value.
     ok::<()>(&mut con, &["TOWN.AGENT", "SET", &town, "a1", "name", "x", "name", "y"]);
-    assert_eq!(fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"])).into_iter().collect::<Vec<_>>(), vec![("name".to_string(), "y".to_string())]);
+    assert_eq!(
+        fields(ok(&mut con, &["TOWN.AGENT", "GET", &town, "a1"])).into_iter().collect::<Vec<_>>(),
+        vec![("name".to_string(), "y".to_string())]
+    );
     let missing: Vec<String> = ok(&mut con, &["TOWN.AGENT", "GET", &town, "nobody"]);
     assert!(missing.is_empty());
 }
@@ -53,11 +70,7 @@ fn listing_uses_the_index_not_the_keyspace() {
         pipe.cmd("SET").arg(format!("noise:{n}")).arg(n).ignore();
     }
     for n in 0..50 {
-        pipe.cmd("HSET")
-            .arg(format!("tt:{{{town}}}:agent:fake{n}"))
-            .arg("name")
-            .arg("impostor")
-            .ignore();
+        pipe.cmd("HSET").arg(format!("tt:{{{town}}}:agent:fake{n}")).arg("name").arg("impostor").ignore();
     }
     pipe.query::<()>(&mut con).expect("fill keyspace");
     for (id, name) in [("a3", "carol"), ("a1", "alice"), ("a2", "bob")] {

@@ -17,7 +17,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{cmd, tenant, wait_until, Server};
@@ -35,14 +35,8 @@ fn build_previous() -> PathBuf {
         return PathBuf::from(path);
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(root.join("scripts/build-previous.sh"))
-        .output()
-        .expect("run scripts/build-previous.sh");
-    assert!(
-        output.status.success(),
-        "scripts/build-previous.sh failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = Command::new(root.join("scripts/build-previous.sh")).output().expect("run scripts/build-previous.sh");
+    assert!(output.status.success(), "scripts/build-previous.sh failed:\n{}", String::from_utf8_lossy(&output.stderr));
     let path = String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or_default().trim().to_owned();
     PathBuf::from(path)
 }
@@ -53,7 +47,7 @@ fn current_module() -> PathBuf {
 
 /// A server with `module` loaded, in `dir` when given (to serve another
 /// server's saved data).
-fn start(module: &PathBuf, dir: Option<&PathBuf>, extra: &[&str]) -> Server {
+fn start(module: &Path, dir: Option<&PathBuf>, extra: &[&str]) -> Server {
     let module = module.display().to_string();
     let dir = dir.map(|dir| dir.display().to_string());
     let mut args: Vec<&str> = Vec::new();
@@ -101,7 +95,9 @@ fn ints(value: &Value) -> Vec<i64> {
 /// A flat field/value array (or a map) as field -> value.
 fn fields(value: &Value) -> std::collections::HashMap<String, String> {
     match value {
-        Value::Array(items) => items.chunks(2).filter_map(|pair| Some((text(pair.first()?), text(pair.get(1)?)))).collect(),
+        Value::Array(items) => {
+            items.chunks(2).filter_map(|pair| Some((text(pair.first()?), text(pair.get(1)?)))).collect()
+        }
         Value::Map(pairs) => pairs.iter().map(|(field, value)| (text(field), text(value))).collect(),
         other => panic!("expected fields, got {other:?}"),
     }
@@ -165,7 +161,10 @@ fn write_everything(con: &mut Connection, label: &str) -> Written {
     ok(con, &["LPUSH", &ready_key, "not a fire message"]);
     ok(con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]);
     let deferred_key = format!("exocortex:dreams:{{{org}}}:deferred");
-    let deferred = format!(r#"{{"region":{{"org":"{org}","project":"notes","memory_type":5}},"fired_by":"seed","fire_id":"{}"}}"#, uuid(5));
+    let deferred = format!(
+        r#"{{"region":{{"org":"{org}","project":"notes","memory_type":5}},"fired_by":"seed","fire_id":"{}"}}"#,
+        uuid(5)
+    );
     ok(con, &["ZADD", &deferred_key, "1", &deferred]);
     // Town: a pending message under a 2 s lease, an urgent and a plain one
     // waiting, an agent, a task, a backlog.

@@ -22,10 +22,7 @@ fn module_list_reports_the_version_as_mmmmpp() {
         .iter()
         .find(|fields| fields.iter().any(|v| matches!(v, Value::BulkString(b) if b == b"dreamtown")))
         .expect("dreamtown in MODULE LIST");
-    let at = ours
-        .iter()
-        .position(|v| matches!(v, Value::BulkString(b) if b == b"ver"))
-        .expect("a ver field");
+    let at = ours.iter().position(|v| matches!(v, Value::BulkString(b) if b == b"ver")).expect("a ver field");
     assert_eq!(ours.get(at + 1), Some(&Value::Int(encoded())), "{ours:?}");
     assert!(encoded() > 1, "a real version, not the placeholder 1");
 }

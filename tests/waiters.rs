@@ -128,7 +128,9 @@ fn a_hundred_fires_to_a_hundred_drainers_wake_nobody_for_nothing() {
     let server = Server::start();
     let mut con = server.connect();
     let org = tenant("hundred");
-    let replies: Vec<Reply> = (0..100).map(|_| in_thread(&server, &drain_args(&org, "0").iter().map(String::as_str).collect::<Vec<_>>())).collect();
+    let replies: Vec<Reply> = (0..100)
+        .map(|_| in_thread(&server, &drain_args(&org, "0").iter().map(String::as_str).collect::<Vec<_>>()))
+        .collect();
     wait_until("100 drainers block", || gauge(&mut con, "waiters") == 100);
     let mut dreams = Dreams::new(&mut con, &org);
     for i in 0..100 {
@@ -153,7 +155,8 @@ fn a_send_to_one_agent_wakes_none_of_another_agents_receivers() {
     let b_args: Vec<Vec<String>> =
         (0..10).map(|_| ["TOWN.RECV", &town, "b", "BLOCK", "0"].map(String::from).to_vec()).collect();
     let b_replies = start_in_order(&server, &mut con, &b_args);
-    let a_reply = start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
+    let a_reply =
+        start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
     for i in 0..20 {
         ok(&mut con, &["TOWN.SEND", &town, &town_message(&format!("x{i}"), "a")]);
     }
@@ -196,11 +199,13 @@ fn native_pushes_onto_watched_lists_wake_one_waiter() {
     let replies = start_in_order(&server, &mut con, &[drain_args(&org, "0"), drain_args(&org, "0")]);
     let item = format!(r#"{{"region":{{"org":"{org}","project":"lmove","memory_type":1}},"fired_by":"legacy"}}"#);
     let _: () = redis::cmd("RPUSH").arg("elsewhere").arg(&item).query(&mut con).unwrap();
-    let _: Value = redis::cmd("LMOVE").arg("elsewhere").arg(&keys.ready).arg("LEFT").arg("RIGHT").query(&mut con).unwrap();
+    let _: Value =
+        redis::cmd("LMOVE").arg("elsewhere").arg(&keys.ready).arg("LEFT").arg("RIGHT").query(&mut con).unwrap();
     assert_eq!(project_of(&payload(&replies[0])), "lmove");
     let town = tenant("native-town");
     let inbox = format!("tt:{{{town}}}:inbox:a");
-    let receiver = start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
+    let receiver =
+        start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
     let sent = town_message("raw", "a");
     let _: () = redis::cmd("LPUSH").arg(&inbox).arg(&sent).query(&mut con).unwrap();
     assert_eq!(messages(&receiver[0]), [sent]);
@@ -215,7 +220,9 @@ fn a_deferred_item_falling_due_wakes_a_drainer() {
     let org = tenant("due");
     let keys = Keys::new(&org);
     let now = server_time(&mut con);
-    let item = format!(r#"{{"region":{{"org":"{org}","project":"later","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#);
+    let item = format!(
+        r#"{{"region":{{"org":"{org}","project":"later","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#
+    );
     let _: () = redis::cmd("ZADD").arg(&keys.deferred).arg(now + 2).arg(&item).query(&mut con).unwrap();
     let reply = start_in_order(&server, &mut con, &[drain_args(&org, "0")]);
     assert_eq!(project_of(&payload(&reply[0])), "later");
@@ -223,7 +230,12 @@ fn a_deferred_item_falling_due_wakes_a_drainer() {
     // Also when the deferral arrives while the drainer already waits.
     let reply = start_in_order(&server, &mut con, &[drain_args(&org, "0")]);
     let now = server_time(&mut con);
-    let _: () = redis::cmd("ZADD").arg(&keys.deferred).arg(now + 1).arg(item.replace("later", "later2")).query(&mut con).unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(&keys.deferred)
+        .arg(now + 1)
+        .arg(item.replace("later", "later2"))
+        .query(&mut con)
+        .unwrap();
     assert_eq!(project_of(&payload(&reply[0])), "later2");
     assert_eq!(gauge(&mut con, "waiters"), 0);
 }
@@ -237,12 +249,14 @@ fn requeue_and_reclaim_wake_a_receiver() {
     ok(&mut con, &["TOWN.SEND", &town, &sent]);
     let got: Value = ok(&mut con, &["TOWN.RECV", &town, "a", "RELIABLE"]);
     assert!(matches!(got, Value::Array(ref items) if items.len() == 1));
-    let receiver = start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
+    let receiver =
+        start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "a", "BLOCK", "0"].map(String::from).to_vec()]);
     ok(&mut con, &["TOWN.REQUEUE", &town, "a"]);
-    assert_eq!(messages(&receiver[0]), [sent.clone()]);
+    assert_eq!(messages(&receiver[0]), [sent.as_str()]);
     // RECLAIM moves a's inbox to b's.
     ok(&mut con, &["TOWN.SEND", &town, &town_message("c", "a")]);
-    let receiver = start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "b", "BLOCK", "0"].map(String::from).to_vec()]);
+    let receiver =
+        start_in_order(&server, &mut con, &[["TOWN.RECV", &town, "b", "BLOCK", "0"].map(String::from).to_vec()]);
     let reclaimed = call(&mut con, &["TOWN.RECLAIM", &town, "a", "b"]);
     assert!(reclaimed.is_ok(), "{reclaimed:?}");
     assert_eq!(messages(&receiver[0]).len(), 1);
@@ -286,7 +300,8 @@ fn timeouts_and_client_unblock_leave_no_waiter() {
     assert_eq!(gauge(&mut con, "waiters_gone"), 1);
     assert_eq!(gauge(&mut con, "waiters_timed_out"), 3);
     // Inside MULTI nothing blocks and nobody waits.
-    let (nil,): (Value,) = redis::pipe().atomic().cmd("DREAMS.DRAIN").arg(&org).arg("0").arg("NOQUIET").query(&mut con).unwrap();
+    let (nil,): (Value,) =
+        redis::pipe().atomic().cmd("DREAMS.DRAIN").arg(&org).arg("0").arg("NOQUIET").query(&mut con).unwrap();
     assert_eq!(nil, Value::Nil);
     assert_eq!(gauge(&mut con, "waiters"), 0);
     // Work that arrives afterwards is simply there.
@@ -376,8 +391,14 @@ fn a_blocked_drainer_survives_a_slow_batch_of_other_clients() {
     let reply = start_in_order(&server, &mut con, &[drain_args(&org, "0")]);
     let (fired, stolen): (Value, Value) = redis::pipe()
         .atomic()
-        .cmd("DREAMS.FIRE").arg(&org).arg("p").arg(1)
-        .cmd("DREAMS.DRAIN").arg(&org).arg(0).arg("NOQUIET")
+        .cmd("DREAMS.FIRE")
+        .arg(&org)
+        .arg("p")
+        .arg(1)
+        .cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg(0)
+        .arg("NOQUIET")
         .query(&mut con)
         .unwrap();
     assert_eq!(text(&fired), "queued");

@@ -31,17 +31,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .or_else(|| std::env::var("DREAMTOWN_URL").ok())
         .unwrap_or_else(|| "redis://127.0.0.1:6390/".to_owned());
-    let org = args
-        .next()
-        .or_else(|| std::env::var("DREAMTOWN_ORG").ok())
-        .unwrap_or_else(|| "acme".to_owned());
+    let org = args.next().or_else(|| std::env::var("DREAMTOWN_ORG").ok()).unwrap_or_else(|| "acme".to_owned());
     let max_items: Option<u64> = args.next().map(|n| n.parse()).transpose()?;
 
     // A drain blocks on the server: the connection must wait longer than it.
     let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let conn = redis::Client::open(url.as_str())?
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
+    let conn = redis::Client::open(url.as_str())?.get_multiplexed_async_connection_with_config(&config).await?;
     let mut queue = RedisFireQueue::new(conn, QuietHours::nightly(), org.clone());
 
     let stopping = Arc::new(AtomicBool::new(false));

@@ -17,10 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .or_else(|| std::env::var("DREAMTOWN_URL").ok())
         .unwrap_or_else(|| "redis://127.0.0.1:6390/".to_owned());
-    let town = args
-        .next()
-        .or_else(|| std::env::var("DREAMTOWN_TOWN").ok())
-        .unwrap_or_else(|| "acme".to_owned());
+    let town = args.next().or_else(|| std::env::var("DREAMTOWN_TOWN").ok()).unwrap_or_else(|| "acme".to_owned());
     let name = args.next().unwrap_or_else(|| "backend".to_owned());
     let count: u32 = args.next().map(|n| n.parse()).transpose()?.unwrap_or(3);
     let stop = args.next().as_deref() == Some("stop");
@@ -36,7 +33,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         channel.send(&Message::new(AgentId::supervisor(), agent.id, work).with_priority(priority)).await?;
     }
     let lengths = channel.lengths(agent.id).await?;
-    println!("sent {count} task(s) to {name} ({}): {} waiting, {} pending", agent.id, lengths.waiting(), lengths.pending);
+    println!(
+        "sent {count} task(s) to {name} ({}): {} waiting, {} pending",
+        agent.id,
+        lengths.waiting(),
+        lengths.pending
+    );
     if stop {
         channel.request_stop(agent.id).await?;
         println!("stop requested");

@@ -83,10 +83,7 @@ fn key_slot(key: &[u8]) -> u16 {
 impl Call {
     /// `name` with no arguments yet.
     pub(crate) fn new(name: &'static str) -> Self {
-        Self {
-            name,
-            cmd: redis::cmd(name),
-        }
+        Self { name, cmd: redis::cmd(name) }
     }
 
     /// Append an argument.
@@ -109,7 +106,11 @@ impl Call {
     /// comes back anyway (the tenant's slot is moving; nothing ran) is sent
     /// again with a growing pause until `tryagain_deadline` has passed
     /// since the first send (`crate::retry`).
-    pub(crate) async fn send<C: ConnectionLike + Send>(self, conn: &mut C, tryagain_deadline: Duration) -> Result<Reply> {
+    pub(crate) async fn send<C: ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+        tryagain_deadline: Duration,
+    ) -> Result<Reply> {
         self.send_via(conn, tryagain_deadline, |_| None).await
     }
 
@@ -121,8 +122,10 @@ impl Call {
         conn: &mut C,
         tryagain_deadline: Duration,
     ) -> Result<Reply> {
-        self.send_via(conn, tryagain_deadline, |conn: &mut C| (conn as &mut dyn Any).downcast_mut::<ClusterConnection>())
-            .await
+        self.send_via(conn, tryagain_deadline, |conn: &mut C| {
+            (conn as &mut dyn Any).downcast_mut::<ClusterConnection>()
+        })
+        .await
     }
 
     /// The send loop; `cluster`: `conn` as a cluster connection, if it is one.
@@ -336,10 +339,7 @@ pub(crate) fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
 
 /// Field/value pairs whose values are strings.
 fn pairs(value: &Value) -> Option<Record> {
-    fields(value)?
-        .into_iter()
-        .map(|(name, value)| Some((name, bytes(value)?)))
-        .collect()
+    fields(value)?.into_iter().map(|(name, value)| Some((name, bytes(value)?))).collect()
 }
 
 fn word(value: &Value) -> Option<&str> {
@@ -363,11 +363,8 @@ fn count(value: &Value) -> Option<u64> {
 /// becomes 0 (which waits forever).
 pub(crate) fn timeout_secs(timeout: std::time::Duration) -> String {
     let millis = timeout.subsec_nanos().div_ceil(1_000_000);
-    let (secs, millis) = if millis == 1_000 {
-        (timeout.as_secs().saturating_add(1), 0)
-    } else {
-        (timeout.as_secs(), millis)
-    };
+    let (secs, millis) =
+        if millis == 1_000 { (timeout.as_secs().saturating_add(1), 0) } else { (timeout.as_secs(), millis) };
     format!("{secs}.{millis:03}")
 }
 
@@ -391,11 +388,8 @@ mod tests {
 
     #[test]
     fn counted_replies_decode_in_resp2_and_resp3_shapes() {
-        let resp2 = reply(Value::Array(vec![
-            Value::SimpleString("queued".into()),
-            Value::Int(3),
-            Value::Int(4_294_967_295),
-        ]));
+        let resp2 =
+            reply(Value::Array(vec![Value::SimpleString("queued".into()), Value::Int(3), Value::Int(4_294_967_295)]));
         assert_eq!(resp2.counted().unwrap(), ("queued", 3, u32::MAX));
         let bulk = reply(Value::Array(vec![Value::BulkString(b"stale".to_vec()), Value::Int(0), Value::Int(0)]));
         assert_eq!(bulk.counted().unwrap(), ("stale", 0, 0));
@@ -449,15 +443,9 @@ mod tests {
 
     #[test]
     fn pairs_decode_flat_arrays_and_maps() {
-        let flat = reply(Value::Array(vec![
-            Value::BulkString(b"edges".to_vec()),
-            Value::BulkString(b"2".to_vec()),
-        ]));
+        let flat = reply(Value::Array(vec![Value::BulkString(b"edges".to_vec()), Value::BulkString(b"2".to_vec())]));
         assert_eq!(flat.pairs().unwrap(), vec![("edges".to_owned(), b"2".to_vec())]);
-        let map = reply(Value::Map(vec![(
-            Value::BulkString(b"memories".to_vec()),
-            Value::BulkString(b"5".to_vec()),
-        )]));
+        let map = reply(Value::Map(vec![(Value::BulkString(b"memories".to_vec()), Value::BulkString(b"5".to_vec()))]));
         assert_eq!(map.pairs().unwrap(), vec![("memories".to_owned(), b"5".to_vec())]);
         assert_eq!(reply(Value::Nil).optional_bulk().unwrap(), None);
         assert!(reply(Value::Okay).ok().is_ok());

@@ -47,9 +47,10 @@ impl Tls {
     /// The certificates the `redis` crate takes, read from the files.
     fn certificates(&self) -> RedisResult<Option<redis::TlsCertificates>> {
         let client_tls = match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => {
-                Some(redis::ClientTlsConfig { client_cert: read(cert, "client certificate")?, client_key: read(key, "client key")? })
-            }
+            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+                client_cert: read(cert, "client certificate")?,
+                client_key: read(key, "client key")?,
+            }),
             (None, None) => None,
             _ => return Err(invalid("a client certificate needs both its certificate and its key file")),
         };
@@ -247,7 +248,11 @@ impl Options {
         if let Some(password) = sentinel_password {
             builder = builder.set_client_to_sentinel_password(password);
         }
-        let mode = if self.tls.insecure || sentinel_tls == Some(true) { redis::TlsMode::Insecure } else { redis::TlsMode::Secure };
+        let mode = if self.tls.insecure || sentinel_tls == Some(true) {
+            redis::TlsMode::Insecure
+        } else {
+            redis::TlsMode::Secure
+        };
         if master_tls {
             builder = builder.set_client_to_redis_tls_mode(mode);
         }
@@ -284,7 +289,8 @@ mod tests {
 
     #[test]
     fn the_urls_credentials_win_then_the_options() {
-        let options = Options { user: Some("flag-user".into()), password: Some("flag-pw".into()), ..Options::default() };
+        let options =
+            Options { user: Some("flag-user".into()), password: Some("flag-pw".into()), ..Options::default() };
         let info = options.connection_info("redis://url-user:url-pw@127.0.0.1:1/").unwrap();
         assert_eq!(info.redis_settings().username(), Some("url-user"));
         assert_eq!(info.redis_settings().password(), Some("url-pw"));

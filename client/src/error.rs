@@ -150,10 +150,13 @@ impl Error {
             return true;
         }
         match self {
-            Self::Redis(error) => error.redirect_node().is_some() || matches!(
-                error.code(),
-                Some("TRYAGAIN" | "MOVED" | "ASK" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN")
-            ),
+            Self::Redis(error) => {
+                error.redirect_node().is_some()
+                    || matches!(
+                        error.code(),
+                        Some("TRYAGAIN" | "MOVED" | "ASK" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN")
+                    )
+            }
             _ => matches!(
                 self.server_code(),
                 Some("TRYAGAIN" | "MOVED" | "ASK" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN")
@@ -189,20 +192,16 @@ impl Error {
             return Self::Redis(error);
         }
         match error.code() {
-            Some(code) => Self::Server {
-                code: code.to_owned(),
-                message: error.detail().unwrap_or_default().to_owned(),
-            },
+            Some(code) => {
+                Self::Server { code: code.to_owned(), message: error.detail().unwrap_or_default().to_owned() }
+            }
             None => Self::Redis(error),
         }
     }
 
     /// A reply of `command` this client does not understand.
     pub(crate) fn unexpected(command: &'static str, reply: impl fmt::Debug) -> Self {
-        Self::UnexpectedReply {
-            command,
-            reply: format!("{reply:?}"),
-        }
+        Self::UnexpectedReply { command, reply: format!("{reply:?}") }
     }
 }
 

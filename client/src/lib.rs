@@ -42,15 +42,15 @@ mod call;
 #[cfg(feature = "net")]
 pub mod connect;
 #[cfg(feature = "net")]
-pub mod lease;
-#[cfg(feature = "net")]
 pub mod dreams;
-#[cfg(feature = "net")]
-pub mod exporter;
 #[cfg(feature = "net")]
 mod durable;
 #[cfg(feature = "net")]
 mod error;
+#[cfg(feature = "net")]
+pub mod exporter;
+#[cfg(feature = "net")]
+pub mod lease;
 pub mod migrate;
 #[cfg(feature = "net")]
 mod retry;
@@ -60,13 +60,13 @@ pub mod sentinel;
 pub mod town;
 
 #[cfg(feature = "net")]
+pub use call::cluster_routing;
+#[cfg(feature = "net")]
 pub use durable::{Durable, Shortfall};
 #[cfg(feature = "net")]
 pub use error::{Error, Result};
 #[cfg(feature = "net")]
 pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
-#[cfg(feature = "net")]
-pub use call::cluster_routing;
 
 /// The `redis` crate this client is built on, so connections match its version.
 ///

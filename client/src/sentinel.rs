@@ -94,12 +94,8 @@ impl SentinelConnection {
     /// [`SentinelConnection::connect`] with the master connections' settings.
     pub async fn connect_with_config(client: SentinelClient, config: AsyncConnectionConfig) -> RedisResult<Self> {
         let shared = Arc::new(Shared { client: Mutex::new(client), current: Mutex::new((None, 0)) });
-        let mut conn = Self {
-            shared,
-            config,
-            reconnect_deadline: DEFAULT_RECONNECT_DEADLINE,
-            reconnects: Arc::default(),
-        };
+        let mut conn =
+            Self { shared, config, reconnect_deadline: DEFAULT_RECONNECT_DEADLINE, reconnects: Arc::default() };
         conn.master(None).await?;
         Ok(conn)
     }
@@ -212,7 +208,12 @@ impl ConnectionLike for SentinelConnection {
         })
     }
 
-    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             match self.on_master(Request::Many(pipeline, offset, count)).await? {
                 Replies::Many(values) => Ok(values),

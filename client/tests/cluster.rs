@@ -18,17 +18,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Cluster, Server};
-use dreamtown_client::dreams::{
-    DeliveryFence, DrainResult, QueueKeys, QuietHours, RedisFireQueue, RegionKey, Trigger,
-};
-use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::cluster_async::ClusterConnection;
 use dreamtown_client::chrono::{DateTime, Utc};
+use dreamtown_client::dreams::{DeliveryFence, DrainResult, QueueKeys, QuietHours, RedisFireQueue, RegionKey, Trigger};
 use dreamtown_client::town::{
-    Agent, AgentId, AgentState, AgentType, Channel, EventType, Message, MessageId, MessageType, Priority, Task,
-    TaskId, TownEvent,
+    Agent, AgentId, AgentState, AgentType, Channel, EventType, Message, MessageId, MessageType, Priority, Task, TaskId,
+    TownEvent,
 };
 use dreamtown_client::uuid::Uuid;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 /// How many tenants the load runs for.
@@ -91,50 +89,52 @@ struct Load {
     plain_commands: &'static [&'static str],
 }
 
-const LOADS: &[Load] = &[Load {
-    name: "dreams",
-    run: |conn, org| Box::pin(dreams_load(conn, org)),
-    key_prefix: |org| format!("exocortex:dreams:{{{org}}}:"),
-    commands: &[
-        "DREAMS.FIRE",
-        "DREAMS.RECORD",
-        "DREAMS.SETTLE",
-        "DREAMS.DRAIN",
-        "DREAMS.ACK",
-        "DREAMS.RECOVER",
-        "DREAMS.LEN",
-        "DREAMS.COUNTERS",
-    ],
-    plain_commands: &[],
-},
-Load {
-    name: "town",
-    run: |conn, town| Box::pin(town_load(conn, town)),
-    key_prefix: |town| format!("tt:{{{town}}}:"),
-    commands: &[
-        "TOWN.SEND",
-        "TOWN.RECV",
-        "TOWN.ACK",
-        "TOWN.REQUEUE",
-        "TOWN.LEN",
-        "TOWN.PEEK",
-        "TOWN.RECLAIM",
-        "TOWN.BROADCAST",
-        // Subcommands, as INFO commandstats names them.
-        "TOWN.STOP|REQUEST",
-        "TOWN.STOP|CHECK",
-        "TOWN.AGENT|SET",
-        "TOWN.AGENT|GET",
-        "TOWN.TASK|SET",
-        "TOWN.ACTIVITY|LOG",
-        "TOWN.BACKLOG|PUSH",
-        "TOWN.RESET",
-    ],
-    // XGROUP CREATE is sent twice, the second time answered BUSYGROUP (a
-    // failed call the client tolerates), so it is not in the list of calls
-    // that must all succeed.
-    plain_commands: &["XADD", "XREADGROUP", "XACK", "XLEN", "XPENDING", "XINFO|GROUPS", "XRANGE"],
-}];
+const LOADS: &[Load] = &[
+    Load {
+        name: "dreams",
+        run: |conn, org| Box::pin(dreams_load(conn, org)),
+        key_prefix: |org| format!("exocortex:dreams:{{{org}}}:"),
+        commands: &[
+            "DREAMS.FIRE",
+            "DREAMS.RECORD",
+            "DREAMS.SETTLE",
+            "DREAMS.DRAIN",
+            "DREAMS.ACK",
+            "DREAMS.RECOVER",
+            "DREAMS.LEN",
+            "DREAMS.COUNTERS",
+        ],
+        plain_commands: &[],
+    },
+    Load {
+        name: "town",
+        run: |conn, town| Box::pin(town_load(conn, town)),
+        key_prefix: |town| format!("tt:{{{town}}}:"),
+        commands: &[
+            "TOWN.SEND",
+            "TOWN.RECV",
+            "TOWN.ACK",
+            "TOWN.REQUEUE",
+            "TOWN.LEN",
+            "TOWN.PEEK",
+            "TOWN.RECLAIM",
+            "TOWN.BROADCAST",
+            // Subcommands, as INFO commandstats names them.
+            "TOWN.STOP|REQUEST",
+            "TOWN.STOP|CHECK",
+            "TOWN.AGENT|SET",
+            "TOWN.AGENT|GET",
+            "TOWN.TASK|SET",
+            "TOWN.ACTIVITY|LOG",
+            "TOWN.BACKLOG|PUSH",
+            "TOWN.RESET",
+        ],
+        // XGROUP CREATE is sent twice, the second time answered BUSYGROUP (a
+        // failed call the client tolerates), so it is not in the list of calls
+        // that must all succeed.
+        plain_commands: &["XADD", "XREADGROUP", "XACK", "XLEN", "XPENDING", "XINFO|GROUPS", "XRANGE"],
+    },
+];
 
 /// The tenants of the load: the same names on the cluster and the single server.
 fn tenants() -> Vec<String> {
@@ -145,7 +145,8 @@ fn tenants() -> Vec<String> {
 /// hours are off: records (plain and fenced), fires, drains, failed and
 /// successful acknowledgements, settling, recovery, inspection.
 async fn dreams_load(conn: AnyConnection, org: String) -> dreamtown_client::Result<Observations> {
-    let trigger = Trigger { memory_threshold: 3, edge_threshold: 1_000, min_interval_secs: 0, age_floor_secs: 1_000_000 };
+    let trigger =
+        Trigger { memory_threshold: 3, edge_threshold: 1_000, min_interval_secs: 0, age_floor_secs: 1_000_000 };
     let mut queue = RedisFireQueue::new(conn, QuietHours::none(), org.clone());
     let counted = RegionKey::new(org.as_str(), "web", 3);
     let explicit = RegionKey::new(org.as_str(), "api", 1);
@@ -360,10 +361,7 @@ fn info_section(con: &mut redis::Connection, section: &str) -> String {
 /// `cmdstat_<command>` calls / failed / rejected of one node.
 fn command_stats(con: &mut redis::Connection) -> BTreeMap<String, (u64, u64, u64)> {
     let field = |line: &str, name: &str| -> u64 {
-        line.split(',')
-            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        line.split(',').find_map(|kv| kv.strip_prefix(&format!("{name}="))).and_then(|v| v.parse().ok()).unwrap_or(0)
     };
     info_section(con, "commandstats")
         .lines()
@@ -481,7 +479,12 @@ async fn non_owning_nodes_answer_moved_and_redis_cli_c_follows_it() {
             let Value::Array(entries) = info else { panic!("{info:?}") };
             let Some(Value::Array(fields)) = entries.first() else { panic!("{command}: {entries:?}") };
             let first = if command.contains('|') { 2 } else { 1 };
-            assert_eq!(&fields[3..6], &[Value::Int(first), Value::Int(first), Value::Int(1)], "{command} on {}", node.port);
+            assert_eq!(
+                &fields[3..6],
+                &[Value::Int(first), Value::Int(first), Value::Int(1)],
+                "{command} on {}",
+                node.port
+            );
         }
         let port = node.port.to_string();
         let followed = redis_cli(&["-c", "-p", &port, "DREAMS.LEN", org]);
@@ -567,11 +570,8 @@ fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
         let server = common::server_bin();
         if server.starts_with('/') {
             let info = redis_cli(&["-p", &port, "INFO", "server"]);
-            let executable = info
-                .lines()
-                .find_map(|line| line.trim().strip_prefix("executable:"))
-                .unwrap_or_default()
-                .to_owned();
+            let executable =
+                info.lines().find_map(|line| line.trim().strip_prefix("executable:")).unwrap_or_default().to_owned();
             let wrapped = std::fs::read_to_string(&server)
                 .is_ok_and(|script| script.starts_with("#!") && script.contains(&format!("\"{executable}\"")));
             assert!(!executable.is_empty() && (executable == server || wrapped), "{port} runs {server}: {info}");
@@ -587,7 +587,8 @@ fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
     let stopped = script.run("stop");
     assert!(stopped.status.success(), "stop: {stopped:?}");
     for offset in 0..3 {
-        let answered = Command::new(common::cli_bin()).args(["-p", &(base + offset).to_string(), "PING"]).output().unwrap();
+        let answered =
+            Command::new(common::cli_bin()).args(["-p", &(base + offset).to_string(), "PING"]).output().unwrap();
         assert!(!String::from_utf8_lossy(&answered.stdout).contains("PONG"), "node {} stopped", base + offset);
     }
     assert!(!dir.exists(), "its state is removed");

@@ -9,18 +9,14 @@ use std::time::{Duration, Instant};
 use common::{Server, tenant};
 use dreamtown_client::Error;
 use dreamtown_client::dreams::{
-    AcknowledgeOutcome, DeliveryFence, DrainResult, DreamsTrigger, FireMessage, FireOutcome, QueueKeys,
-    QueueLengths, QuietHours, RecordWriteOutcome, RedisFireQueue, RegionKey, RegionWriteCounters, Trigger,
+    AcknowledgeOutcome, DeliveryFence, DrainResult, DreamsTrigger, FireMessage, FireOutcome, QueueKeys, QueueLengths,
+    QuietHours, RecordWriteOutcome, RedisFireQueue, RegionKey, RegionWriteCounters, Trigger,
 };
 use redis::aio::ConnectionLike;
 
 /// Fires once 3 memories accumulated, no minimum interval, no age floor in sight.
-const EAGER: Trigger = Trigger {
-    memory_threshold: 3,
-    edge_threshold: 1_000,
-    min_interval_secs: 0,
-    age_floor_secs: 1_000_000,
-};
+const EAGER: Trigger =
+    Trigger { memory_threshold: 3, edge_threshold: 1_000, min_interval_secs: 0, age_floor_secs: 1_000_000 };
 
 fn counts(memories: u32, edges: u32) -> RegionWriteCounters {
     RegionWriteCounters {
@@ -85,11 +81,7 @@ async fn explicit_fire_round_trip_over_resp3() {
     let server = Server::start();
     let url = format!("redis://127.0.0.1:{}/?protocol=resp3", server.port);
     let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap();
+    let conn = redis::Client::open(url).unwrap().get_multiplexed_async_connection_with_config(&config).await.unwrap();
     explicit_fire_round_trip(&server, conn).await;
 }
 
@@ -205,15 +197,9 @@ async fn fences_and_foreign_regions_are_refused_before_anything_is_sent() {
     assert!(matches!(queue.record_write(&foreign, 1, 1, EAGER, "n").await, Err(Error::ForeignRegion { .. })));
     assert!(matches!(queue.counters(&foreign).await, Err(Error::ForeignRegion { .. })));
     let zero = DeliveryFence { event_id: "e", generation: 0 };
-    assert!(matches!(
-        queue.record_write_once(&own, 1, 1, EAGER, "n", zero).await,
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(queue.record_write_once(&own, 1, 1, EAGER, "n", zero).await, Err(Error::InvalidArgument(_))));
     let empty = DeliveryFence { event_id: "", generation: 1 };
-    assert!(matches!(
-        queue.record_write_once(&own, 1, 1, EAGER, "n", empty).await,
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(queue.record_write_once(&own, 1, 1, EAGER, "n", empty).await, Err(Error::InvalidArgument(_))));
     assert!(matches!(queue.forget_write_once(&own, "e", 0, false).await, Err(Error::InvalidArgument(_))));
     let not_drained = FireMessage {
         region: own.clone(),
@@ -371,7 +357,14 @@ async fn acknowledge_and_drain_is_one_call_per_item_and_batches_drain_in_order()
             break;
         }
         let (acked, following) = queue
-            .acknowledge_and_drain_leased(&fire, true, DreamsTrigger::default(), "node-a", wait, Duration::from_secs(60))
+            .acknowledge_and_drain_leased(
+                &fire,
+                true,
+                DreamsTrigger::default(),
+                "node-a",
+                wait,
+                Duration::from_secs(60),
+            )
             .await
             .unwrap();
         assert_eq!(acked, AcknowledgeOutcome::Acknowledged(counts(0, 0)));

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{scratch_dir, tenant, wait_until, Server};
+use common::{Server, scratch_dir, tenant, wait_until};
 
 /// A free loopback port.
 fn free_port() -> u16 {
@@ -110,7 +110,11 @@ fn metrics_carry_node_totals_and_tenant_gauges() {
     let (_exporter, port) = exporter(&["--redis", &url, "--scan-calls", "2", "--scan-count", "10"]);
     let node = node_of(&server);
     let first = http_get(port, "/metrics").expect("/metrics");
-    assert_eq!(sample(&first, "dreamtown_exporter_tenant_scan_complete", &[("family", "dreams")]), Some(0.0), "{first}");
+    assert_eq!(
+        sample(&first, "dreamtown_exporter_tenant_scan_complete", &[("family", "dreams")]),
+        Some(0.0),
+        "{first}"
+    );
     assert_eq!(sample(&first, "dreamtown_exporter_scan_calls_total", &[("family", "dreams")]), Some(2.0), "{first}");
     assert_eq!(sample(&first, "dreamtown_node_dreams_fired_total", &[("node", &node)]), Some(9.0), "{first}");
     let mut text = first;
@@ -125,7 +129,8 @@ fn metrics_carry_node_totals_and_tenant_gauges() {
     assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", &b)]), Some(2.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_town_inbox", &[("town", &town), ("agent", "w1")]), Some(1.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_town_mailboxes", &[("town", &town)]), Some(1.0), "{text}");
-    let age = sample(&text, "dreamtown_town_next_message_age_seconds", &[("town", &town), ("agent", "w1")]).expect("age");
+    let age =
+        sample(&text, "dreamtown_town_next_message_age_seconds", &[("town", &town), ("agent", "w1")]).expect("age");
     assert!(age > 365.0 * 86_400.0 * 0.9, "{age}");
     assert!(sample(&text, "dreamtown_exporter_scrape_duration_seconds", &[]).is_some_and(|s| s > 0.0));
     assert!(text.contains("# TYPE dreamtown_node_dreams_acks_acknowledged_total counter"));
@@ -136,28 +141,44 @@ fn metrics_carry_node_totals_and_tenant_gauges() {
     assert_eq!(sample(&text, "dreamtown_dreams_fired_fire_total", &[("org", &b)]), Some(2.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_dreams_drained_total", &[("org", &a)]), Some(0.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_town_messages_sent_total", &[("town", &town)]), Some(1.0), "{text}");
-    assert_eq!(sample(&text, "dreamtown_town_agent_messages_sent_total", &[("town", &town), ("agent", "w1")]), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "dreamtown_town_agent_messages_sent_total", &[("town", &town), ("agent", "w1")]),
+        Some(1.0),
+        "{text}"
+    );
     assert_eq!(sample(&text, "dreamtown_town_broadcasts_total", &[("town", &town)]), Some(0.0), "{text}");
     assert!(!text.contains("dreamtown_town_agent_broadcasts_total"), "{text}");
     // The age of the next ready fire, timed as it entered; nothing in flight yet.
-    assert!(sample(&text, "dreamtown_dreams_oldest_ready_age_seconds", &[("org", &a)]).is_some_and(|age| (0.0..600.0).contains(&age)), "{text}");
+    assert!(
+        sample(&text, "dreamtown_dreams_oldest_ready_age_seconds", &[("org", &a)])
+            .is_some_and(|age| (0.0..600.0).contains(&age)),
+        "{text}"
+    );
     assert_eq!(sample(&text, "dreamtown_dreams_oldest_ready_age_exact", &[("org", &a)]), Some(1.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)]), None, "{text}");
 
     // Three drained under a lease, then acknowledged.
     let mut payloads = Vec::new();
     for _ in 0..3 {
-        let redis::Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &a, "0", "NOQUIET", "LEASE", "600"]) else { panic!() };
+        let redis::Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &a, "0", "NOQUIET", "LEASE", "600"])
+        else {
+            panic!()
+        };
         payloads.push(payload);
     }
     let text = http_get(port, "/metrics").expect("/metrics");
     assert_eq!(sample(&text, "dreamtown_dreams_in_flight", &[("org", &a)]), Some(3.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_dreams_leased", &[("org", &a)]), Some(3.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", &a)]), Some(4.0), "{text}");
-    let deadline = sample(&text, "dreamtown_dreams_next_lease_deadline_timestamp_seconds", &[("org", &a)]).expect("deadline");
+    let deadline =
+        sample(&text, "dreamtown_dreams_next_lease_deadline_timestamp_seconds", &[("org", &a)]).expect("deadline");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     assert!(deadline > now + 500.0 && deadline < now + 700.0, "{deadline} vs {now}");
-    assert!(sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)]).is_some_and(|age| (0.0..600.0).contains(&age)), "{text}");
+    assert!(
+        sample(&text, "dreamtown_dreams_oldest_inflight_age_seconds", &[("org", &a)])
+            .is_some_and(|age| (0.0..600.0).contains(&age)),
+        "{text}"
+    );
     assert_eq!(sample(&text, "dreamtown_dreams_oldest_inflight_age_exact", &[("org", &a)]), Some(1.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_dreams_drained_total", &[("org", &a)]), Some(3.0), "{text}");
     for payload in &payloads {
@@ -186,11 +207,15 @@ fn beyond_the_tenant_limit_it_says_so_and_a_dead_node_reads_down() {
         run(&mut con, &["DREAMS.FIRE", org, "web", "3"]);
     }
     let dead = format!("redis://127.0.0.1:{}/", free_port());
-    let (_exporter, port) = exporter(&["--redis", &server.url(), "--redis", &dead, "--max-tenants", "2", "--timeout-secs", "2"]);
+    let (_exporter, port) =
+        exporter(&["--redis", &server.url(), "--redis", &dead, "--max-tenants", "2", "--timeout-secs", "2"]);
     let text = http_get(port, "/metrics").expect("/metrics");
     assert_eq!(sample(&text, "dreamtown_exporter_tenants", &[("family", "dreams")]), Some(3.0), "{text}");
     assert_eq!(sample(&text, "dreamtown_exporter_tenants_over_limit", &[("family", "dreams")]), Some(1.0), "{text}");
-    assert!(text.contains("3 dreams tenants found, only the first 2 (by name) are exported; raise --max-tenants"), "{text}");
+    assert!(
+        text.contains("3 dreams tenants found, only the first 2 (by name) are exported; raise --max-tenants"),
+        "{text}"
+    );
     let exported = text.lines().filter(|line| line.starts_with("dreamtown_dreams_ready{")).count();
     assert_eq!(exported, 2, "{text}");
     assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(&server))]), Some(1.0), "{text}");
@@ -237,7 +262,9 @@ fn prometheus_scrapes_the_exporter_and_promql_returns_the_values() {
             eprintln!("skipped: no prometheus and DREAMTOWN_NO_PROMETHEUS is set");
             return;
         }
-        panic!("this test needs Debian's prometheus: apt-get install -y prometheus (or set DREAMTOWN_PROMETHEUS, or DREAMTOWN_NO_PROMETHEUS=1 to skip)");
+        panic!(
+            "this test needs Debian's prometheus: apt-get install -y prometheus (or set DREAMTOWN_PROMETHEUS, or DREAMTOWN_NO_PROMETHEUS=1 to skip)"
+        );
     };
     let server = Server::start();
     let mut con = server.connect();
@@ -278,12 +305,16 @@ fn prometheus_scrapes_the_exporter_and_promql_returns_the_values() {
     wait_until("PromQL to see the tenant's fires", || promql(prom_port, &fired) == vec![N as f64]);
     // The oldest ready fire ages while nothing drains.
     let age = format!("dreamtown_dreams_oldest_ready_age_seconds{{org=\"{org}\"}}");
-    wait_until("PromQL to see the oldest ready fire age", || promql(prom_port, &age).first().is_some_and(|age| *age >= 1.0));
+    wait_until("PromQL to see the oldest ready fire age", || {
+        promql(prom_port, &age).first().is_some_and(|age| *age >= 1.0)
+    });
 
     // Drain and acknowledge all of them: the acknowledged counter reaches N
     // and its rate is positive; the depth falls to 0.
     for _ in 0..N {
-        let redis::Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]) else { panic!() };
+        let redis::Value::BulkString(payload) = run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]) else {
+            panic!()
+        };
         redis::cmd("DREAMS.ACK").arg(&org).arg(payload).arg("SUCCESS").query::<redis::Value>(&mut con).unwrap();
     }
     let acked = format!("dreamtown_node_dreams_acks_acknowledged_total{{node=\"{node}\"}}");
@@ -308,7 +339,8 @@ fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
     let mut rest = text;
     while let Some(at) = rest.find("dreamtown_") {
         let tail = &rest[at..];
-        let end = tail.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')).unwrap_or(tail.len());
+        let end =
+            tail.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')).unwrap_or(tail.len());
         names.insert(tail[..end].to_owned());
         rest = &tail[end..];
     }
@@ -344,18 +376,32 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
     let (_exporter, port) = exporter(&["--redis", &server.url()]);
     let exported = metric_names(&http_get(port, "/metrics").expect("/metrics"));
     for name in metric_names(&exprs.join("\n")).into_iter().chain(metric_names(&alerts)) {
-        assert!(exported.contains(&name), "{name} is used by the dashboard or the alerts but not exported: {exported:?}");
+        assert!(
+            exported.contains(&name),
+            "{name} is used by the dashboard or the alerts but not exported: {exported:?}"
+        );
     }
 
     // The rules are valid Prometheus rules.
     let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
     match promtool {
         Some(promtool) => {
-            let status = Command::new(&promtool).arg("check").arg("rules").arg(root.join("alerts.yml")).stdout(Stdio::null()).status().unwrap();
+            let status = Command::new(&promtool)
+                .arg("check")
+                .arg("rules")
+                .arg(root.join("alerts.yml"))
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
             assert!(status.success(), "promtool check rules monitoring/alerts.yml failed");
             // The oldest-fire alerts fire after their `for`, not before.
-            let output = Command::new(&promtool).arg("test").arg("rules").arg(root.join("alerts.test.yml")).output().unwrap();
-            assert!(output.status.success(), "promtool test rules monitoring/alerts.test.yml: {}", String::from_utf8_lossy(&output.stdout));
+            let output =
+                Command::new(&promtool).arg("test").arg("rules").arg(root.join("alerts.test.yml")).output().unwrap();
+            assert!(
+                output.status.success(),
+                "promtool test rules monitoring/alerts.test.yml: {}",
+                String::from_utf8_lossy(&output.stdout)
+            );
         }
         None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
         None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
@@ -370,7 +416,11 @@ fn a_cluster_is_exported_node_by_node() {
     let mut any = cluster.nodes[0].connect();
     for i in 0..9 {
         let org = tenant(&format!("cl{i}"));
-        let slot: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(format!("exocortex:dreams:{{{org}}}:queue")).query(&mut any).unwrap();
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(format!("exocortex:dreams:{{{org}}}:queue"))
+            .query(&mut any)
+            .unwrap();
         let owner = &cluster.nodes[cluster.owner_of_slot(slot)];
         let mut con = owner.connect();
         for _ in 0..=i {
@@ -388,12 +438,23 @@ fn a_cluster_is_exported_node_by_node() {
     let (_exporter, port) = exporter(&args);
     let text = http_get(port, "/metrics").expect("/metrics");
     for (org, node, fired) in &expected {
-        assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", node)]), Some(*fired), "{org} on {node}: {text}");
+        assert_eq!(
+            sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", node)]),
+            Some(*fired),
+            "{org} on {node}: {text}"
+        );
         // Asked only of the node that owns it.
-        let series = text.lines().filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\""))).count();
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\"")))
+            .count();
         assert_eq!(series, 1, "{org}: {text}");
     }
-    let fired_total: f64 = cluster.nodes.iter().filter_map(|n| sample(&text, "dreamtown_node_dreams_fired_total", &[("node", &node_of(n))])).sum();
+    let fired_total: f64 = cluster
+        .nodes
+        .iter()
+        .filter_map(|n| sample(&text, "dreamtown_node_dreams_fired_total", &[("node", &node_of(n))]))
+        .sum();
     assert_eq!(fired_total, 45.0, "{text}");
     for node in &cluster.nodes {
         assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(node))]), Some(1.0), "{text}");
@@ -416,7 +477,11 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
     while orgs.len() < 3 {
         let org = tenant(&format!("one{i}"));
         i += 1;
-        let slot: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(format!("exocortex:dreams:{{{org}}}:queue")).query(&mut any).unwrap();
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(format!("exocortex:dreams:{{{org}}}:queue"))
+            .query(&mut any)
+            .unwrap();
         let owner = cluster.owner_of_slot(slot);
         if orgs.iter().all(|(_, o)| *o != owner) {
             let mut con = cluster.nodes[owner].connect();
@@ -429,7 +494,8 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
     // The seed is a replica: any node will do.
     let (failed, _) = orgs[0].clone();
     let failed_master = orgs[0].1;
-    let promoted = (3..6).find(|&r| master_port_of(&cluster.nodes[r]) == cluster.nodes[failed_master].port).expect("its replica");
+    let promoted =
+        (3..6).find(|&r| master_port_of(&cluster.nodes[r]) == cluster.nodes[failed_master].port).expect("its replica");
     let seed = (3..6).find(|&r| r != promoted).expect("another replica");
     let seed_url = cluster.nodes[seed].url();
     let seed_label = node_of(&cluster.nodes[seed]);
@@ -438,11 +504,19 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
     let text = http_get(port, "/metrics").expect("/metrics");
     for (n, (org, owner)) in orgs.iter().enumerate() {
         let node = node_of(&cluster.nodes[*owner]);
-        assert_eq!(sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", &node)]), Some((n + 1) as f64), "{org} on {node}: {text}");
+        assert_eq!(
+            sample(&text, "dreamtown_dreams_ready", &[("org", org), ("node", &node)]),
+            Some((n + 1) as f64),
+            "{org} on {node}: {text}"
+        );
         assert_eq!(sample(&text, "dreamtown_up", &[("node", &node)]), Some(1.0), "{text}");
     }
     for replica in &cluster.nodes[3..] {
-        assert_eq!(sample(&text, "dreamtown_up", &[("node", &node_of(replica))]), None, "replicas are not scraped: {text}");
+        assert_eq!(
+            sample(&text, "dreamtown_up", &[("node", &node_of(replica))]),
+            None,
+            "replicas are not scraped: {text}"
+        );
     }
     assert_eq!(sample(&text, "dreamtown_exporter_cluster_masters", &[("seed", &seed_label)]), Some(3.0), "{text}");
 
@@ -453,7 +527,8 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
     // ask again if one attempt timed out.
     let replica_id = cluster.nodes[promoted].node_id();
     wait_until("the master to list its replica", || {
-        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut cluster.nodes[failed_master].connect()).unwrap_or_default();
+        let nodes: String =
+            redis::cmd("CLUSTER").arg("NODES").query(&mut cluster.nodes[failed_master].connect()).unwrap_or_default();
         nodes.lines().any(|l| l.starts_with(&replica_id) && l.contains("slave") && !l.contains("fail"))
     });
     let is_master = |node: &Server| {
@@ -462,7 +537,10 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
     };
     let asked = std::time::Instant::now();
     while !is_master(&cluster.nodes[promoted]) {
-        redis::cmd("CLUSTER").arg("FAILOVER").query::<()>(&mut cluster.nodes[promoted].connect()).expect("CLUSTER FAILOVER");
+        redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query::<()>(&mut cluster.nodes[promoted].connect())
+            .expect("CLUSTER FAILOVER");
         let attempt = std::time::Instant::now();
         while !is_master(&cluster.nodes[promoted]) && attempt.elapsed() < Duration::from_secs(12) {
             std::thread::sleep(Duration::from_millis(50));
@@ -481,7 +559,8 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
         }
         if started.elapsed() > common::DEADLINE {
             let role: redis::Value = redis::cmd("ROLE").query(&mut cluster.nodes[promoted].connect()).unwrap();
-            let slots: redis::Value = redis::cmd("CLUSTER").arg("SLOTS").query(&mut cluster.nodes[seed].connect()).unwrap();
+            let slots: redis::Value =
+                redis::cmd("CLUSTER").arg("SLOTS").query(&mut cluster.nodes[seed].connect()).unwrap();
             panic!("the exporter did not follow the failover to {new_label} from {old_label}: {role:?} {slots:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -498,8 +577,15 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
         text = http_get(port, "/metrics").expect("/metrics");
     }
     for (n, (org, _)) in orgs.iter().enumerate() {
-        assert_eq!(text.lines().filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\""))).count(), 1, "{text}");
-        let value = text.lines().find(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\"")));
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\"")))
+                .count(),
+            1,
+            "{text}"
+        );
+        let value =
+            text.lines().find(|l| l.starts_with("dreamtown_dreams_ready{") && l.contains(&format!("org=\"{org}\"")));
         assert!(value.is_some_and(|l| l.ends_with(&format!(" {}", n + 1))), "{org}: {text}");
     }
     assert_eq!(sample(&text, "dreamtown_exporter_topology_changes_total", &[]), before, "the same masters: {text}");

@@ -7,7 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Server, tenant};
-use dreamtown_client::dreams::{DrainResult, FireMessage, QueueKeys, QueueLengths, QuietHours, RedisFireQueue, RegionKey};
+use dreamtown_client::dreams::{
+    DrainResult, FireMessage, QueueKeys, QueueLengths, QuietHours, RedisFireQueue, RegionKey,
+};
 use dreamtown_client::town::{AgentId, Channel, Message, MessageType};
 
 fn ready(result: DrainResult) -> FireMessage {
@@ -72,7 +74,10 @@ async fn hold_lease_reports_a_lost_lease() {
     let fire = ready(queue.drain_leased(Duration::from_secs(1), Duration::from_secs(30)).await.unwrap());
     // Someone else recovers everything in flight: the lease is gone.
     assert_eq!(queue.recover_inflight().await.unwrap(), 1);
-    let held = queue.hold_lease(&fire, Duration::from_millis(60), tokio::time::sleep(Duration::from_millis(300))).await.unwrap();
+    let held = queue
+        .hold_lease(&fire, Duration::from_millis(60), tokio::time::sleep(Duration::from_millis(300)))
+        .await
+        .unwrap();
     assert!(!held.lease_kept);
 }
 
@@ -87,10 +92,7 @@ async fn a_held_town_lease_outlives_its_length_and_ack_ends_it() {
     let got = channel.receive_leased(worker, 1, None, lease).await.unwrap();
     assert_eq!(got.len(), 1);
     let id = got[0].ack_id().expect("an id");
-    let held = channel
-        .hold_lease(worker, &id, lease, tokio::time::sleep(Duration::from_millis(900)))
-        .await
-        .unwrap();
+    let held = channel.hold_lease(worker, &id, lease, tokio::time::sleep(Duration::from_millis(900))).await.unwrap();
     assert!(held.lease_kept);
     assert_eq!(channel.lengths(worker).await.unwrap().inbox, 0, "not handed back while held");
     assert!(channel.ack_message(worker, &id).await.unwrap());

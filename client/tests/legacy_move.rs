@@ -79,9 +79,16 @@ fn finish_move(cluster: &Cluster, slot: u16, from: usize, to: usize) {
         migrate(cluster, from, to, &keys);
     }
     let target_id = cluster.nodes[to].node_id();
-    for node in std::iter::once(to).chain(std::iter::once(from)).chain((0..cluster.nodes.len()).filter(|n| *n != to && *n != from)) {
-        let reply: redis::RedisResult<String> =
-            redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&target_id).query(&mut cluster.nodes[node].connect());
+    for node in std::iter::once(to)
+        .chain(std::iter::once(from))
+        .chain((0..cluster.nodes.len()).filter(|n| *n != to && *n != from))
+    {
+        let reply: redis::RedisResult<String> = redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg("NODE")
+            .arg(&target_id)
+            .query(&mut cluster.nodes[node].connect());
         // A replica refuses SETSLOT; it learns the owner from its master.
         if node == to || node == from {
             assert_eq!(reply.as_deref(), Ok("OK"), "SETSLOT {slot} NODE on node {node}");
@@ -115,8 +122,8 @@ async fn a_call_refused_with_tryagain_is_sent_again_until_the_legacy_move_ends()
 
     open_move(&cluster, slot, from, to);
     // Without a deadline the refusal comes back at once.
-    let mut impatient = RedisFireQueue::new(conn.clone(), QuietHours::none(), org.as_str())
-        .with_tryagain_deadline(Duration::ZERO);
+    let mut impatient =
+        RedisFireQueue::new(conn.clone(), QuietHours::none(), org.as_str()).with_tryagain_deadline(Duration::ZERO);
     let refused = impatient.fire(&RegionKey::new(org.as_str(), "api", 1), "node-a").await.expect_err("TRYAGAIN");
     assert!(refused.is_retryable() && refused.to_string().to_lowercase().contains("tryagain"), "{refused}");
 
@@ -131,7 +138,8 @@ async fn a_call_refused_with_tryagain_is_sent_again_until_the_legacy_move_ends()
         (outcome, started.elapsed())
     });
     let watched = cluster.clone();
-    wait_for("the patient call refused three more times", move || tryagain_replies(&watched.nodes[to]) >= before + 3).await;
+    wait_for("the patient call refused three more times", move || tryagain_replies(&watched.nodes[to]) >= before + 3)
+        .await;
     let sends_before = refused_calls(&cluster.nodes[to], "TOWN.SEND");
     // Its own connection: with both calls following ASK at once over one
     // connection, the send got MOVED (to the source) in 3 of 5 runs on
@@ -155,8 +163,11 @@ async fn a_call_refused_with_tryagain_is_sent_again_until_the_legacy_move_ends()
     let (outcome, took) = patient.await.expect("patient call");
     assert_eq!(outcome.expect("the call rides out the move"), FireOutcome::Queued, "after {took:?}");
     patient_send.await.expect("patient send").expect("the send rides out the move");
-    let inbox: Vec<i64> =
-        redis::cmd("TOWN.LEN").arg(&org).arg(worker.to_string()).query(&mut cluster.nodes[to].connect()).expect("TOWN.LEN");
+    let inbox: Vec<i64> = redis::cmd("TOWN.LEN")
+        .arg(&org)
+        .arg(worker.to_string())
+        .query(&mut cluster.nodes[to].connect())
+        .expect("TOWN.LEN");
     assert_eq!(inbox.first(), Some(&1), "{inbox:?}");
 
     // Both fires are on the new owner, nothing is left on the source.
@@ -190,13 +201,16 @@ fn replica_len(node: &Server, org: &str) -> Value {
 
 fn lengths(value: &Value) -> Option<Vec<i64>> {
     match value {
-        Value::Array(items) => items.iter().map(|item| if let Value::Int(n) = item { Some(*n) } else { None }).collect(),
+        Value::Array(items) => {
+            items.iter().map(|item| if let Value::Int(n) = item { Some(*n) } else { None }).collect()
+        }
         _ => None,
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_readonly_replica_read_during_a_legacy_move_redirects_on_valkey_and_sees_what_its_master_still_holds_on_redis() {
+async fn a_readonly_replica_read_during_a_legacy_move_redirects_on_valkey_and_sees_what_its_master_still_holds_on_redis()
+ {
     let cluster = Cluster::start_with_replicas(3, 1);
     let org = common::tenant("replica-read");
     let slot = keyslot(&cluster.nodes[0], &org);
@@ -205,10 +219,17 @@ async fn a_readonly_replica_read_during_a_legacy_move_redirects_on_valkey_and_se
     let replica = replica_of(&cluster, from);
     let mut queue = RedisFireQueue::new(cluster.connection().await, QuietHours::none(), org.as_str());
     for project in ["web", "api", "ops"] {
-        assert_eq!(queue.fire(&RegionKey::new(org.as_str(), project, 3), "node-a").await.expect("fire"), FireOutcome::Queued);
+        assert_eq!(
+            queue.fire(&RegionKey::new(org.as_str(), project, 3), "node-a").await.expect("fire"),
+            FireOutcome::Queued
+        );
     }
     // One of the three in flight: the ready list holds two, the processing list one.
-    let drained = redis::cmd("DREAMS.DRAIN").arg(&org).arg("0.1").arg("NOQUIET").query::<Value>(&mut cluster.nodes[from].connect());
+    let drained = redis::cmd("DREAMS.DRAIN")
+        .arg(&org)
+        .arg("0.1")
+        .arg("NOQUIET")
+        .query::<Value>(&mut cluster.nodes[from].connect());
     assert!(matches!(drained, Ok(Value::BulkString(_))), "{drained:?}");
     let replica_node = &cluster.nodes[replica];
     let synced = |expected: [i64; 3]| {
@@ -266,9 +287,11 @@ async fn a_readonly_replica_read_during_a_legacy_move_redirects_on_valkey_and_se
     }
     // The move's end: the replica then redirects like its master.
     finish_move(&cluster, slot, from, to);
-    common::wait_until("the replica redirects to the new owner", || {
-        matches!(replica_len(replica_node, &org), Value::SimpleString(ref s) if s.to_uppercase().contains("MOVED"))
-    });
-    let lengths_at_target: Vec<i64> = redis::cmd("DREAMS.LEN").arg(&org).query(&mut cluster.nodes[to].connect()).expect("LEN");
+    common::wait_until(
+        "the replica redirects to the new owner",
+        || matches!(replica_len(replica_node, &org), Value::SimpleString(ref s) if s.to_uppercase().contains("MOVED")),
+    );
+    let lengths_at_target: Vec<i64> =
+        redis::cmd("DREAMS.LEN").arg(&org).query(&mut cluster.nodes[to].connect()).expect("LEN");
     assert_eq!(lengths_at_target, [2, 0, 1]);
 }

@@ -38,7 +38,12 @@ impl SeedQueue {
 }
 
 /// The seed's `record_write_once` (RECORD_WRITE_LUA): returns (outcome, fire id).
-fn seed_record(con: &mut redis::Connection, region: &RegionKey, memories: u32, event: Option<(&str, u64)>) -> (i64, String) {
+fn seed_record(
+    con: &mut redis::Connection,
+    region: &RegionKey,
+    memories: u32,
+    event: Option<(&str, u64)>,
+) -> (i64, String) {
     let queue = SeedQueue::new(&region.org);
     let fire_id = uuid::Uuid::new_v4().to_string();
     let (event_id, generation) = event.unwrap_or(("", 0));
@@ -122,7 +127,14 @@ fn seed_defer(con: &mut redis::Connection, org: &str, payload: &str) -> String {
     deferred
 }
 
-async fn run(from: &str, to: &str, family: Family, direction: Direction, dry_run: bool, tenants: &[&str]) -> Vec<TenantReport> {
+async fn run(
+    from: &str,
+    to: &str,
+    family: Family,
+    direction: Direction,
+    dry_run: bool,
+    tenants: &[&str],
+) -> Vec<TenantReport> {
     let mut source = Endpoint::connect(from).await.expect("source");
     let mut target = Endpoint::connect(to).await.expect("target");
     let options = Options {
@@ -247,7 +259,10 @@ async fn dreams_forward_on_one_server() {
     assert_eq!(report.moved.get("in flight"), Some(&1));
     assert_eq!(report.moved.get("counter regions"), Some(&2));
     assert_eq!(report.dead_lettered, 2);
-    assert!(keys(&mut con, "exocortex:dreams:*acme*").iter().all(|k| k.contains("{acme}")), "no seed key of acme is left");
+    assert!(
+        keys(&mut con, "exocortex:dreams:*acme*").iter().all(|k| k.contains("{acme}")),
+        "no seed key of acme is left"
+    );
     assert!(keys(&mut con, "dreamtown-migrate:*").iter().all(|k| k.ends_with(":applied")), "nothing staged is left");
     assert_eq!(keys(&mut con, "exocortex:dreams:*bystander*").len(), 7, "another organization is untouched");
     check_dreams_org(&mut con, "acme", &in_flight);
@@ -343,7 +358,8 @@ fn seed_town(con: &mut redis::Connection, town: &str) -> (String, Vec<String>) {
     let _: () = cmd(&["XGROUP", "CREATE", &docket, "workers", "$", "MKSTREAM"]).query(con).unwrap();
     let _: String = cmd(&["XADD", &docket, "*", "task", &task]).query(con).unwrap();
     let _: String = cmd(&["XADD", &docket, "*", "task", "t-2"]).query(con).unwrap();
-    let _: redis::Value = cmd(&["XREADGROUP", "GROUP", "workers", "w1", "COUNT", "1", "STREAMS", &docket, ">"]).query(con).unwrap();
+    let _: redis::Value =
+        cmd(&["XREADGROUP", "GROUP", "workers", "w1", "COUNT", "1", "STREAMS", &docket, ">"]).query(con).unwrap();
     let _: String = cmd(&["XADD", &format!("tt:{town}:events"), "*", "event", "agent_spawned"]).query(con).unwrap();
     let _: String = cmd(&["XADD", &format!("tt:{town}:events:agent:{a}"), "*", "event", "started"]).query(con).unwrap();
     let _: () = cmd(&["SET", &format!("tt:{town}:mission:r1"), "{}"]).query(con).unwrap();
@@ -367,7 +383,8 @@ fn check_town<C: redis::ConnectionLike>(con: &mut C, town: &str, agent: &str, me
     let backlog: Vec<String> = cmd(&["TOWN.BACKLOG", "LIST", town]).query(con).unwrap();
     assert_eq!(backlog.len(), 1);
     let docket = format!("tt:{{{town}}}:docket:tasks");
-    let pending: (i64, Option<String>, Option<String>, redis::Value) = cmd(&["XPENDING", &docket, "workers"]).query(con).unwrap();
+    let pending: (i64, Option<String>, Option<String>, redis::Value) =
+        cmd(&["XPENDING", &docket, "workers"]).query(con).unwrap();
     assert_eq!(pending.0, 1, "the delivered, unacknowledged docket entry is still pending for its consumer");
     assert_eq!(cmd(&["XLEN", &docket]).query::<i64>(con).unwrap(), 2);
     assert_eq!(cmd(&["XLEN", &format!("tt:{{{town}}}:events:agent:{agent}")]).query::<i64>(con).unwrap(), 1);
@@ -380,7 +397,8 @@ async fn town_forward_on_one_server() {
     let (agent, messages) = seed_town(&mut con, "acme");
     let stop_ttl: i64 = cmd(&["PTTL", "tt:acme:stop:x"]).query(&mut con).unwrap();
     assert_eq!(stop_ttl, -2);
-    let docket_ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:acme:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+    let docket_ids: Vec<(String, BTreeMap<String, String>)> =
+        cmd(&["XRANGE", "tt:acme:docket:tasks", "-", "+"]).query(&mut con).unwrap();
     let before = server.digest();
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, true, &["acme"]).await;
     assert!(reports[0].ok() && reports[0].moved.get("inbox messages") == Some(&3), "{}", reports[0]);
@@ -393,7 +411,8 @@ async fn town_forward_on_one_server() {
     assert_eq!(report.moved.get("inbox messages"), Some(&3));
     assert_eq!(report.left, vec![("tt:acme:mission:r1".to_string(), "not a key dreamtown's Town owns".to_string())]);
     assert_eq!(keys(&mut con, "tt:acme:*"), vec!["tt:acme:mission:r1".to_string()], "only the mission key is left");
-    let moved_ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:{acme}:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+    let moved_ids: Vec<(String, BTreeMap<String, String>)> =
+        cmd(&["XRANGE", "tt:{acme}:docket:tasks", "-", "+"]).query(&mut con).unwrap();
     assert_eq!(moved_ids, docket_ids, "stream entries keep their ids");
     let stops = keys(&mut con, "tt:{acme}:stop:*");
     assert_eq!(stops.len(), 1);
@@ -410,15 +429,21 @@ async fn town_forward_on_one_server() {
     // renumbered, delivery state reported as not carried).
     let _: () = cmd(&["XGROUP", "CREATE", "tt:acme:docket:tasks", "workers", "$", "MKSTREAM"]).query(&mut con).unwrap();
     let newer: String = cmd(&["XADD", "tt:acme:docket:tasks", "*", "task", "t-3"]).query(&mut con).unwrap();
-    let _: redis::Value = cmd(&["XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "tt:acme:docket:tasks", ">"]).query(&mut con).unwrap();
+    let _: redis::Value =
+        cmd(&["XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "tt:acme:docket:tasks", ">"]).query(&mut con).unwrap();
     let _: String = cmd(&["XADD", "tt:acme:events", "1-1", "event", "old"]).query(&mut con).unwrap();
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["acme"]).await;
     assert!(reports[0].ok(), "{}", reports[0]);
     assert_eq!((reports[0].new_stream_ids, reports[0].pending_not_carried), (1, 1));
-    let ids: Vec<(String, BTreeMap<String, String>)> = cmd(&["XRANGE", "tt:{acme}:docket:tasks", "-", "+"]).query(&mut con).unwrap();
+    let ids: Vec<(String, BTreeMap<String, String>)> =
+        cmd(&["XRANGE", "tt:{acme}:docket:tasks", "-", "+"]).query(&mut con).unwrap();
     assert_eq!(ids.len(), 3);
     assert_eq!(ids[2].0, newer, "a newer entry keeps its id");
-    assert_eq!(cmd(&["XLEN", "tt:{acme}:events"]).query::<i64>(&mut con).unwrap(), 2, "the older one is appended, renumbered");
+    assert_eq!(
+        cmd(&["XLEN", "tt:{acme}:events"]).query::<i64>(&mut con).unwrap(),
+        2,
+        "the older one is appended, renumbered"
+    );
 }
 
 /// Where each of `payloads` is, among list and sorted-set members: (in
@@ -514,7 +539,8 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
         let passed = passed.clone();
         std::thread::spawn(move || {
             let web = RegionKey::new(org, "web", 3);
-            let (mut records, mut events, mut fire_ids, mut fires, mut messages) = (0u64, Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut records, mut events, mut fire_ids, mut fires, mut messages) =
+                (0u64, Vec::new(), Vec::new(), Vec::new(), Vec::new());
             tinytown_set_agent(&mut con, town, &agent, "backend", None);
             let mut i = 0;
             while i < ITERATIONS {
@@ -536,14 +562,19 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
                 if i == 50 || i == 80 {
                     tinytown_set_agent(&mut con, town, &agent, "backend", (i == 50).then_some("bee"));
                 }
-                let _: i64 = cmd(&["HINCRBY", &format!("tt:{town}:agent:{agent}"), "rounds_completed", "1"]).query(&mut con).unwrap();
-                let _: i64 = cmd(&["HSET", &format!("tt:{town}:agent:{agent}"), "last_heartbeat", &format!("beat-{i}")])
+                let _: i64 = cmd(&["HINCRBY", &format!("tt:{town}:agent:{agent}"), "rounds_completed", "1"])
                     .query(&mut con)
                     .unwrap();
+                let _: i64 =
+                    cmd(&["HSET", &format!("tt:{town}:agent:{agent}"), "last_heartbeat", &format!("beat-{i}")])
+                        .query(&mut con)
+                        .unwrap();
                 i += 1;
                 written.store(i, std::sync::atomic::Ordering::SeqCst);
                 if i % STRIDE == 0 && i < ITERATIONS {
-                    common::wait_until("a migration pass", || passed.load(std::sync::atomic::Ordering::SeqCst) >= i / STRIDE);
+                    common::wait_until("a migration pass", || {
+                        passed.load(std::sync::atomic::Ordering::SeqCst) >= i / STRIDE
+                    });
                 }
             }
             (records, events, fire_ids, fires, messages)
@@ -551,7 +582,9 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     };
     let stops = [None, Some(1), Some(2), Some(3), None, Some(2)];
     for pass in 1..ITERATIONS / STRIDE {
-        common::wait_until("the seed's writer wrote more", || written.load(std::sync::atomic::Ordering::SeqCst) >= pass * STRIDE);
+        common::wait_until("the seed's writer wrote more", || {
+            written.load(std::sync::atomic::Ordering::SeqCst) >= pass * STRIDE
+        });
         let stop = stops[pass as usize % stops.len()];
         let dreams = run_binary(&["--from", &from, "--to", &to, "dreams", org], stop);
         let town_code = run_binary(&["--from", &from, "--to", &to, "town", town], stop);
@@ -569,7 +602,8 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     assert!(keys(&mut source, "tt:*").is_empty());
     let counters: BTreeMap<String, String> = cmd(&["DREAMS.COUNTERS", org, "web", "3"]).query(&mut con).unwrap();
     assert_eq!(counters.get("memories"), Some(&records.to_string()), "every increment exactly once");
-    let mut counted: Vec<String> = cmd(&["SMEMBERS", &format!("exocortex:dreams:{{{org}}}:events:3:web")]).query(&mut con).unwrap();
+    let mut counted: Vec<String> =
+        cmd(&["SMEMBERS", &format!("exocortex:dreams:{{{org}}}:events:3:web")]).query(&mut con).unwrap();
     let mut expected = events.clone();
     counted.sort();
     expected.sort();
@@ -580,7 +614,11 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     }
     assert!(fire_ids.len() > 1, "the writer's records fired more than once ({})", fire_ids.len());
     for fire_id in &fire_ids {
-        assert_eq!(ready.iter().filter(|item| item.contains(fire_id.as_str())).count(), 1, "record fire {fire_id} exactly once");
+        assert_eq!(
+            ready.iter().filter(|item| item.contains(fire_id.as_str())).count(),
+            1,
+            "record fire {fire_id} exactly once"
+        );
     }
     assert_eq!(ready.len(), fires.len() + fire_ids.len(), "nothing else in ready");
     let pending = counters.get("pending").expect("a pending fire");
@@ -588,10 +626,18 @@ fn rolling_upgrade_with_seed_writers_running_lands_everything_once() {
     let inbox = list(&mut con, &format!("tt:{{{town}}}:inbox:{agent}"));
     assert_eq!(inbox, messages, "every message exactly once, in the order sent");
     let record: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "GET", town, &agent]).query(&mut con).unwrap();
-    assert_eq!(record.get("last_heartbeat"), Some(&format!("beat-{}", messages.len() - 1)), "the latest heartbeat wins");
+    assert_eq!(
+        record.get("last_heartbeat"),
+        Some(&format!("beat-{}", messages.len() - 1)),
+        "the latest heartbeat wins"
+    );
     assert_eq!(record.get("name").map(String::as_str), Some("backend"), "a heartbeat-only batch keeps the record");
     let rounds = messages.len() - 80;
-    assert_eq!(record.get("rounds_completed"), Some(&rounds.to_string()), "increments since the last whole write add up");
+    assert_eq!(
+        record.get("rounds_completed"),
+        Some(&rounds.to_string()),
+        "increments since the last whole write add up"
+    );
     assert_eq!(record.get("nickname"), None, "a field the last whole write removed is gone");
 }
 
@@ -633,13 +679,20 @@ fn into_a_cluster_and_back() {
     let drained: String = cmd(&["DREAMS.DRAIN", "acme", "1", "NOQUIET", "LEASE", "60"]).query(&mut cc).unwrap();
     assert_eq!(&drained, &acme_queued[0]);
     let (south_agent, south_messages) = &towns[1];
-    let received: Vec<String> = cmd(&["TOWN.RECV", "south", south_agent, "RELIABLE", "LEASE", "60"]).query(&mut cc).unwrap();
+    let received: Vec<String> =
+        cmd(&["TOWN.RECV", "south", south_agent, "RELIABLE", "LEASE", "60"]).query(&mut cc).unwrap();
     assert_eq!(received, vec![south_messages[0].clone()]);
 
     let back = Server::start_plain();
     let digests: Vec<String> = cluster.nodes.iter().map(Server::digest).collect();
-    assert_eq!(run_binary(&["--dry-run", "--reverse", "--from", &entry, "--to", &back.url(), "dreams", "--all"], None), 0);
-    assert_eq!(run_binary(&["--dry-run", "--reverse", "--from", &entry, "--to", &back.url(), "town", "--all"], None), 0);
+    assert_eq!(
+        run_binary(&["--dry-run", "--reverse", "--from", &entry, "--to", &back.url(), "dreams", "--all"], None),
+        0
+    );
+    assert_eq!(
+        run_binary(&["--dry-run", "--reverse", "--from", &entry, "--to", &back.url(), "town", "--all"], None),
+        0
+    );
     assert_eq!(cluster.nodes.iter().map(Server::digest).collect::<Vec<_>>(), digests, "a dry run changes nothing");
     assert_eq!(back.digest(), "0".repeat(40));
     assert_eq!(run_binary(&["--reverse", "--from", &entry, "--to", &back.url(), "dreams", "acme"], None), 0);
@@ -647,7 +700,10 @@ fn into_a_cluster_and_back() {
     let mut old = back.connect();
     let queue = SeedQueue::new("acme");
     // DRAIN promoted the due deferral to the tail of ready before taking the head.
-    assert_eq!(list(&mut old, &queue.ready), vec![acme_queued[1].clone(), acme_queued[2].clone(), acme_queued[3].clone()]);
+    assert_eq!(
+        list(&mut old, &queue.ready),
+        vec![acme_queued[1].clone(), acme_queued[2].clone(), acme_queued[3].clone()]
+    );
     assert_eq!(list(&mut old, &queue.processing), vec![acme_in_flight.clone(), drained.clone()]);
     let web = RegionKey::new("acme", "web", 3);
     let message = FireMessage::parse(acme_in_flight.as_bytes()).unwrap();
@@ -716,7 +772,8 @@ async fn a_fire_never_arrives_without_its_region() {
     // The race, forced: a batch staged from a listing that predates the region.
     let mut source = Endpoint::connect(&server.url()).await.unwrap();
     let mut target = Endpoint::connect(&server.url()).await.unwrap();
-    let staged = migrate::stage::stage(&mut source, Family::Dreams, "late", &[queue.ready.clone().into_bytes()]).await.unwrap();
+    let staged =
+        migrate::stage::stage(&mut source, Family::Dreams, "late", &[queue.ready.clone().into_bytes()]).await.unwrap();
     assert_eq!(staged.map(|batch| batch.keys.len()), Some(1));
     let options = Options {
         family: Family::Dreams,
@@ -747,7 +804,9 @@ fn blocked_workers_on_dreamtown_are_woken_by_a_migration() {
     let (agent, messages) = seed_town(&mut con, "waiting");
     let drainer = {
         let mut con = server.connect();
-        std::thread::spawn(move || cmd(&["DREAMS.DRAIN", "waiting", "30", "NOQUIET"]).query::<Option<String>>(&mut con).unwrap())
+        std::thread::spawn(move || {
+            cmd(&["DREAMS.DRAIN", "waiting", "30", "NOQUIET"]).query::<Option<String>>(&mut con).unwrap()
+        })
     };
     let receiver = {
         let mut con = server.connect();
@@ -776,16 +835,42 @@ async fn counters_merge_by_the_rules() {
     let mut con = server.connect();
     let region = RegionKey::new("merge", "web", 3);
     let seed_key = seed_counters(&region);
-    let _: () = cmd(&["HSET", &seed_key, "memories", "10", "edges", "7", "last_success", "200", "settled_generation", "3", "pending", "seed-fire"])
-        .query(&mut con)
-        .unwrap();
+    let _: () = cmd(&[
+        "HSET",
+        &seed_key,
+        "memories",
+        "10",
+        "edges",
+        "7",
+        "last_success",
+        "200",
+        "settled_generation",
+        "3",
+        "pending",
+        "seed-fire",
+    ])
+    .query(&mut con)
+    .unwrap();
     let _: () = cmd(&["SADD", &seed_events(&region), "a", "b"]).query(&mut con).unwrap();
     let own = seed_fire_payload(&region).replace("\"fire_id\":\"f\"", "\"fire_id\":\"seed-fire\"");
     let _: () = cmd(&["RPUSH", &seed_queue("merge"), &own]).query(&mut con).unwrap();
     let target_key = "exocortex:dreams:{merge}:counters:3:web";
-    let _: () = cmd(&["HSET", target_key, "memories", "4294967290", "edges", "1", "last_success", "100", "settled_generation", "5", "pending", "new-fire"])
-        .query(&mut con)
-        .unwrap();
+    let _: () = cmd(&[
+        "HSET",
+        target_key,
+        "memories",
+        "4294967290",
+        "edges",
+        "1",
+        "last_success",
+        "100",
+        "settled_generation",
+        "5",
+        "pending",
+        "new-fire",
+    ])
+    .query(&mut con)
+    .unwrap();
     let _: () = cmd(&["SADD", "exocortex:dreams:{merge}:events:3:web", "b", "c"]).query(&mut con).unwrap();
     let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["merge"]).await;
     assert!(reports[0].ok());
@@ -836,17 +921,26 @@ async fn seed_counters_move_as_dreamtown_reads_them() {
     // The seed's own spelling depends on the server's Lua: Redis 7.0 prints
     // the exponent form, Redis 8 and Valkey the integer.
     let spelled = hash(&mut con, &seed_counters(&big))["settled_generation"].clone();
-    assert!(["1.2345678901234568e+17", "123456789012345680"].contains(&spelled.as_str()), "the seed's own spelling: {spelled}");
+    assert!(
+        ["1.2345678901234568e+17", "123456789012345680"].contains(&spelled.as_str()),
+        "the seed's own spelling: {spelled}"
+    );
     let huge = RegionKey::new("huge", "web", 3);
-    let _: () = cmd(&["HSET", &seed_counters(&huge), "memories", "1", "last_success", "99999999999999999999"]).query(&mut con).unwrap();
+    let _: () = cmd(&["HSET", &seed_counters(&huge), "memories", "1", "last_success", "99999999999999999999"])
+        .query(&mut con)
+        .unwrap();
     let reports = run(&server.url(), &server.url(), Family::Dreams, Direction::Forward, false, &["big", "huge"]).await;
     assert!(reports[0].ok(), "{}", reports[0]);
     assert_eq!(hash(&mut con, "exocortex:dreams:{big}:counters:3:web")["settled_generation"], "123456789012345680");
     let fenced: (String, i64, i64) =
-        cmd(&["DREAMS.RECORD", "big", "web", "3", "1", "0", "EVENT", "ev-2", "GENERATION", "123456789012345679"]).query(&mut con).unwrap();
+        cmd(&["DREAMS.RECORD", "big", "web", "3", "1", "0", "EVENT", "ev-2", "GENERATION", "123456789012345679"])
+            .query(&mut con)
+            .unwrap();
     assert_eq!(fenced, ("accumulated".to_string(), 0, 0), "a generation below the settled one counts nothing");
     let counted: (String, i64, i64) =
-        cmd(&["DREAMS.RECORD", "big", "web", "3", "1", "0", "EVENT", "ev-3", "GENERATION", "123456789012345681"]).query(&mut con).unwrap();
+        cmd(&["DREAMS.RECORD", "big", "web", "3", "1", "0", "EVENT", "ev-3", "GENERATION", "123456789012345681"])
+            .query(&mut con)
+            .unwrap();
     assert_eq!((counted.1, counted.2), (1, 0), "a later one counts");
     assert!(!reports[1].ok());
     assert!(reports[1].errors.iter().any(|error| error.contains("last_success")), "{}", reports[1]);
@@ -896,7 +990,9 @@ fn a_refused_batch_goes_back_to_the_old_code() {
     assert_eq!(run_binary(&["--from", &server.url(), "dreams", "refused"], None), 1);
     assert_eq!(run_binary(&["--from", &server.url(), "town", "refused"], None), 1);
     assert_eq!(server.digest(), before, "everything is back where it was");
-    let _: () = cmd(&["DEL", "exocortex:dreams:{refused}:deferred", &format!("tt:{{refused}}:inbox:{agent}")]).query(&mut con).unwrap();
+    let _: () = cmd(&["DEL", "exocortex:dreams:{refused}:deferred", &format!("tt:{{refused}}:inbox:{agent}")])
+        .query(&mut con)
+        .unwrap();
     assert_eq!(run_binary(&["--from", &server.url(), "dreams", "refused"], None), 0);
     assert_eq!(run_binary(&["--from", &server.url(), "town", "refused"], None), 0);
     let lengths: Vec<i64> = cmd(&["DREAMS.LEN", "refused"]).query(&mut con).unwrap();
@@ -917,9 +1013,22 @@ async fn agent_counters_add_exactly() {
     let mut con = server.connect();
     let agent = "00000000-0000-0000-0000-00000000000a";
     let target = format!("tt:{{exact}}:agent:{agent}");
-    let _: () = cmd(&["TOWN.AGENT", "SET", "exact", agent, "id", agent, "name", "backend", "rounds_completed", "9007199254740993", "tasks_completed", "4611686018427387904"])
-        .query(&mut con)
-        .unwrap();
+    let _: () = cmd(&[
+        "TOWN.AGENT",
+        "SET",
+        "exact",
+        agent,
+        "id",
+        agent,
+        "name",
+        "backend",
+        "rounds_completed",
+        "9007199254740993",
+        "tasks_completed",
+        "4611686018427387904",
+    ])
+    .query(&mut con)
+    .unwrap();
     let source = format!("tt:exact:agent:{agent}");
     let _: i64 = cmd(&["HINCRBY", &source, "rounds_completed", "2"]).query(&mut con).unwrap();
     let _: i64 = cmd(&["HINCRBY", &source, "tasks_completed", "4611686018427387903"]).query(&mut con).unwrap();
@@ -939,7 +1048,10 @@ async fn agent_counters_add_exactly() {
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &["exact"]).await;
     assert!(!reports[0].ok());
     assert!(
-        reports[0].errors.iter().any(|error| error.contains("tasks_completed") && error.contains("9223372036854775808")),
+        reports[0]
+            .errors
+            .iter()
+            .any(|error| error.contains("tasks_completed") && error.contains("9223372036854775808")),
         "{}",
         reports[0]
     );
@@ -972,7 +1084,8 @@ async fn town_names_with_colons_move_only_when_unambiguous() {
     let reports = run(&server.url(), &server.url(), Family::Town, Direction::Forward, false, &[]).await;
     assert!(reports.iter().all(TenantReport::ok), "{reports:?}");
     assert!(keys(&mut con, "tt:team:*").is_empty(), "everything moved");
-    let found: BTreeMap<String, String> = cmd(&["TOWN.AGENT", "BYNAME", "team:alpha", "ops:backend"]).query(&mut con).unwrap();
+    let found: BTreeMap<String, String> =
+        cmd(&["TOWN.AGENT", "BYNAME", "team:alpha", "ops:backend"]).query(&mut con).unwrap();
     assert_eq!(found.get("id"), Some(&alpha));
     let received: Vec<String> = cmd(&["TOWN.RECV", "team:alpha", &alpha, "COUNT", "10"]).query(&mut con).unwrap();
     assert_eq!(received, vec![message]);

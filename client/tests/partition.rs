@@ -47,7 +47,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use dreamtown_client::dreams::{AcknowledgeOutcome, DeliveryFence, DrainResult, DreamsTrigger, FireOutcome, QuietHours, RedisFireQueue, RegionKey};
+use dreamtown_client::dreams::{
+    AcknowledgeOutcome, DeliveryFence, DrainResult, DreamsTrigger, FireOutcome, QuietHours, RedisFireQueue, RegionKey,
+};
 use dreamtown_client::town::{AgentId, Channel, Message, MessageType};
 use dreamtown_client::{Durable, Error};
 use netns::{Host, Net, in_host, wait_for};
@@ -125,18 +127,41 @@ fn server_args(net: &Net, host: &Host) -> Vec<String> {
     let dir = net.dir.join(&host.name);
     std::fs::create_dir_all(&dir).expect("node dir");
     let mut args: Vec<String> = [
-        "--port", &PORT.to_string(), "--bind", &host.ip, "--protected-mode", "no",
-        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-        "--cluster-node-timeout", &NODE_TIMEOUT_MS.to_string(),
+        "--port",
+        &PORT.to_string(),
+        "--bind",
+        &host.ip,
+        "--protected-mode",
+        "no",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        &NODE_TIMEOUT_MS.to_string(),
         // A replica that was cut off for a while may still fail over.
-        "--cluster-replica-validity-factor", "0",
-        "--save", "", "--appendonly", "no", "--enable-debug-command", "yes",
-        "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+        "--cluster-replica-validity-factor",
+        "0",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    args.extend(["--dir".into(), dir.display().to_string(), "--loadmodule".into(), common::module_path().display().to_string()]);
+    args.extend([
+        "--dir".into(),
+        dir.display().to_string(),
+        "--loadmodule".into(),
+        common::module_path().display().to_string(),
+    ]);
     args
 }
 
@@ -427,7 +452,12 @@ impl ConnectionLike for Conn {
         }
     }
 
-    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Self::Plain(conn) => conn.req_packed_commands(pipeline, offset, count),
             Self::Durable(conn) => conn.req_packed_commands(pipeline, offset, count),
@@ -477,7 +507,12 @@ fn outcome_of<T>(result: &Result<T, Error>, conn: &Conn, shortfalls_before: u64)
 
 /// A trigger that never fires: the counter region only counts.
 fn no_trigger() -> DreamsTrigger {
-    DreamsTrigger { memory_threshold: u32::MAX, edge_threshold: u32::MAX, min_interval_hours: 10_000, age_floor_days: 30_000 }
+    DreamsTrigger {
+        memory_threshold: u32::MAX,
+        edge_threshold: u32::MAX,
+        min_interval_hours: 10_000,
+        age_floor_days: 30_000,
+    }
 }
 
 /// What one round's clients share.
@@ -516,7 +551,15 @@ impl Round {
         if matches!(result, Ok(FireOutcome::Dropped)) {
             outcome = Outcome::Failed;
         }
-        self.log.push(Op { client, kind: Kind::Fire, item: region.project.clone(), outcome, stale: false, at, done: self.since() });
+        self.log.push(Op {
+            client,
+            kind: Kind::Fire,
+            item: region.project.clone(),
+            outcome,
+            stale: false,
+            at,
+            done: self.since(),
+        });
 
         // The same event id on every try: a retry after an unknown outcome counts nothing twice.
         let counter = RegionKey::new(self.tenant.clone(), "counter", MEMORY_TYPE);
@@ -546,7 +589,15 @@ impl Round {
         let at = self.since();
         let result = channel.send(&message).await;
         let outcome = outcome_of(&result, conn, before);
-        self.log.push(Op { client, kind: Kind::Send, item: message.id.to_string(), outcome, stale: false, at, done: self.since() });
+        self.log.push(Op {
+            client,
+            kind: Kind::Send,
+            item: message.id.to_string(),
+            outcome,
+            stale: false,
+            at,
+            done: self.since(),
+        });
     }
 
     /// One consumer step: drain and acknowledge a fire, receive and acknowledge a message.
@@ -557,7 +608,15 @@ impl Round {
         if let Ok(DrainResult::Ready(fire)) = queue.drain_leased(wait, LEASE).await {
             got = true;
             let item = fire.region.project.clone();
-            self.log.push(Op { client, kind: Kind::FireDelivered, item: item.clone(), outcome: Outcome::Ok, stale: false, at, done: self.since() });
+            self.log.push(Op {
+                client,
+                kind: Kind::FireDelivered,
+                item: item.clone(),
+                outcome: Outcome::Ok,
+                stale: false,
+                at,
+                done: self.since(),
+            });
             let before = conn.shortfalls();
             let at = self.since();
             let result = queue.acknowledge(&fire, true, no_trigger(), client).await;
@@ -571,7 +630,15 @@ impl Round {
             for delivery in deliveries {
                 let Some(id) = delivery.ack_id() else { continue };
                 got = true;
-                self.log.push(Op { client, kind: Kind::MessageDelivered, item: id.clone(), outcome: Outcome::Ok, stale: false, at, done: self.since() });
+                self.log.push(Op {
+                    client,
+                    kind: Kind::MessageDelivered,
+                    item: id.clone(),
+                    outcome: Outcome::Ok,
+                    stale: false,
+                    at,
+                    done: self.since(),
+                });
                 let before = conn.shortfalls();
                 let at = self.since();
                 let result = channel.ack_message(self.agent, &id).await;
@@ -598,7 +665,12 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A producer and a consumer in `host`, until the round stops.
-fn start_clients(host: &Host, round: &Round, producer: &'static str, consumer: &'static str) -> Vec<std::thread::JoinHandle<()>> {
+fn start_clients(
+    host: &Host,
+    round: &Round,
+    producer: &'static str,
+    consumer: &'static str,
+) -> Vec<std::thread::JoinHandle<()>> {
     let r = round.clone();
     let p = in_host(host, move || {
         runtime().block_on(async {
@@ -725,7 +797,9 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
     // Warm up until both sides have had their writes acknowledged.
     wait_for("both sides' writes acknowledged before the fault", SETTLE, || {
         let ops = round.log.ops.lock().map(|o| o.clone()).unwrap_or_default();
-        ["producer-a", "producer-b"].iter().all(|c| ops.iter().any(|o| o.client == *c && o.kind == Kind::Send && o.outcome == Outcome::Ok))
+        ["producer-a", "producer-b"]
+            .iter()
+            .all(|c| ops.iter().any(|o| o.client == *c && o.kind == Kind::Send && o.outcome == Outcome::Ok))
     });
     std::thread::sleep(WARMUP);
     eprintln!("[{:.1?}] {setting:?} {fault:?}: warmed up, fault begins", round.since());
@@ -746,7 +820,8 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
     match fault {
         Fault::MasterPartition => {
             let minority = [hosts.nodes[victim].host.clone(), hosts.side_b.clone()];
-            let mut majority: Vec<Host> = (0..6).filter(|&i| i != victim).map(|i| hosts.nodes[i].host.clone()).collect();
+            let mut majority: Vec<Host> =
+                (0..6).filter(|&i| i != victim).map(|i| hosts.nodes[i].host.clone()).collect();
             majority.push(hosts.side_a.clone());
             hosts.net.cut(&minority.iter().collect::<Vec<_>>(), &majority.iter().collect::<Vec<_>>());
             force(true);
@@ -813,7 +888,8 @@ fn run_round(hosts: &mut Hosts, setting: Setting, fault: Fault, tenant: &str) ->
             failed_over = true;
             let host = hosts.nodes[victim].host.clone();
             let args = server_args(&hosts.net, &host);
-            hosts.nodes[victim].pid = hosts.net.spawn_in(&host, &common::server_bin(), &args, &format!("{}.restart.log", host.name));
+            hosts.nodes[victim].pid =
+                hosts.net.spawn_in(&host, &common::server_bin(), &args, &format!("{}.restart.log", host.name));
         }
     }
     let healed = round.since();
@@ -883,9 +959,20 @@ fn final_drain(round: &Round) {
 fn write_record(tenant: &str, ops: &[Op], fault_started: Duration, healed: Duration, counted: u64) {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/partition");
     let _ = std::fs::create_dir_all(&dir);
-    let mut out = format!("# fault at {fault_started:?}, healed at {healed:?}, counter {counted}\nat_ms\tclient\tkind\titem\toutcome\tstale\n");
+    let mut out = format!(
+        "# fault at {fault_started:?}, healed at {healed:?}, counter {counted}\nat_ms\tclient\tkind\titem\toutcome\tstale\n"
+    );
     for op in ops {
-        let _ = writeln!(out, "{}\t{}\t{:?}\t{}\t{:?}\t{}", op.at.as_millis(), op.client, op.kind, op.item, op.outcome, op.stale);
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{:?}\t{}\t{:?}\t{}",
+            op.at.as_millis(),
+            op.client,
+            op.kind,
+            op.item,
+            op.outcome,
+            op.stale
+        );
     }
     let _ = std::fs::write(dir.join(format!("{tenant}.tsv")), out);
 }
@@ -896,13 +983,21 @@ fn counter_value(round: &Round) -> u64 {
     runtime().block_on(async move {
         let conn = connect(&r.urls, Setting::Default).await;
         let mut queue = r.queue(conn);
-        let counters = queue.counters(&RegionKey::new(r.tenant.clone(), "counter", MEMORY_TYPE)).await.expect("counters");
+        let counters =
+            queue.counters(&RegionKey::new(r.tenant.clone(), "counter", MEMORY_TYPE)).await.expect("counters");
         u64::try_from(counters.memories.unwrap_or(0)).unwrap_or(0)
     })
 }
 
 /// The checker: what was acknowledged and is gone, what came twice and why.
-fn check(ops: &[Op], counted: u64, fault_started: Duration, healed: Duration, final_at: Duration, failed_over: bool) -> Findings {
+fn check(
+    ops: &[Op],
+    counted: u64,
+    fault_started: Duration,
+    healed: Duration,
+    final_at: Duration,
+    failed_over: bool,
+) -> Findings {
     let mut f = Findings { failovers: usize::from(failed_over), ..Findings::default() };
     // Each delivery as (sent, replied): a lease that ran out between two
     // deliveries shows as at least LEASE from the first DRAIN/RECV's send
@@ -969,9 +1064,15 @@ fn check(ops: &[Op], counted: u64, fault_started: Duration, healed: Duration, fi
 fn assert_durable(fault: Fault, f: &Findings) {
     assert_eq!(f.lost(), 0, "{fault:?}: acknowledged writes lost in durable mode: {f:#?}");
     assert_eq!(f.increments_extra, 0, "{fault:?}: the counter counted more than was sent: {f:#?}");
-    assert_eq!(f.redelivered_unexplained, 0, "{fault:?}: re-delivery with neither a lease expiry nor a failover: {f:#?}");
+    assert_eq!(
+        f.redelivered_unexplained, 0,
+        "{fault:?}: re-delivery with neither a lease expiry nor a failover: {f:#?}"
+    );
     assert_eq!(f.digest_mismatches, 0, "{fault:?}: a replica's digest differs from its master's: {f:#?}");
-    assert!(f.fires_ok > 0 && f.messages_ok > 0 && f.increments_ok > 0, "{fault:?}: the workload made no progress: {f:#?}");
+    assert!(
+        f.fires_ok > 0 && f.messages_ok > 0 && f.increments_ok > 0,
+        "{fault:?}: the workload made no progress: {f:#?}"
+    );
 }
 
 /// Set up hosts and a cluster in the admin namespace and run `body` there.
@@ -1013,8 +1114,9 @@ fn unsafe_is_root() -> bool {
 #[test]
 fn partition_subset() {
     let rounds = with_cluster(|hosts| {
-        [Fault::MasterPartition, Fault::MasterPaused]
-            .map(|fault| (fault, run_round(hosts, Setting::Durable, fault, &format!("subset-{fault:?}").to_lowercase())))
+        [Fault::MasterPartition, Fault::MasterPaused].map(|fault| {
+            (fault, run_round(hosts, Setting::Durable, fault, &format!("subset-{fault:?}").to_lowercase()))
+        })
     });
     let Some(rounds) = rounds else { return };
     for (fault, f) in &rounds {
@@ -1059,7 +1161,11 @@ fn partition_full() {
 
 fn render(table: &BTreeMap<(Fault, Setting), Findings>, rounds: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Server: {} · {rounds} round(s) per row · cluster-node-timeout {NODE_TIMEOUT_MS} ms · lease {LEASE:?}\n", common::server_bin());
+    let _ = writeln!(
+        out,
+        "Server: {} · {rounds} round(s) per row · cluster-node-timeout {NODE_TIMEOUT_MS} ms · lease {LEASE:?}\n",
+        common::server_bin()
+    );
     let _ = writeln!(
         out,
         "| fault | setting | fires ok / unknown / **lost** | increments ok / unknown / **lost** / extra | messages ok / unknown / **lost** | re-delivered after lease / in failover / **unexplained** | stale ACKs | digest mismatches | failovers |"
@@ -1069,11 +1175,22 @@ fn render(table: &BTreeMap<(Fault, Setting), Findings>, rounds: usize) -> String
         let _ = writeln!(
             out,
             "| {fault:?} | {setting:?} | {} / {} / **{}** | {} / {} / **{}** / {} | {} / {} / **{}** | {} / {} / **{}** | {} | {} | {} |",
-            f.fires_ok, f.fires_unknown, f.fires_lost,
-            f.increments_ok, f.increments_unknown, f.increments_lost, f.increments_extra,
-            f.messages_ok, f.messages_unknown, f.messages_lost,
-            f.redelivered_after_lease, f.redelivered_in_failover, f.redelivered_unexplained,
-            f.stale_acks, f.digest_mismatches, f.failovers,
+            f.fires_ok,
+            f.fires_unknown,
+            f.fires_lost,
+            f.increments_ok,
+            f.increments_unknown,
+            f.increments_lost,
+            f.increments_extra,
+            f.messages_ok,
+            f.messages_unknown,
+            f.messages_lost,
+            f.redelivered_after_lease,
+            f.redelivered_in_failover,
+            f.redelivered_unexplained,
+            f.stale_acks,
+            f.digest_mismatches,
+            f.failovers,
         );
     }
     out

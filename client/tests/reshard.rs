@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Cluster, DEADLINE, cli_bin};
+use dreamtown_client::Durable;
 use dreamtown_client::dreams::{
     AcknowledgeOutcome, DrainResult, DreamsTrigger, FireOutcome, QueueKeys, QuietHours, RedisFireQueue,
 };
-use dreamtown_client::Durable;
 use redis::Value;
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
@@ -143,8 +143,7 @@ async fn producer(cluster: Arc<Cluster>, tenant: String, stop: Arc<AtomicBool>, 
         let dreams = if n.is_multiple_of(2) {
             call(&mut conn, &["DREAMS.FIRE", &tenant, &project, "3"]).await
         } else {
-            call(&mut conn, &["DREAMS.RECORD", &tenant, &project, "4", "1", "0", "TRIGGER", "1", "0", "0", "0"])
-                .await
+            call(&mut conn, &["DREAMS.RECORD", &tenant, &project, "4", "1", "0", "TRIGGER", "1", "0", "0", "0"]).await
         };
         match dreams {
             Ok(value) => {
@@ -266,7 +265,11 @@ async fn receiver(cluster: Arc<Cluster>, town: String, agent: &'static str, done
                     if reliable {
                         match call(&mut conn, &["TOWN.ACK", &town, agent, &id]).await {
                             Ok(Value::Int(1)) => {}
-                            other => ledger.lock().expect("ledger").bad_acks.push(format!("{town}: TOWN.ACK {id} got {other:?}")),
+                            other => ledger
+                                .lock()
+                                .expect("ledger")
+                                .bad_acks
+                                .push(format!("{town}: TOWN.ACK {id} got {other:?}")),
                         }
                     }
                 }
@@ -304,14 +307,18 @@ async fn hold(cluster: &Cluster, tenant: &str, ledger: &Shared) -> Held {
             held.fire = Some(String::from_utf8_lossy(&payload).into_owned());
         }
     }
-    if let Ok(Value::Array(messages)) = call(&mut conn, &["TOWN.RECV", tenant, "holder", "BLOCK", "5", "RELIABLE"]).await
+    if let Ok(Value::Array(messages)) =
+        call(&mut conn, &["TOWN.RECV", tenant, "holder", "BLOCK", "5", "RELIABLE"]).await
         && let Some(Value::BulkString(bytes)) = messages.first()
     {
         let id = message_id(bytes).expect("message id");
         ledger.lock().expect("ledger").received.entry(tenant.to_owned()).or_default().push(id.clone());
         held.message = Some(id);
     }
-    assert!(held.fire.is_some() && held.message.is_some(), "{tenant}: the holder got a fire and a message before the move");
+    assert!(
+        held.fire.is_some() && held.message.is_some(),
+        "{tenant}: the holder got a fire and a message before the move"
+    );
     held
 }
 
@@ -324,10 +331,17 @@ async fn release(cluster: &Cluster, held: Held, ledger: &Shared) {
         Ok(Value::Array(items)) => items.first().and_then(text),
         _ => None,
     };
-    assert_eq!(outcome.as_deref(), Some("acknowledged"), "{tenant}: ACK after the move of a fire drained before it: {ack:?}");
+    assert_eq!(
+        outcome.as_deref(),
+        Some("acknowledged"),
+        "{tenant}: ACK after the move of a fire drained before it: {ack:?}"
+    );
     let message = held.message.expect("held message");
     let acked = call(&mut conn, &["TOWN.ACK", &tenant, "holder", &message]).await;
-    assert!(matches!(acked, Ok(Value::Int(1))), "{tenant}: TOWN.ACK after the move of a message received before it: {acked:?}");
+    assert!(
+        matches!(acked, Ok(Value::Int(1))),
+        "{tenant}: TOWN.ACK after the move of a message received before it: {acked:?}"
+    );
     ledger.lock().expect("ledger").held_acks += 2;
 }
 
@@ -375,12 +389,23 @@ impl Load {
             producers.push(tokio::spawn(producer(cluster.clone(), tenant.clone(), stop.clone(), ledger.clone(), pace)));
             consumers.push(tokio::spawn(drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
             if through_crate {
-                consumers.push(tokio::spawn(crate_drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
+                consumers.push(tokio::spawn(crate_drainer(
+                    cluster.clone(),
+                    tenant.clone(),
+                    done.clone(),
+                    ledger.clone(),
+                )));
             } else {
                 consumers.push(tokio::spawn(drainer(cluster.clone(), tenant.clone(), done.clone(), ledger.clone())));
             }
             for agent in ["plain", "reliable"] {
-                consumers.push(tokio::spawn(receiver(cluster.clone(), tenant.clone(), agent, done.clone(), ledger.clone())));
+                consumers.push(tokio::spawn(receiver(
+                    cluster.clone(),
+                    tenant.clone(),
+                    agent,
+                    done.clone(),
+                    ledger.clone(),
+                )));
             }
         }
         Load { cluster, tenants: tenants.to_vec(), ledger, stop, done, producers, consumers }
@@ -393,7 +418,8 @@ impl Load {
             let ready = {
                 let ledger = self.ledger.lock().expect("ledger");
                 self.tenants.iter().all(|t| {
-                    ledger.drained.get(t).is_some_and(|d| d.len() >= 2) && ledger.received.get(t).is_some_and(|r| r.len() >= 2)
+                    ledger.drained.get(t).is_some_and(|d| d.len() >= 2)
+                        && ledger.received.get(t).is_some_and(|r| r.len() >= 2)
                 })
             };
             if ready {
@@ -467,7 +493,8 @@ fn assert_keys_where_owned(cluster: &Cluster, tenants: &[String]) {
             if role.first().and_then(text).as_deref() != Some("master") {
                 continue;
             }
-            let count: u64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(&mut con).expect("COUNTKEYSINSLOT");
+            let count: u64 =
+                redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(&mut con).expect("COUNTKEYSINSLOT");
             if node.port == owner {
                 assert!(count > 0, "{tenant}: its owner {} holds its keys", node.port);
             } else {
@@ -483,7 +510,8 @@ fn tryagain_replies(cluster: &Cluster) -> u64 {
         .nodes
         .iter()
         .map(|node| {
-            let info: String = redis::cmd("INFO").arg("errorstats").query(&mut node.connect()).expect("INFO errorstats");
+            let info: String =
+                redis::cmd("INFO").arg("errorstats").query(&mut node.connect()).expect("INFO errorstats");
             info.lines()
                 .find_map(|line| line.strip_prefix("errorstat_TRYAGAIN:count="))
                 .and_then(|n| n.trim().parse::<u64>().ok())
@@ -539,7 +567,10 @@ fn redis_cli_cluster(args: &[String]) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let all = format!("{stdout}{stderr}");
     assert!(
-        output.status.success() && !all.contains("BUSYKEY") && !all.contains("Target key exists") && !all.contains("[ERR]"),
+        output.status.success()
+            && !all.contains("BUSYKEY")
+            && !all.contains("Target key exists")
+            && !all.contains("[ERR]"),
         "redis-cli --cluster {args:?} failed:\n{all}"
     );
 }
@@ -563,7 +594,8 @@ async fn manual_procedure_moves_live_tenants_losing_nothing() {
     }
     let waiter = {
         let mut conn = cluster.nodes[from].multiplexed().await;
-        let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("idle-waiter").query_async(&mut conn).await.expect("SETNAME");
+        let _: () =
+            redis::cmd("CLIENT").arg("SETNAME").arg("idle-waiter").query_async(&mut conn).await.expect("SETNAME");
         let idle = idle.clone();
         tokio::spawn(async move {
             let reply = call(&mut conn, &["DREAMS.DRAIN", &idle, "30", "NOQUIET"]).await;
@@ -573,7 +605,8 @@ async fn manual_procedure_moves_live_tenants_losing_nothing() {
     let source = cluster.clone();
     tokio::task::spawn_blocking(move || {
         common::wait_until("the idle drainer blocked on the source", || {
-            let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut source.nodes[from].connect()).expect("CLIENT LIST");
+            let list: String =
+                redis::cmd("CLIENT").arg("LIST").query(&mut source.nodes[from].connect()).expect("CLIENT LIST");
             list.lines().any(|line| line.contains("name=idle-waiter") && line.contains("flags=b"))
         })
     })
@@ -589,7 +622,10 @@ async fn manual_procedure_moves_live_tenants_losing_nothing() {
     let (reply, returned_at) = waiter.await.expect("waiter");
     let error = reply.expect_err("the blocked drainer is redirected");
     assert_eq!(error.code(), Some("MOVED"), "{error}");
-    assert!(returned_at.saturating_duration_since(moved_at) < Duration::from_secs(5), "redirected within the cron's second");
+    assert!(
+        returned_at.saturating_duration_since(moved_at) < Duration::from_secs(5),
+        "redirected within the cron's second"
+    );
     let blocking = cluster.clone();
     tokio::task::spawn_blocking(move || blocking.wait_stable()).await.expect("stable");
     for held in held {
@@ -728,14 +764,18 @@ async fn coordinated_failover_under_load_loses_nothing() {
         clients.lines().filter(|line| line.contains("cmd=dreams.drain") && line.contains("flags=b")).count() >= 2
     };
     let blocking = cluster.clone();
-    tokio::task::spawn_blocking(move || common::wait_until("both idle drainers blocked", || idle_keys_blocked(&blocking)))
-        .await
-        .expect("blocked");
+    tokio::task::spawn_blocking(move || {
+        common::wait_until("both idle drainers blocked", || idle_keys_blocked(&blocking))
+    })
+    .await
+    .expect("blocked");
 
     let promote = cluster.clone();
     tokio::task::spawn_blocking(move || {
-        let reply: String =
-            redis::cmd("CLUSTER").arg("FAILOVER").query(&mut promote.nodes[replica].connect()).expect("CLUSTER FAILOVER");
+        let reply: String = redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query(&mut promote.nodes[replica].connect())
+            .expect("CLUSTER FAILOVER");
         assert_eq!(reply, "OK");
         common::wait_until("the replica took over the slots", || {
             info_field(&promote.nodes[replica], "replication", "role").as_deref() == Some("master")
@@ -756,7 +796,10 @@ async fn coordinated_failover_under_load_loses_nothing() {
     assert!(raw_took < Duration::from_secs(15), "released before its timeout: {raw_took:?}");
     // The crate resent its drain to the new master, where a fire now arrives.
     let mut conn = connect(&cluster).await;
-    assert_eq!(text(&call(&mut conn, &["DREAMS.FIRE", &idle[1], "p", "3"]).await.expect("fire")).as_deref(), Some("queued"));
+    assert_eq!(
+        text(&call(&mut conn, &["DREAMS.FIRE", &idle[1], "p", "3"]).await.expect("fire")).as_deref(),
+        Some("queued")
+    );
     let (drained, took) = crate_waiter.await.expect("crate waiter");
     match drained {
         Ok(DrainResult::Ready(fire)) => assert_eq!(fire.region.org, idle[1]),
@@ -817,7 +860,8 @@ async fn forced_failover_keeps_what_replicas_acknowledged_and_the_new_master_exp
     };
     let acked = queue.acknowledge(&done, true, DreamsTrigger::default(), "node-a").await.expect("ack");
     assert!(matches!(acked, AcknowledgeOutcome::Acknowledged(_)), "{acked:?}");
-    let DrainResult::Ready(leased) = queue.drain_leased(Duration::from_secs(1), OUTAGE_LEASE).await.expect("drain") else {
+    let DrainResult::Ready(leased) = queue.drain_leased(Duration::from_secs(1), OUTAGE_LEASE).await.expect("drain")
+    else {
         panic!("a fire was ready");
     };
     let lease_over = Instant::now() + OUTAGE_LEASE + Duration::from_millis(500);
@@ -836,7 +880,8 @@ async fn forced_failover_keeps_what_replicas_acknowledged_and_the_new_master_exp
     assert_eq!(info_field(new, "replication", "role").as_deref(), Some("slave"), "not yet promoted");
     assert_eq!(new.digest(), written, "a replica expires no lease");
 
-    let reply: String = common::cmd(&["CLUSTER", "FAILOVER", "FORCE"]).query(&mut new.connect()).expect("FAILOVER FORCE");
+    let reply: String =
+        common::cmd(&["CLUSTER", "FAILOVER", "FORCE"]).query(&mut new.connect()).expect("FAILOVER FORCE");
     assert_eq!(reply, "OK");
     common::wait_until("the replica serves the tenant as master", || serves(new, &org));
     // The new master finds the lease that ran out and puts the fire back
@@ -926,7 +971,9 @@ fn has_atomic_slot_migration() -> bool {
 macro_rules! require_atomic_slot_migration {
     () => {
         if !has_atomic_slot_migration() {
-            eprintln!("skipped: this server has no atomic slot migration (CLUSTER MIGRATESLOTS needs Valkey 9 or newer)");
+            eprintln!(
+                "skipped: this server has no atomic slot migration (CLUSTER MIGRATESLOTS needs Valkey 9 or newer)"
+            );
             return;
         }
     };
@@ -964,14 +1011,17 @@ fn atomic_slot_migration_is_declared_only_on_valkey_9_or_newer() {
 
 /// `CLUSTER GETSLOTMIGRATIONS` of a node: one field map per job, newest first.
 fn slot_migrations(node: &common::Server) -> Vec<BTreeMap<String, String>> {
-    let Ok(Value::Array(jobs)) = redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query::<Value>(&mut node.connect()) else {
+    let Ok(Value::Array(jobs)) = redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query::<Value>(&mut node.connect())
+    else {
         return Vec::new();
     };
     jobs.into_iter()
         .map(|job| {
             let pairs: Vec<(Value, Value)> = match job {
                 Value::Map(pairs) => pairs,
-                Value::Array(flat) => flat.chunks(2).filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone()))).collect(),
+                Value::Array(flat) => {
+                    flat.chunks(2).filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone()))).collect()
+                }
                 _ => Vec::new(),
             };
             pairs
@@ -1046,11 +1096,14 @@ async fn abandon(cluster: &Cluster, tenant: &str) -> Abandoned {
     let taken_at = Instant::now();
     let mut fire_id = None;
     while fire_id.is_none() && taken_at.elapsed() < DEADLINE {
-        if let Ok(Value::BulkString(payload)) = call(&mut conn, &["DREAMS.DRAIN", tenant, "1", "NOQUIET", "LEASE", &lease]).await {
+        if let Ok(Value::BulkString(payload)) =
+            call(&mut conn, &["DREAMS.DRAIN", tenant, "1", "NOQUIET", "LEASE", &lease]).await
+        {
             fire_id = self::fire_id(&payload);
         }
     }
-    let received = call(&mut conn, &["TOWN.RECV", tenant, "abandoned", "BLOCK", "5", "RELIABLE", "LEASE", &lease]).await;
+    let received =
+        call(&mut conn, &["TOWN.RECV", tenant, "abandoned", "BLOCK", "5", "RELIABLE", "LEASE", &lease]).await;
     let got = match &received {
         Ok(Value::Array(messages)) => messages.first().and_then(|m| match m {
             Value::BulkString(bytes) => message_id(bytes),
@@ -1058,8 +1111,17 @@ async fn abandon(cluster: &Cluster, tenant: &str) -> Abandoned {
         }),
         _ => None,
     };
-    assert_eq!(got.as_deref(), Some(abandoned_id.as_str()), "{tenant}: the abandoned message was received: {received:?}");
-    Abandoned { tenant: tenant.to_owned(), fire_id: fire_id.expect("an abandoned fire"), message_id: abandoned_id, taken_at }
+    assert_eq!(
+        got.as_deref(),
+        Some(abandoned_id.as_str()),
+        "{tenant}: the abandoned message was received: {received:?}"
+    );
+    Abandoned {
+        tenant: tenant.to_owned(),
+        fire_id: fire_id.expect("an abandoned fire"),
+        message_id: abandoned_id,
+        taken_at,
+    }
 }
 
 /// The abandoned items come back once their lease ran out (not before):
@@ -1078,7 +1140,10 @@ async fn check_abandoned_came_back(cluster: &Cluster, abandoned: Abandoned, ledg
         }
         assert!(started.elapsed() < DEADLINE, "{tenant}: the abandoned message never came back: {reply:?}");
     };
-    assert!(abandoned.taken_at.elapsed() + Duration::from_millis(50) >= lease, "{tenant}: came back before its lease ran out");
+    assert!(
+        abandoned.taken_at.elapsed() + Duration::from_millis(50) >= lease,
+        "{tenant}: came back before its lease ran out"
+    );
     assert_eq!(message.as_deref(), Some(abandoned.message_id.as_str()));
     let acked = call(&mut conn, &["TOWN.ACK", tenant, "abandoned", &abandoned.message_id]).await;
     assert!(matches!(acked, Ok(Value::Int(1))), "{tenant}: ACK of the returned message: {acked:?}");
@@ -1211,21 +1276,32 @@ async fn atomic_slot_migration_moves_live_tenants_losing_nothing() {
     // items' leases run out during it: the exporting source leaves them
     // alone (a write of its own might never reach the target), so they are
     // still in flight there.
-    let lease_over = abandoned.iter().map(|a| a.taken_at).max().expect("abandoned") + Duration::from_secs(ABANDONED_LEASE_SECS);
-    tokio::time::sleep(Duration::from_millis(1_500).max((lease_over + Duration::from_millis(1_000)).saturating_duration_since(Instant::now()))).await;
+    let lease_over =
+        abandoned.iter().map(|a| a.taken_at).max().expect("abandoned") + Duration::from_secs(ABANDONED_LEASE_SECS);
+    tokio::time::sleep(
+        Duration::from_millis(1_500)
+            .max((lease_over + Duration::from_millis(1_000)).saturating_duration_since(Instant::now())),
+    )
+    .await;
     for a in &abandoned {
-        let lens: Vec<i64> = common::cmd(&["TOWN.LEN", &a.tenant, "abandoned"]).query(&mut cluster.nodes[from].connect()).expect("TOWN.LEN on the source");
+        let lens: Vec<i64> = common::cmd(&["TOWN.LEN", &a.tenant, "abandoned"])
+            .query(&mut cluster.nodes[from].connect())
+            .expect("TOWN.LEN on the source");
         assert_eq!(lens, vec![0, 0, 1], "{}: the source expired nothing of an exporting tenant", a.tenant);
     }
     // Work for the idle tenant during the export: its drainer blocked on
     // the source is answered TRYAGAIN (to retry) rather than served by
     // the source on its own; the fire stays queued for the new owner.
     let mut conn = connect(&cluster).await;
-    assert_eq!(text(&call(&mut conn, &["DREAMS.FIRE", &idle, "p", "3"]).await.expect("fire")).as_deref(), Some("queued"));
+    assert_eq!(
+        text(&call(&mut conn, &["DREAMS.FIRE", &idle, "p", "3"]).await.expect("fire")).as_deref(),
+        Some("queued")
+    );
     let (woken, _) = waiters.remove(0).await.expect("drain waiter");
     let error = woken.expect_err("a drainer woken on an exporting source");
     assert_eq!(error.code(), Some("TRYAGAIN"), "{error}");
-    let lens: Vec<i64> = common::cmd(&["DREAMS.LEN", &idle]).query(&mut cluster.nodes[from].connect()).expect("DREAMS.LEN");
+    let lens: Vec<i64> =
+        common::cmd(&["DREAMS.LEN", &idle]).query(&mut cluster.nodes[from].connect()).expect("DREAMS.LEN");
     assert_eq!(lens, vec![1, 0, 0], "the woken drainer took nothing");
     let switching = cluster.clone();
     let moved_at = tokio::task::spawn_blocking(move || {
@@ -1304,7 +1380,9 @@ fn keys_in(node: &common::Server, slots: &[u16]) -> u64 {
     let mut con = node.connect();
     slots
         .iter()
-        .map(|slot| redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query::<u64>(&mut con).expect("COUNTKEYSINSLOT"))
+        .map(|slot| {
+            redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query::<u64>(&mut con).expect("COUNTKEYSINSLOT")
+        })
         .sum()
 }
 
@@ -1353,23 +1431,30 @@ async fn aborted_atomic_slot_migrations_leave_the_tenants_whole_on_the_source() 
         })
         .await
         .expect("migrate");
-        let lease_over = abandoned.iter().map(|a| a.taken_at).max().expect("abandoned") + Duration::from_secs(ABANDONED_LEASE_SECS);
+        let lease_over =
+            abandoned.iter().map(|a| a.taken_at).max().expect("abandoned") + Duration::from_secs(ABANDONED_LEASE_SECS);
         tokio::time::sleep((lease_over + Duration::from_millis(500)).saturating_duration_since(Instant::now())).await;
         let (aborting, moved) = (cluster.clone(), slots.clone());
         tokio::task::spawn_blocking(move || {
             let source = &aborting.nodes[from];
             if abort == "cancel" {
-                let reply: String =
-                    redis::cmd("CLUSTER").arg("CANCELSLOTMIGRATIONS").query(&mut source.connect()).expect("CANCELSLOTMIGRATIONS");
+                let reply: String = redis::cmd("CLUSTER")
+                    .arg("CANCELSLOTMIGRATIONS")
+                    .query(&mut source.connect())
+                    .expect("CANCELSLOTMIGRATIONS");
                 assert_eq!(reply, "OK");
-                common::wait_until("the source's export is cancelled", || newest_job_state(source).as_deref() == Some("cancelled"));
+                common::wait_until("the source's export is cancelled", || {
+                    newest_job_state(source).as_deref() == Some("cancelled")
+                });
                 common::wait_until("the target's import failed and was cleaned up", || {
                     newest_job_state(&aborting.nodes[to]).as_deref() == Some("failed")
                 });
                 assert_eq!(keys_in(&aborting.nodes[to], &moved), 0, "the target dropped what it had imported");
             } else {
                 signal(&aborting.nodes[to], "KILL");
-                common::wait_until("the source's export failed", || newest_job_state(source).as_deref() == Some("failed"));
+                common::wait_until("the source's export failed", || {
+                    newest_job_state(source).as_deref() == Some("failed")
+                });
             }
             prevent_pause(source, false);
             for slot in &moved {
@@ -1405,7 +1490,10 @@ async fn aborted_atomic_slot_migrations_leave_the_tenants_whole_on_the_source() 
     let checking = cluster.clone();
     tokio::task::spawn_blocking(move || {
         let masters: Vec<usize> = (0..checking.nodes.len())
-            .filter(|i| alive(&checking.nodes[*i]) && info_field(&checking.nodes[*i], "replication", "role").as_deref() == Some("master"))
+            .filter(|i| {
+                alive(&checking.nodes[*i])
+                    && info_field(&checking.nodes[*i], "replication", "role").as_deref() == Some("master")
+            })
             .collect();
         for master in &masters {
             let count = keys_in(&checking.nodes[*master], &slots);

@@ -78,7 +78,11 @@ impl Sentinel {
             ),
         )
         .expect("sentinel.conf");
-        let child = sentinel_command(&conf).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("redis-sentinel on PATH");
+        let child = sentinel_command(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-sentinel on PATH");
         let sentinel = Sentinel { child, port, dir };
         wait_until("the Sentinel to answer", || sentinel.query::<String>(&["PING"]).is_some());
         sentinel
@@ -173,7 +177,12 @@ fn outcome_of<T>(result: &Result<T, Error>, conn: &Conn, shortfalls_before: u64)
 }
 
 fn no_trigger() -> DreamsTrigger {
-    DreamsTrigger { memory_threshold: u32::MAX, edge_threshold: u32::MAX, min_interval_hours: 10_000, age_floor_days: 30_000 }
+    DreamsTrigger {
+        memory_threshold: u32::MAX,
+        edge_threshold: u32::MAX,
+        min_interval_hours: 10_000,
+        age_floor_days: 30_000,
+    }
 }
 
 /// The producers: a fire (a region of its own) and a message per step.
@@ -291,13 +300,17 @@ async fn a_sentinel_failover_under_dreams_and_town_loops_loses_nothing_acknowled
         tokio::spawn(work(run.clone(), conns[1].clone(), false)),
         tokio::spawn(agent(run.clone(), conns[2].clone(), false)),
     ];
-    until("work on the first master", &|| run.ok_since(Kind::FireAck, Duration::ZERO) >= 30 && run.ok_since(Kind::MessageAck, Duration::ZERO) >= 30).await;
+    until("work on the first master", &|| {
+        run.ok_since(Kind::FireAck, Duration::ZERO) >= 30 && run.ok_since(Kind::MessageAck, Duration::ZERO) >= 30
+    })
+    .await;
 
     // The failover: asked until Sentinel takes it (it refuses while it has
     // not yet judged the replica fit), then the replica is master and the
     // old master its replica.
     let asked = run.started.elapsed();
-    until("SENTINEL FAILOVER accepted", &|| sentinel.query::<String>(&["SENTINEL", "FAILOVER", MASTER]).is_some()).await;
+    until("SENTINEL FAILOVER accepted", &|| sentinel.query::<String>(&["SENTINEL", "FAILOVER", MASTER]).is_some())
+        .await;
     until("the replica promoted", &|| role(&replica) == "master").await;
     let promoted = run.started.elapsed();
     until("the old master demoted", &|| role(&master) == "slave").await;
@@ -307,8 +320,16 @@ async fn a_sentinel_failover_under_dreams_and_town_loops_loses_nothing_acknowled
     while run.ok_since(Kind::FireAck, demoted) < 30 || run.ok_since(Kind::MessageAck, demoted) < 30 {
         if started.elapsed() > DEADLINE {
             let recent: Vec<Op> = run.ops().into_iter().filter(|op| op.done > demoted).take(20).collect();
-            let info = |s: &Server| redis::cmd("INFO").arg("replication").query::<String>(&mut s.connect()).unwrap_or_default();
-            panic!("no work on the new master: {}\n{}\n{recent:?}, shortfalls {} (last {:?})", info(&master), info(&replica), conn.shortfalls(), conn.last_shortfall());
+            let info = |s: &Server| {
+                redis::cmd("INFO").arg("replication").query::<String>(&mut s.connect()).unwrap_or_default()
+            };
+            panic!(
+                "no work on the new master: {}\n{}\n{recent:?}, shortfalls {} (last {:?})",
+                info(&master),
+                info(&replica),
+                conn.shortfalls(),
+                conn.last_shortfall()
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -321,7 +342,10 @@ async fn a_sentinel_failover_under_dreams_and_town_loops_loses_nothing_acknowled
 
     // Everything left: in-flight items back (leases, or recovery), then drained.
     let fresh = sentinel_conn(&sentinel).await;
-    RedisFireQueue::new(fresh.clone(), QuietHours::none(), run.tenant.clone()).recover_inflight().await.expect("recover");
+    RedisFireQueue::new(fresh.clone(), QuietHours::none(), run.tenant.clone())
+        .recover_inflight()
+        .await
+        .expect("recover");
     Channel::new(fresh.clone(), run.tenant.clone()).requeue_pending(run.agent).await.expect("requeue");
     work(run.clone(), fresh.clone(), true).await;
     agent(run.clone(), fresh.clone(), true).await;
@@ -338,25 +362,50 @@ async fn a_sentinel_failover_under_dreams_and_town_loops_loses_nothing_acknowled
     }
     let count = |kind: Kind, outcome: Outcome| ops.iter().filter(|op| op.kind == kind && op.outcome == outcome).count();
     let lost = |kind: Kind, fire: bool| {
-        ops.iter().filter(|op| op.kind == kind && op.outcome == Outcome::Ok && !delivered.contains_key(&(fire, op.item.clone()))).count()
+        ops.iter()
+            .filter(|op| {
+                op.kind == kind && op.outcome == Outcome::Ok && !delivered.contains_key(&(fire, op.item.clone()))
+            })
+            .count()
     };
     let twice = |fire: bool| delivered.iter().filter(|((f, _), n)| *f == fire && **n > 1).count();
     // The longest stretch without an ok write around the failover, as the client saw it.
-    let mut oks: Vec<Duration> = ops.iter().filter(|op| matches!(op.kind, Kind::Fire | Kind::Send) && op.outcome == Outcome::Ok).map(|op| op.done).collect();
+    let mut oks: Vec<Duration> = ops
+        .iter()
+        .filter(|op| matches!(op.kind, Kind::Fire | Kind::Send) && op.outcome == Outcome::Ok)
+        .map(|op| op.done)
+        .collect();
     oks.sort();
     let gap = oks.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
     let report = format!(
         "fires ok/failed/unknown {}/{}/{}, lost {}, delivered twice {}; messages ok/failed/unknown {}/{}/{}, lost {}, delivered twice {}; \
          acks ok/unknown: fires {}/{}, messages {}/{}; failover asked at {asked:?}, replica promoted after {:?}, old master demoted after {:?}; \
          longest time without an ok write {gap:?}; reconnects through Sentinel {reconnects}; shortfalls {}",
-        count(Kind::Fire, Outcome::Ok), count(Kind::Fire, Outcome::Failed), count(Kind::Fire, Outcome::Unknown), lost(Kind::Fire, true), twice(true),
-        count(Kind::Send, Outcome::Ok), count(Kind::Send, Outcome::Failed), count(Kind::Send, Outcome::Unknown), lost(Kind::Send, false), twice(false),
-        count(Kind::FireAck, Outcome::Ok), count(Kind::FireAck, Outcome::Unknown), count(Kind::MessageAck, Outcome::Ok), count(Kind::MessageAck, Outcome::Unknown),
-        promoted - asked, demoted - asked, shortfalls,
+        count(Kind::Fire, Outcome::Ok),
+        count(Kind::Fire, Outcome::Failed),
+        count(Kind::Fire, Outcome::Unknown),
+        lost(Kind::Fire, true),
+        twice(true),
+        count(Kind::Send, Outcome::Ok),
+        count(Kind::Send, Outcome::Failed),
+        count(Kind::Send, Outcome::Unknown),
+        lost(Kind::Send, false),
+        twice(false),
+        count(Kind::FireAck, Outcome::Ok),
+        count(Kind::FireAck, Outcome::Unknown),
+        count(Kind::MessageAck, Outcome::Ok),
+        count(Kind::MessageAck, Outcome::Unknown),
+        promoted - asked,
+        demoted - asked,
+        shortfalls,
     );
     eprintln!("sentinel failover: {report}");
     assert_eq!(lost(Kind::Fire, true) + lost(Kind::Send, false), 0, "acknowledged writes lost: {report}");
     assert!(reconnects >= 1, "the client asked Sentinel for the new master: {report}");
-    let new_master_fires: i64 = redis::cmd("DREAMS.LEN").arg(&run.tenant).query::<Vec<i64>>(&mut replica.connect()).map(|v| v.iter().sum()).unwrap_or(-1);
+    let new_master_fires: i64 = redis::cmd("DREAMS.LEN")
+        .arg(&run.tenant)
+        .query::<Vec<i64>>(&mut replica.connect())
+        .map(|v| v.iter().sum())
+        .unwrap_or(-1);
     assert_eq!(new_master_fires, 0, "everything drained on the new master: {report}");
 }

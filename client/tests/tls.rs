@@ -56,16 +56,33 @@ impl Pki {
         std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
         std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
         for leaf in ["server", "client"] {
-            let (key, csr, crt, ext) = (format!("{leaf}.key"), format!("{leaf}.csr"), format!("{leaf}.crt"), format!("{leaf}.ext"));
+            let (key, csr, crt, ext) =
+                (format!("{leaf}.key"), format!("{leaf}.csr"), format!("{leaf}.crt"), format!("{leaf}.ext"));
             let subj = format!("/CN=dreamtown test {leaf}");
             let mut args = vec!["req"];
             args.extend(ec);
             args.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
             openssl(&dir, &args);
-            openssl(&dir, &[
-                "x509", "-req", "-in", &csr, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", &crt,
-                "-days", "2", "-extfile", &ext,
-            ]);
+            openssl(
+                &dir,
+                &[
+                    "x509",
+                    "-req",
+                    "-in",
+                    &csr,
+                    "-CA",
+                    "ca.crt",
+                    "-CAkey",
+                    "ca.key",
+                    "-CAcreateserial",
+                    "-out",
+                    &crt,
+                    "-days",
+                    "2",
+                    "-extfile",
+                    &ext,
+                ],
+            );
         }
         Pki { dir }
     }
@@ -145,7 +162,12 @@ impl TlsServer {
 
     fn set_user(&self, pki: &Pki, user: &str, rules: &str) {
         let mut con = self.admin(&pki.options(true)).expect("admin over TLS");
-        redis::cmd("ACL").arg("SETUSER").arg(user).arg(rules.split_whitespace().collect::<Vec<_>>()).query::<()>(&mut con).unwrap();
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(user)
+            .arg(rules.split_whitespace().collect::<Vec<_>>())
+            .query::<()>(&mut con)
+            .unwrap();
     }
 }
 
@@ -167,7 +189,9 @@ fn tenant_rules(org: &str) -> String {
 }
 
 async fn multiplexed(options: &Options, url: &str) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None).set_connection_timeout(Some(Duration::from_secs(5)));
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(None)
+        .set_connection_timeout(Some(Duration::from_secs(5)));
     options.client(url)?.get_multiplexed_async_connection_with_config(&config).await
 }
 
@@ -190,25 +214,41 @@ async fn the_client_verifies_the_server_by_its_ca_and_refuses_others_unless_inse
     let conn = multiplexed(&pki.options(false), &server.url()).await.expect("verified against our CA");
     fire_round_trip(conn, &org).await.unwrap();
 
-    let unknown = Options { tls: Tls { ca_file: Some(pki.path("other-ca.crt")), ..Tls::default() }, ..Options::default() };
+    let unknown =
+        Options { tls: Tls { ca_file: Some(pki.path("other-ca.crt")), ..Tls::default() }, ..Options::default() };
     let refused = multiplexed(&unknown, &server.url()).await.expect_err("a CA that signed nothing here is refused");
     assert!(refused.to_string().to_lowercase().contains("certificate"), "{refused}");
-    let system = multiplexed(&Options::default(), &server.url()).await.expect_err("the system's roots do not know our CA");
+    let system =
+        multiplexed(&Options::default(), &server.url()).await.expect_err("the system's roots do not know our CA");
     assert!(system.to_string().to_lowercase().contains("certificate"), "{system}");
     let plain = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
-    let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(2))).set_response_timeout(Some(Duration::from_secs(2)));
-    let plaintext = async { plain.get_multiplexed_async_connection_with_config(&config).await?.send_packed_command(&redis::cmd("PING")).await };
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let plaintext = async {
+        plain
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?
+            .send_packed_command(&redis::cmd("PING"))
+            .await
+    };
     assert!(plaintext.await.is_err(), "no plaintext on the TLS port");
 
     let insecure = Options { tls: Tls { insecure: true, ..unknown.tls.clone() }, ..Options::default() };
     let conn = multiplexed(&insecure, &server.url()).await.expect("insecure accepts any certificate");
     fire_round_trip(conn, &org).await.unwrap();
-    let conn = multiplexed(&Options::default(), &format!("{}#insecure", server.url())).await.expect("so does the URL's #insecure");
+    let conn = multiplexed(&Options::default(), &format!("{}#insecure", server.url()))
+        .await
+        .expect("so does the URL's #insecure");
     fire_round_trip(conn, &org).await.unwrap();
 
-    let misconfigured = Options { tls: Tls { cert_file: Some(pki.path("client.crt")), ..Tls::default() }, ..Options::default() };
+    let misconfigured =
+        Options { tls: Tls { cert_file: Some(pki.path("client.crt")), ..Tls::default() }, ..Options::default() };
     assert!(misconfigured.client(&server.url()).is_err(), "a certificate without its key is refused at once");
-    assert!(pki.options(false).client(&format!("redis://127.0.0.1:{}/", server.port)).is_err(), "TLS options with a plain URL");
+    assert!(
+        pki.options(false).client(&format!("redis://127.0.0.1:{}/", server.port)).is_err(),
+        "TLS options with a plain URL"
+    );
 }
 
 #[tokio::test]
@@ -216,7 +256,8 @@ async fn a_server_that_requires_client_certificates_takes_ours() {
     let pki = Pki::new("tls-mutual");
     let server = TlsServer::start(&pki, true);
     let org = tenant("tls-mutual");
-    let without = async { multiplexed(&pki.options(false), &server.url()).await?.send_packed_command(&redis::cmd("PING")).await };
+    let without =
+        async { multiplexed(&pki.options(false), &server.url()).await?.send_packed_command(&redis::cmd("PING")).await };
     assert!(without.await.is_err(), "no client certificate, no connection");
     let conn = multiplexed(&pki.options(true), &server.url()).await.expect("with the client certificate");
     fire_round_trip(conn, &org).await.unwrap();
@@ -303,18 +344,33 @@ async fn both_tools_reach_a_tls_server_with_the_password_from_a_flag_a_file_or_t
     let server = TlsServer::start(&pki, true);
     let org = tenant("tls-tools");
     fire_round_trip(multiplexed(&pki.options(true), &server.url()).await.unwrap(), &org).await.unwrap();
-    RedisFireQueue::new(multiplexed(&pki.options(true), &server.url()).await.unwrap(), QuietHours::none(), org.as_str())
-        .fire(&RegionKey::new(org.as_str(), "web", 1), "node-a")
-        .await
-        .unwrap();
+    RedisFireQueue::new(
+        multiplexed(&pki.options(true), &server.url()).await.unwrap(),
+        QuietHours::none(),
+        org.as_str(),
+    )
+    .fire(&RegionKey::new(org.as_str(), "web", 1), "node-a")
+    .await
+    .unwrap();
     // The exporter's user reads; the migration tool's moves keys.
-    server.set_user(&pki, "exporter", "on >scrape-pw -@all +info +scan +zrange +dreams.stats +town.stats +cluster|slots +ping ~*");
+    server.set_user(
+        &pki,
+        "exporter",
+        "on >scrape-pw -@all +info +scan +zrange +dreams.stats +town.stats +cluster|slots +ping ~*",
+    );
     server.set_user(&pki, "migrator", "on >move-pw +@all ~* &*");
     std::fs::write(pki.path("exporter.pw"), "scrape-pw\n").unwrap();
     std::fs::write(pki.path("migrator.pw"), "move-pw\n").unwrap();
     let url = server.url();
     let (ca, cert, key) = (pki.file("ca.crt"), pki.file("client.crt"), pki.file("client.key"));
-    let tls = ["--tls-ca-cert-file", ca.as_str(), "--tls-client-cert-file", cert.as_str(), "--tls-client-key-file", key.as_str()];
+    let tls = [
+        "--tls-ca-cert-file",
+        ca.as_str(),
+        "--tls-client-cert-file",
+        cert.as_str(),
+        "--tls-client-key-file",
+        key.as_str(),
+    ];
     let node = format!("127.0.0.1:{}", server.port);
     let up = |text: &str| text.contains(&format!("dreamtown_up{{node=\"{node}\"}} 1"));
     let ready = |text: &str| text.contains(&format!("dreamtown_dreams_ready{{node=\"{node}\",org=\"{org}\"}} 1"));

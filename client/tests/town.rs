@@ -31,10 +31,7 @@ fn description(message: &Message) -> &str {
 }
 
 fn descriptions(deliveries: &[Delivery]) -> Vec<String> {
-    deliveries
-        .iter()
-        .map(|d| description(d.message().expect("a tinytown message")).to_owned())
-        .collect()
+    deliveries.iter().map(|d| description(d.message().expect("a tinytown message")).to_owned()).collect()
 }
 
 /// A raw command on an admin connection.
@@ -54,11 +51,7 @@ fn blocked_clients(server: &Server) -> bool {
 async fn resp3(server: &Server) -> redis::aio::MultiplexedConnection {
     let url = format!("redis://127.0.0.1:{}/?protocol=resp3", server.port);
     let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap()
+    redis::Client::open(url).unwrap().get_multiplexed_async_connection_with_config(&config).await.unwrap()
 }
 
 /// Messages, records, docket and events over any connection.
@@ -287,7 +280,9 @@ async fn messages_the_client_cannot_parse_are_surfaced_not_dropped() {
     let peeked = channel.peek_inbox(worker, 10).await.unwrap();
     assert_eq!(peeked.len(), 2);
     assert_eq!(peeked[0].message(), Some(&good));
-    assert!(matches!(&peeked[1], Delivery::Unparsed { payload, reason } if payload == odd.as_bytes() && !reason.is_empty()));
+    assert!(
+        matches!(&peeked[1], Delivery::Unparsed { payload, reason } if payload == odd.as_bytes() && !reason.is_empty())
+    );
     assert_eq!(peeked[1].ack_id().as_deref(), Some("odd-1"));
 
     // A single receive carries it in the error; the inbox no longer holds it.
@@ -311,7 +306,10 @@ async fn messages_the_client_cannot_parse_are_surfaced_not_dropped() {
     assert_eq!(urgent[0].message(), Some(&good));
     assert_eq!(urgent[1].payload(), odd.as_bytes());
     let drained = channel.drain_inbox(worker).await.unwrap();
-    assert_eq!(drained.iter().map(Delivery::payload).collect::<Vec<_>>(), [no_id.as_bytes(), &serde_json::to_vec(&good).unwrap()]);
+    assert_eq!(
+        drained.iter().map(Delivery::payload).collect::<Vec<_>>(),
+        [no_id.as_bytes(), &serde_json::to_vec(&good).unwrap()]
+    );
     assert!(drained[0].message().is_none() && drained[0].ack_id().is_none());
 
     // Reliably received, an odd message with an id can be acknowledged; one
@@ -403,7 +401,9 @@ async fn agent_records_are_tinytowns_hash_and_update_atomically() {
     channel.update_agent_heartbeat(agent.id).await.unwrap();
     let stored = channel.get_agent_state(agent.id).await.unwrap().unwrap();
     assert_eq!((stored.rounds_completed, stored.tasks_completed), (2, 1));
-    assert!(stored.last_heartbeat > before && stored.last_heartbeat > agent.last_heartbeat - chrono::TimeDelta::seconds(1));
+    assert!(
+        stored.last_heartbeat > before && stored.last_heartbeat > agent.last_heartbeat - chrono::TimeDelta::seconds(1)
+    );
     assert_eq!(stored.created_at, agent.created_at, "only the heartbeat changed");
 
     let ghost = AgentId::new();
@@ -593,7 +593,10 @@ async fn the_docket_is_a_consumer_group_stream() {
     assert_eq!(fields["task_id"], tasks[0].to_string());
     assert_eq!(fields["type"], "task_assign");
     assert_eq!(fields["message"], "job 0");
-    assert_eq!((fields["priority"].as_str(), fields["from"].as_str(), fields["to"].as_str()), ("normal", "boss", "backend"));
+    assert_eq!(
+        (fields["priority"].as_str(), fields["from"].as_str(), fields["to"].as_str()),
+        ("normal", "boss", "backend")
+    );
     assert!(chrono::DateTime::parse_from_rfc3339(&fields["timestamp"]).is_ok());
     assert_eq!(channel.docket_pending_count().await.unwrap(), 1);
     assert_eq!(channel.docket_group_lag().await.unwrap(), Some(2));

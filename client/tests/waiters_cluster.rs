@@ -10,7 +10,7 @@ mod common;
 use std::sync::mpsc;
 use std::thread;
 
-use common::{tenant, wait_until, Cluster};
+use common::{Cluster, tenant, wait_until};
 
 fn dreamtown_info(con: &mut redis::Connection, field: &str) -> u64 {
     let text: String = redis::cmd("INFO").arg("dreamtown").query(con).expect("INFO dreamtown");
@@ -46,7 +46,8 @@ fn moved_when_the_slot_moves(key: &str, blocking: Vec<String>) {
     let error = reply.expect_err("redirected, not served");
     let port = cluster.nodes[other].port;
     assert!(
-        error.to_uppercase().contains(&format!("MOVED: {slot} 127.0.0.1:{port}")) || error.contains(&format!("MOVED {slot} 127.0.0.1:{port}")),
+        error.to_uppercase().contains(&format!("MOVED: {slot} 127.0.0.1:{port}"))
+            || error.contains(&format!("MOVED {slot} 127.0.0.1:{port}")),
         "{error}"
     );
     wait_until("the waiter left its queue", || dreamtown_info(&mut owner_con, "waiters") == 0);
@@ -91,7 +92,9 @@ fn a_waiter_on_a_migrating_source_is_answered_tryagain_not_served() {
     let mut owner_con = cluster.nodes[owner].connect();
     let mut other_con = cluster.nodes[other].connect();
     let (now, _): (i64, i64) = redis::cmd("TIME").query(&mut owner_con).unwrap();
-    let item = format!(r#"{{"region":{{"org":"{org}","project":"later","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#);
+    let item = format!(
+        r#"{{"region":{{"org":"{org}","project":"later","memory_type":1}},"fired_by":"n","quiet_deferred":true}}"#
+    );
     let _: () = redis::cmd("ZADD").arg(&deferred).arg(now + 3).arg(&item).query(&mut owner_con).unwrap();
     let mut waiter = cluster.nodes[owner].connect();
     let (sender, receiver) = mpsc::channel();
@@ -103,8 +106,10 @@ fn a_waiter_on_a_migrating_source_is_answered_tryagain_not_served() {
     wait_until("the waiter blocks", || dreamtown_info(&mut owner_con, "waiters") == 1);
     let owner_id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut owner_con).unwrap();
     let other_id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut other_con).unwrap();
-    let _: () = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("IMPORTING").arg(&owner_id).query(&mut other_con).unwrap();
-    let _: () = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("MIGRATING").arg(&other_id).query(&mut owner_con).unwrap();
+    let _: () =
+        redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("IMPORTING").arg(&owner_id).query(&mut other_con).unwrap();
+    let _: () =
+        redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("MIGRATING").arg(&other_id).query(&mut owner_con).unwrap();
     let (set_at, _): (i64, i64) = redis::cmd("TIME").query(&mut owner_con).unwrap();
     assert!(set_at < now + 3, "the slot must be migrating before the item falls due (took {}s)", set_at - now);
     let reply = receiver.recv_timeout(common::DEADLINE).expect("the waiter is answered once the item is due");
@@ -112,9 +117,15 @@ fn a_waiter_on_a_migrating_source_is_answered_tryagain_not_served() {
     assert!(error.to_uppercase().contains("TRYAGAIN"), "{error}");
     // SCAN is not routed: it lists what the source holds. Only the deferred
     // set, with its one item: nothing was promoted, nothing is in flight.
-    let (_, here): (String, Vec<String>) =
-        redis::cmd("SCAN").arg(0).arg("MATCH").arg(format!("*{{{org}}}*")).arg("COUNT").arg(1000).query(&mut owner_con).unwrap();
-    assert_eq!(here, [deferred.clone()], "nothing moved on the migrating source");
+    let (_, here): (String, Vec<String>) = redis::cmd("SCAN")
+        .arg(0)
+        .arg("MATCH")
+        .arg(format!("*{{{org}}}*"))
+        .arg("COUNT")
+        .arg(1000)
+        .query(&mut owner_con)
+        .unwrap();
+    assert_eq!(here, [deferred.as_str()], "nothing moved on the migrating source");
     let still_deferred: i64 = redis::cmd("ZCARD").arg(&deferred).query(&mut owner_con).unwrap();
     assert_eq!(still_deferred, 1);
     wait_until("the waiter left its queue", || dreamtown_info(&mut owner_con, "waiters") == 0);

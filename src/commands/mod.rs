@@ -43,11 +43,5 @@ pub fn all() -> Vec<&'static CommandSpec> {
 /// Every command with subcommands (`TOWN.AGENT GET <town> <agent>`) the
 /// module registers.
 pub fn containers() -> Vec<&'static ContainerSpec> {
-    vec![
-        &town::agent::SPEC,
-        &town::task::SPEC,
-        &town::activity::SPEC,
-        &town::backlog::SPEC,
-        &town::stop::SPEC,
-    ]
+    vec![&town::agent::SPEC, &town::task::SPEC, &town::activity::SPEC, &town::backlog::SPEC, &town::stop::SPEC]
 }

@@ -137,11 +137,7 @@ pub fn acknowledge(
 ) -> Acked {
     let Some(fired_at) = message.fired_at else {
         // An explicit fire owns no counters: acknowledging it only removes it.
-        let outcome = if queue.remove_processing(payload) {
-            AckOutcome::Acknowledged
-        } else {
-            AckOutcome::Stale
-        };
+        let outcome = if queue.remove_processing(payload) { AckOutcome::Acknowledged } else { AckOutcome::Stale };
         return Acked::counts(outcome, 0, 0);
     };
     // Everything below is decided from the counters as read, before any write.
@@ -164,10 +160,7 @@ pub fn acknowledge(
     if !due {
         return Acked::counts(AckOutcome::Acknowledged, memories, edges);
     }
-    let snapshot = RegionWriteCounters {
-        seconds_since_last_cycle: settled.elapsed(now) as u64,
-        ..retry
-    };
+    let snapshot = RegionWriteCounters { seconds_since_last_cycle: settled.elapsed(now) as u64, ..retry };
     // A failure may be an ambiguous success, so it keeps its identity; a
     // success's follow-up fire is a new one.
     let fire_id = match (message.fire_id, success) {
@@ -198,12 +191,7 @@ mod tests {
     }
 
     fn trigger(min_interval: u64) -> Trigger {
-        Trigger {
-            memory_threshold: 10,
-            edge_threshold: 10,
-            min_interval_secs: min_interval,
-            age_floor_secs: 1_000_000,
-        }
+        Trigger { memory_threshold: 10, edge_threshold: 10, min_interval_secs: min_interval, age_floor_secs: 1_000_000 }
     }
 
     /// A region with `memories` counted and a pending fire of `fired` of them,
@@ -232,11 +220,7 @@ mod tests {
         (queue, counters, message, payload)
     }
 
-    fn ack(
-        state: &mut (MemoryQueue, MemoryCounters, FireMessage, Vec<u8>),
-        success: bool,
-        trigger: &Trigger,
-    ) -> Acked {
+    fn ack(state: &mut (MemoryQueue, MemoryCounters, FireMessage, Vec<u8>), success: bool, trigger: &Trigger) -> Acked {
         let (queue, counters, message, payload) = state;
         acknowledge(queue, counters, message.borrowed(), payload, success, "acker", trigger, NOW, 1000, || "f2".into())
     }
@@ -280,7 +264,11 @@ mod tests {
         let requeued = FireMessage::parse(&queue.ready[0]).unwrap();
         assert_eq!(requeued.fire_id.as_deref(), Some("f1"));
         assert_eq!(requeued.fired_by, "acker");
-        assert_eq!(requeued.fired_at.unwrap().memories_since_last_cycle, 10, "the fired snapshot, not the current counters");
+        assert_eq!(
+            requeued.fired_at.unwrap().memories_since_last_cycle,
+            10,
+            "the fired snapshot, not the current counters"
+        );
         assert_eq!(requeued.fired_at.unwrap().seconds_since_last_cycle, 100);
         assert_eq!(counters.fields.last_success, Some(NOW - 100), "failure keeps last_success");
     }
@@ -302,7 +290,18 @@ mod tests {
     fn requeue_respects_the_ceiling() {
         let (mut queue, mut counters, message, payload) = pending(12, 10);
         queue.ready.push(b"other".to_vec());
-        let result = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, false, "n", &trigger(0), NOW, 1, || "x".into());
+        let result = acknowledge(
+            &mut queue,
+            &mut counters,
+            message.borrowed(),
+            &payload,
+            false,
+            "n",
+            &trigger(0),
+            NOW,
+            1,
+            || "x".into(),
+        );
         assert_eq!(result.outcome, AckOutcome::Dropped);
         assert_eq!(counters.fields.pending, None);
         assert!(queue.processing.is_empty());
@@ -322,9 +321,31 @@ mod tests {
         let mut queue = MemoryQueue::default();
         let mut counters = MemoryCounters::default();
         queue.processing.push(payload.clone());
-        let first = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, false, "n", &trigger(0), NOW, 1000, || "y".into());
+        let first = acknowledge(
+            &mut queue,
+            &mut counters,
+            message.borrowed(),
+            &payload,
+            false,
+            "n",
+            &trigger(0),
+            NOW,
+            1000,
+            || "y".into(),
+        );
         assert_eq!(first.outcome, AckOutcome::Acknowledged);
-        let second = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, false, "n", &trigger(0), NOW, 1000, || "y".into());
+        let second = acknowledge(
+            &mut queue,
+            &mut counters,
+            message.borrowed(),
+            &payload,
+            false,
+            "n",
+            &trigger(0),
+            NOW,
+            1000,
+            || "y".into(),
+        );
         assert_eq!(second.outcome, AckOutcome::Stale);
         assert!(queue.ready.is_empty());
     }
@@ -439,12 +460,26 @@ mod tests {
             if random.below(2) == 0 {
                 queue.queue.processing.push(payload.clone());
             }
-            let result = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, success, "n", &t, NOW,
-                queue_max, || "f2".into());
+            let result = acknowledge(
+                &mut queue,
+                &mut counters,
+                message.borrowed(),
+                &payload,
+                success,
+                "n",
+                &t,
+                NOW,
+                queue_max,
+                || "f2".into(),
+            );
             let queued_again = matches!(result.outcome, AckOutcome::Requeued | AckOutcome::Dropped);
             assert_eq!(queued_again, due, "{message:?} {t:?} success={success} -> {result:?}");
             assert_eq!(queue.waiting_used.get(), due, "ready/deferred used exactly when due: {result:?}");
-            if due { requeued += 1 } else { not += 1 }
+            if due {
+                requeued += 1
+            } else {
+                not += 1
+            }
         }
         assert!(requeued > 1_000 && not > 1_000, "{requeued} {not}");
     }
@@ -455,7 +490,18 @@ mod tests {
         message.fire_id = None;
         let payload = message.to_payload().into_bytes();
         queue.processing.push(payload.clone());
-        let result = acknowledge(&mut queue, &mut counters, message.borrowed(), &payload, true, "n", &trigger(0), NOW, 1000, || "y".into());
+        let result = acknowledge(
+            &mut queue,
+            &mut counters,
+            message.borrowed(),
+            &payload,
+            true,
+            "n",
+            &trigger(0),
+            NOW,
+            1000,
+            || "y".into(),
+        );
         assert_eq!(result.outcome, AckOutcome::Stale);
         assert_eq!(queue.processing.len(), 1, "only the exact payload leaves");
     }

@@ -142,8 +142,27 @@ mod tests {
     use crate::test_random::Random as Rng;
 
     fn text(rng: &mut Rng) -> String {
-        let pieces = ["", "a", "web", "acme-corp", "\"", "\\", "/", "\u{7f}", "é", "日本", "\u{1F600}", "\u{2028}",
-            " ", "{}", ",", ":", "\\u0000", "\n", "\u{1}"];
+        let pieces = [
+            "",
+            "a",
+            "web",
+            "acme-corp",
+            "\"",
+            "\\",
+            "/",
+            "\u{7f}",
+            "é",
+            "日本",
+            "\u{1F600}",
+            "\u{2028}",
+            " ",
+            "{}",
+            ",",
+            ":",
+            "\\u0000",
+            "\n",
+            "\u{1}",
+        ];
         (0..rng.below(4)).map(|_| pieces[rng.below(pieces.len())]).collect()
     }
 
@@ -168,8 +187,24 @@ mod tests {
     fn damaged(rng: &mut Rng, payload: &[u8]) -> Vec<u8> {
         let mut bytes = payload.to_vec();
         let at = rng.below(bytes.len() + 1);
-        let insertions: [&[u8]; 16] = [b" ", b"\n", b"0", b"9", b"-", b".5", b"e1", b"\"", b"\\", b",", b"}", b"{",
-            b"false", b",\"extra\":1", b"\xff", b"\x01"];
+        let insertions: [&[u8]; 16] = [
+            b" ",
+            b"\n",
+            b"0",
+            b"9",
+            b"-",
+            b".5",
+            b"e1",
+            b"\"",
+            b"\\",
+            b",",
+            b"}",
+            b"{",
+            b"false",
+            b",\"extra\":1",
+            b"\xff",
+            b"\x01",
+        ];
         match rng.below(4) {
             0 => {
                 bytes.splice(at..at, insertions[rng.below(insertions.len())].iter().copied());

@@ -65,7 +65,13 @@ pub fn drain(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPol
 /// Drain once for `org` at `now`, passing over (dead-lettering, deferring)
 /// at most `skip_left` items, which it lowers by those it passed over;
 /// at zero it stops ([`Drained::stopped`]) before looking at the next.
-pub fn drain_bounded(queue: &mut impl QueueStore, org: &str, now: i64, policy: &DrainPolicy, skip_left: &mut u64) -> Drained {
+pub fn drain_bounded(
+    queue: &mut impl QueueStore,
+    org: &str,
+    now: i64,
+    policy: &DrainPolicy,
+    skip_left: &mut u64,
+) -> Drained {
     let mut drained = Drained::default();
     let local_hour = policy.quiet.local_hour(now);
     loop {
@@ -128,8 +134,8 @@ pub fn recover(queue: &mut impl QueueStore) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dreams::message::FireMessage;
     use crate::dreams::memory::MemoryQueue;
+    use crate::dreams::message::FireMessage;
     use crate::dreams::region::RegionKey;
 
     /// 03:00 UTC on day 20000: inside the default window.
@@ -138,11 +144,7 @@ mod tests {
     const DAY_NOW: i64 = 20_000 * 86_400 + 12 * 3_600;
 
     fn policy() -> DrainPolicy {
-        DrainPolicy {
-            quiet: QuietHours::default(),
-            backlog_min: 32,
-            queue_max: 1000,
-        }
+        DrainPolicy { quiet: QuietHours::default(), backlog_min: 32, queue_max: 1000 }
     }
 
     fn item(project: &str) -> Vec<u8> {
@@ -164,8 +166,8 @@ mod tests {
 
     #[test]
     fn a_drain_passes_over_a_bounded_number_and_the_next_goes_on() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = (0..10).map(|n| format!("garbage {n}").into_bytes()).collect();
+        let mut queue =
+            MemoryQueue { ready: (0..10).map(|n| format!("garbage {n}").into_bytes()).collect(), ..Default::default() };
         queue.ready.push(item("p"));
         let mut left = 4;
         let drained = drain_bounded(&mut queue, "o", DAY_NOW, &policy(), &mut left);
@@ -179,8 +181,7 @@ mod tests {
 
     #[test]
     fn outside_quiet_hours_the_head_runs() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = vec![item("a"), item("b")];
+        let mut queue = MemoryQueue { ready: vec![item("a"), item("b")], ..Default::default() };
         let drained = drain(&mut queue, "o", DAY_NOW, &policy());
         assert_eq!(project_of(&drained.ready.unwrap()), "a");
         assert_eq!(queue.processing, vec![item("a")]);
@@ -189,8 +190,7 @@ mod tests {
 
     #[test]
     fn a_lone_item_runs_even_in_quiet_hours() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = vec![item("a")];
+        let mut queue = MemoryQueue { ready: vec![item("a")], ..Default::default() };
         let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
         assert_eq!(drained.ready, Some(item("a")));
         assert_eq!(drained.quiet_deferred, 0);
@@ -198,8 +198,7 @@ mod tests {
 
     #[test]
     fn two_unmarked_items_are_both_marked_and_the_first_comes_back() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = vec![item("a"), item("b")];
+        let mut queue = MemoryQueue { ready: vec![item("a"), item("b")], ..Default::default() };
         let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
         let ready = drained.ready.unwrap();
         let message = FireMessage::parse(&ready).unwrap();
@@ -213,9 +212,11 @@ mod tests {
 
     #[test]
     fn deferring_moves_an_identical_in_flight_copy_to_the_tail_as_the_seed_does() {
-        let mut queue = MemoryQueue::default();
-        queue.processing = vec![item("a"), item("x")];
-        queue.ready = vec![item("a"), item("b")];
+        let mut queue = MemoryQueue {
+            processing: vec![item("a"), item("x")],
+            ready: vec![item("a"), item("b")],
+            ..Default::default()
+        };
         let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
         assert_eq!(project_of(&drained.ready.unwrap()), "a");
         assert_eq!(queue.processing.len(), 3);
@@ -225,8 +226,7 @@ mod tests {
 
     #[test]
     fn a_large_backlog_runs_in_quiet_hours() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = (0..32).map(|i| item(&format!("p{i}"))).collect();
+        let mut queue = MemoryQueue { ready: (0..32).map(|i| item(&format!("p{i}"))).collect(), ..Default::default() };
         let drained = drain(&mut queue, "o", QUIET_NOW, &policy());
         assert_eq!(project_of(&drained.ready.unwrap()), "p0");
         assert_eq!(drained.quiet_deferred, 0);
@@ -270,8 +270,7 @@ mod tests {
 
     #[test]
     fn promotion_stops_at_the_ceiling() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = vec![item("a")];
+        let mut queue = MemoryQueue { ready: vec![item("a")], ..Default::default() };
         queue.add_deferred(0, &item("d1"));
         queue.add_deferred(0, &item("d2"));
         assert_eq!(promote_due(&mut queue, DAY_NOW, 2), 1);
@@ -281,9 +280,8 @@ mod tests {
 
     #[test]
     fn recover_moves_everything_in_flight_back_in_order() {
-        let mut queue = MemoryQueue::default();
-        queue.ready = vec![item("r")];
-        queue.processing = vec![item("a"), item("b")];
+        let mut queue =
+            MemoryQueue { ready: vec![item("r")], processing: vec![item("a"), item("b")], ..Default::default() };
         assert_eq!(recover(&mut queue), 2);
         assert_eq!(queue.ready, vec![item("r"), item("a"), item("b")]);
         assert!(queue.processing.is_empty());

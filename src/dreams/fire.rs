@@ -66,7 +66,9 @@ pub(crate) fn enqueue_counted(
         return false;
     }
     counters.set_pending(&fire_id);
-    with_payload(region, fired_by, Some(snapshot), Some(FireIdText::Text(&fire_id)), false, |payload| queue.push_ready(payload));
+    with_payload(region, fired_by, Some(snapshot), Some(FireIdText::Text(&fire_id)), false, |payload| {
+        queue.push_ready(payload)
+    });
     true
 }
 
@@ -90,10 +92,7 @@ mod tests {
         assert_eq!(fire(&mut queue, region.borrowed(), "n", FireIdText::Text("b"), 2), FireOutcome::Dropped);
         assert_eq!(queue.ready.len(), 1);
         let payload = String::from_utf8(queue.ready[0].clone()).unwrap();
-        assert_eq!(
-            payload,
-            r#"{"region":{"org":"o","project":"p","memory_type":1},"fired_by":"n","fire_id":"a"}"#
-        );
+        assert_eq!(payload, r#"{"region":{"org":"o","project":"p","memory_type":1},"fired_by":"n","fire_id":"a"}"#);
     }
 
     #[test]

@@ -71,7 +71,12 @@ pub fn expire_due(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now
 
 /// [`expire_due`], also saying how many due leases it handled (expired or
 /// dropped): `(handled, requeued)`.
-pub fn expire_due_counted(queue: &mut impl QueueStore, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> (u64, u64) {
+pub fn expire_due_counted(
+    queue: &mut impl QueueStore,
+    leases: &mut impl LeaseStore,
+    now_ms: i64,
+    limit: u64,
+) -> (u64, u64) {
     let due = leases.due(now_ms, limit);
     if due.is_empty() {
         return (0, 0);
@@ -330,9 +335,18 @@ mod tests {
         Trigger { memory_threshold: 1_000, edge_threshold: 1_000, min_interval_secs: 3_600, age_floor_secs: 1_000_000 }
     }
 
-    fn ack(queue: &mut MemoryQueue, leases: &mut MemoryLeases, counters: &mut MemoryCounters, message: &FireMessage, payload: &[u8]) -> AckOutcome {
+    fn ack(
+        queue: &mut MemoryQueue,
+        leases: &mut MemoryLeases,
+        counters: &mut MemoryCounters,
+        message: &FireMessage,
+        payload: &[u8],
+    ) -> AckOutcome {
         let mut aware = LeaseAwareQueue { queue, leases };
-        acknowledge(&mut aware, counters, message.borrowed(), payload, true, "n", &trigger(), 1_000, 1_000, || "f2".into()).outcome
+        acknowledge(&mut aware, counters, message.borrowed(), payload, true, "n", &trigger(), 1_000, 1_000, || {
+            "f2".into()
+        })
+        .outcome
     }
 
     #[test]

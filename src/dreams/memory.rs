@@ -82,12 +82,7 @@ impl QueueStore for MemoryQueue {
         self.deferred.sort();
     }
     fn due_deferred(&self, now: i64, limit: u64) -> Vec<Vec<u8>> {
-        self.deferred
-            .iter()
-            .filter(|(score, _)| *score <= now)
-            .take(limit as usize)
-            .map(|(_, p)| p.clone())
-            .collect()
+        self.deferred.iter().filter(|(score, _)| *score <= now).take(limit as usize).map(|(_, p)| p.clone()).collect()
     }
     fn promote(&mut self, payloads: &[Vec<u8>]) {
         for payload in payloads {

@@ -404,10 +404,7 @@ mod tests {
             quiet_deferred: false,
         };
         let encoded = message.to_payload();
-        assert_eq!(
-            encoded,
-            r#"{"region":{"org":"o","project":"p","memory_type":3},"fired_by":"node-a"}"#
-        );
+        assert_eq!(encoded, r#"{"region":{"org":"o","project":"p","memory_type":3},"fired_by":"node-a"}"#);
         assert_eq!(FireMessage::parse(encoded.as_bytes()), Some(message));
     }
 
@@ -435,7 +432,8 @@ mod tests {
     fn payloads_are_what_serde_json_writes() {
         let mut random = crate::test_random::Random::new(0x2545_f491_4f6c_dd1d);
         let mut next = move || random.next();
-        let pieces = ["", "a", "web", "\"", "\\", "/", "\u{7f}", "é", "日本", "\u{1F600}", "\u{2028}", " ", "{}", "\\u0000"];
+        let pieces =
+            ["", "a", "web", "\"", "\\", "/", "\u{7f}", "é", "日本", "\u{1F600}", "\u{2028}", " ", "{}", "\\u0000"];
         let text = |next: &mut dyn FnMut() -> u64| -> String {
             (0..next() % 5)
                 .map(|_| match next() % 3 {
@@ -479,9 +477,15 @@ mod tests {
         for (project, fire_id) in [("p", Some("f")), (long.as_str(), None), ("q\"\n", Some("g")), ("p", None)] {
             for fired_by in ["n", DEFAULT_NODE, "dreamtown2", "\"dreamtown"] {
                 let region = RegionRef { org: "o", project: project.as_bytes(), memory_type: 7 };
-                let counters = Some(RegionWriteCounters { memories_since_last_cycle: 1, edges_since_last_cycle: 2, seconds_since_last_cycle: 3 });
+                let counters = Some(RegionWriteCounters {
+                    memories_since_last_cycle: 1,
+                    edges_since_last_cycle: 2,
+                    seconds_since_last_cycle: 3,
+                });
                 let expected = payload(region, fired_by, counters, fire_id, true);
-                let handed = with_payload(region, fired_by, counters, fire_id.map(FireIdText::Text), true, |bytes| bytes.to_vec());
+                let handed = with_payload(region, fired_by, counters, fire_id.map(FireIdText::Text), true, |bytes| {
+                    bytes.to_vec()
+                });
                 assert_eq!(handed, expected.as_bytes());
             }
         }
@@ -489,7 +493,8 @@ mod tests {
         let made = FireId::new();
         let region = RegionRef { org: "o", project: b"p", memory_type: 1 };
         let expected = payload(region, DEFAULT_NODE, None, Some(made.as_str()), false);
-        let handed = with_payload(region, DEFAULT_NODE, None, Some(FireIdText::Made(&made)), false, |bytes| bytes.to_vec());
+        let handed =
+            with_payload(region, DEFAULT_NODE, None, Some(FireIdText::Made(&made)), false, |bytes| bytes.to_vec());
         assert_eq!(handed, expected.as_bytes());
     }
 
@@ -503,7 +508,8 @@ mod tests {
             let region = RegionRef { org, project: if i % 2 == 0 { b"p" } else { b"q\n" }, memory_type: i as u32 };
             let fired_by = if i % 3 == 0 { DEFAULT_NODE } else { "n" };
             let expected = payload(region, fired_by, None, Some("f"), false);
-            let handed = with_payload(region, fired_by, None, Some(FireIdText::Text("f")), false, |bytes| bytes.to_vec());
+            let handed =
+                with_payload(region, fired_by, None, Some(FireIdText::Text("f")), false, |bytes| bytes.to_vec());
             assert_eq!(String::from_utf8(handed).unwrap(), expected, "call {i}");
         }
     }

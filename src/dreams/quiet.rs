@@ -38,12 +38,7 @@ pub struct QuietHours {
 impl Default for QuietHours {
     /// The PRD default: 02:00-06:00 UTC.
     fn default() -> Self {
-        Self {
-            start_hour: 2,
-            end_hour: 6,
-            enabled: true,
-            utc_offset_minutes: 0,
-        }
+        Self { start_hour: 2, end_hour: 6, enabled: true, utc_offset_minutes: 0 }
     }
 }
 
@@ -52,9 +47,7 @@ impl FromStr for QuietHours {
 
     /// Parse `HH-HH` with two-digit hours, start ≠ end.
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let (start, end) = value
-            .split_once('-')
-            .ok_or(QuietHoursError("quiet hours must use START-END"))?;
+        let (start, end) = value.split_once('-').ok_or(QuietHoursError("quiet hours must use START-END"))?;
         if start.len() != 2 || end.len() != 2 {
             return Err(QuietHoursError("quiet hours must use two-digit UTC hours"));
         }
@@ -63,12 +56,7 @@ impl FromStr for QuietHours {
         if start_hour == end_hour {
             return Err(QuietHoursError("quiet window must not be empty"));
         }
-        Ok(Self {
-            start_hour,
-            end_hour,
-            enabled: true,
-            utc_offset_minutes: 0,
-        })
+        Ok(Self { start_hour, end_hour, enabled: true, utc_offset_minutes: 0 })
     }
 }
 
@@ -96,10 +84,7 @@ impl fmt::Display for QuietHours {
 impl QuietHours {
     /// No quiet window: cycles may run any time.
     pub fn none() -> Self {
-        Self {
-            enabled: false,
-            ..Self::default()
-        }
+        Self { enabled: false, ..Self::default() }
     }
 
     /// The PRD default 02:00-06:00 UTC window.
@@ -171,12 +156,7 @@ mod tests {
         assert!(nightly.contains(5));
         assert!(!nightly.contains(6), "end hour is exclusive");
         assert!(!nightly.contains(23));
-        let day = QuietHours {
-            start_hour: 9,
-            end_hour: 17,
-            enabled: true,
-            utc_offset_minutes: -360,
-        };
+        let day = QuietHours { start_hour: 9, end_hour: 17, enabled: true, utc_offset_minutes: -360 };
         assert!(day.contains(9));
         assert!(!day.contains(17), "end hour is exclusive");
     }
@@ -203,13 +183,7 @@ mod tests {
         assert!("ab-06".parse::<QuietHours>().is_err());
         assert!(QuietHours::default().with_utc_offset_minutes(1440).is_err());
         assert!(QuietHours::default().with_utc_offset_minutes(-1440).is_err());
-        assert_eq!(
-            QuietHours::default()
-                .with_utc_offset_minutes(-1439)
-                .unwrap()
-                .utc_offset_minutes,
-            -1439
-        );
+        assert_eq!(QuietHours::default().with_utc_offset_minutes(-1439).unwrap().utc_offset_minutes, -1439);
     }
 
     #[test]
@@ -219,10 +193,7 @@ mod tests {
         assert!(!quiet.should_reorder(3, 0, min), "a lone fire runs immediately");
         assert!(quiet.should_reorder(3, 1, min));
         assert!(quiet.should_reorder(3, 30, min));
-        assert!(
-            !quiet.should_reorder(3, 31, min),
-            "32 total items meet the progress threshold"
-        );
+        assert!(!quiet.should_reorder(3, 31, min), "32 total items meet the progress threshold");
         assert!(!quiet.should_reorder(7, 1, min), "outside the window runs now");
     }
 

@@ -135,12 +135,7 @@ pub fn record<Q: QueueStore>(
     let first_success = if last_success.is_none() { Some(now) } else { None };
     counters.set_counts(memories, edges, first_success);
     let elapsed = now.saturating_sub(last_success.unwrap_or(now)).max(0);
-    let accumulated = Recorded {
-        outcome: RecordOutcome::Accumulated,
-        memories,
-        edges,
-        deduplicated: false,
-    };
+    let accumulated = Recorded { outcome: RecordOutcome::Accumulated, memories, edges, deduplicated: false };
     // `fire_due` is the whole decision; the queue is there exactly when it holds.
     let (true, Some(queue)) = (due, queue) else {
         return accumulated;
@@ -201,11 +196,7 @@ mod tests {
     }
 
     fn write(memories: u64) -> Write<'static> {
-        Write {
-            memories,
-            edges: 0,
-            delivery: None,
-        }
+        Write { memories, edges: 0, delivery: None }
     }
 
     fn run(
@@ -255,12 +246,7 @@ mod tests {
     #[test]
     fn age_floor_zero_fires_on_every_record_without_pending() {
         let (mut queue, mut counters) = Default::default();
-        let t = Trigger {
-            memory_threshold: 1_000,
-            edge_threshold: 1_000,
-            min_interval_secs: 0,
-            age_floor_secs: 0,
-        };
+        let t = Trigger { memory_threshold: 1_000, edge_threshold: 1_000, min_interval_secs: 0, age_floor_secs: 0 };
         assert_eq!(run(&mut queue, &mut counters, write(0), &t, NOW).outcome, RecordOutcome::Queued);
     }
 
@@ -278,7 +264,10 @@ mod tests {
         let (mut queue, mut counters): (MemoryQueue, MemoryCounters) = Default::default();
         let region = RegionKey::new("o", "p", 1);
         queue.ready.push(b"x".to_vec());
-        let result = record(Some(&mut queue), &mut counters, region.borrowed(), write(3), "n", &trigger(1, 0), NOW, 1, || "f".into());
+        let result =
+            record(Some(&mut queue), &mut counters, region.borrowed(), write(3), "n", &trigger(1, 0), NOW, 1, || {
+                "f".into()
+            });
         assert_eq!(result.outcome, RecordOutcome::Dropped);
         assert_eq!(counters.fields.memories, Some(3));
         assert_eq!(counters.fields.pending, None);
@@ -288,17 +277,14 @@ mod tests {
     fn events_count_once_and_settled_generations_are_ignored() {
         let (mut queue, mut counters) = Default::default();
         let t = trigger(100, 0);
-        let once = |generation| Write {
-            memories: 2,
-            edges: 1,
-            delivery: Some(Delivery { event_id: b"e1", generation }),
-        };
+        let once =
+            |generation| Write { memories: 2, edges: 1, delivery: Some(Delivery { event_id: b"e1", generation }) };
         assert_eq!(run(&mut queue, &mut counters, once(1), &t, NOW).memories, 2);
         let replay = run(&mut queue, &mut counters, once(1), &t, NOW);
         assert_eq!((replay.outcome, replay.memories, replay.edges), (RecordOutcome::Accumulated, 2, 1));
         assert!(replay.deduplicated);
         settle(&mut counters, b"e1", 5, false);
-        assert!(!counters.events.contains(&b"e1".to_vec()));
+        assert!(!counters.events.contains(b"e1".as_slice()));
         assert_eq!(run(&mut queue, &mut counters, once(5), &t, NOW).memories, 2, "generation <= settled");
         assert_eq!(run(&mut queue, &mut counters, once(6), &t, NOW).memories, 4);
     }
@@ -337,13 +323,18 @@ mod tests {
                 age_floor_secs: [0, 30, u64::MAX][next(3) as usize],
             };
             let due = fire_due(&counters.fields, &write, &t, NOW);
-            let seen = write.delivery.is_some() && counters.events.contains(&b"e".to_vec());
+            let seen = write.delivery.is_some() && counters.events.contains(b"e".as_slice());
             let mut queue = MemoryQueue::default();
             let region = RegionKey::new("o", "p", 1);
-            let result = record(Some(&mut queue), &mut counters, region.borrowed(), write, "n", &t, NOW, 1000, || "f".into());
+            let result =
+                record(Some(&mut queue), &mut counters, region.borrowed(), write, "n", &t, NOW, 1000, || "f".into());
             let fires = result.outcome != RecordOutcome::Accumulated;
             assert_eq!(fires, due && !seen, "{write:?} {t:?} -> {result:?}");
-            if fires { fired += 1 } else { quiet += 1 }
+            if fires {
+                fired += 1
+            } else {
+                quiet += 1
+            }
         }
         assert!(fired > 1_000 && quiet > 1_000, "{fired} {quiet}");
     }
@@ -355,6 +346,6 @@ mod tests {
         settle(&mut counters, b"e", 7, true);
         settle(&mut counters, b"e", 3, true);
         assert_eq!(counters.fields.settled_generation, Some(7));
-        assert!(counters.events.contains(&b"e".to_vec()));
+        assert!(counters.events.contains(b"e".as_slice()));
     }
 }

@@ -50,11 +50,7 @@ impl RegionKey {
 
     /// A region of `org`.
     pub fn new(org: impl Into<String>, project: impl Into<String>, memory_type: u32) -> Self {
-        Self {
-            org: org.into(),
-            project: project.into(),
-            memory_type,
-        }
+        Self { org: org.into(), project: project.into(), memory_type }
     }
 }
 
@@ -131,10 +127,7 @@ impl RegionKeys {
     pub fn new(region: &RegionKey) -> Self {
         let mut digits = [0u8; 11];
         let [counters, events] = Self::name_parts(region.borrowed(), &mut digits);
-        Self {
-            counters: text(&counters.concat()),
-            events: text(&events.concat()),
-        }
+        Self { counters: text(&counters.concat()), events: text(&events.concat()) }
     }
 
     /// The counters hash and event set names of `region`, as the parts to

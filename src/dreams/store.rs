@@ -54,9 +54,7 @@ pub trait QueueStore {
 
     /// Ready + deferred + in-flight: what the ceiling counts.
     fn total_len(&self) -> u64 {
-        self.ready_len()
-            .saturating_add(self.deferred_len())
-            .saturating_add(self.processing_len())
+        self.ready_len().saturating_add(self.deferred_len()).saturating_add(self.processing_len())
     }
 }
 
@@ -185,20 +183,32 @@ mod tests {
 
     #[test]
     fn integers_parse_as_str_parse_did() {
-        let mut cases: Vec<Vec<u8>> = ["0", "-0", "007", "-007", "9223372036854775807", "9223372036854775808",
-            "-9223372036854775808", "-9223372036854775809", "18446744073709551616", "--1", "1-", "\u{e9}", "12a"]
-            .iter()
-            .map(|s| s.as_bytes().to_vec())
-            .collect();
+        let mut cases: Vec<Vec<u8>> = [
+            "0",
+            "-0",
+            "007",
+            "-007",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551616",
+            "--1",
+            "1-",
+            "\u{e9}",
+            "12a",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
         cases.push(vec![0xff, b'1']);
         let mut random = crate::test_random::Random::new(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let seed = random.next();
             let length = (seed % 22) as usize;
             let alphabet = b"0123456789-+ x9";
-            let case: Vec<u8> = (0..length)
-                .map(|i| alphabet[((seed >> (i % 60)) as usize + i) % alphabet.len()])
-                .collect();
+            let case: Vec<u8> =
+                (0..length).map(|i| alphabet[((seed >> (i % 60)) as usize + i) % alphabet.len()]).collect();
             cases.push(case);
             cases.push((seed as i64).to_string().into_bytes());
         }

@@ -19,12 +19,7 @@ pub struct Trigger {
 
 impl Default for Trigger {
     fn default() -> Self {
-        Self {
-            memory_threshold: 50,
-            edge_threshold: 200,
-            min_interval_secs: 3_600,
-            age_floor_secs: 7 * 86_400,
-        }
+        Self { memory_threshold: 50, edge_threshold: 200, min_interval_secs: 3_600, age_floor_secs: 7 * 86_400 }
     }
 }
 
@@ -52,12 +47,7 @@ mod tests {
 
     #[test]
     fn any_threshold_fires() {
-        let trigger = Trigger {
-            memory_threshold: 5,
-            edge_threshold: 10,
-            min_interval_secs: 0,
-            age_floor_secs: 100,
-        };
+        let trigger = Trigger { memory_threshold: 5, edge_threshold: 10, min_interval_secs: 0, age_floor_secs: 100 };
         assert!(!trigger.threshold_met(4, 9, 99));
         assert!(trigger.threshold_met(5, 0, 0));
         assert!(trigger.threshold_met(0, 10, 0));
@@ -66,10 +56,7 @@ mod tests {
 
     #[test]
     fn age_floor_zero_always_fires() {
-        let trigger = Trigger {
-            age_floor_secs: 0,
-            ..Trigger::default()
-        };
+        let trigger = Trigger { age_floor_secs: 0, ..Trigger::default() };
         assert!(trigger.threshold_met(0, 0, 0));
     }
 

@@ -45,16 +45,13 @@ impl<'a> Args<'a> {
 
     /// The next argument, which must exist (`what` names it in the error).
     pub fn required(&mut self, what: &str) -> Result<&'a [u8], CommandError> {
-        self.next()
-            .ok_or_else(|| CommandError::err(format_args!("missing {what}")))
+        self.next().ok_or_else(|| CommandError::err(format_args!("missing {what}")))
     }
 
     /// The next argument as UTF-8 text.
     pub fn text(&mut self, what: &str) -> Result<&'a str, CommandError> {
         let bytes = self.required(what)?;
-        utf8(bytes)
-            .ok_or(())
-            .map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
+        utf8(bytes).ok_or(()).map_err(|_| CommandError::err(format_args!("{what} must be valid UTF-8")))
     }
 
     /// The next argument, which must be valid UTF-8, as its bytes: for
@@ -71,9 +68,8 @@ impl<'a> Args<'a> {
     /// The next argument as an unsigned integer no larger than `max`.
     pub fn unsigned(&mut self, what: &str, max: u64) -> Result<u64, CommandError> {
         let bytes = self.required(what)?;
-        parse_unsigned(bytes, max).ok_or_else(|| {
-            CommandError::err(format_args!("{what} must be an integer from 0 to {max}"))
-        })
+        parse_unsigned(bytes, max)
+            .ok_or_else(|| CommandError::err(format_args!("{what} must be an integer from 0 to {max}")))
     }
 
     /// The next argument as a signed integer in `min..=max`.
@@ -81,9 +77,7 @@ impl<'a> Args<'a> {
         let bytes = self.required(what)?;
         parse_signed(bytes)
             .filter(|value| (min..=max).contains(value))
-            .ok_or_else(|| {
-                CommandError::err(format_args!("{what} must be an integer from {min} to {max}"))
-            })
+            .ok_or_else(|| CommandError::err(format_args!("{what} must be an integer from {min} to {max}")))
     }
 
     /// The next argument as a blocking timeout in seconds (decimal, ≥ 0),
@@ -180,7 +174,9 @@ impl Word {
         match &self.long {
             Some(long) => long,
             // Copied from valid UTF-8 with only ASCII letters changed.
-            None => std::str::from_utf8(self.inline.get(..usize::from(self.len)).unwrap_or_default()).unwrap_or_default(),
+            None => {
+                std::str::from_utf8(self.inline.get(..usize::from(self.len)).unwrap_or_default()).unwrap_or_default()
+            }
         }
     }
 }
@@ -242,9 +238,7 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, CommandError> {
     let invalid = || CommandError::err("timeout is not a float or out of range");
     let text = std::str::from_utf8(bytes).map_err(|_| invalid())?;
     if text.is_empty()
-        || !text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'+' || b == b'e' || b == b'E')
+        || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'+' || b == b'e' || b == b'E')
     {
         return Err(invalid());
     }
@@ -301,8 +295,20 @@ mod tests {
     fn options_in_a_list_match_as_upper_cased_words_do() {
         let words = ["COUNT", "ACK", "NOQUIET", "LEASE"];
         let long = "x".repeat(WORD_INLINE + 1);
-        let cases: [&[u8]; 12] = [b"count", b"COUNT", b"Ack", b"noquiet", b"NOQUIETX", b"", b"lease", b"\xc3\xa9",
-            b"\xffACK", long.as_bytes(), b"acK", b"counT "];
+        let cases: [&[u8]; 12] = [
+            b"count",
+            b"COUNT",
+            b"Ack",
+            b"noquiet",
+            b"NOQUIETX",
+            b"",
+            b"lease",
+            b"\xc3\xa9",
+            b"\xffACK",
+            long.as_bytes(),
+            b"acK",
+            b"counT ",
+        ];
         for case in cases {
             let items = [case];
             let read = Args::new(&items).option_in(&words);
@@ -323,10 +329,11 @@ mod tests {
     #[test]
     fn whole_second_timeouts_read_as_the_float_path_reads_them() {
         let mut rng = crate::test_random::Random::new(21);
-        let mut cases: Vec<Vec<u8>> = ["0", "5", "05", "000", "1", "999999999999", "1000000000000", "", "1.5", "-1", "1e3"]
-            .iter()
-            .map(|case| case.as_bytes().to_vec())
-            .collect();
+        let mut cases: Vec<Vec<u8>> =
+            ["0", "5", "05", "000", "1", "999999999999", "1000000000000", "", "1.5", "-1", "1e3"]
+                .iter()
+                .map(|case| case.as_bytes().to_vec())
+                .collect();
         for _ in 0..20_000 {
             let digits = 1 + rng.below(13);
             cases.push((0..digits).map(|_| b'0' + rng.below(10) as u8).collect());
@@ -339,7 +346,10 @@ mod tests {
     #[test]
     fn utf8_agrees_with_from_utf8() {
         let mut random = crate::test_random::Random::new(0x2545_f491_4f6c_dd1d);
-        let alphabet: &[u8] = &[b'a', b'{', 0x00, 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0x80, 0xf4, 0x90, 0xff];
+        let alphabet: &[u8] = &[
+            b'a', b'{', 0x00, 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0x80,
+            0xf4, 0x90, 0xff,
+        ];
         for _ in 0..50_000 {
             let len = (random.next() % 24) as usize;
             let bytes: Vec<u8> = (0..len)
@@ -351,7 +361,8 @@ mod tests {
             assert_eq!(utf8(&bytes), std::str::from_utf8(&bytes).ok(), "{bytes:?}");
             assert_eq!(is_utf8(&bytes), std::str::from_utf8(&bytes).is_ok(), "{bytes:?}");
         }
-        for text in ["", "bench", "日本語", "é", "\u{1F600}", "0123456789abcdef", "0123456789abcdefg", "r:000000001234"] {
+        for text in ["", "bench", "日本語", "é", "\u{1F600}", "0123456789abcdef", "0123456789abcdefg", "r:000000001234"]
+        {
             assert_eq!(utf8(text.as_bytes()), Some(text));
             assert!(is_utf8(text.as_bytes()));
         }
@@ -360,8 +371,17 @@ mod tests {
     #[test]
     fn words_upper_case_as_from_utf8_lossy_to_ascii_uppercase_does() {
         let long = "x".repeat(WORD_INLINE + 1);
-        let cases: [&[u8]; 9] = [b"", b"noquiet", b"Lease", b"\xc3\xa9t\xc3\xa9", b"\xff\xfeab", long.as_bytes(),
-            &long.as_bytes()[..WORD_INLINE], b"a\x00b", b"TRIGGER"];
+        let cases: [&[u8]; 9] = [
+            b"",
+            b"noquiet",
+            b"Lease",
+            b"\xc3\xa9t\xc3\xa9",
+            b"\xff\xfeab",
+            long.as_bytes(),
+            &long.as_bytes()[..WORD_INLINE],
+            b"a\x00b",
+            b"TRIGGER",
+        ];
         for case in cases {
             let word = Word::upper_case(case);
             assert_eq!(word.as_str(), String::from_utf8_lossy(case).to_ascii_uppercase(), "{case:?}");
@@ -382,8 +402,18 @@ mod tests {
         let mut random = crate::test_random::Random::new(0x9e37_79b9_7f4a_7c15);
         let mut next = move || random.next();
         let fixed: [&[u8]; 12] = [
-            b"", b"0", b"00", b"18446744073709551615", b"18446744073709551616", b"99999999999999999999",
-            b"000000000000000000001", b"-1", b"+1", b" 1", b"1 ", b"4294967295",
+            b"",
+            b"0",
+            b"00",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"99999999999999999999",
+            b"000000000000000000001",
+            b"-1",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"4294967295",
         ];
         let alphabet = b"0123456789+- x";
         let mut cases: Vec<Vec<u8>> = fixed.iter().map(|c| c.to_vec()).collect();

@@ -40,14 +40,9 @@ pub fn integer_replicated(
     let call = api!(RedisModule_Call);
     let reply = unsafe {
         match member {
-            Member::Bytes(bytes) => call(
-                ctx,
-                command.as_ptr(),
-                c"!sb".as_ptr(),
-                key.as_ptr(),
-                bytes.as_ptr().cast::<c_char>(),
-                bytes.len(),
-            ),
+            Member::Bytes(bytes) => {
+                call(ctx, command.as_ptr(), c"!sb".as_ptr(), key.as_ptr(), bytes.as_ptr().cast::<c_char>(), bytes.len())
+            }
             Member::String(string) => call(ctx, command.as_ptr(), c"!ss".as_ptr(), key.as_ptr(), string),
         }
     };
@@ -56,7 +51,9 @@ pub fn integer_replicated(
     }
     let kind = unsafe { api!(RedisModule_CallReplyType)(reply) };
     let value = match kind {
-        k if k == raw::REDISMODULE_REPLY_INTEGER as c_int => Ok(Some(unsafe { api!(RedisModule_CallReplyInteger)(reply) })),
+        k if k == raw::REDISMODULE_REPLY_INTEGER as c_int => {
+            Ok(Some(unsafe { api!(RedisModule_CallReplyInteger)(reply) }))
+        }
         k if k == raw::REDISMODULE_REPLY_ERROR as c_int => Err(Refused),
         _ => Ok(None),
     };
@@ -76,7 +73,8 @@ pub fn zcount(ctx: *mut raw::RedisModuleCtx, key: &OwnedString, min: &CStr, max:
         return None;
     }
     let kind = unsafe { api!(RedisModule_CallReplyType)(reply) };
-    let value = (kind == raw::REDISMODULE_REPLY_INTEGER as c_int).then(|| unsafe { api!(RedisModule_CallReplyInteger)(reply) });
+    let value =
+        (kind == raw::REDISMODULE_REPLY_INTEGER as c_int).then(|| unsafe { api!(RedisModule_CallReplyInteger)(reply) });
     unsafe { api!(RedisModule_FreeCallReply)(reply) };
     value
 }

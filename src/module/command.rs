@@ -42,8 +42,7 @@ use super::string::bytes_of;
 pub type Handler = fn(&Session, &[&[u8]]) -> CommandResult;
 
 /// The C entry point Redis calls.
-pub type RawCommand =
-    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+pub type RawCommand = unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 /// How a command uses its tenant's keys, for the key spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,24 +100,12 @@ impl Arg {
 
     /// A required pure keyword (a choice inside a one-of).
     pub const fn keyword(token: &'static str) -> Self {
-        Self {
-            name: token,
-            kind: ArgKind::Token,
-            token: Some(token),
-            optional: false,
-            multiple: false,
-        }
+        Self { name: token, kind: ArgKind::Token, token: Some(token), optional: false, multiple: false }
     }
 
     /// An optional pure keyword.
     pub const fn flag(token: &'static str) -> Self {
-        Self {
-            name: token,
-            kind: ArgKind::Token,
-            token: Some(token),
-            optional: true,
-            multiple: false,
-        }
+        Self { name: token, kind: ArgKind::Token, token: Some(token), optional: true, multiple: false }
     }
 
     /// Introduced by `token`.
@@ -205,7 +192,8 @@ macro_rules! subcommand_entry_point {
 }
 pub(crate) use subcommand_entry_point;
 
-const BUG: &str = "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
+const BUG: &str =
+    "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
 
 /// Run `run` with the arguments after the first `SKIP` (the command's
 /// name, and a subcommand's), as bytes: up to
@@ -478,10 +466,7 @@ unsafe extern "C" fn help_entry(
 
 /// The lines of `container`'s `HELP`, as `XINFO HELP` words them.
 pub fn help_lines(container: &ContainerSpec) -> Vec<CString> {
-    let mut lines = vec![format!(
-        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        container.name
-    )];
+    let mut lines = vec![format!("{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", container.name)];
     for sub in container.subcommands {
         let usage: Vec<String> = sub.args.iter().map(usage).collect();
         lines.push(format!("{} {}", sub.name, usage.join(" ")).trim_end().to_owned());
@@ -506,7 +491,11 @@ fn usage(arg: &Arg) -> String {
         (_, Some(token)) => format!("{token} {body}"),
     };
     let body = if arg.multiple { format!("{body} [{body} ...]") } else { body };
-    if arg.optional { format!("[{body}]") } else { body }
+    if arg.optional {
+        format!("[{body}]")
+    } else {
+        body
+    }
 }
 
 /// The ACL categories Redis derives from a core command's flags.

@@ -88,7 +88,7 @@ pub const TEXT_SETTINGS: [&str; 1] = ["quiet-hours"];
 /// The configuration layer would otherwise ignore an unknown or misspelt
 /// name, a missing value or a repeat, and install an out-of-range number.
 pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err("module arguments must be <name> <value> pairs".into());
     }
     let mut seen: Vec<&[u8]> = Vec::new();
@@ -185,7 +185,9 @@ const NUMERIC: [(&str, &AtomicI64, i64, (i64, i64)); 10] = [
 /// `used_memory` a load/unload cycle). Here the private data is the
 /// setting's own static: nothing to free.
 pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
-    let given = |name: &str| args.chunks(2).find(|pair| pair.first() == Some(&name.as_bytes())).and_then(|pair| pair.get(1).copied());
+    let given = |name: &str| {
+        args.chunks(2).find(|pair| pair.first() == Some(&name.as_bytes())).and_then(|pair| pair.get(1).copied())
+    };
     for (name, variable, default, (min, max)) in NUMERIC {
         let default = given(name)
             .and_then(|value| std::str::from_utf8(value).ok())
@@ -304,7 +306,9 @@ unsafe extern "C" fn set_quiet_hours(
         Err(message) => {
             if !err.is_null() {
                 // The server frees it (module.c `propagateErrorString`).
-                unsafe { *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len()) };
+                unsafe {
+                    *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len())
+                };
             }
             raw::REDISMODULE_ERR as c_int
         }

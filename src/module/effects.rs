@@ -41,11 +41,7 @@ impl Event {
 
     fn name(self) -> &'static CStr {
         match self {
-            Self::Generic(name)
-            | Self::String(name)
-            | Self::List(name)
-            | Self::Hash(name)
-            | Self::ZSet(name) => name,
+            Self::Generic(name) | Self::String(name) | Self::List(name) | Self::Hash(name) | Self::ZSet(name) => name,
         }
     }
 }
@@ -103,15 +99,11 @@ pub fn own_write() -> bool {
 pub fn publish(ctx: *mut raw::RedisModuleCtx, channel: &[u8], message: &[u8], in_cluster: bool) -> i64 {
     let channel_string = OwnedString::new(channel);
     let message_string = OwnedString::new(message);
-    let receivers = unsafe {
-        api!(RedisModule_PublishMessage)(ctx, channel_string.as_ptr(), message_string.as_ptr())
-    };
+    let receivers = unsafe { api!(RedisModule_PublishMessage)(ctx, channel_string.as_ptr(), message_string.as_ptr()) };
     if !in_cluster {
         let argv = [channel_string.as_ptr(), message_string.as_ptr()];
         // "A": keep it out of the AOF (a replayed message reaches no one).
-        unsafe {
-            api!(RedisModule_Replicate)(ctx, c"PUBLISH".as_ptr(), c"vA".as_ptr(), argv.as_ptr(), argv.len())
-        };
+        unsafe { api!(RedisModule_Replicate)(ctx, c"PUBLISH".as_ptr(), c"vA".as_ptr(), argv.as_ptr(), argv.len()) };
     }
     i64::from(receivers)
 }

@@ -398,7 +398,13 @@ mod tests {
         let org = TenantId::of("acme");
         assert_eq!(list_of(b"exocortex:dreams:{acme}:queue"), Some((org, List::Ready)));
         assert_eq!(list_of(b"exocortex:dreams:{acme}:processing"), Some((org, List::InFlight)));
-        for other in [&b"exocortex:dreams:{acme}:deferred"[..], b"exocortex:dreams:{}:queue", b"exocortex:dreams:{a}b}:queue", b"acme:queue", b"tt:{t}:inbox:a"] {
+        for other in [
+            &b"exocortex:dreams:{acme}:deferred"[..],
+            b"exocortex:dreams:{}:queue",
+            b"exocortex:dreams:{a}b}:queue",
+            b"acme:queue",
+            b"tt:{t}:inbox:a",
+        ] {
             assert_eq!(list_of(other), None, "{}", String::from_utf8_lossy(other));
         }
     }

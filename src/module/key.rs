@@ -439,7 +439,8 @@ impl Key {
     /// returns, not copied again. Whether one was removed.
     pub fn remove_first_where(&self, mut matches: impl FnMut(&[u8]) -> bool) -> bool {
         let len = self.len();
-        let found = (0..len).find_map(|i| Some((i, self.element(i)?)).filter(|(_, element)| matches(element.as_bytes())));
+        let found =
+            (0..len).find_map(|i| Some((i, self.element(i)?)).filter(|(_, element)| matches(element.as_bytes())));
         let Some((index, element)) = found else {
             return false;
         };
@@ -581,10 +582,7 @@ impl Key {
 
     /// Every member, lowest score first.
     pub fn zmembers(&self) -> Vec<Vec<u8>> {
-        self.zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, u64::MAX)
-            .into_iter()
-            .map(|(member, _)| member)
-            .collect()
+        self.zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, u64::MAX).into_iter().map(|(member, _)| member).collect()
     }
 
     /// The score of `member`, if it is in the sorted set.
@@ -645,15 +643,43 @@ impl Key {
                         ([a], [va]) => get(key, none, a.as_ptr(), va as *mut _, end),
                         ([a, b], [va, vb]) => get(key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, end),
                         ([a, b, c], [va, vb, vc]) => get(
-                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _, end,
+                            key,
+                            none,
+                            a.as_ptr(),
+                            va as *mut _,
+                            b.as_ptr(),
+                            vb as *mut _,
+                            c.as_ptr(),
+                            vc as *mut _,
+                            end,
                         ),
                         ([a, b, c, d], [va, vb, vc, vd]) => get(
-                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _,
-                            d.as_ptr(), vd as *mut _, end,
+                            key,
+                            none,
+                            a.as_ptr(),
+                            va as *mut _,
+                            b.as_ptr(),
+                            vb as *mut _,
+                            c.as_ptr(),
+                            vc as *mut _,
+                            d.as_ptr(),
+                            vd as *mut _,
+                            end,
                         ),
                         ([a, b, c, d, e], [va, vb, vc, vd, ve]) => get(
-                            key, none, a.as_ptr(), va as *mut _, b.as_ptr(), vb as *mut _, c.as_ptr(), vc as *mut _,
-                            d.as_ptr(), vd as *mut _, e.as_ptr(), ve as *mut _, end,
+                            key,
+                            none,
+                            a.as_ptr(),
+                            va as *mut _,
+                            b.as_ptr(),
+                            vb as *mut _,
+                            c.as_ptr(),
+                            vc as *mut _,
+                            d.as_ptr(),
+                            vd as *mut _,
+                            e.as_ptr(),
+                            ve as *mut _,
+                            end,
                         ),
                         _ => 0,
                     }
@@ -721,12 +747,9 @@ impl Key {
     pub fn hincrby(&self, field: &[u8], by: i64) -> Result<i64, CommandError> {
         let current = match self.hget(field) {
             None => 0,
-            Some(value) => parse_signed(&value)
-                .ok_or_else(|| CommandError::err("hash value is not an integer"))?,
+            Some(value) => parse_signed(&value).ok_or_else(|| CommandError::err("hash value is not an integer"))?,
         };
-        let next = current
-            .checked_add(by)
-            .ok_or_else(|| CommandError::err("increment or decrement would overflow"))?;
+        let next = current.checked_add(by).ok_or_else(|| CommandError::err("increment or decrement would overflow"))?;
         let mut argv = self.argv();
         argv.new_string(field);
         argv.new_integer(next);
@@ -763,8 +786,9 @@ impl Key {
     fn hdel_argv(&self, argv: &Argv) -> u64 {
         let mut deleted = 0u64;
         for &name in argv.as_slice().iter().skip(1) {
-            // REDISMODULE_HASH_DELETE is the pointer value 1.
-            let delete_marker = 1usize as *mut raw::RedisModuleString;
+            // REDISMODULE_HASH_DELETE is the pointer value 1: a marker,
+            // never dereferenced, so an address without provenance.
+            let delete_marker = ptr::without_provenance_mut::<raw::RedisModuleString>(1);
             let count = unsafe {
                 api!(RedisModule_HashSet)(
                     self.handle(),

@@ -331,7 +331,9 @@ pub fn wake_receivers(session: &Session, key: &[u8]) {
 /// once when the module loads.
 pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> Result<(), String> {
     *lock(&FAMILIES) = all;
-    let (Some(subscribe), Some(_)) = (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer }) else {
+    let (Some(subscribe), Some(_)) =
+        (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer })
+    else {
         return Err("this server lacks module timers or server events (needed for leases)".into());
     };
     for id in [
@@ -490,7 +492,12 @@ pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
 /// so the timer stops once no lease is left. (The module's own writes
 /// that empty a lease set leave the entry to its deadline, when the tick
 /// finds nothing due and drops it: nothing is added to the hot commands.)
-pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString, own_write: bool) {
+pub(super) fn on_keyspace_event(
+    ctx: *mut raw::RedisModuleCtx,
+    event: &[u8],
+    key: *mut raw::RedisModuleString,
+    own_write: bool,
+) {
     if event == b"restore" {
         return index_key(ctx, super::string::bytes_of(key));
     }

@@ -23,6 +23,7 @@ pub mod stats;
 pub mod tenant_stats;
 pub mod unload_guard;
 pub mod string;
+pub mod tenant_stats;
 pub mod waiters;
 pub mod write_gate;
 
@@ -49,10 +50,7 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
     }
     let missing = api::missing_apis();
     if !missing.is_empty() {
-        ctx.log_warning(&format!(
-            "dreamtown needs Redis 7.0 or newer; this server lacks {}",
-            missing.join(", ")
-        ));
+        ctx.log_warning(&format!("dreamtown needs Redis 7.0 or newer; this server lacks {}", missing.join(", ")));
         return Status::Err;
     }
     if let Err(error) = config::register(ctx.ctx, &arguments) {
@@ -67,8 +65,8 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
     // Valkey's VALKEYMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD is the same bit.
     // On Valkey 9, atomic slot migration is handled (slot_migration);
     // on Redis 8.4, which asks for no option, its events are subscribed there.
-    let options = (raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD)
-        as c_int
+    let options = (raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED
+        | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as c_int
         | slot_migration::options(ctx.ctx);
     unsafe { api::api!(RedisModule_SetModuleOptions)(ctx.ctx, options) };
     unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
@@ -149,9 +147,7 @@ fn free_detached_context() {
     const _: () = assert!(
         std::mem::size_of::<redis_module::DetachedContext>() == std::mem::size_of::<AtomicPtr<raw::RedisModuleCtx>>()
     );
-    let slot = unsafe {
-        &*(std::ptr::addr_of!(redis_module::MODULE_CONTEXT).cast::<AtomicPtr<raw::RedisModuleCtx>>())
-    };
+    let slot = unsafe { &*(std::ptr::addr_of!(redis_module::MODULE_CONTEXT).cast::<AtomicPtr<raw::RedisModuleCtx>>()) };
     let detached = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
     if let (false, Some(free)) = (detached.is_null(), unsafe { raw::RedisModule_FreeThreadSafeContext }) {
         unsafe { free(detached) };

@@ -122,10 +122,7 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, result: &CommandResult) {
 
 /// Write an error reply; the text is made a legal one-line RESP error.
 pub fn send_error(ctx: *mut raw::RedisModuleCtx, message: &str) {
-    let clean: String = message
-        .chars()
-        .map(|c| if c == '\r' || c == '\n' || c == '\0' { ' ' } else { c })
-        .collect();
+    let clean: String = message.chars().map(|c| if c == '\r' || c == '\n' || c == '\0' { ' ' } else { c }).collect();
     let text = CString::new(clean).unwrap_or_default();
     unsafe { api!(RedisModule_ReplyWithError)(ctx, text.as_ptr()) };
 }

@@ -140,8 +140,7 @@ impl Session {
             Access::Read => raw::REDISMODULE_CMD_KEY_ACCESS,
             Access::Write => raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         };
-        let verdict =
-            unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.user, key.as_ptr(), flags as c_int) };
+        let verdict = unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.user, key.as_ptr(), flags as c_int) };
         if verdict == raw::REDISMODULE_OK as c_int {
             return Ok(());
         }

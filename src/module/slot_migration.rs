@@ -580,10 +580,16 @@ mod tests {
         let pointer = std::ptr::addr_of!(array).cast::<redis84::SlotRangeArray>();
         // The reversed range is dropped, the others kept in order.
         assert_eq!(unsafe { redis_ranges_of(pointer) }, vec![(0, 100), (16_383, 16_383)]);
-        let none = ThreeRanges { num_ranges: -1, ranges: [R { start: 0, end: 1 }, R { start: 0, end: 1 }, R { start: 0, end: 1 }] };
+        let none = ThreeRanges {
+            num_ranges: -1,
+            ranges: [R { start: 0, end: 1 }, R { start: 0, end: 1 }, R { start: 0, end: 1 }],
+        };
         assert!(unsafe { redis_ranges_of(std::ptr::addr_of!(none).cast()) }.is_empty());
         assert!(unsafe { redis_ranges_of(std::ptr::null()) }.is_empty());
-        let out_of_range = ThreeRanges { num_ranges: 1, ranges: [R { start: 10, end: 16_384 }, R { start: 0, end: 1 }, R { start: 0, end: 1 }] };
+        let out_of_range = ThreeRanges {
+            num_ranges: 1,
+            ranges: [R { start: 10, end: 16_384 }, R { start: 0, end: 1 }, R { start: 0, end: 1 }],
+        };
         assert!(unsafe { redis_ranges_of(std::ptr::addr_of!(out_of_range).cast()) }.is_empty());
         // The info structs put the array pointer where redismodule.h does.
         assert_eq!(std::mem::offset_of!(redis84::MigrationInfo, task_id), 96);

@@ -161,10 +161,7 @@ pub struct StaticString {
 impl StaticString {
     /// The name `text` (made a Redis string when first used).
     pub const fn new(text: &'static str) -> Self {
-        Self {
-            bytes: text.as_bytes(),
-            string: AtomicPtr::new(ptr::null_mut()),
-        }
+        Self { bytes: text.as_bytes(), string: AtomicPtr::new(ptr::null_mut()) }
     }
 
     /// The Redis string.
@@ -178,7 +175,6 @@ impl StaticString {
         self.string.store(made, Ordering::Relaxed);
         made
     }
-
 }
 
 /// The bytes of a string the server owns for at least `'a`.

@@ -312,10 +312,10 @@ impl Table {
         let entry = match self.towns.get_mut(&town.0) {
             Some(entry) => entry,
             None if full => return REFUSED[1].bump(),
-            None => self.towns.entry(town.0).or_insert_with(|| TownEntry {
-                totals: Totals::new(),
-                agents: IdMap::default(),
-            }),
+            None => self
+                .towns
+                .entry(town.0)
+                .or_insert_with(|| TownEntry { totals: Totals::new(), agents: IdMap::default() }),
         };
         add(&mut entry.totals, what, n);
         let Some(agent) = agent else { return };

@@ -145,13 +145,16 @@ impl Queue {
     }
 }
 
+/// One database's watched keys: each → its queue's first key and work kind.
+type WatchedKeys = HashMap<Vec<u8>, (Vec<u8>, u8)>;
+
 #[derive(Default)]
 struct Registry {
     next_seq: u64,
     waiters: u64,
     queues: HashMap<QueueId, Queue>,
     /// Watched key (per database) → its queue's first key and work kind.
-    watched: HashMap<c_int, HashMap<Vec<u8>, (Vec<u8>, u8)>>,
+    watched: HashMap<c_int, WatchedKeys>,
     pending: Vec<QueueId>,
     timer_armed: bool,
 }
@@ -160,11 +163,7 @@ impl Registry {
     /// Take `seq` out of its queue; drop the queue when it empties.
     fn remove(&mut self, ctx: *mut raw::RedisModuleCtx, id: &QueueId, interest: u8, seq: u64) -> Option<Waiter> {
         let queue = self.queues.get_mut(id)?;
-        let waiter = queue
-            .fifos
-            .iter_mut()
-            .find(|(i, _)| *i == interest)
-            .and_then(|(_, fifo)| fifo.remove(&seq))?;
+        let waiter = queue.fifos.iter_mut().find(|(i, _)| *i == interest).and_then(|(_, fifo)| fifo.remove(&seq))?;
         self.waiters = self.waiters.saturating_sub(1);
         self.drop_if_idle(ctx, id);
         Some(waiter)
@@ -217,8 +216,17 @@ pub fn info_fields() -> Vec<(&'static CStr, u64)> {
 fn adds_work(event: &[u8]) -> bool {
     matches!(
         event,
-        b"lpush" | b"rpush" | b"linsert" | b"lset" | b"zadd" | b"zincr" | b"restore" | b"rename_to" | b"copy_to"
-            | b"move_to" | b"sortstore"
+        b"lpush"
+            | b"rpush"
+            | b"linsert"
+            | b"lset"
+            | b"zadd"
+            | b"zincr"
+            | b"restore"
+            | b"rename_to"
+            | b"copy_to"
+            | b"move_to"
+            | b"sortstore"
     ) || event.ends_with(b"store")
 }
 
@@ -364,14 +372,9 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
         return Err(CommandError::err("could not block the client"));
     }
     unsafe { api!(RedisModule_SetDisconnectCallback)(bc, Some(on_disconnect)) };
-    let user = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec());
-    let waiter = Waiter {
-        bc,
-        ticket,
-        user,
-        args: argv.iter().map(|a| a.to_vec()).collect(),
-        serve: wait.serve,
-    };
+    let user =
+        OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec());
+    let waiter = Waiter { bc, ticket, user, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
     let arm_due = with_registry(|r| {
         let id = (db, first.to_vec());
         if !r.queues.contains_key(&id) {
@@ -510,7 +513,9 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
         // however many queues wait.
         if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
             super::write_gate::HELD_WAITER_PASSES.bump();
-            unsafe { api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut()) };
+            unsafe {
+                api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut())
+            };
             return;
         }
         let pending = with_registry(|r| {
@@ -654,8 +659,11 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
         let result = match Session::acting_as(ctx, waiter.user.as_deref()) {
             Ok(session) => {
                 let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
-                catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args)))
-                    .unwrap_or_else(|_| Some(Err(CommandError::err("internal error: the blocked call failed; please report this as a dreamtown bug"))))
+                catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args))).unwrap_or_else(|_| {
+                    Some(Err(CommandError::err(
+                        "internal error: the blocked call failed; please report this as a dreamtown bug",
+                    )))
+                })
             }
             Err(error) => Some(Err(error)),
         };
@@ -697,7 +705,9 @@ fn hold(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
     });
     super::write_gate::HELD_WAITER_PASSES.bump();
     if arm {
-        unsafe { api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut()) };
+        unsafe {
+            api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut())
+        };
     }
 }
 
@@ -728,7 +738,9 @@ mod tests {
 
     #[test]
     fn only_adding_events_bring_work() {
-        for event in ["lpush", "rpush", "linsert", "zadd", "restore", "rename_to", "copy_to", "sortstore", "zunionstore"] {
+        for event in
+            ["lpush", "rpush", "linsert", "zadd", "restore", "rename_to", "copy_to", "sortstore", "zunionstore"]
+        {
             assert!(adds_work(event.as_bytes()), "{event}");
         }
         for event in ["lpop", "rpop", "lrem", "ltrim", "del", "zrem", "expired", "rename_from"] {

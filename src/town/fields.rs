@@ -62,20 +62,13 @@ impl FieldSet {
 
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.pairs
-            .iter()
-            .find(|(name, _)| name.as_slice() == field)
-            .map(|(_, value)| value.as_slice())
+        self.pairs.iter().find(|(name, _)| name.as_slice() == field).map(|(_, value)| value.as_slice())
     }
 
     /// The stored fields this update removes (those it does not name).
     pub fn removed<'a>(&self, stored: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
         let named: std::collections::HashSet<&[u8]> = self.pairs.iter().map(|(field, _)| field.as_slice()).collect();
-        stored
-            .iter()
-            .filter(|field| !named.contains(field.as_slice()))
-            .map(Vec::as_slice)
-            .collect()
+        stored.iter().filter(|field| !named.contains(field.as_slice())).map(Vec::as_slice).collect()
     }
 }
 
@@ -86,10 +79,7 @@ mod tests {
     #[test]
     fn parses_pairs_and_keeps_the_last_value_of_a_repeated_field() {
         let set = FieldSet::parse(&[b"name", b"a", b"state", b"idle", b"name", b"b"]).unwrap();
-        assert_eq!(
-            set.pairs(),
-            &[(b"name".to_vec(), b"b".to_vec()), (b"state".to_vec(), b"idle".to_vec())]
-        );
+        assert_eq!(set.pairs(), &[(b"name".to_vec(), b"b".to_vec()), (b"state".to_vec(), b"idle".to_vec())]);
         assert_eq!(set.get(b"name"), Some(&b"b"[..]));
         assert_eq!(set.get(b"nickname"), None);
     }

@@ -77,9 +77,7 @@ impl<'a> Object<'a> {
         if found.next().is_some() {
             return Err(FieldProblem::Repeated);
         }
-        serde_json::from_str::<String>(self.value_text(first))
-            .map(Some)
-            .map_err(|_| FieldProblem::NotAString)
+        serde_json::from_str::<String>(self.value_text(first)).map(Some).map_err(|_| FieldProblem::NotAString)
     }
 
     /// The text with every member `name` given the value `replacement`
@@ -207,11 +205,7 @@ mod tests {
 
     fn names(text: &str) -> Vec<(String, String)> {
         let object = Object::parse(text.as_bytes()).expect("object");
-        object
-            .members()
-            .iter()
-            .map(|m| (m.name.clone(), object.value_text(m).to_owned()))
-            .collect()
+        object.members().iter().map(|m| (m.name.clone(), object.value_text(m).to_owned())).collect()
     }
 
     #[test]

@@ -31,15 +31,7 @@ pub struct AgentKeys {
 impl AgentKeys {
     /// Every key of the agent.
     pub fn all(&self) -> [&str; 7] {
-        [
-            &self.record,
-            &self.inbox,
-            &self.urgent,
-            &self.pending,
-            &self.activity,
-            &self.stop,
-            &self.leases,
-        ]
+        [&self.record, &self.inbox, &self.urgent, &self.pending, &self.activity, &self.stop, &self.leases]
     }
 }
 
@@ -90,9 +82,7 @@ pub enum IndexKey {
 impl TownKeys {
     /// The keys of `town` (already validated: non-empty, no braces).
     pub fn new(town: &str) -> Self {
-        Self {
-            base: ["tt:{", town, "}"].concat(),
-        }
+        Self { base: ["tt:{", town, "}"].concat() }
     }
 
     /// `tt:{town}:<kind>:<id>` as the parts to concatenate (so the glue

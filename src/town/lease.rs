@@ -71,7 +71,12 @@ pub fn expire_due(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, now_m
 
 /// [`expire_due`], also saying how many due leases it handled (expired or
 /// dropped): `(handled, requeued)`.
-pub fn expire_due_counted(mail: &mut impl AgentMail, leases: &mut impl LeaseStore, now_ms: i64, limit: u64) -> (u64, u64) {
+pub fn expire_due_counted(
+    mail: &mut impl AgentMail,
+    leases: &mut impl LeaseStore,
+    now_ms: i64,
+    limit: u64,
+) -> (u64, u64) {
     let due = leases.due(now_ms, limit);
     if due.is_empty() {
         return (0, 0);
@@ -220,8 +225,10 @@ pub fn acknowledge_many(mail: &mut impl AgentMail, leases: &mut impl LeaseStore,
     // list down by one: each index found is lowered by the removals before
     // it in its list (counted in a Fenwick tree: O(log n) each).
     let most = |found: &mut dyn Iterator<Item = u64>| found.max().map_or(0, |at| at as usize + 1);
-    let mut gone_pending = Removed::new(most(&mut wanted.values().flat_map(|want| want.pending.iter().map(|(at, _)| *at))));
-    let mut gone_inbox = Removed::new(most(&mut wanted.values().filter_map(|want| want.inbox.as_ref().map(|(at, _)| *at))));
+    let mut gone_pending =
+        Removed::new(most(&mut wanted.values().flat_map(|want| want.pending.iter().map(|(at, _)| *at))));
+    let mut gone_inbox =
+        Removed::new(most(&mut wanted.values().filter_map(|want| want.inbox.as_ref().map(|(at, _)| *at))));
     let mut used: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::with_capacity(wanted.len());
     let mut removed = Vec::with_capacity(ids.len());
     for id in ids {
@@ -443,7 +450,8 @@ mod tests {
         assert!(may_carry_id(&msg("ab"), b"ab"));
         assert!(may_carry_id(&escaped, b"ab"), "an escape may spell it");
         // "ab" appears in another message's body only: parsed, not matched.
-        let mut mail = Mail { pending: vec![msg("zz"), br#"{"id":"x","b":"ab"}"#.to_vec(), escaped.clone()], inbox: vec![] };
+        let mut mail =
+            Mail { pending: vec![msg("zz"), br#"{"id":"x","b":"ab"}"#.to_vec(), escaped.clone()], inbox: vec![] };
         let mut leases = MemoryLeases::default();
         assert!(acknowledge(&mut mail, &mut leases, b"ab"));
         assert_eq!(mail.pending.len(), 2);
@@ -452,7 +460,7 @@ mod tests {
 
     #[test]
     fn many_ids_acknowledge_exactly_as_one_ack_per_id() {
-        let mut random = crate::test_random::Random::new(0x5e7_0f_1d5);
+        let mut random = crate::test_random::Random::new(0x5e70_f1d5);
         let names = ["a", "b", "c", "d", "e"];
         let pick = |random: &mut crate::test_random::Random| -> Vec<u8> {
             match random.below(8) {
@@ -480,7 +488,8 @@ mod tests {
                 ids.push(b"zz");
             }
             let mut one_by_one = (Mail { pending: pending.clone(), inbox: inbox.clone() }, leases.clone());
-            let expected: Vec<bool> = ids.iter().map(|id| acknowledge(&mut one_by_one.0, &mut one_by_one.1, id)).collect();
+            let expected: Vec<bool> =
+                ids.iter().map(|id| acknowledge(&mut one_by_one.0, &mut one_by_one.1, id)).collect();
             let mut batch = (Mail { pending, inbox }, leases);
             assert_eq!(acknowledge_many(&mut batch.0, &mut batch.1, &ids), expected, "{ids:?}");
             assert_eq!((batch.0.pending, batch.0.inbox), (one_by_one.0.pending, one_by_one.0.inbox));
@@ -504,8 +513,11 @@ mod tests {
         for _ in 0..20_000 {
             let haystack: Vec<u8> = (0..random.below(40)).map(|_| b"aab-\\"[random.below(5)]).collect();
             let needle: Vec<u8> = (0..random.below(5)).map(|_| b"aab-\\"[random.below(5)]).collect();
-            assert_eq!(contains(&haystack, &needle), memchr::memmem::find(&haystack, &needle).is_some(),
-                "{haystack:?} {needle:?}");
+            assert_eq!(
+                contains(&haystack, &needle),
+                memchr::memmem::find(&haystack, &needle).is_some(),
+                "{haystack:?} {needle:?}"
+            );
         }
         assert!(contains(b"x", b""));
         assert!(!contains(b"", b"x"));

@@ -43,10 +43,9 @@ impl std::fmt::Display for MessageError {
             Self::MissingTo => f.write_str("message has no \"to\" (the recipient agent id)"),
             Self::BadTo => f.write_str("message \"to\" must be one non-empty string"),
             Self::BadPriority => f.write_str("message \"priority\" must be one string"),
-            Self::UnknownPriority(name) => write!(
-                f,
-                "message priority {name:?} is not one of low, normal, high, urgent"
-            ),
+            Self::UnknownPriority(name) => {
+                write!(f, "message priority {name:?} is not one of low, normal, high, urgent")
+            }
         }
     }
 }
@@ -62,9 +61,7 @@ fn envelope_of(object: &Object<'_>) -> Result<Envelope, MessageError> {
     let to = match object.string("to") {
         Ok(Some(to)) if !to.is_empty() => to,
         Ok(None) => return Err(MessageError::MissingTo),
-        Ok(Some(_)) | Err(FieldProblem::Repeated | FieldProblem::NotAString) => {
-            return Err(MessageError::BadTo)
-        }
+        Ok(Some(_)) | Err(FieldProblem::Repeated | FieldProblem::NotAString) => return Err(MessageError::BadTo),
     };
     let priority = match object.string("priority") {
         Ok(None) => None,
@@ -160,10 +157,7 @@ mod tests {
 
     #[test]
     fn reads_recipient_and_priority() {
-        assert_eq!(
-            Envelope::parse(SEED.as_bytes()),
-            Ok(Envelope { to: "b".into(), priority: Some(Priority::Normal) })
-        );
+        assert_eq!(Envelope::parse(SEED.as_bytes()), Ok(Envelope { to: "b".into(), priority: Some(Priority::Normal) }));
         assert_eq!(
             Envelope::parse(br#"{"to":"b","priority":"URGENT"}"#),
             Ok(Envelope { to: "b".into(), priority: Some(Priority::Urgent) })
@@ -195,10 +189,7 @@ mod tests {
         assert_eq!(error(br#"{"to":"a","priority":1}"#), MessageError::BadPriority);
         // Issue 25's corner: a priority given twice, once under an escaped name.
         assert_eq!(error(br#"{"to":"a","priority":"low","pri\u006frity":"low"}"#), MessageError::BadPriority);
-        assert_eq!(
-            error(br#"{"to":"a","priority":"asap"}"#),
-            MessageError::UnknownPriority("asap".into())
-        );
+        assert_eq!(error(br#"{"to":"a","priority":"asap"}"#), MessageError::UnknownPriority("asap".into()));
     }
 
     #[test]
@@ -217,9 +208,17 @@ mod tests {
             *verdicts.entry(verdict).or_insert(0) += 1;
         }
         // Every verdict occurs, so the comparison covers every path.
-        for verdict in ["NotJson", "NotObject", "MissingTo", "BadTo", "BadPriority", "unknown priority", "ok None",
-            "ok Some(High)", "ok Some(Low)"]
-        {
+        for verdict in [
+            "NotJson",
+            "NotObject",
+            "MissingTo",
+            "BadTo",
+            "BadPriority",
+            "unknown priority",
+            "ok None",
+            "ok Some(High)",
+            "ok Some(Low)",
+        ] {
             assert!(verdicts.get(verdict).copied().unwrap_or(0) > 20, "{verdict}: {verdicts:?}");
         }
     }

@@ -33,11 +33,9 @@ pub struct OldMail {
 
 fn resend(message: Vec<u8>, to: &str, urgent: bool) -> Move {
     match readdressed(&message, to) {
-        Some((envelope, moved)) => Move {
-            destination: envelope.destination(urgent),
-            message: moved,
-            readdressed: true,
-        },
+        Some((envelope, moved)) => {
+            Move { destination: envelope.destination(urgent), message: moved, readdressed: true }
+        }
         None => Move {
             destination: if urgent { Destination::Urgent } else { Destination::InboxTail },
             message,
@@ -58,10 +56,7 @@ mod tests {
     use super::*;
 
     fn text(moves: &[Move]) -> Vec<(Destination, String, bool)> {
-        moves
-            .iter()
-            .map(|m| (m.destination, String::from_utf8_lossy(&m.message).into_owned(), m.readdressed))
-            .collect()
+        moves.iter().map(|m| (m.destination, String::from_utf8_lossy(&m.message).into_owned(), m.readdressed)).collect()
     }
 
     #[test]

@@ -76,9 +76,17 @@ impl Server {
             let dir = std::env::temp_dir().join(format!("dreamtown-test-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("test dir");
             let mut args: Vec<String> = [
-                "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--enable-debug-command", "yes",
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--enable-debug-command",
+                "yes",
                 // A replica syncs at once instead of after the default 5 s.
-                "--repl-diskless-sync-delay", "0",
+                "--repl-diskless-sync-delay",
+                "0",
             ]
             .iter()
             .map(|s| s.to_string())
@@ -161,11 +169,7 @@ impl Server {
     /// A connection authenticated as `user`.
     pub fn connect_as(&self, user: &str, password: &str) -> redis::Connection {
         let mut con = self.connect();
-        redis::cmd("AUTH")
-            .arg(user)
-            .arg(password)
-            .query::<()>(&mut con)
-            .expect("AUTH");
+        redis::cmd("AUTH").arg(user).arg(password).query::<()>(&mut con).expect("AUTH");
         con
     }
 
@@ -222,10 +226,7 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 /// The number of blocked clients (`INFO clients`).
 pub fn blocked_clients(con: &mut redis::Connection) -> u64 {
     let info: String = redis::cmd("INFO").arg("clients").query(con).expect("INFO clients");
-    info.lines()
-        .find_map(|line| line.strip_prefix("blocked_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    info.lines().find_map(|line| line.strip_prefix("blocked_clients:")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
 }
 
 /// A tenant name unique to this test run and `label`.

@@ -140,7 +140,14 @@ impl<'c> Dreams<'c> {
     }
 
     /// `DREAMS.RECORD org project type memories edges extra...`.
-    pub fn record(&mut self, project: &str, memory_type: u32, memories: u64, edges: u64, extra: &[&str]) -> (String, i64, i64) {
+    pub fn record(
+        &mut self,
+        project: &str,
+        memory_type: u32,
+        memories: u64,
+        edges: u64,
+        extra: &[&str],
+    ) -> (String, i64, i64) {
         let (mt, m, e) = (memory_type.to_string(), memories.to_string(), edges.to_string());
         let mut args = vec!["DREAMS.RECORD", &self.org, project, &mt, &m, &e];
         args.extend_from_slice(extra);
@@ -266,9 +273,7 @@ pub fn info(con: &mut Connection) -> HashMap<String, u64> {
     let text: String = redis::cmd("INFO").arg("dreamtown").query(con).expect("INFO dreamtown");
     text.lines()
         .filter_map(|line| line.trim().split_once(':'))
-        .filter_map(|(name, value)| {
-            Some((name.strip_prefix("dreamtown_")?.to_owned(), value.parse().ok()?))
-        })
+        .filter_map(|(name, value)| Some((name.strip_prefix("dreamtown_")?.to_owned(), value.parse().ok()?)))
         .collect()
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use dreamtown_client::connect::redacted;
-use dreamtown_client::exporter::{http, Config, Exporter};
+use dreamtown_client::exporter::{Config, Exporter, http};
 
 const USAGE: &str = "usage: dreamtown-exporter --redis <url> [--redis <url> ...] [--listen <addr:port>]
                           [--max-tenants <n>] [--max-agents <n>] [--scan-calls <n>] [--scan-count <n>]

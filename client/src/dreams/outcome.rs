@@ -168,8 +168,6 @@ impl QueueLengths {
     /// assert_eq!(dreamtown_client::dreams::QueueLengths::default().total(), 0);
     /// ```
     pub fn total(&self) -> u64 {
-        self.ready
-            .saturating_add(self.deferred)
-            .saturating_add(self.processing)
+        self.ready.saturating_add(self.deferred).saturating_add(self.processing)
     }
 }

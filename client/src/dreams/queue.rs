@@ -14,8 +14,8 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLengths, RecordWriteOutcome};
 use crate::call::{Call, Reply, timeout_secs};
-use crate::lease::{Held, renew_period};
 use crate::error::{Error, Result};
+use crate::lease::{Held, renew_period};
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// One organization's Dreams fire queue on a server with the dreamtown
@@ -84,12 +84,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub fn new(conn: C, quiet_hours: QuietHours, org: impl Into<String>) -> Self {
-        Self {
-            conn,
-            org: org.into(),
-            quiet_hours,
-            tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE,
-        }
+        Self { conn, org: org.into(), quiet_hours, tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE }
     }
 
     /// How long a call refused with `TRYAGAIN` (the organization's slot is moving
@@ -201,8 +196,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         trigger: impl Into<Trigger>,
         fired_by: &str,
     ) -> Result<RecordWriteOutcome> {
-        self.record(region, memories, edges, trigger.into(), fired_by, None)
-            .await
+        self.record(region, memories, edges, trigger.into(), fired_by, None).await
     }
 
     /// Record one stable durable ingest effect exactly once: a repeat of
@@ -230,8 +224,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         delivery: DeliveryFence<'_>,
     ) -> Result<RecordWriteOutcome> {
         check_fence(delivery.event_id, delivery.generation)?;
-        self.record(region, memories, edges, trigger.into(), fired_by, Some(delivery))
-            .await
+        self.record(region, memories, edges, trigger.into(), fired_by, Some(delivery)).await
     }
 
     async fn record(
@@ -244,17 +237,9 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         delivery: Option<DeliveryFence<'_>>,
     ) -> Result<RecordWriteOutcome> {
         self.ensure_region(region)?;
-        let mut call = region_call("DREAMS.RECORD", region)
-            .arg(memories)
-            .arg(edges)
-            .arg("NODE")
-            .arg(fired_by);
+        let mut call = region_call("DREAMS.RECORD", region).arg(memories).arg(edges).arg("NODE").arg(fired_by);
         if let Some(fence) = delivery {
-            call = call
-                .arg("EVENT")
-                .arg(fence.event_id)
-                .arg("GENERATION")
-                .arg(fence.generation);
+            call = call.arg("EVENT").arg(fence.event_id).arg("GENERATION").arg(fence.generation);
         }
         let reply = with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?;
         let (word, memories, edges) = reply.counted()?;
@@ -389,10 +374,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         let Some(payload) = &fire.queued_payload else {
             return Ok(false);
         };
-        let call = Call::new("DREAMS.EXTEND")
-            .arg(&self.org)
-            .arg(payload)
-            .arg(timeout_secs(lease));
+        let call = Call::new("DREAMS.EXTEND").arg(&self.org).arg(payload).arg(timeout_secs(lease));
         call.send(&mut self.conn, self.tryagain_deadline).await?.flag()
     }
 
@@ -400,7 +382,12 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// every third of it until `work` finishes (as BullMQ renews job
     /// locks). If an extension finds the lease lost, renewing stops and the
     /// work still runs to its end; [`Held::lease_kept`] tells.
-    pub async fn hold_lease<F: Future>(&mut self, fire: &FireMessage, lease: Duration, work: F) -> Result<Held<F::Output>> {
+    pub async fn hold_lease<F: Future>(
+        &mut self,
+        fire: &FireMessage,
+        lease: Duration,
+        work: F,
+    ) -> Result<Held<F::Output>> {
         let mut work = std::pin::pin!(work);
         let period = renew_period(lease);
         loop {
@@ -421,14 +408,9 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
 
     /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`.
     fn drain_call(&self, timeout: Duration, lease: Option<Duration>) -> Call {
-        let call = Call::new("DREAMS.DRAIN")
-            .arg(&self.org)
-            .arg(timeout_secs(timeout));
+        let call = Call::new("DREAMS.DRAIN").arg(&self.org).arg(timeout_secs(timeout));
         let call = if self.quiet_hours.enabled {
-            call.arg("QUIET")
-                .arg(self.quiet_hours.to_string())
-                .arg("OFFSET")
-                .arg(self.quiet_hours.utc_offset_minutes)
+            call.arg("QUIET").arg(self.quiet_hours.to_string()).arg("OFFSET").arg(self.quiet_hours.utc_offset_minutes)
         } else {
             call.arg("NOQUIET")
         };
@@ -449,9 +431,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// A drained payload as a fire of this organization, its exact bytes
     /// kept for the acknowledgement.
     fn fire_of(&self, payload: &[u8]) -> Result<FireMessage> {
-        let invalid = || Error::InvalidPayload {
-            payload: String::from_utf8_lossy(payload).into_owned(),
-        };
+        let invalid = || Error::InvalidPayload { payload: String::from_utf8_lossy(payload).into_owned() };
         let mut message = FireMessage::parse(payload).ok_or_else(invalid)?;
         if message.region.org != self.org {
             return Err(invalid());
@@ -536,7 +516,8 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             .arg(if success { "SUCCESS" } else { "FAILURE" })
             .arg("NODE")
             .arg(fired_by);
-        let (acked, drained) = with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?.halves()?;
+        let (acked, drained) =
+            with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?.halves()?;
         let (word, memories, edges) = acked.counted()?;
         let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
         Ok((outcome, self.drained(&drained)?))
@@ -557,8 +538,18 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn drain_batch(&mut self, timeout: Duration, count: u32, lease: Option<Duration>) -> Result<Vec<FireMessage>> {
-        let reply = self.drain_call(timeout, lease).arg("COUNT").arg(count.max(1)).send(&mut self.conn, self.tryagain_deadline).await?;
+    pub async fn drain_batch(
+        &mut self,
+        timeout: Duration,
+        count: u32,
+        lease: Option<Duration>,
+    ) -> Result<Vec<FireMessage>> {
+        let reply = self
+            .drain_call(timeout, lease)
+            .arg("COUNT")
+            .arg(count.max(1))
+            .send(&mut self.conn, self.tryagain_deadline)
+            .await?;
         let payloads = reply.optional_bulks()?.unwrap_or_default();
         payloads.iter().map(|payload| self.fire_of(payload)).collect()
     }
@@ -575,11 +566,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn recover_inflight(&mut self) -> Result<u64> {
-        Call::new("DREAMS.RECOVER")
-            .arg(&self.org)
-            .send(&mut self.conn, self.tryagain_deadline)
-            .await?
-            .count()
+        Call::new("DREAMS.RECOVER").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.count()
     }
 
     /// The lengths of the ready list, the deferred set and the in-flight
@@ -593,11 +580,8 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn lengths(&mut self) -> Result<QueueLengths> {
-        let [ready, deferred, processing] = Call::new("DREAMS.LEN")
-            .arg(&self.org)
-            .send(&mut self.conn, self.tryagain_deadline)
-            .await?
-            .counts::<3>()?;
+        let [ready, deferred, processing] =
+            Call::new("DREAMS.LEN").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.counts::<3>()?;
         Ok(QueueLengths { ready, deferred, processing })
     }
 
@@ -613,16 +597,9 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// ```
     pub async fn counters(&mut self, region: &RegionKey) -> Result<RegionCounters> {
         self.ensure_region(region)?;
-        let reply = region_call("DREAMS.COUNTERS", region)
-            .send(&mut self.conn, self.tryagain_deadline)
-            .await?;
+        let reply = region_call("DREAMS.COUNTERS", region).send(&mut self.conn, self.tryagain_deadline).await?;
         let pairs = reply.pairs()?;
-        let field = |name: &str| {
-            pairs
-                .iter()
-                .find(|(field, _)| field == name)
-                .map(|(_, value)| value.clone())
-        };
+        let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| value.clone());
         RegionCounters::parse(field).map_err(|_| reply.unexpected())
     }
 
@@ -630,20 +607,14 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         if region.org == self.org {
             Ok(())
         } else {
-            Err(Error::ForeignRegion {
-                queue: self.org.clone(),
-                region: region.org.clone(),
-            })
+            Err(Error::ForeignRegion { queue: self.org.clone(), region: region.org.clone() })
         }
     }
 }
 
 /// `<name> <org> <project> <memory-type>`.
 fn region_call(name: &'static str, region: &RegionKey) -> Call {
-    Call::new(name)
-        .arg(&region.org)
-        .arg(&region.project)
-        .arg(region.memory_type)
+    Call::new(name).arg(&region.org).arg(&region.project).arg(region.memory_type)
 }
 
 /// `... TRIGGER <memories> <edges> <min-interval-secs> <age-floor-secs>`.

@@ -38,12 +38,7 @@ impl Default for DreamsTrigger {
     /// assert_eq!(trigger.memory_threshold, 50);
     /// ```
     fn default() -> Self {
-        Self {
-            memory_threshold: 50,
-            edge_threshold: 200,
-            min_interval_hours: 1,
-            age_floor_days: 7,
-        }
+        Self { memory_threshold: 50, edge_threshold: 200, min_interval_hours: 1, age_floor_days: 7 }
     }
 }
 

@@ -44,12 +44,21 @@ fn answer(stream: TcpStream, exporter: &mut Exporter) -> std::io::Result<()> {
     let path = path.split('?').next().unwrap_or("");
     let (status, kind, body) = match (method, path) {
         ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", exporter.scrape()),
-        ("GET", "/") => ("200 OK", "text/html; charset=utf-8", "<html><body><h1>dreamtown-exporter</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n".to_owned()),
+        ("GET", "/") => (
+            "200 OK",
+            "text/html; charset=utf-8",
+            "<html><body><h1>dreamtown-exporter</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n"
+                .to_owned(),
+        ),
         ("GET", _) => ("404 Not Found", "text/plain; charset=utf-8", "not found: try /metrics\n".to_owned()),
         _ => ("405 Method Not Allowed", "text/plain; charset=utf-8", "only GET\n".to_owned()),
     };
     let mut stream = stream;
-    write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())?;
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
     stream.write_all(body.as_bytes())?;
     stream.flush()
 }

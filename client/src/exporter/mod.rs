@@ -168,14 +168,46 @@ const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
     ("in_flight", "dreamtown_dreams_in_flight", "Fires drained and not yet acknowledged"),
     ("dead_letters", "dreamtown_dreams_dead_letters", "Items in the dead-letter list"),
     ("leased", "dreamtown_dreams_leased", "In-flight fires with a running lease"),
-    ("expired_leases_waiting", "dreamtown_dreams_expired_leases_waiting", "Fires whose lease ran out, back in ready, a late ACK still honoured"),
-    ("oldest_deferred_age_ms", "dreamtown_dreams_oldest_deferred_age_seconds", "Age of the oldest quiet-hours deferral"),
-    ("next_lease_deadline_ms", "dreamtown_dreams_next_lease_deadline_timestamp_seconds", "The earliest lease deadline (unix time)"),
-    ("oldest_ready_age_ms", "dreamtown_dreams_oldest_ready_age_seconds", "Age of the fire the next drain takes, since it entered the ready list (a lower bound when the _exact gauge is 0)"),
-    ("oldest_ready_age_exact", "dreamtown_dreams_oldest_ready_age_exact", "1 when the oldest ready age was timed as the fire entered, 0 when it is a lower bound"),
-    ("oldest_in_flight_age_ms", "dreamtown_dreams_oldest_inflight_age_seconds", "Age of the oldest in-flight fire, since it was drained (a lower bound when the _exact gauge is 0)"),
-    ("oldest_in_flight_age_exact", "dreamtown_dreams_oldest_inflight_age_exact", "1 when the oldest in-flight age was timed as the fire was drained, 0 when it is a lower bound"),
-    ("totals_since_ms", "dreamtown_dreams_totals_since_timestamp_seconds", "When the node started counting the organization's totals (unix time; they start at 0 after a restart or failover)"),
+    (
+        "expired_leases_waiting",
+        "dreamtown_dreams_expired_leases_waiting",
+        "Fires whose lease ran out, back in ready, a late ACK still honoured",
+    ),
+    (
+        "oldest_deferred_age_ms",
+        "dreamtown_dreams_oldest_deferred_age_seconds",
+        "Age of the oldest quiet-hours deferral",
+    ),
+    (
+        "next_lease_deadline_ms",
+        "dreamtown_dreams_next_lease_deadline_timestamp_seconds",
+        "The earliest lease deadline (unix time)",
+    ),
+    (
+        "oldest_ready_age_ms",
+        "dreamtown_dreams_oldest_ready_age_seconds",
+        "Age of the fire the next drain takes, since it entered the ready list (a lower bound when the _exact gauge is 0)",
+    ),
+    (
+        "oldest_ready_age_exact",
+        "dreamtown_dreams_oldest_ready_age_exact",
+        "1 when the oldest ready age was timed as the fire entered, 0 when it is a lower bound",
+    ),
+    (
+        "oldest_in_flight_age_ms",
+        "dreamtown_dreams_oldest_inflight_age_seconds",
+        "Age of the oldest in-flight fire, since it was drained (a lower bound when the _exact gauge is 0)",
+    ),
+    (
+        "oldest_in_flight_age_exact",
+        "dreamtown_dreams_oldest_inflight_age_exact",
+        "1 when the oldest in-flight age was timed as the fire was drained, 0 when it is a lower bound",
+    ),
+    (
+        "totals_since_ms",
+        "dreamtown_dreams_totals_since_timestamp_seconds",
+        "When the node started counting the organization's totals (unix time; they start at 0 after a restart or failover)",
+    ),
 ];
 
 /// `DREAMS.STATS` totals, exported as `dreamtown_dreams_<field>_total`
@@ -225,10 +257,26 @@ const AGENT_FIELDS: [(&str, &str, &str); 8] = [
     ("urgent", "dreamtown_town_urgent", "Messages in the agent's urgent inbox"),
     ("pending", "dreamtown_town_pending", "Messages received RELIABLE, not yet acknowledged"),
     ("leased", "dreamtown_town_leased", "Pending messages with a running lease"),
-    ("expired_leases_waiting", "dreamtown_town_expired_leases_waiting", "Messages whose lease ran out, back in the inbox"),
-    ("next_message_age_ms", "dreamtown_town_next_message_age_seconds", "Age (from created_at) of the message the next TOWN.RECV gets"),
-    ("oldest_pending_age_ms", "dreamtown_town_oldest_pending_age_seconds", "Age (from created_at) of the longest-pending message"),
-    ("next_lease_deadline_ms", "dreamtown_town_next_lease_deadline_timestamp_seconds", "The earliest lease deadline (unix time)"),
+    (
+        "expired_leases_waiting",
+        "dreamtown_town_expired_leases_waiting",
+        "Messages whose lease ran out, back in the inbox",
+    ),
+    (
+        "next_message_age_ms",
+        "dreamtown_town_next_message_age_seconds",
+        "Age (from created_at) of the message the next TOWN.RECV gets",
+    ),
+    (
+        "oldest_pending_age_ms",
+        "dreamtown_town_oldest_pending_age_seconds",
+        "Age (from created_at) of the longest-pending message",
+    ),
+    (
+        "next_lease_deadline_ms",
+        "dreamtown_town_next_lease_deadline_timestamp_seconds",
+        "The earliest lease deadline (unix time)",
+    ),
 ];
 
 const TOWN_FIELDS: [(&str, &str, &str); 4] = [
@@ -276,7 +324,13 @@ impl Exporter {
                 Err(error) => warnings.push(format!("cluster discovery through {}: {error}", seed.label)),
             }
             let labels = [("seed", seed.label.as_str())];
-            metrics.add("dreamtown_exporter_cluster_masters", Kind::Gauge, "Masters the seed's cluster listed at the last discovery (0: not a cluster)", &labels, seed.masters.len() as f64);
+            metrics.add(
+                "dreamtown_exporter_cluster_masters",
+                Kind::Gauge,
+                "Masters the seed's cluster listed at the last discovery (0: not a cluster)",
+                &labels,
+                seed.masters.len() as f64,
+            );
             if seed.masters.is_empty() {
                 wanted.push((seed.label.clone(), seed.url.clone()));
             }
@@ -286,7 +340,8 @@ impl Exporter {
         }
         let mut seen = std::collections::BTreeSet::new();
         wanted.retain(|(label, _)| seen.insert(label.clone()));
-        let unchanged = wanted.len() == self.nodes.len() && wanted.iter().zip(&self.nodes).all(|((label, _), node)| *label == node.label);
+        let unchanged = wanted.len() == self.nodes.len()
+            && wanted.iter().zip(&self.nodes).all(|((label, _), node)| *label == node.label);
         if unchanged {
             return;
         }
@@ -309,7 +364,13 @@ impl Exporter {
         let mut warnings = Vec::new();
         if config.cluster_discovery {
             self.rediscover(&mut metrics, &mut warnings);
-            metrics.add("dreamtown_exporter_topology_changes_total", Kind::Counter, "Times the set of scraped nodes changed (cluster discovery)", &[], self.topology_changes as f64);
+            metrics.add(
+                "dreamtown_exporter_topology_changes_total",
+                Kind::Counter,
+                "Times the set of scraped nodes changed (cluster discovery)",
+                &[],
+                self.topology_changes as f64,
+            );
         }
         for node in &mut self.nodes {
             let up = match scrape_node(&config, node, &mut metrics, &mut warnings) {
@@ -323,7 +384,13 @@ impl Exporter {
             };
             let labels = [("node", node.label.as_str())];
             metrics.add("dreamtown_up", Kind::Gauge, "1 when the node answered this scrape", &labels, up);
-            metrics.add("dreamtown_exporter_errors_total", Kind::Counter, "Scrapes of the node that failed", &labels, node.errors as f64);
+            metrics.add(
+                "dreamtown_exporter_errors_total",
+                Kind::Counter,
+                "Scrapes of the node that failed",
+                &labels,
+                node.errors as f64,
+            );
         }
         for warning in warnings {
             metrics.comment(&format!("dreamtown-exporter: {warning}"));
@@ -403,7 +470,12 @@ fn slot_masters(slots: &Value, seed: &str) -> Vec<String> {
     masters
 }
 
-fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings: &mut Vec<String>) -> redis::RedisResult<()> {
+fn scrape_node(
+    config: &Config,
+    node: &mut Node,
+    metrics: &mut Metrics,
+    warnings: &mut Vec<String>,
+) -> redis::RedisResult<()> {
     if node.connection.is_none() {
         node.connection = Some(open(config, &node.url)?);
     }
@@ -419,10 +491,34 @@ fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings
         let found = scan.tenants().len();
         let over = found.saturating_sub(config.max_tenants);
         metrics.add("dreamtown_exporter_tenants", Kind::Gauge, "Tenants found on the node", &labels, found as f64);
-        metrics.add("dreamtown_exporter_tenants_over_limit", Kind::Gauge, "Tenants found beyond --max-tenants, not exported", &labels, over as f64);
-        metrics.add("dreamtown_exporter_tenant_scan_complete", Kind::Gauge, "1 once a full SCAN pass has ended (the tenant list is complete)", &labels, f64::from(u8::from(scan.complete())));
-        metrics.add("dreamtown_exporter_discovery_passes_total", Kind::Counter, "Full SCAN passes over the node's keyspace", &labels, scan.passes as f64);
-        metrics.add("dreamtown_exporter_scan_calls_total", Kind::Counter, "SCAN calls made to find tenants", &labels, scan.calls as f64);
+        metrics.add(
+            "dreamtown_exporter_tenants_over_limit",
+            Kind::Gauge,
+            "Tenants found beyond --max-tenants, not exported",
+            &labels,
+            over as f64,
+        );
+        metrics.add(
+            "dreamtown_exporter_tenant_scan_complete",
+            Kind::Gauge,
+            "1 once a full SCAN pass has ended (the tenant list is complete)",
+            &labels,
+            f64::from(u8::from(scan.complete())),
+        );
+        metrics.add(
+            "dreamtown_exporter_discovery_passes_total",
+            Kind::Counter,
+            "Full SCAN passes over the node's keyspace",
+            &labels,
+            scan.passes as f64,
+        );
+        metrics.add(
+            "dreamtown_exporter_scan_calls_total",
+            Kind::Counter,
+            "SCAN calls made to find tenants",
+            &labels,
+            scan.calls as f64,
+        );
         if over > 0 {
             warnings.push(format!(
                 "node {label}: {found} {family} tenants found, only the first {} (by name) are exported; raise --max-tenants to see them all",
@@ -477,7 +573,10 @@ fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings
             .collect();
         if agents.len() > config.max_agents {
             agents.truncate(config.max_agents);
-            warnings.push(format!("town {town}: more than {} agents, only the first {} (by id) are exported; raise --max-agents", config.max_agents, config.max_agents));
+            warnings.push(format!(
+                "town {town}: more than {} agents, only the first {} (by id) are exported; raise --max-agents",
+                config.max_agents, config.max_agents
+            ));
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
@@ -501,7 +600,12 @@ fn scrape_node(config: &Config, node: &mut Node, metrics: &mut Metrics, warnings
 
 /// Each known field of a STATS reply as a gauge; a nil field (no such item)
 /// is left out rather than made a number.
-fn tenant_metrics(fields: &[(String, Option<f64>)], known: &[(&str, &str, &str)], labels: &[(&str, &str)], metrics: &mut Metrics) {
+fn tenant_metrics(
+    fields: &[(String, Option<f64>)],
+    known: &[(&str, &str, &str)],
+    labels: &[(&str, &str)],
+    metrics: &mut Metrics,
+) {
     for (field, metric, help) in known {
         if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
             metrics.add(metric, Kind::Gauge, help, labels, scaled(field, *value));
@@ -512,7 +616,13 @@ fn tenant_metrics(fields: &[(String, Option<f64>)], known: &[(&str, &str, &str)]
 /// Each total a STATS reply has as `<prefix>_<field>_total`, a counter (a
 /// field the reply lacks, as `broadcasts` for an agent or an older module,
 /// is left out).
-fn tenant_totals(fields: &[(String, Option<f64>)], prefix: &str, known: &[(&str, &str)], labels: &[(&str, &str)], metrics: &mut Metrics) {
+fn tenant_totals(
+    fields: &[(String, Option<f64>)],
+    prefix: &str,
+    known: &[(&str, &str)],
+    labels: &[(&str, &str)],
+    metrics: &mut Metrics,
+) {
     for (field, help) in known {
         if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
             metrics.add(&format!("{prefix}_{field}_total"), Kind::Counter, help, labels, *value);
@@ -554,10 +664,24 @@ mod tests {
     #[test]
     fn info_becomes_counters_and_gauges() {
         let mut metrics = Metrics::default();
-        info_metrics("# dreamtown_dreams\r\ndreamtown_fired:3\r\n# dreamtown_waiters\r\ndreamtown_waiters:2\r\n", "h:1", &mut metrics);
+        info_metrics(
+            "# dreamtown_dreams\r\ndreamtown_fired:3\r\n# dreamtown_waiters\r\ndreamtown_waiters:2\r\n",
+            "h:1",
+            &mut metrics,
+        );
         let text = metrics.render();
-        assert!(text.contains("# TYPE dreamtown_node_dreams_fired_total counter\ndreamtown_node_dreams_fired_total{node=\"h:1\"} 3\n"), "{text}");
-        assert!(text.contains("# TYPE dreamtown_node_waiters_waiters gauge\ndreamtown_node_waiters_waiters{node=\"h:1\"} 2\n"), "{text}");
+        assert!(
+            text.contains(
+                "# TYPE dreamtown_node_dreams_fired_total counter\ndreamtown_node_dreams_fired_total{node=\"h:1\"} 3\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "# TYPE dreamtown_node_waiters_waiters gauge\ndreamtown_node_waiters_waiters{node=\"h:1\"} 2\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -574,8 +698,11 @@ mod tests {
 
     #[test]
     fn cluster_slots_give_each_master_once_at_the_seeds_host_when_unannounced() {
-        let node = |host: &str, port: i64| Value::Array(vec![Value::BulkString(host.as_bytes().to_vec()), Value::Int(port)]);
-        let range = |a: i64, b: i64, master: Value, replica: Value| Value::Array(vec![Value::Int(a), Value::Int(b), master, replica]);
+        let node =
+            |host: &str, port: i64| Value::Array(vec![Value::BulkString(host.as_bytes().to_vec()), Value::Int(port)]);
+        let range = |a: i64, b: i64, master: Value, replica: Value| {
+            Value::Array(vec![Value::Int(a), Value::Int(b), master, replica])
+        };
         let slots = Value::Array(vec![
             range(0, 10, node("127.0.0.1", 7001), node("127.0.0.1", 7004)),
             range(11, 20, node("?", 7002), node("127.0.0.1", 7005)),

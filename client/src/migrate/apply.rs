@@ -109,10 +109,9 @@ impl Op {
         match self {
             Self::Append { items, .. } => ("append", items.clone()),
             Self::Prepend { items, .. } => ("prepend", items.clone()),
-            Self::ZAddNx { members, .. } => (
-                "zaddnx",
-                members.iter().flat_map(|(m, s)| [s.clone().into_bytes(), m.clone()]).collect(),
-            ),
+            Self::ZAddNx { members, .. } => {
+                ("zaddnx", members.iter().flat_map(|(m, s)| [s.clone().into_bytes(), m.clone()]).collect())
+            }
             Self::SAdd { members, .. } => ("sadd", members.clone()),
             Self::HSet { fields, .. } => ("hset", pairs(fields)),
             Self::HSetNx { fields, .. } => ("hsetnx", pairs(fields)),
@@ -351,7 +350,12 @@ return {1, conflicts, reids, unclaimed}
 
 /// Apply `ops` as batch `batch` on the target, once.
 #[cfg(feature = "net")]
-pub async fn apply<C: ConnectionLike + Send>(con: &mut C, applied_set: &str, batch: &str, ops: &[Op]) -> Result<Applied> {
+pub async fn apply<C: ConnectionLike + Send>(
+    con: &mut C,
+    applied_set: &str,
+    batch: &str,
+    ops: &[Op],
+) -> Result<Applied> {
     let mut call = redis::cmd("EVAL");
     call.arg(APPLY_LUA).arg(1 + ops.len()).arg(applied_set);
     for op in ops {
@@ -365,7 +369,8 @@ pub async fn apply<C: ConnectionLike + Send>(con: &mut C, applied_set: &str, bat
             call.arg(arg);
         }
     }
-    let (now, pending_conflicts, new_stream_ids, pending_not_carried): (i64, u64, u64, u64) = call.query_async(con).await?;
+    let (now, pending_conflicts, new_stream_ids, pending_not_carried): (i64, u64, u64, u64) =
+        call.query_async(con).await?;
     Ok(Applied { now: now == 1, pending_conflicts, new_stream_ids, pending_not_carried })
 }
 

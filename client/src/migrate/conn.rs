@@ -127,7 +127,12 @@ impl ConnectionLike for Endpoint {
         }
     }
 
-    fn req_packed_commands<'a>(&'a mut self, cmd: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Self::Single(connection) => connection.req_packed_commands(cmd, offset, count),
             Self::Cluster(connection, _) => connection.req_packed_commands(cmd, offset, count),

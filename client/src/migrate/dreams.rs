@@ -15,15 +15,15 @@ use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 
 use super::Direction;
+#[cfg(feature = "net")]
+use super::Result;
 use super::apply::{COUNTER_MAX, Op};
 #[cfg(feature = "net")]
 use super::conn::{Endpoint, glob_escape};
-use super::plan::Plan;
 #[cfg(feature = "net")]
 use super::plan::Discovered;
+use super::plan::Plan;
 use super::snapshot::{Snapshot, Value};
-#[cfg(feature = "net")]
-use super::Result;
 
 const SEED_QUEUE: &str = "exocortex:dreams:queue:org:";
 const SEED_COUNTERS: &str = "exocortex:dreams:counters:";
@@ -174,7 +174,10 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
         Direction::Forward => {
             let queue = seed_queue(org);
             let mut names = vec![queue.clone(), format!("{queue}:deferred"), format!("{queue}:processing")];
-            let pattern = format!("{SEED_COUNTERS}{{\"org\":{},*", glob_escape(&serde_json::Value::String(org.to_owned()).to_string()));
+            let pattern = format!(
+                "{SEED_COUNTERS}{{\"org\":{},*",
+                glob_escape(&serde_json::Value::String(org.to_owned()).to_string())
+            );
             for key in source.scan(&pattern).await? {
                 let name = String::from_utf8_lossy(&key).into_owned();
                 if matches!(parse_seed(&key), Some((ref owner, _)) if owner == org) {
@@ -194,9 +197,9 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
             for key in source.scan(&format!("exocortex:dreams:{{{}}}:*", glob_escape(org))).await? {
                 let name = String::from_utf8_lossy(&key).into_owned();
                 match parse_module(org, &key) {
-                    Some(Role::Dead) => found
-                        .left
-                        .push((name, "dead letters: the seed's layout has no place for them".into())),
+                    Some(Role::Dead) => {
+                        found.left.push((name, "dead letters: the seed's layout has no place for them".into()))
+                    }
                     Some(role) => {
                         let kind: String = redis::cmd("TYPE").arg(&key).query_async(source).await?;
                         if kind != "none" {
@@ -339,7 +342,8 @@ pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Pl
                     Role::Ready => (&target.ready, "ready"),
                     _ => (&target.processing, "in flight"),
                 };
-                let (good, bad): (Vec<_>, Vec<_>) = items.iter().cloned().partition(|item| direction == Direction::Reverse || is_fire(item));
+                let (good, bad): (Vec<_>, Vec<_>) =
+                    items.iter().cloned().partition(|item| direction == Direction::Reverse || is_fire(item));
                 plan.count(kind, good.len());
                 plan.ops.push(Op::Append { key: key.clone(), items: good });
                 dead.extend(bad);
@@ -397,14 +401,29 @@ mod tests {
     #[test]
     fn seed_names_parse() {
         let region = RegionKey::new("acme", "web", 3);
-        assert_eq!(seed_counters(&region), r#"exocortex:dreams:counters:{"org":"acme","project":"web","memory_type":3}"#);
-        assert_eq!(parse_seed(seed_counters(&region).as_bytes()), Some(("acme".into(), Role::Counters(region.clone()))));
+        assert_eq!(
+            seed_counters(&region),
+            r#"exocortex:dreams:counters:{"org":"acme","project":"web","memory_type":3}"#
+        );
+        assert_eq!(
+            parse_seed(seed_counters(&region).as_bytes()),
+            Some(("acme".into(), Role::Counters(region.clone())))
+        );
         assert_eq!(parse_seed(seed_events(&region).as_bytes()), Some(("acme".into(), Role::Events(region))));
         assert_eq!(seed_queue("acme"), r#"exocortex:dreams:queue:org:"acme""#);
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#.as_bytes()), Some(("acme".into(), Role::Deferred)));
-        assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#.as_bytes()), Some(("a:b".into(), Role::Processing)));
+        assert_eq!(
+            parse_seed(r#"exocortex:dreams:queue:org:"acme":deferred"#.as_bytes()),
+            Some(("acme".into(), Role::Deferred))
+        );
+        assert_eq!(
+            parse_seed(r#"exocortex:dreams:queue:org:"a:b":processing"#.as_bytes()),
+            Some(("a:b".into(), Role::Processing))
+        );
         assert_eq!(parse_seed(r#"exocortex:dreams:queue:org:acme"#.as_bytes()), None);
-        assert_eq!(parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#.as_bytes()), None);
+        assert_eq!(
+            parse_seed(r#"exocortex:dreams:counters:{"project":"web","org":"acme","memory_type":3}"#.as_bytes()),
+            None
+        );
     }
 
     fn snapshot(value: Value) -> Snapshot {
@@ -503,17 +522,24 @@ mod tests {
         assert_eq!(read("pending", "f-1").as_deref(), Ok("f-1"));
         let region = RegionKey::new("acme", "web", 3);
         let hash = |value: &str| {
-            snapshot(Value::Hash(vec![(b"last_success".to_vec(), value.as_bytes().to_vec()), (b"pending".to_vec(), b"f".to_vec())]))
+            snapshot(Value::Hash(vec![
+                (b"last_success".to_vec(), value.as_bytes().to_vec()),
+                (b"pending".to_vec(), b"f".to_vec()),
+            ]))
         };
         let moved = plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("1.7e+17"))]);
         assert_eq!(
             moved.ops,
             vec![Op::Counters {
                 key: RegionKeys::new(&region).counters,
-                fields: vec![(b"last_success".to_vec(), b"170000000000000000".to_vec()), (b"pending".to_vec(), b"f".to_vec())]
+                fields: vec![
+                    (b"last_success".to_vec(), b"170000000000000000".to_vec()),
+                    (b"pending".to_vec(), b"f".to_vec())
+                ]
             }]
         );
-        let refused = plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("99999999999999999999"))]);
+        let refused =
+            plan(Direction::Forward, "acme", &[(seed_counters(&region).into_bytes(), hash("99999999999999999999"))]);
         assert!(refused.ops.is_empty());
         assert_eq!(refused.failures.len(), 1, "{:?}", refused.failures);
     }
@@ -530,7 +556,10 @@ mod tests {
         // memory type was read as the region's (two keys, one seed key).
         assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:counters:03:web"), None);
         assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:events:+3:web"), None);
-        assert_eq!(parse_module("acme", b"exocortex:dreams:{acme}:counters:0:web"), Some(Role::Counters(RegionKey::new("acme", "web", 0))));
+        assert_eq!(
+            parse_module("acme", b"exocortex:dreams:{acme}:counters:0:web"),
+            Some(Role::Counters(RegionKey::new("acme", "web", 0)))
+        );
         assert_eq!(parse_module("acme", "exocortex:dreams:{acme}:other".as_bytes()), None);
     }
 }

@@ -104,7 +104,11 @@ impl fmt::Display for TenantReport {
             )?;
         }
         if self.new_stream_ids > 0 {
-            writeln!(f, "  stream entries given a new id (theirs was not above the target's last): {}", self.new_stream_ids)?;
+            writeln!(
+                f,
+                "  stream entries given a new id (theirs was not above the target's last): {}",
+                self.new_stream_ids
+            )?;
         }
         if self.pending_not_carried > 0 {
             writeln!(

@@ -142,7 +142,10 @@ async fn give_back(
     }
     let kept = stage::restore(source, options.family, tenant, batch).await?;
     report.errors.push(if kept > 0 {
-        format!("batch {} not applied ({why}); {kept} keys stay staged: the old code wrote keys of their names since", batch.id)
+        format!(
+            "batch {} not applied ({why}); {kept} keys stay staged: the old code wrote keys of their names since",
+            batch.id
+        )
     } else {
         format!("batch {} not applied ({why}): its keys are back where they were", batch.id)
     });

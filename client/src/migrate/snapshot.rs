@@ -106,19 +106,10 @@ pub async fn read<C: ConnectionLike + Send>(con: &mut C, key: &[u8]) -> Result<O
         }
         "hash" => Value::Hash(redis::cmd("HGETALL").arg(key).query_async(con).await?),
         "string" => Value::Str(redis::cmd("GET").arg(key).query_async(con).await?),
-        "zset" => Value::ZSet(
-            redis::cmd("ZRANGE")
-                .arg(key)
-                .arg(0)
-                .arg(-1)
-                .arg("WITHSCORES")
-                .query_async(con)
-                .await?,
-        ),
+        "zset" => Value::ZSet(redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query_async(con).await?),
         "stream" => {
             let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query_async(con).await?;
-            let raw: Vec<StreamEntry> =
-                redis::cmd("XRANGE").arg(key).arg("-").arg("+").query_async(con).await?;
+            let raw: Vec<StreamEntry> = redis::cmd("XRANGE").arg(key).arg("-").arg("+").query_async(con).await?;
             let infos: Vec<HashMap<String, redis::Value>> =
                 redis::cmd("XINFO").arg("GROUPS").arg(key).query_async(con).await?;
             let groups = infos

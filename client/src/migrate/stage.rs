@@ -62,12 +62,8 @@ impl Batch {
 /// The batch an earlier run staged and did not finish, if any.
 #[cfg(feature = "net")]
 pub async fn pending<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str) -> Result<Option<Batch>> {
-    let items: Vec<Vec<u8>> = redis::cmd("LRANGE")
-        .arg(manifest(family, tenant))
-        .arg(0)
-        .arg(-1)
-        .query_async(con)
-        .await?;
+    let items: Vec<Vec<u8>> =
+        redis::cmd("LRANGE").arg(manifest(family, tenant)).arg(0).arg(-1).query_async(con).await?;
     Ok(Batch::from_manifest(items))
 }
 
@@ -183,7 +179,12 @@ return #kept / 2
 /// return to their names (one atomic step); the number that stay staged
 /// because the old code has written a key of that name since.
 #[cfg(feature = "net")]
-pub async fn restore<C: ConnectionLike + Send>(con: &mut C, family: Family, tenant: &str, batch: &Batch) -> Result<i64> {
+pub async fn restore<C: ConnectionLike + Send>(
+    con: &mut C,
+    family: Family,
+    tenant: &str,
+    batch: &Batch,
+) -> Result<i64> {
     let mut call = redis::cmd("EVAL");
     call.arg(RESTORE_LUA).arg(1 + 2 * batch.keys.len()).arg(manifest(family, tenant));
     for (_, staged) in &batch.keys {

@@ -28,9 +28,9 @@ use super::Direction;
 use super::apply::Op;
 #[cfg(feature = "net")]
 use super::conn::{Endpoint, glob_escape};
-use super::plan::Plan;
 #[cfg(feature = "net")]
 use super::plan::Discovered;
+use super::plan::Plan;
 use super::snapshot::{Snapshot, Value};
 #[cfg(feature = "net")]
 use super::{Error, Result};
@@ -181,7 +181,9 @@ pub fn tenant_of(direction: Direction, key: &[u8]) -> Option<(String, Role)> {
                 tinytown_role(tail).map(|_| (town, tail, false))
             })
             .or_else(|| rest.split_once(':').map(|(town, rest)| (town, rest, false)))?,
-        Direction::Reverse => rest.strip_prefix('{').and_then(|rest| rest.split_once("}:")).map(|(town, rest)| (town, rest, true))?,
+        Direction::Reverse => {
+            rest.strip_prefix('{').and_then(|rest| rest.split_once("}:")).map(|(town, rest)| (town, rest, true))?
+        }
         Direction::Forward => return None,
     };
     Role::parse(rest, module).map(|role| (town.to_owned(), role))
@@ -309,12 +311,18 @@ pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> P
             (Role::Task(id), Value::Hash(fields)) => {
                 plan.count("tasks", 1);
                 if forward {
-                    plan.ops.push(Op::ZAddNx { key: indexes.task_index(), members: vec![(id.clone().into_bytes(), "0".into())] });
+                    plan.ops.push(Op::ZAddNx {
+                        key: indexes.task_index(),
+                        members: vec![(id.clone().into_bytes(), "0".into())],
+                    });
                 }
                 plan.ops.push(record(key, fields));
             }
             (Role::Inbox(id) | Role::Urgent(id), Value::List(items)) => {
-                plan.count(if matches!(role, Role::Inbox(_)) { "inbox messages" } else { "urgent messages" }, items.len());
+                plan.count(
+                    if matches!(role, Role::Inbox(_)) { "inbox messages" } else { "urgent messages" },
+                    items.len(),
+                );
                 plan.ops.push(Op::Append { key, items: items.clone() });
                 mailboxes.push(id.clone());
             }
@@ -345,7 +353,8 @@ pub fn plan(direction: Direction, town: &str, keys: &[(Vec<u8>, Snapshot)]) -> P
             }
             (Role::Pending(id), Value::List(items)) => {
                 plan.count("unacknowledged messages back to the inbox head", items.len());
-                plan.ops.push(Op::Prepend { key: target(direction, town, &format!("inbox:{id}")), items: items.clone() });
+                plan.ops
+                    .push(Op::Prepend { key: target(direction, town, &format!("inbox:{id}")), items: items.clone() });
             }
             (Role::Leases(_), Value::ZSet(members)) => plan.drop("leases", members.len()),
             (Role::Index, value) => plan.drop("index entries", value.len()),
@@ -378,8 +387,14 @@ mod tests {
     fn reverse_plan_requeues_pending_and_drops_indexes_and_leases() {
         let keys = vec![
             (b"tt:{t}:pending:a".to_vec(), Snapshot { value: Value::List(vec![b"m1".to_vec()]), pttl: None }),
-            (b"tt:{t}:leases:a".to_vec(), Snapshot { value: Value::ZSet(vec![(b"m1".to_vec(), "9".into())]), pttl: None }),
-            (b"tt:{t}:index:agents".to_vec(), Snapshot { value: Value::Hash(vec![(b"a".to_vec(), b"n".to_vec())]), pttl: None }),
+            (
+                b"tt:{t}:leases:a".to_vec(),
+                Snapshot { value: Value::ZSet(vec![(b"m1".to_vec(), "9".into())]), pttl: None },
+            ),
+            (
+                b"tt:{t}:index:agents".to_vec(),
+                Snapshot { value: Value::Hash(vec![(b"a".to_vec(), b"n".to_vec())]), pttl: None },
+            ),
         ];
         let plan = plan(Direction::Reverse, "t", &keys);
         assert_eq!(plan.ops, vec![Op::Prepend { key: "tt:t:inbox:a".into(), items: vec![b"m1".to_vec()] }]);
@@ -392,13 +407,22 @@ mod tests {
         let record = vec![(b"id".to_vec(), b"a".to_vec()), (b"name".to_vec(), b"backend".to_vec())];
         let keys = vec![
             (b"tt:t:agent:a".to_vec(), Snapshot { value: Value::Hash(record.clone()), pttl: None }),
-            (b"tt:t:task:k".to_vec(), Snapshot { value: Value::Hash(vec![(b"id".to_vec(), b"k".to_vec())]), pttl: None }),
+            (
+                b"tt:t:task:k".to_vec(),
+                Snapshot { value: Value::Hash(vec![(b"id".to_vec(), b"k".to_vec())]), pttl: None },
+            ),
             (b"tt:t:stop:b".to_vec(), Snapshot { value: Value::Str(b"1".to_vec()), pttl: Some(5000) }),
         ];
         let plan = plan(Direction::Forward, "t", &keys);
-        assert!(plan.ops.contains(&Op::HSet { key: "tt:{t}:index:agents".into(), fields: vec![(b"a".to_vec(), b"backend".to_vec())] }));
+        assert!(plan.ops.contains(&Op::HSet {
+            key: "tt:{t}:index:agents".into(),
+            fields: vec![(b"a".to_vec(), b"backend".to_vec())]
+        }));
         assert!(plan.ops.contains(&Op::Record { key: "tt:{t}:agent:a".into(), fields: record, replace: true }));
-        assert!(plan.ops.contains(&Op::ZAddNx { key: "tt:{t}:index:tasks".into(), members: vec![(b"k".to_vec(), "0".into())] }));
+        assert!(
+            plan.ops
+                .contains(&Op::ZAddNx { key: "tt:{t}:index:tasks".into(), members: vec![(b"k".to_vec(), "0".into())] })
+        );
         assert!(plan.ops.contains(&Op::Flag { key: "tt:{t}:stop:b".into(), value: b"1".to_vec(), pttl: Some(5000) }));
         assert!(plan.ops.contains(&Op::ZAddNx {
             key: "tt:{t}:index:mailboxes".into(),
@@ -443,11 +467,19 @@ mod tests {
         assert_eq!(other(&format!("tt:a:task:agent:{id}"), "hash").as_deref(), Some("a:task"));
         assert_eq!(other(&format!("tt:a:x:y:inbox:{id}"), "list").as_deref(), Some("a:x:y"));
         assert_eq!(other("tt:a:agent:backlog", "list").as_deref(), Some("a:agent"), "no agent record is a list");
-        assert_eq!(other(&format!("tt:a:events:agent:{id}"), "hash").as_deref(), Some("a:events"), "a's would be a stream");
+        assert_eq!(
+            other(&format!("tt:a:events:agent:{id}"), "hash").as_deref(),
+            Some("a:events"),
+            "a's would be a stream"
+        );
         // a's own keys, and names no town's reading claims.
         assert_eq!(other(&format!("tt:a:events:agent:{id}"), "stream"), None);
         assert_eq!(other(&format!("tt:a:agent:{id}"), "hash"), None);
-        assert_eq!(other("tt:a:docket:events", "stream"), None, "a's own, though town a:docket's events would be named so too");
+        assert_eq!(
+            other("tt:a:docket:events", "stream"),
+            None,
+            "a's own, though town a:docket's events would be named so too"
+        );
         assert_eq!(other("tt:a:mission:r1:events", "stream"), None, "a's missions are tinytown's to name");
         assert_eq!(other("tt:a:b:c", "string"), None);
         assert_eq!(other("tt:ab:backlog", "list"), None);

@@ -233,10 +233,7 @@ impl Agent {
     /// ```
     #[must_use]
     pub fn supervisor(name: impl Into<String>) -> Self {
-        Self {
-            id: AgentId::supervisor(),
-            ..Self::new(name, "supervisor", AgentType::Supervisor)
-        }
+        Self { id: AgentId::supervisor(), ..Self::new(name, "supervisor", AgentType::Supervisor) }
     }
 
     /// With role `role_id`.
@@ -387,8 +384,19 @@ mod tests {
         assert_eq!(
             names,
             [
-                "id", "name", "agent_type", "state", "cli", "created_at", "last_heartbeat", "tasks_completed",
-                "rounds_completed", "last_active_at", "spawn_mode", "current_task", "role_id",
+                "id",
+                "name",
+                "agent_type",
+                "state",
+                "cli",
+                "created_at",
+                "last_heartbeat",
+                "tasks_completed",
+                "rounds_completed",
+                "last_active_at",
+                "spawn_mode",
+                "current_task",
+                "role_id",
             ]
         );
         let get = |name: &str| fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str());

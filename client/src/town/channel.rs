@@ -109,12 +109,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub fn new(conn: C, town_name: impl Into<String>) -> Self {
         let town = town_name.into();
-        Self {
-            keys: TownKeys::new(&town),
-            conn,
-            town,
-            tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE,
-        }
+        Self { keys: TownKeys::new(&town), conn, town, tryagain_deadline: DEFAULT_TRYAGAIN_DEADLINE }
     }
 
     /// How long a call refused with `TRYAGAIN` (the town's slot is moving
@@ -292,11 +287,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         let reply = self.run(self.call("TOWN.LEN").arg(agent_id.to_string())).await?;
         let [inbox, urgent, pending] = reply.counts::<3>()?;
         let size = |n: u64| usize::try_from(n).map_err(|_| reply.unexpected());
-        Ok(MailboxLengths {
-            inbox: size(inbox)?,
-            urgent: size(urgent)?,
-            pending: size(pending)?,
-        })
+        Ok(MailboxLengths { inbox: size(inbox)?, urgent: size(urgent)?, pending: size(pending)? })
     }
 
     /// Receive one message for `agent_id`, waiting up to `timeout` for one
@@ -318,11 +309,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive(&self, agent_id: AgentId, timeout: Duration) -> Result<Option<Message>> {
-        let call = self
-            .call("TOWN.RECV")
-            .arg(agent_id.to_string())
-            .arg("BLOCK")
-            .arg(timeout_secs(timeout));
+        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("BLOCK").arg(timeout_secs(timeout));
         single(&self.run(call).await?)
     }
 
@@ -391,11 +378,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn drain_inbox(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let call = self
-            .call("TOWN.RECV")
-            .arg(agent_id.to_string())
-            .arg("COUNT")
-            .arg(i64::MAX);
+        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("COUNT").arg(i64::MAX);
         deliveries(&self.run(call).await?)
     }
 
@@ -473,11 +456,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// [`receive_leased`](Self::receive_leased) out to now + `lease`
     /// (`TOWN.EXTEND`); false when it is leased to no one any more.
     pub async fn extend_message(&self, agent_id: AgentId, message_id: impl Display, lease: Duration) -> Result<bool> {
-        let call = self
-            .call("TOWN.EXTEND")
-            .arg(agent_id.to_string())
-            .arg(message_id.to_string())
-            .arg(timeout_secs(lease));
+        let call =
+            self.call("TOWN.EXTEND").arg(agent_id.to_string()).arg(message_id.to_string()).arg(timeout_secs(lease));
         self.run(call).await?.flag()
     }
 
@@ -534,10 +514,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn ack_message(&self, agent_id: AgentId, message_id: impl Display) -> Result<bool> {
-        let call = self
-            .call("TOWN.ACK")
-            .arg(agent_id.to_string())
-            .arg(message_id.to_string());
+        let call = self.call("TOWN.ACK").arg(agent_id.to_string()).arg(message_id.to_string());
         self.run(call).await?.flag()
     }
 
@@ -635,9 +612,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn requeue_pending(&self, agent_id: AgentId) -> Result<usize> {
-        self.run(self.call("TOWN.REQUEUE").arg(agent_id.to_string()))
-            .await?
-            .length()
+        self.run(self.call("TOWN.REQUEUE").arg(agent_id.to_string())).await?.length()
     }
 
     /// Move all of a dead agent's mail (urgent, pending, inbox) to `to_agent`
@@ -653,10 +628,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reclaim(&self, from_agent: AgentId, to_agent: AgentId) -> Result<usize> {
-        let call = self
-            .call("TOWN.RECLAIM")
-            .arg(from_agent.to_string())
-            .arg(to_agent.to_string());
+        let call = self.call("TOWN.RECLAIM").arg(from_agent.to_string()).arg(to_agent.to_string());
         self.run(call).await?.length()
     }
 }
@@ -668,9 +640,7 @@ fn deliveries(reply: &Reply) -> Result<Vec<Delivery>> {
 
 /// Every message of an array reply, or `None` for nil (a wait that timed out).
 fn optional_deliveries(reply: &Reply) -> Result<Option<Vec<Delivery>>> {
-    Ok(reply
-        .optional_bulks()?
-        .map(|payloads| payloads.into_iter().map(Delivery::from_payload).collect()))
+    Ok(reply.optional_bulks()?.map(|payloads| payloads.into_iter().map(Delivery::from_payload).collect()))
 }
 
 /// The one message of a `TOWN.RECV` without `COUNT`, if any.
@@ -679,8 +649,5 @@ fn single(reply: &Reply) -> Result<Option<Message>> {
     if received.len() > 1 {
         return Err(reply.unexpected());
     }
-    received
-        .pop()
-        .map(|delivery| delivery.into_message_of("TOWN.RECV"))
-        .transpose()
+    received.pop().map(|delivery| delivery.into_message_of("TOWN.RECV")).transpose()
 }

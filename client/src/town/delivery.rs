@@ -55,10 +55,7 @@ impl Delivery {
     pub fn from_payload(payload: Vec<u8>) -> Self {
         match serde_json::from_slice::<Message>(&payload) {
             Ok(message) => Self::Parsed { message, payload },
-            Err(error) => Self::Unparsed {
-                payload,
-                reason: error.to_string(),
-            },
+            Err(error) => Self::Unparsed { payload, reason: error.to_string() },
         }
     }
 

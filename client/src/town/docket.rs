@@ -141,10 +141,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn docket_ack(&self, entry_id: &str) -> Result<()> {
-        let call = Call::new("XACK")
-            .arg(self.keys().docket_tasks())
-            .arg(DOCKET_GROUP)
-            .arg(entry_id);
+        let call = Call::new("XACK").arg(self.keys().docket_tasks()).arg(DOCKET_GROUP).arg(entry_id);
         self.run(call).await?.count().map(drop)
     }
 
@@ -157,9 +154,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn docket_len(&self) -> Result<usize> {
-        self.run(Call::new("XLEN").arg(self.keys().docket_tasks()))
-            .await?
-            .length()
+        self.run(Call::new("XLEN").arg(self.keys().docket_tasks())).await?.length()
     }
 
     /// How many docket entries were delivered and not yet acknowledged

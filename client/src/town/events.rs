@@ -288,9 +288,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> EventStream<C> {
     /// # }
     /// ```
     pub fn new(conn: C, town_name: impl Into<String>) -> Self {
-        Self {
-            channel: Channel::new(conn, town_name),
-        }
+        Self { channel: Channel::new(conn, town_name) }
     }
 
     /// Append `event` to the town-wide stream, keeping about the newest 1000
@@ -329,12 +327,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> EventStream<C> {
     /// # Ok(()) }
     /// ```
     pub async fn read_town_events(&self, last_id: &str, count: usize) -> Result<Vec<(String, TownEvent)>> {
-        let call = Call::new("XRANGE")
-            .arg(self.channel.keys().events())
-            .arg(last_id)
-            .arg("+")
-            .arg("COUNT")
-            .arg(count);
+        let call = Call::new("XRANGE").arg(self.channel.keys().events()).arg(last_id).arg("+").arg("COUNT").arg(count);
         self.read(call).await
     }
 
@@ -347,12 +340,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> EventStream<C> {
     /// # Ok(()) }
     /// ```
     pub async fn read_recent_town_events(&self, count: usize) -> Result<Vec<(String, TownEvent)>> {
-        let call = Call::new("XREVRANGE")
-            .arg(self.channel.keys().events())
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(count);
+        let call = Call::new("XREVRANGE").arg(self.channel.keys().events()).arg("+").arg("-").arg("COUNT").arg(count);
         let mut events = self.read(call).await?;
         events.reverse();
         Ok(events)
@@ -381,9 +369,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub fn event_stream(&self) -> EventStream<C> {
-        EventStream {
-            channel: self.clone(),
-        }
+        EventStream { channel: self.clone() }
     }
 
     /// Emit `event` to the town's event stream ([`EventStream::emit`]); the

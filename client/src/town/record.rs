@@ -16,11 +16,7 @@ impl Fields<'_> {
     /// A field's text; a field that is not UTF-8 counts as absent.
     pub(crate) fn text(&self, name: &str) -> Option<&str> {
         // The last occurrence wins, as HSET of a repeated field would.
-        self.0
-            .iter()
-            .rev()
-            .find(|(field, _)| field == name)
-            .and_then(|(_, value)| std::str::from_utf8(value).ok())
+        self.0.iter().rev().find(|(field, _)| field == name).and_then(|(_, value)| std::str::from_utf8(value).ok())
     }
 
     /// A field's text, owned.
@@ -35,9 +31,7 @@ impl Fields<'_> {
 
     /// An RFC 3339 time.
     pub(crate) fn time(&self, name: &str) -> Option<DateTime<Utc>> {
-        DateTime::parse_from_rfc3339(self.text(name)?)
-            .ok()
-            .map(|time| time.with_timezone(&Utc))
+        DateTime::parse_from_rfc3339(self.text(name)?).ok().map(|time| time.with_timezone(&Utc))
     }
 
     /// An enum stored as its serde word; absent or unknown is the default.
@@ -53,23 +47,14 @@ impl Fields<'_> {
         T::Err: std::fmt::Display,
     {
         let Some(text) = self.text("id") else {
-            return Err(Error::InvalidRecord {
-                what,
-                reason: format!("no id field in {}", self.render()),
-            });
+            return Err(Error::InvalidRecord { what, reason: format!("no id field in {}", self.render()) });
         };
-        text.parse().map_err(|error| Error::InvalidRecord {
-            what,
-            reason: format!("id {text:?}: {error}"),
-        })
+        text.parse().map_err(|error| Error::InvalidRecord { what, reason: format!("id {text:?}: {error}") })
     }
 
     fn render(&self) -> String {
-        let pairs: Vec<String> = self
-            .0
-            .iter()
-            .map(|(field, value)| format!("{field}={:?}", String::from_utf8_lossy(value)))
-            .collect();
+        let pairs: Vec<String> =
+            self.0.iter().map(|(field, value)| format!("{field}={:?}", String::from_utf8_lossy(value))).collect();
         format!("{{{}}}", pairs.join(", "))
     }
 }

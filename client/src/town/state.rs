@@ -124,11 +124,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
         let reply = self.run(self.subcommand("TOWN.AGENT", "LIST")).await?;
-        Ok(reply
-            .records()?
-            .iter()
-            .filter_map(|fields| Agent::from_fields(fields).ok())
-            .collect())
+        Ok(reply.records()?.iter().filter_map(|fields| Agent::from_fields(fields).ok()).collect())
     }
 
     /// The agent named `name` (the lowest id if several), or `None`
@@ -189,10 +185,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     }
 
     async fn increment(&self, agent_id: AgentId, counter: &'static str) -> Result<u64> {
-        let call = self
-            .subcommand("TOWN.AGENT", "INCR")
-            .arg(agent_id.to_string())
-            .arg(counter);
+        let call = self.subcommand("TOWN.AGENT", "INCR").arg(agent_id.to_string()).arg(counter);
         self.run(call).await?.count()
     }
 
@@ -267,11 +260,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn list_tasks(&self) -> Result<Vec<Task>> {
         let reply = self.run(self.subcommand("TOWN.TASK", "LIST")).await?;
-        Ok(reply
-            .records()?
-            .iter()
-            .filter_map(|fields| Task::from_fields(fields).ok())
-            .collect())
+        Ok(reply.records()?.iter().filter_map(|fields| Task::from_fields(fields).ok()).collect())
     }
 
     /// Log what `agent_id` is doing: newest first, the last 10 kept, the log
@@ -285,10 +274,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn log_agent_activity(&self, agent_id: AgentId, activity: &str) -> Result<()> {
-        let call = self
-            .subcommand("TOWN.ACTIVITY", "LOG")
-            .arg(agent_id.to_string())
-            .arg(activity);
+        let call = self.subcommand("TOWN.ACTIVITY", "LOG").arg(agent_id.to_string()).arg(activity);
         self.run_ok(call).await
     }
 
@@ -306,10 +292,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     pub async fn get_agent_activity(&self, agent_id: AgentId) -> Result<Option<String>> {
         let call = self.subcommand("TOWN.ACTIVITY", "GET").arg(agent_id.to_string());
         let reply = self.run(call).await?;
-        reply
-            .optional_bulk()?
-            .map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected()))
-            .transpose()
+        reply.optional_bulk()?.map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected())).transpose()
     }
 
     /// Append `task_id` to the town's backlog (`TOWN.BACKLOG PUSH ...`).
@@ -337,11 +320,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn backlog_list(&self) -> Result<Vec<TaskId>> {
         let reply = self.run(self.subcommand("TOWN.BACKLOG", "LIST")).await?;
-        Ok(reply
-            .bulks()?
-            .iter()
-            .filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok())
-            .collect())
+        Ok(reply.bulks()?.iter().filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok()).collect())
     }
 
     /// How many task ids are in the backlog (`TOWN.BACKLOG LEN ...`).
@@ -429,9 +408,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
 
 /// `... <field> <value> [<field> <value> ...]`.
 fn with_fields(call: Call, fields: Vec<(&'static str, String)>) -> Call {
-    fields
-        .into_iter()
-        .fold(call, |call, (field, value)| call.arg(field).arg(value))
+    fields.into_iter().fold(call, |call, (field, value)| call.arg(field).arg(value))
 }
 
 /// Reads one stored record.

@@ -29,10 +29,8 @@ fn entry(value: &Value) -> Option<Entry> {
     let Value::Array(parts) = value else { return None };
     let [id, pairs] = parts.as_slice() else { return None };
     let id = String::from_utf8(bytes(id)?).ok()?;
-    let fields = fields(pairs)?
-        .into_iter()
-        .map(|(name, value)| Some((name, bytes(value)?)))
-        .collect::<Option<Vec<_>>>()?;
+    let fields =
+        fields(pairs)?.into_iter().map(|(name, value)| Some((name, bytes(value)?))).collect::<Option<Vec<_>>>()?;
     Some(Entry { id, fields })
 }
 
@@ -87,9 +85,8 @@ pub(crate) fn group_lag(value: &Value, group: &str) -> Option<Option<u64>> {
     let Value::Array(groups) = value else { return None };
     for info in groups {
         let info = fields(info)?;
-        let named = info
-            .iter()
-            .any(|(field, value)| field == "name" && bytes(value).as_deref() == Some(group.as_bytes()));
+        let named =
+            info.iter().any(|(field, value)| field == "name" && bytes(value).as_deref() == Some(group.as_bytes()));
         if named {
             let lag = info.iter().find(|(field, _)| field == "lag").and_then(|(_, value)| match value {
                 Value::Int(lag) => u64::try_from(*lag).ok(),

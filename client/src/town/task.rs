@@ -238,10 +238,7 @@ impl Task {
             completed_at: fields.time("completed_at"),
             result: fields.string("result"),
             parent_id: fields.parsed("parent_id"),
-            tags: fields
-                .text("tags")
-                .and_then(|tags| serde_json::from_str(tags).ok())
-                .unwrap_or_default(),
+            tags: fields.text("tags").and_then(|tags| serde_json::from_str(tags).ok()).unwrap_or_default(),
         })
     }
 }
@@ -262,18 +259,14 @@ mod tests {
         let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
         assert_eq!(names, ["id", "description", "state", "created_at", "updated_at", "tags", "started_at", "result"]);
         assert_eq!(fields[5].1, r#"["parser","rust"]"#);
-        let stored: Vec<(String, Vec<u8>)> =
-            fields.into_iter().map(|(f, v)| (f.to_owned(), v.into_bytes())).collect();
+        let stored: Vec<(String, Vec<u8>)> = fields.into_iter().map(|(f, v)| (f.to_owned(), v.into_bytes())).collect();
         assert_eq!(Task::from_fields(&stored).unwrap(), task);
     }
 
     #[test]
     fn missing_fields_take_tinytowns_defaults() {
         let id = TaskId::new();
-        let stored = vec![
-            ("id".to_owned(), id.to_string().into_bytes()),
-            ("tags".to_owned(), b"not json".to_vec()),
-        ];
+        let stored = vec![("id".to_owned(), id.to_string().into_bytes()), ("tags".to_owned(), b"not json".to_vec())];
         let task = Task::from_fields(&stored).unwrap();
         assert_eq!((task.id, task.state, task.tags.len()), (id, TaskState::Pending, 0));
         assert!(Task::from_fields(&[("id".to_owned(), b"t-42".to_vec())]).is_err());

@@ -25,10 +25,7 @@ pub fn module_path() -> PathBuf {
         return PathBuf::from(path);
     }
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/libdreamtown.so");
-    assert!(
-        path.exists(),
-        "build the module first (cargo build --release -p dreamtown), or set DREAMTOWN_MODULE"
-    );
+    assert!(path.exists(), "build the module first (cargo build --release -p dreamtown), or set DREAMTOWN_MODULE");
     path
 }
 
@@ -113,10 +110,7 @@ impl Server {
             if module {
                 command.arg("--loadmodule").arg(module_path());
             }
-            command
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+            command.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
             if cluster {
                 command.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]);
                 command.args(["--cluster-node-timeout", "5000"]);

@@ -70,12 +70,7 @@ fn command(program: &str) -> Command {
 /// Run a command; panic with its output when it fails.
 fn run(args: &[&str]) {
     let output = command(args[0]).args(&args[1..]).stdin(Stdio::null()).output().expect("spawn");
-    assert!(
-        output.status.success(),
-        "{} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{} failed: {}", args.join(" "), String::from_utf8_lossy(&output.stderr));
 }
 
 /// Run a command, ignoring failure (cleanup of what may be gone already).
@@ -104,7 +99,8 @@ pub fn sweep_stale() {
         if is_ns {
             // Servers of a run killed outright still run in its namespace.
             if let Ok(out) = command("ip").args(["netns", "pids", &name]).output() {
-                for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok())
+                {
                     // SAFETY: kill(2); the pid lives in a namespace only our runs create.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
@@ -150,7 +146,8 @@ impl Net {
         let dir = std::env::temp_dir().join(format!("dreamtown-netns-{id}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
-        let net = Net { id, bridge, hosts: Vec::new(), servers: Vec::new(), blackholes: Vec::new(), qdiscs: Vec::new(), dir };
+        let net =
+            Net { id, bridge, hosts: Vec::new(), servers: Vec::new(), blackholes: Vec::new(), qdiscs: Vec::new(), dir };
         run(&["ip", "link", "add", &net.bridge, "type", "bridge"]);
         run(&["ip", "link", "set", &net.bridge, "up"]);
         net
@@ -190,7 +187,11 @@ impl Net {
         // SAFETY: prctl(2) is async-signal-safe; it survives the exec.
         unsafe {
             command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
             });
         }
         let child = command

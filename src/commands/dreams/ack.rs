@@ -3,9 +3,9 @@
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
 use super::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
-use crate::dreams::lease::LeaseAwareQueue;
 use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
+use crate::dreams::lease::LeaseAwareQueue;
 use crate::dreams::message::ReadFire;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
@@ -31,10 +31,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[
         Arg::tenant("org"),
         Arg::new("payload", ArgKind::String),
-        Arg::new(
-            "result",
-            ArgKind::OneOf(&[Arg::keyword("SUCCESS"), Arg::keyword("FAILURE")]),
-        ),
+        Arg::new("result", ArgKind::OneOf(&[Arg::keyword("SUCCESS"), Arg::keyword("FAILURE")])),
         NODE_ARG,
         TRIGGER_ARG,
     ],

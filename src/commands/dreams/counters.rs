@@ -3,11 +3,11 @@
 
 use super::region;
 use super::store::RedisRegion;
+use crate::dreams::region::RegionKey;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
-use crate::dreams::region::RegionKey;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -35,10 +35,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let pairs = counters.counters_key().hgetall();
     let mut sorted = pairs;
     sorted.sort();
-    Ok(Reply::Array(
-        sorted
-            .into_iter()
-            .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
-            .collect(),
-    ))
+    Ok(Reply::Array(sorted.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect()))
 }

@@ -12,12 +12,7 @@ use crate::module::stats;
 use crate::module::tenant_stats::{self, Dreams};
 
 /// The family.
-pub static FAMILY: LeaseFamily = LeaseFamily {
-    tenant_of,
-    expire,
-    earliest,
-    slot_tenant,
-};
+pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };
 
 /// An organization's index entry is the organization itself.
 fn slot_tenant(org: &str) -> Option<&str> {

@@ -21,11 +21,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     arity: 4,
     summary: "Push the lease of a drained fire out to now + seconds",
     complexity: "O(log N) where N is the number of leased items",
-    args: &[
-        Arg::tenant("org"),
-        Arg::new("payload", ArgKind::String),
-        Arg::new("secs", ArgKind::Double),
-    ],
+    args: &[Arg::tenant("org"), Arg::new("payload", ArgKind::String), Arg::new("secs", ArgKind::Double)],
 };
 
 /// The parse step: organization, payload, lease seconds.

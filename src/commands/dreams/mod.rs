@@ -7,8 +7,8 @@ pub mod counters;
 pub mod drain;
 pub mod expiry;
 pub mod extend;
-pub mod inflight;
 pub mod fire;
+pub mod inflight;
 pub mod len;
 pub mod queue_names;
 pub mod record;
@@ -81,22 +81,22 @@ pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64
 pub use crate::dreams::fire_id::{new_fire_id, FireId};
 
 /// The region arguments, for docs.
-pub const REGION_ARGS: [Arg; 3] = [
-    Arg::tenant("org"),
-    Arg::new("project", ArgKind::String),
-    Arg::new("memory-type", ArgKind::Integer),
-];
+pub const REGION_ARGS: [Arg; 3] =
+    [Arg::tenant("org"), Arg::new("project", ArgKind::String), Arg::new("memory-type", ArgKind::Integer)];
 
 /// `[NODE id]`, for docs.
 pub const NODE_ARG: Arg = Arg::new("node", ArgKind::String).token("NODE").optional();
 
 /// `[TRIGGER m e min age]`, for docs.
-pub const TRIGGER_ARG: Arg = Arg::new("trigger", ArgKind::Block(&[
-    Arg::new("memory-threshold", ArgKind::Integer),
-    Arg::new("edge-threshold", ArgKind::Integer),
-    Arg::new("min-interval-secs", ArgKind::Integer),
-    Arg::new("age-floor-secs", ArgKind::Integer),
-]))
+pub const TRIGGER_ARG: Arg = Arg::new(
+    "trigger",
+    ArgKind::Block(&[
+        Arg::new("memory-threshold", ArgKind::Integer),
+        Arg::new("edge-threshold", ArgKind::Integer),
+        Arg::new("min-interval-secs", ArgKind::Integer),
+        Arg::new("age-floor-secs", ArgKind::Integer),
+    ]),
+)
 .token("TRIGGER")
 .optional();
 
@@ -107,7 +107,11 @@ pub fn lease_secs(args: &mut Args<'_>) -> Result<f64, CommandError> {
         .parse()
         .ok()
         .filter(|secs: &f64| *secs > 0.0 && *secs <= crate::dreams::lease::LEASE_SECS_MAX)
-        .ok_or_else(|| CommandError::err(format_args!("lease must be a number of seconds above 0 and at most 3153600000, got '{text}'")))?;
+        .ok_or_else(|| {
+            CommandError::err(format_args!(
+                "lease must be a number of seconds above 0 and at most 3153600000, got '{text}'"
+            ))
+        })?;
     Ok(secs)
 }
 

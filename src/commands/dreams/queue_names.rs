@@ -48,7 +48,8 @@ unsafe impl Send for Cache {}
 
 static LAST: Mutex<Cache> = Mutex::new(Cache(None));
 
-const ORDER: [QueueKey; 5] = [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];
+const ORDER: [QueueKey; 5] =
+    [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];
 
 /// `MODULE UNLOAD`: free the kept names.
 pub fn unload() {

@@ -5,8 +5,7 @@
 
 use super::store::{EventSet, RedisQueue, RedisRegion};
 use super::{
-    counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS,
-    TRIGGER_ARG,
+    counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG,
 };
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
 use crate::dreams::region::{QueueKeys, RegionRef};
@@ -99,11 +98,8 @@ pub(crate) fn parse<'a>(
             return Err(unknown_option(&String::from_utf8_lossy(word).to_ascii_uppercase()));
         }
     }
-    let write = Write {
-        memories,
-        edges,
-        delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }),
-    };
+    let write =
+        Write { memories, edges, delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }) };
     Ok((region, write, fired_by, thresholds))
 }
 
@@ -193,7 +189,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         RecordOutcome::Accumulated => None,
     };
     if let Some(counted) = counted {
-        let org = queue.as_ref().map_or_else(|| TenantId::of(&region.org), RedisQueue::tenant);
+        let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), RedisQueue::tenant);
         tenant_stats::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))

@@ -13,13 +13,13 @@ use crate::dreams::lease::EXPIRED;
 use crate::dreams::region::QueueKey;
 use crate::module::args::Args;
 use crate::module::call;
-use crate::module::fire_ages::{self, Age, List};
-use crate::module::tenant_stats::{self, Family, TenantId, DREAMS_FIELDS};
 use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
+use crate::module::fire_ages::{self, Age, List};
 use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::string::OwnedString;
+use crate::module::tenant_stats::{self, Family, TenantId, DREAMS_FIELDS};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -43,17 +43,25 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
-    let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases]);
+    let names =
+        queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases]);
     let [ready, deferred, processing, dead, leases] = session.check_strings(names, Access::Read)?;
     let leases_name = leases.clone();
     let [ready, deferred, processing, dead, leases] =
         [ready, deferred, processing, dead, leases].map(|name| session.open_checked(name, Access::Read));
-    for (key, kind) in [(&ready, KeyKind::List), (&deferred, KeyKind::ZSet), (&processing, KeyKind::List), (&dead, KeyKind::List), (&leases, KeyKind::ZSet)] {
+    for (key, kind) in [
+        (&ready, KeyKind::List),
+        (&deferred, KeyKind::ZSet),
+        (&processing, KeyKind::List),
+        (&dead, KeyKind::List),
+        (&leases, KeyKind::ZSet),
+    ] {
         key.require(kind)?;
     }
     let now_ms = session.now_ms();
     // Deferred items are scored by the second they were deferred.
-    let oldest_deferred = lowest_score(&deferred, f64::NEG_INFINITY).map(|secs| now_ms.saturating_sub(secs.saturating_mul(1000)).max(0));
+    let oldest_deferred =
+        lowest_score(&deferred, f64::NEG_INFINITY).map(|secs| now_ms.saturating_sub(secs.saturating_mul(1000)).max(0));
     let expired_waiting = expired_markers(session, &leases, &leases_name);
     let leased = leases.len().saturating_sub(expired_waiting);
     let next_deadline = lowest_score(&leases, (EXPIRED + 1) as f64);
@@ -80,7 +88,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     for (name, parts) in DREAMS_FIELDS {
         fields.push((name, Reply::count(totals.map_or(0, |totals| totals.sum(parts)))));
     }
-    let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.len() == 0);
+    let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.is_empty());
     if idle {
         tenant_stats::idle_seen(org_id, None);
     }

@@ -9,14 +9,14 @@ use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
 use crate::module::api::api;
-use redis_module::raw;
 use crate::module::call;
 use crate::module::fire_ages::{self, List};
-use crate::module::tenant_stats::TenantId;
 use crate::module::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
 use crate::module::string::{KeyName, OwnedString, StaticString};
+use crate::module::tenant_stats::TenantId;
+use redis_module::raw;
 
 /// The counter hash's field names as Redis strings, made once.
 static COUNTER_FIELDS: [StaticString; 5] = {
@@ -386,10 +386,7 @@ impl LeaseStore for RedisLeases {
             .collect()
     }
     fn earliest(&self) -> Option<i64> {
-        self.key
-            .zrange_by_score((EXPIRED + 1) as f64, f64::INFINITY, 1)
-            .first()
-            .map(|(_, score)| *score as i64)
+        self.key.zrange_by_score((EXPIRED + 1) as f64, f64::INFINITY, 1).first().map(|(_, score)| *score as i64)
     }
 }
 
@@ -490,22 +487,15 @@ impl<'s> RedisRegion<'s> {
             false => (counters_without_pending(&counters, [memories, edges, success, settled]), None),
         };
         let [m, e, l, s] = values.each_ref().map(|v| v.as_ref().map(OwnedString::as_bytes));
-        let fields = RegionCounters::from_values([m, e, l, s, pending.as_ref().map(OwnedString::as_bytes)])
-            .map_err(|bad| {
+        let fields =
+            RegionCounters::from_values([m, e, l, s, pending.as_ref().map(OwnedString::as_bytes)]).map_err(|bad| {
                 CommandError::err(format_args!(
                     "Dreams counter metadata is not numeric (field '{}' of {})",
                     bad.0,
                     String::from_utf8_lossy(counters.name())
                 ))
             })?;
-        Ok(Self {
-            session,
-            counters,
-            events,
-            fields,
-            refused: None,
-            event_argument: None,
-        })
+        Ok(Self { session, counters, events, fields, refused: None, event_argument: None })
     }
 
     /// `event_id` is the command's argument `string` (its bytes, as the

@@ -17,8 +17,8 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 use crate::town::keys::TownKeys;
+use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

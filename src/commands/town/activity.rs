@@ -12,11 +12,11 @@ use crate::module::args::Args;
 use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
+use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

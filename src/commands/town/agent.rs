@@ -19,7 +19,6 @@
 //! * `HEARTBEAT <town> <agent-id>`: OK; `last_heartbeat` = the server's
 //!   clock, RFC 3339 UTC (ERR if the agent does not exist).
 
-use crate::module::tenant_stats::{self, TenantId};
 use super::index::{AgentIndex, IdIndex};
 use super::{id, record, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::module::args::Args;
@@ -27,6 +26,7 @@ use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, 
 use crate::module::key::Key;
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
+use crate::module::tenant_stats::{self, TenantId};
 use crate::town::agent::{timestamp, Counter, LAST_HEARTBEAT, NAME};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
@@ -192,9 +192,9 @@ fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> Co
     let stored = record::open(session, &keys.agent(agent), Access::Write)?;
     let agents = AgentIndex::open(session, keys, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;
-    record::replace(&stored, &fields);
-    agents.set(&agent, fields.get(NAME).unwrap_or_default());
-    mailboxes.add(&agent);
+    record::replace(&stored, fields);
+    agents.set(agent, fields.get(NAME).unwrap_or_default());
+    mailboxes.add(agent);
     Ok(Reply::OK)
 }
 
@@ -205,11 +205,8 @@ fn delete(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
     }
     let agents = AgentIndex::open(session, keys, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;
-    let owned: Vec<Key> = names
-        .all()
-        .into_iter()
-        .map(|name| session.open_unchecked(name.as_bytes(), Access::Write))
-        .collect();
+    let owned: Vec<Key> =
+        names.all().into_iter().map(|name| session.open_unchecked(name.as_bytes(), Access::Write)).collect();
     let deleted = owned.iter().filter(|key| key.delete()).count() as u64;
     agents.remove(agent);
     mailboxes.remove(agent);

@@ -11,8 +11,8 @@ use crate::module::args::Args;
 use crate::module::command::{subcommand_entry_point, CommandSpec, ContainerSpec, TenantUse};
 use crate::module::key::End;
 use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::town::keys::TownKeys;
 use crate::module::session::{Access, Session};
+use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

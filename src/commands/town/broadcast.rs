@@ -10,8 +10,8 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::Session;
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::message::is_object;
 use crate::town::keys::TownKeys;
+use crate::town::message::is_object;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

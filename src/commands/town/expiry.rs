@@ -10,20 +10,15 @@ use crate::module::leases::{self, LeaseFamily};
 use crate::module::reply::CommandError;
 use crate::module::session::{Access, Session};
 use crate::module::stats;
-use crate::module::tenant_stats::Town;
 use crate::module::string::OwnedString;
+use crate::module::tenant_stats::Town;
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
 use super::mailbox::open_agent_list;
 
 /// The family.
-pub static FAMILY: LeaseFamily = LeaseFamily {
-    tenant_of,
-    expire,
-    earliest,
-    slot_tenant,
-};
+pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };
 
 /// An agent's index entry is its lease key; the town is the hash tag.
 fn slot_tenant(lease_key: &str) -> Option<&str> {
@@ -100,7 +95,12 @@ impl AgentMail for RedisMail {
 }
 
 /// Open an agent's lease set.
-pub fn open_leases(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<RedisLeases, CommandError> {
+pub fn open_leases(
+    session: &Session,
+    keys: &TownKeys,
+    agent: &str,
+    access: Access,
+) -> Result<RedisLeases, CommandError> {
     RedisLeases::open_name(session, OwnedString::concat(&keys.agent_key_parts(AgentKey::Leases, agent)), access)
 }
 

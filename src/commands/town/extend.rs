@@ -22,12 +22,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     arity: 5,
     summary: "Push the lease of a reliably received message out to now + seconds",
     complexity: "O(log N) where N is the number of the agent's leased messages",
-    args: &[
-        TOWN_ARG,
-        AGENT_ARG,
-        Arg::new("message-id", ArgKind::String),
-        Arg::new("secs", ArgKind::Double),
-    ],
+    args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String), Arg::new("secs", ArgKind::Double)],
 };
 
 /// The parse step: the town's keys, agent, message id, lease seconds.

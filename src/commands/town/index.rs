@@ -12,7 +12,13 @@ use crate::module::session::{Access, Session};
 use crate::module::string::OwnedString;
 use crate::town::keys::{IndexKey, TownKeys};
 
-fn open(session: &Session, keys: &TownKeys, index: IndexKey, kind: KeyKind, access: Access) -> Result<Key, CommandError> {
+fn open(
+    session: &Session,
+    keys: &TownKeys,
+    index: IndexKey,
+    kind: KeyKind,
+    access: Access,
+) -> Result<Key, CommandError> {
     let [name] = session.check_strings([OwnedString::concat(&keys.index_parts(index))], access)?;
     let key = session.open_checked(name, access);
     key.require(kind)?;
@@ -48,11 +54,7 @@ impl IdIndex {
     /// Every id, in byte order. Ids are UTF-8 when the module wrote them;
     /// anything else was written by hand and names no key of ours.
     pub fn ids(&self) -> Vec<String> {
-        self.0
-            .zmembers()
-            .into_iter()
-            .filter_map(|id| String::from_utf8(id).ok())
-            .collect()
+        self.0.zmembers().into_iter().filter_map(|id| String::from_utf8(id).ok()).collect()
     }
 }
 

@@ -43,12 +43,10 @@ pub struct Inboxes {
 impl Inboxes {
     /// Open `agent`'s inboxes: both ACL checks first, then both type checks.
     pub fn open(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Self, CommandError> {
-        let names = [AgentKey::Inbox, AgentKey::Urgent].map(|key| OwnedString::concat(&keys.agent_key_parts(key, agent)));
+        let names =
+            [AgentKey::Inbox, AgentKey::Urgent].map(|key| OwnedString::concat(&keys.agent_key_parts(key, agent)));
         let [inbox, urgent] = session.check_strings(names, access)?;
-        let inboxes = Self {
-            inbox: session.open_checked(inbox, access),
-            urgent: session.open_checked(urgent, access),
-        };
+        let inboxes = Self { inbox: session.open_checked(inbox, access), urgent: session.open_checked(urgent, access) };
         inboxes.inbox.require(KeyKind::List)?;
         inboxes.urgent.require(KeyKind::List)?;
         Ok(inboxes)

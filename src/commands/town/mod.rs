@@ -39,11 +39,9 @@ pub const AGENT_ARG: Arg = Arg::new("agent-id", ArgKind::String);
 /// A task id argument, for docs.
 pub const TASK_ARG: Arg = Arg::new("task-id", ArgKind::String);
 /// `field value [field value ...]`, for docs.
-pub const FIELDS_ARG: Arg = Arg::new(
-    "data",
-    ArgKind::Block(&[Arg::new("field", ArgKind::String), Arg::new("value", ArgKind::String)]),
-)
-.multiple();
+pub const FIELDS_ARG: Arg =
+    Arg::new("data", ArgKind::Block(&[Arg::new("field", ArgKind::String), Arg::new("value", ArgKind::String)]))
+        .multiple();
 
 /// Read `<town>` and name its keys.
 pub fn town(args: &mut Args<'_>) -> Result<TownKeys, CommandError> {
@@ -92,12 +90,7 @@ pub fn invalid_message(error: MessageError) -> CommandError {
 
 /// Field/value pairs as a flat array, as `HGETALL` replies.
 pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
-    Reply::Array(
-        pairs
-            .into_iter()
-            .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
-            .collect(),
-    )
+    Reply::Array(pairs.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect())
 }
 
 /// Count `n` of `what` in the town's per-tenant totals, and in `agent`'s.

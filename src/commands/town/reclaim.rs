@@ -14,8 +14,8 @@ use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::stats;
 use crate::module::tenant_stats::Town;
-use crate::town::reclaim::{reclaim, OldMail};
 use crate::town::keys::TownKeys;
+use crate::town::reclaim::{reclaim, OldMail};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -26,11 +26,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     arity: 4,
     summary: "Move all of an agent's urgent, pending and inbox messages to another agent, readdressed",
     complexity: "O(N) where N is the number of messages moved",
-    args: &[
-        TOWN_ARG,
-        Arg::new("from-agent-id", ArgKind::String),
-        Arg::new("to-agent-id", ArgKind::String),
-    ],
+    args: &[TOWN_ARG, Arg::new("from-agent-id", ArgKind::String), Arg::new("to-agent-id", ArgKind::String)],
 };
 
 /// The parse step.
@@ -52,11 +48,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let old_pending = open_list(session, &keys.pending(&from), Access::Write)?;
     let new = Inboxes::open(session, &keys, &to, Access::Write)?;
     let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
-    let mail = OldMail {
-        urgent: old.urgent.all(),
-        pending: old_pending.all(),
-        inbox: old.inbox.all(),
-    };
+    let mail = OldMail { urgent: old.urgent.all(), pending: old_pending.all(), inbox: old.inbox.all() };
     let moves = reclaim(mail, &to);
     if moves.is_empty() {
         return Ok(Reply::Integer(0));

@@ -22,11 +22,8 @@ pub fn replace(record: &Key, fields: &FieldSet) {
     if !removed.is_empty() {
         record.hdel(&removed);
     }
-    let pairs: Vec<(&[u8], &[u8])> = fields
-        .pairs()
-        .iter()
-        .map(|(field, value)| (field.as_slice(), value.as_slice()))
-        .collect();
+    let pairs: Vec<(&[u8], &[u8])> =
+        fields.pairs().iter().map(|(field, value)| (field.as_slice(), value.as_slice())).collect();
     record.hset(&pairs);
 }
 

@@ -36,8 +36,8 @@ use crate::module::config;
 use crate::module::key::{End, Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
-use crate::module::string::OwnedString;
 use crate::module::stats;
+use crate::module::string::OwnedString;
 use crate::module::tenant_stats::Town;
 use crate::module::waiters::{self, Available, WaitOn};
 use crate::town::keys::{AgentKey, TownKeys};
@@ -121,15 +121,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
         true => lease.or_else(config::town_lease_secs),
         false => None,
     };
-    Ok(Request {
-        keys,
-        agent,
-        block_ms,
-        receive: ReceiveRequest { count, urgent_only },
-        reliable,
-        lease,
-        ack,
-    })
+    Ok(Request { keys, agent, block_ms, receive: ReceiveRequest { count, urgent_only }, reliable, lease, ack })
 }
 
 /// The keys a receive may write, opened (ACL and type checked) before
@@ -278,7 +270,7 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let mut mask = 0;
     for (name, kind) in watched.iter().zip([INBOX, URGENT]) {
         let key = session.open_unchecked(name, Access::Read);
-        if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || key.len() > 0) {
+        if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || !key.is_empty()) {
             mask |= kind;
         }
     }

@@ -60,10 +60,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     for name in &names {
         session.check(name.as_bytes(), Access::Write)?;
     }
-    let deleted = names
-        .iter()
-        .filter(|name| session.open_unchecked(name.as_bytes(), Access::Write).delete())
-        .count() as u64;
+    let deleted =
+        names.iter().filter(|name| session.open_unchecked(name.as_bytes(), Access::Write).delete()).count() as u64;
     stats::TOWN_RESETS.bump();
     // The agents' keys are gone: so are their totals (the town's stay).
     tenant_stats::forget_agents(TenantId::of(keys.prefix()), None);

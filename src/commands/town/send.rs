@@ -25,11 +25,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     arity: -3,
     summary: "Send a message to the agent named by its 'to': by priority into the inbox, or into the urgent inbox",
     complexity: "O(1) (plus O(M) to validate a message of M bytes)",
-    args: &[
-        TOWN_ARG,
-        Arg::new("message-json", ArgKind::String),
-        Arg::flag("URGENT"),
-    ],
+    args: &[TOWN_ARG, Arg::new("message-json", ArgKind::String), Arg::flag("URGENT")],
 };
 
 /// The parse step: the town's keys, the message and its envelope, `URGENT`.

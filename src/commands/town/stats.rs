@@ -12,7 +12,6 @@
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs, totals_header};
-use crate::module::tenant_stats::{self, Family, TenantId, TOWN_FIELDS};
 use crate::dreams::lease::EXPIRED;
 use crate::module::args::Args;
 use crate::module::command::{entry_point, CommandSpec, TenantUse};
@@ -20,6 +19,7 @@ use crate::module::key::{Key, KeyKind};
 use crate::module::reply::{CommandError, CommandResult, Reply};
 use crate::module::session::{Access, Session};
 use crate::module::string::OwnedString;
+use crate::module::tenant_stats::{self, Family, TenantId, TOWN_FIELDS};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;
 
@@ -66,12 +66,15 @@ fn open_all<const N: usize>(session: &Session, keys: [(String, KeyKind); N]) -> 
 }
 
 fn town_stats(session: &Session, keys: &TownKeys) -> CommandResult {
-    let [agents, mailboxes, tasks, backlog] = open_all(session, [
-        (keys.agent_index(), KeyKind::Hash),
-        (keys.mailbox_index(), KeyKind::ZSet),
-        (keys.task_index(), KeyKind::ZSet),
-        (keys.backlog(), KeyKind::List),
-    ])?;
+    let [agents, mailboxes, tasks, backlog] = open_all(
+        session,
+        [
+            (keys.agent_index(), KeyKind::Hash),
+            (keys.mailbox_index(), KeyKind::ZSet),
+            (keys.task_index(), KeyKind::ZSet),
+            (keys.backlog(), KeyKind::List),
+        ],
+    )?;
     let mut fields = vec![
         ("agents", Reply::count(agents.len())),
         ("mailboxes", Reply::count(mailboxes.len())),
@@ -101,12 +104,15 @@ fn totals(town: TenantId, agent: Option<&str>) -> Vec<(&'static str, Reply)> {
 
 fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
     let leases_name = OwnedString::new(keys.leases(agent).as_bytes());
-    let [inbox, urgent, pending, leases] = open_all(session, [
-        (keys.inbox(agent), KeyKind::List),
-        (keys.urgent(agent), KeyKind::List),
-        (keys.pending(agent), KeyKind::List),
-        (keys.leases(agent), KeyKind::ZSet),
-    ])?;
+    let [inbox, urgent, pending, leases] = open_all(
+        session,
+        [
+            (keys.inbox(agent), KeyKind::List),
+            (keys.urgent(agent), KeyKind::List),
+            (keys.pending(agent), KeyKind::List),
+            (keys.leases(agent), KeyKind::ZSet),
+        ],
+    )?;
     let now_ms = session.now_ms();
     let head_age = |list: &Key| list.get(0).and_then(|message| created_at_ms(&message)).map(|at| age_ms(now_ms, at));
     // RECV reads the urgent inbox first.
@@ -128,7 +134,7 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
     ];
     let town = TenantId::of(keys.prefix());
     fields.extend(totals(town, Some(agent)));
-    if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.len() == 0) {
+    if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.is_empty()) {
         tenant_stats::idle_seen(town, Some(town.agent(agent)));
     }
     Ok(pairs(fields))
