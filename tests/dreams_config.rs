@@ -227,7 +227,10 @@ fn module_loadex_config_sets_the_configuration() {
     let server = Server::start_without_module(&["--enable-module-command", "yes"]);
     let mut con = server.connect();
     let path = module_path().display().to_string();
-    ok(&mut con, &["MODULE", "LOADEX", &path, "CONFIG", "dreamtown.queue-max", "7", "CONFIG", "dreamtown.quiet-hours", "23-07"]);
+    ok(
+        &mut con,
+        &["MODULE", "LOADEX", &path, "CONFIG", "dreamtown.queue-max", "7", "CONFIG", "dreamtown.quiet-hours", "23-07"],
+    );
     assert_eq!(get_config(&mut con, "queue-max"), "7");
     assert_eq!(get_config(&mut con, "quiet-hours"), "23-07");
     if !common::unload_module(&mut con).expect("MODULE UNLOAD") {

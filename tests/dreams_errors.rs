@@ -242,11 +242,17 @@ fn a_pending_field_may_hold_any_bytes() {
     let mut con = server.connect();
     let org = tenant("pending-bytes");
     let keys = Keys::new(&org);
-    let _: () = redis::cmd("HSET").arg(keys.counters("p", 1)).arg("pending").arg(b"\xff\x00junk".as_slice()).query(&mut con).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(keys.counters("p", 1))
+        .arg("pending")
+        .arg(b"\xff\x00junk".as_slice())
+        .query(&mut con)
+        .unwrap();
     // The pending fire is somewhere in the organization's queue (here in
     // flight): with every queue key gone, RECORD would take the mark for
     // one whose queue was evicted, clear it and fire (dreams_eviction.rs).
-    let _: () = redis::cmd("RPUSH").arg(&keys.processing).arg("the pending fire, being worked on").query(&mut con).unwrap();
+    let _: () =
+        redis::cmd("RPUSH").arg(&keys.processing).arg("the pending fire, being worked on").query(&mut con).unwrap();
     let mut dreams = Dreams::new(&mut con, &org);
     assert_eq!(dreams.record("p", 1, 9, 9, &strs(&trigger(1, 1, 0, 0))).0, "accumulated", "a fire is pending");
 }

@@ -20,10 +20,9 @@ pub mod server_events;
 pub mod session;
 pub mod slot_migration;
 pub mod stats;
-pub mod tenant_stats;
-pub mod unload_guard;
 pub mod string;
 pub mod tenant_stats;
+pub mod unload_guard;
 pub mod waiters;
 pub mod write_gate;
 
