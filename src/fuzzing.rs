@@ -5,8 +5,8 @@
 //! layer. Everything here runs without a server: no `Session`, no keys.
 
 use crate::commands::{dreams, town};
-use crate::module::args::{self, Args};
-use crate::module::reply::CommandError;
+use crate::glue::args::{self, Args};
+use crate::glue::reply::CommandError;
 
 /// The parse step of command `name` (any case) on `argv` (the arguments
 /// after the name): `Ok` if it accepts them, else its error reply. `None`
@@ -104,7 +104,7 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, String> {
 
 /// The module-load arguments (`loadmodule ... name value ...`).
 pub fn module_args(argv: &[&[u8]]) -> Result<(), String> {
-    crate::module::config::check_module_args(argv)
+    crate::glue::config::check_module_args(argv)
 }
 
 /// When a drainer waiting on a deferral scored `score` wakes (unix ms).

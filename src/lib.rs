@@ -11,15 +11,36 @@
 //! core that the client crate reuses.
 
 pub mod dreams;
+pub mod events;
 pub mod town;
 pub mod version;
 
 #[cfg(test)]
 mod test_random;
 
+// The module, in layers, lowest first; a file imports only from its own
+// layer or those below (`scripts/check-layers.py`, run by `make lint`,
+// fails on an import cycle or an upward import):
+//   the pure cores (above, and `cluster_slot`),
+//   `glue` (the module API's wrappers), `metrics` (counted events),
+//   `services` (what runs outside a client's command), `stores` (the
+//   families' data on keys), `commands` (one file per command), and
+//   `module` (load, unload, INFO: where they are wired together).
+#[cfg(feature = "module")]
+mod cluster_slot;
 #[cfg(feature = "module")]
 mod commands;
+#[cfg(feature = "module")]
+mod entry;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 #[cfg(feature = "module")]
+mod glue;
+#[cfg(feature = "module")]
+mod metrics;
+#[cfg(feature = "module")]
 mod module;
+#[cfg(feature = "module")]
+mod services;
+#[cfg(feature = "module")]
+mod stores;

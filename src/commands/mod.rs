@@ -4,12 +4,12 @@
 pub mod dreams;
 pub mod town;
 
-use crate::module::command::{CommandSpec, ContainerSpec};
-use crate::module::leases::LeaseFamily;
+use crate::glue::command::{CommandSpec, ContainerSpec};
+use crate::services::lease_index::LeaseFamily;
 
 /// The tenant families whose in-flight work can be leased.
 pub fn lease_families() -> Vec<&'static LeaseFamily> {
-    vec![&dreams::expiry::FAMILY, &town::expiry::FAMILY]
+    vec![&crate::stores::dreams::leases::FAMILY, &crate::stores::town::leases::FAMILY]
 }
 
 /// Every command without subcommands the module registers.

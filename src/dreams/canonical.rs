@@ -10,8 +10,23 @@
 //! reads the same either way (a unit test compares the two on canonical,
 //! escaped, reordered and damaged payloads).
 
-use super::message::{FireRef, RegionWriteCounters};
-use super::region::RegionRef;
+use super::region::{RegionRef, RegionWriteCounters};
+
+/// A fire message's fields borrowed from where they are kept: a payload
+/// read in place (here) or a [`super::message::FireMessage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FireRef<'a> {
+    /// The region.
+    pub region: RegionRef<'a>,
+    /// Firing node id.
+    pub fired_by: &'a str,
+    /// Counter snapshot owned by this fire.
+    pub fired_at: Option<RegionWriteCounters>,
+    /// Pending token.
+    pub fire_id: Option<&'a str>,
+    /// Quiet-hours marker.
+    pub quiet_deferred: bool,
+}
 
 /// The fields of the message in `payload`, read in place, if it is in the
 /// canonical layout.

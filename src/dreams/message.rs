@@ -5,18 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::fire_id::FireId;
+// The in-place view (`canonical`) and the counter snapshot (`region`)
+// are re-exported: they are part of what a message is.
+pub use super::canonical::FireRef;
+pub use super::region::RegionWriteCounters;
 use super::region::{RegionKey, RegionRef};
-
-/// A shared counter snapshot owned by one fire.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegionWriteCounters {
-    /// Memories written since the last successful cycle.
-    pub memories_since_last_cycle: u32,
-    /// Edges written since the last successful cycle.
-    pub edges_since_last_cycle: u32,
-    /// Seconds since the last successful cycle.
-    pub seconds_since_last_cycle: u64,
-}
 
 /// One queued region payload: region coordinates and who fired.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,22 +58,6 @@ impl FireMessage {
             quiet_deferred: self.quiet_deferred,
         }
     }
-}
-
-/// A fire message's fields borrowed from where they are kept: a payload
-/// read in place ([`super::canonical`]) or a [`FireMessage`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FireRef<'a> {
-    /// The region.
-    pub region: RegionRef<'a>,
-    /// Firing node id.
-    pub fired_by: &'a str,
-    /// Counter snapshot owned by this fire.
-    pub fired_at: Option<RegionWriteCounters>,
-    /// Pending token.
-    pub fire_id: Option<&'a str>,
-    /// Quiet-hours marker.
-    pub quiet_deferred: bool,
 }
 
 impl FireRef<'_> {

@@ -190,3 +190,14 @@ mod tests {
         }
     }
 }
+
+/// A shared counter snapshot owned by one fire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionWriteCounters {
+    /// Memories written since the last successful cycle.
+    pub memories_since_last_cycle: u32,
+    /// Edges written since the last successful cycle.
+    pub edges_since_last_cycle: u32,
+    /// Seconds since the last successful cycle.
+    pub seconds_since_last_cycle: u64,
+}

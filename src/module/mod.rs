@@ -1,34 +1,17 @@
-//! The Redis glue: the module definition, its configuration and INFO, and
-//! the pieces every command is built from (guarded entry points, sessions
-//! with ACL checks, keys that replicate and notify their writes, replies).
+//! The module itself: what `MODULE LOAD` sets up (configuration, the
+//! commands of `crate::commands`, the services of `crate::services`, INFO)
+//! and what `MODULE UNLOAD` takes down. The top layer: the one place that
+//! knows every other.
 
-pub mod acl_category;
-pub mod api;
-pub mod args;
-pub mod call;
-pub mod cluster_slot;
-pub mod command;
-pub mod config;
-pub mod effects;
-pub mod fire_ages;
-pub mod key;
-pub mod keyspace_events;
-pub mod leases;
-pub mod migration_guard;
-pub mod reply;
-pub mod server_events;
-pub mod session;
-pub mod slot_migration;
-pub mod stats;
-pub mod string;
-pub mod tenant_stats;
-pub mod unload_guard;
-pub mod waiters;
-pub mod write_gate;
+mod info;
 
 use std::os::raw::c_int;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+use crate::glue::{acl_category, api, command, config, session, string, unload_guard};
+use crate::metrics::{fire_ages, tenant_stats};
+use crate::services::{keyspace_events, lease_timer, server_events, slot_migration, waiters};
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 type Allocator = redis_module::alloc::RedisAlloc;
@@ -68,7 +51,7 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as c_int
         | slot_migration::options(ctx.ctx);
     unsafe { api::api!(RedisModule_SetModuleOptions)(ctx.ctx, options) };
-    unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(stats::info)) };
+    unsafe { api::api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(info::info)) };
     // Optional: a server without module ACL categories (Redis 7.0, 7.2) or
     // one that refuses it still gets every command, without `@dreamtown`.
     let module_category = acl_category::add(ctx.ctx).unwrap_or_else(|error| {
@@ -91,7 +74,7 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
-    if let Err(error) = leases::start(ctx.ctx, crate::commands::lease_families()) {
+    if let Err(error) = lease_timer::start(ctx.ctx, crate::commands::lease_families()) {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
@@ -118,7 +101,7 @@ fn deinit(ctx: &Context) -> Status {
         return Status::Err;
     }
     let _ = std::panic::catch_unwind(|| {
-        leases::unload();
+        lease_timer::unload();
         waiters::unload();
         tenant_stats::forget_all();
         fire_ages::forget_all();
@@ -126,7 +109,8 @@ fn deinit(ctx: &Context) -> Status {
         session::unload();
         string::unload();
         config::unload();
-        crate::commands::dreams::queue_names::unload();
+        command::unload();
+        crate::stores::dreams::queue_names::unload();
         free_detached_context();
     });
     Status::Ok

@@ -24,6 +24,7 @@ pub mod text;
 
 use std::time::{Duration, Instant};
 
+use dreamtown::events;
 use redis::Value;
 
 use discovery::Scan;
@@ -212,45 +213,17 @@ const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
 
 /// `DREAMS.STATS` totals, exported as `dreamtown_dreams_<field>_total`
 /// counters (kept in memory by the node that runs the commands: they
-/// restart at 0 after a restart or failover, which rate() handles).
-const DREAMS_TOTALS: [(&str, &str); 19] = [
-    ("fired", "Fires queued (by FIRE, RECORD and requeueing acknowledgements)"),
-    ("fired_fire", "Fires queued by DREAMS.FIRE"),
-    ("fired_record", "Fires queued by DREAMS.RECORD"),
-    ("fired_ack_requeue", "Fires requeued by an acknowledgement"),
-    ("dropped", "Fires dropped at the queue ceiling"),
-    ("dropped_capacity_fire", "DREAMS.FIRE fires dropped at the ceiling"),
-    ("dropped_capacity_record", "DREAMS.RECORD fires dropped at the ceiling"),
-    ("dropped_capacity_ack", "Requeues dropped at the ceiling"),
-    ("records_deduplicated", "Records ignored as already counted"),
-    ("drained", "Fires handed to a worker"),
-    ("quiet_deferred", "Fires moved behind other work by quiet hours"),
-    ("promoted", "Deferred fires promoted back to ready"),
-    ("dead_lettered", "Ready items moved to the dead-letter list"),
-    ("acks_acknowledged", "Acknowledgements that counted (success or failure)"),
-    ("acks_success", "Acknowledgements with SUCCESS that counted"),
-    ("acks_failure", "Acknowledgements with FAILURE that counted"),
-    ("acks_stale", "Acknowledgements of fires no longer in flight"),
-    ("recovered", "Fires moved back to ready by DREAMS.RECOVER"),
-    ("leases_expired", "Fires whose lease ran out"),
-];
+/// restart at 0 after a restart or failover, which rate() handles). The
+/// names and help come from the module's one table of counted events.
+fn dreams_totals() -> Vec<(&'static str, &'static str)> {
+    events::DREAMS_FIELDS.iter().filter(|field| field.per_tenant()).map(|field| (field.name, field.help)).collect()
+}
 
 /// `TOWN.STATS` totals, as `dreamtown_town_<field>_total{town}` and
 /// `dreamtown_town_agent_<field>_total{town,agent}` (`broadcasts`: town only).
-const TOWN_TOTALS: [(&str, &str); 12] = [
-    ("messages_sent", "Messages stored by TOWN.SEND"),
-    ("messages_sent_urgent", "Messages sent to an urgent inbox"),
-    ("messages_received", "Messages handed out by TOWN.RECV"),
-    ("messages_received_reliable", "Messages received RELIABLE (kept pending)"),
-    ("messages_acked", "Pending messages acknowledged"),
-    ("messages_requeued", "Pending messages handed back by TOWN.REQUEUE"),
-    ("messages_reclaimed", "Messages moved away by TOWN.RECLAIM"),
-    ("messages_reclaimed_unparsed", "Reclaimed messages moved unchanged (unparsable)"),
-    ("messages_lease_expired", "Pending messages whose lease ran out"),
-    ("stop_requests", "Stop flags set by TOWN.STOP REQUEST"),
-    ("activity_logged", "Entries written by TOWN.ACTIVITY LOG"),
-    ("broadcasts", "TOWN.BROADCAST messages published"),
-];
+fn town_totals() -> Vec<(&'static str, &'static str)> {
+    events::TOWN_FIELDS.iter().filter(|field| field.per_tenant()).map(|field| (field.name, field.help)).collect()
+}
 
 const AGENT_FIELDS: [(&str, &str, &str); 8] = [
     ("inbox", "dreamtown_town_inbox", "Messages in the agent's inbox"),
@@ -543,7 +516,7 @@ fn scrape_node(
             }
             let fields = pairs(reply);
             tenant_metrics(&fields, &DREAMS_FIELDS, &labels, metrics);
-            tenant_totals(&fields, "dreamtown_dreams", &DREAMS_TOTALS, &labels, metrics);
+            tenant_totals(&fields, "dreamtown_dreams", &dreams_totals(), &labels, metrics);
         }
     }
 
@@ -562,7 +535,7 @@ fn scrape_node(
         }
         let fields = pairs(town_reply);
         tenant_metrics(&fields, &TOWN_FIELDS, &labels, metrics);
-        tenant_totals(&fields, "dreamtown_town", &TOWN_TOTALS, &labels, metrics);
+        tenant_totals(&fields, "dreamtown_town", &town_totals(), &labels, metrics);
         let Value::Array(agents) = agents_reply else { continue };
         let mut agents: Vec<String> = agents
             .iter()
@@ -592,7 +565,7 @@ fn scrape_node(
             }
             let fields = pairs(reply);
             tenant_metrics(&fields, &AGENT_FIELDS, &labels, metrics);
-            tenant_totals(&fields, "dreamtown_town_agent", &TOWN_TOTALS, &labels, metrics);
+            tenant_totals(&fields, "dreamtown_town_agent", &town_totals(), &labels, metrics);
         }
     }
     Ok(())

@@ -2,20 +2,21 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
 use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::lease::LeaseAwareQueue;
 use crate::dreams::message::ReadFire;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::config;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, Dreams};
+use crate::entry::entry_point;
+use crate::events::Dreams;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::config;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::dreams::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -147,24 +148,18 @@ pub fn acknowledge_keeping_queue(
     };
     match acked.outcome {
         AckOutcome::Stale => {
-            stats::ACKS_STALE.bump();
-            tenant_stats::dreams(tenant, Dreams::AckStale, 1);
+            count::dreams(tenant, Dreams::AckStale, 1);
         }
         AckOutcome::Acknowledged => {
-            stats::ACKS_ACKNOWLEDGED.bump();
-            tenant_stats::dreams(tenant, result, 1);
+            count::dreams(tenant, result, 1);
         }
         AckOutcome::Requeued => {
-            stats::ACKS_ACKNOWLEDGED.bump();
-            stats::FIRED_ACK_REQUEUE.bump();
-            tenant_stats::dreams(tenant, result, 1);
-            tenant_stats::dreams(tenant, Dreams::FiredAckRequeue, 1);
+            count::dreams(tenant, result, 1);
+            count::dreams(tenant, Dreams::FiredAckRequeue, 1);
         }
         AckOutcome::Dropped => {
-            stats::ACKS_ACKNOWLEDGED.bump();
-            stats::DROPPED_ACK.bump();
-            tenant_stats::dreams(tenant, result, 1);
-            tenant_stats::dreams(tenant, Dreams::DroppedAck, 1);
+            count::dreams(tenant, result, 1);
+            count::dreams(tenant, Dreams::DroppedAck, 1);
         }
     }
     Ok((counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges), queue))

@@ -2,12 +2,13 @@
 //! fields as field/value pairs (empty if the region was never written).
 
 use super::region;
-use super::store::RedisRegion;
 use crate::dreams::region::RegionKey;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::dreams::store::RedisRegion;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

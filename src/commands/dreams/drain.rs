@@ -29,24 +29,25 @@
 //! first served), even for the item its own acknowledgement requeued.
 
 use super::ack::{self, AckRequest};
-use super::expiry;
-use super::queue_names::queue_names;
-use super::store::{RedisLeases, RedisQueue};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::lease::{deadline, grant};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::{QueueKey, QueueKeys};
-use crate::module::api::api;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::config;
-use crate::module::key::KeyKind;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, Dreams};
-use crate::module::waiters::{self, Available, WaitOn};
+use crate::entry::entry_point;
+use crate::events::Dreams;
+use crate::glue::api::api;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::config;
+use crate::glue::key::KeyKind;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::services::waiters::{self, Available, WaitOn};
+use crate::stores::dreams::leases;
+use crate::stores::dreams::queue_names::queue_names;
+use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 use redis_module::raw;
 use std::os::raw::{c_int, c_void};
 
@@ -251,15 +252,11 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> R
     while payloads.len() < wanted {
         let drained = drain_bounded(&mut queue, request.org, now, &request.policy, &mut skip_left);
         stopped = drained.stopped;
-        stats::PROMOTED.add(drained.promoted);
-        stats::QUIET_DEFERRED.add(drained.quiet_deferred);
-        stats::DEAD_LETTERED.add(drained.dead_lettered);
-        tenant_stats::dreams(org, Dreams::Promoted, drained.promoted);
-        tenant_stats::dreams(org, Dreams::QuietDeferred, drained.quiet_deferred);
-        tenant_stats::dreams(org, Dreams::DeadLettered, drained.dead_lettered);
+        count::dreams(org, Dreams::Promoted, drained.promoted);
+        count::dreams(org, Dreams::QuietDeferred, drained.quiet_deferred);
+        count::dreams(org, Dreams::DeadLettered, drained.dead_lettered);
         let Some(payload) = drained.ready else { break };
-        stats::DRAINED.bump();
-        tenant_stats::dreams(org, Dreams::Drained, 1);
+        count::dreams(org, Dreams::Drained, 1);
         payloads.push(payload);
     }
     if let (Some(leases), Some(secs), false) = (leases.as_mut(), request.lease, payloads.is_empty()) {
@@ -268,7 +265,7 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> R
         for payload in payloads.as_slice() {
             grant(leases, payload, until);
         }
-        expiry::note(session, request.org, until);
+        leases::note(session, request.org, until);
     }
     Ok((payloads, stopped))
 }

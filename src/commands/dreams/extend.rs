@@ -3,14 +3,15 @@
 //! the payload is leased to no one (acknowledged, or its lease ran out and
 //! it went back to ready).
 
-use super::expiry;
-use super::store::RedisLeases;
 use super::{lease_secs, organization};
 use crate::dreams::lease::{deadline, extend};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::dreams::leases;
+use crate::stores::dreams::store::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -41,6 +42,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if !extend(&mut leases, payload, until) {
         return Ok(Reply::Integer(0));
     }
-    expiry::note(session, org, until);
+    leases::note(session, org, until);
     Ok(Reply::Integer(1))
 }

@@ -1,18 +1,19 @@
 //! `DREAMS.FIRE <org> <project> <memory-type> [NODE <id>]`: queue an
 //! explicit fire of a region under the ceiling. Reply `queued` or `dropped`.
 
-use super::store::RedisQueue;
 use super::{node, once, region_ref, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
 use crate::dreams::fire::{fire, FireOutcome};
 use crate::dreams::message::FireIdText;
 use crate::dreams::region::RegionRef;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::config;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, Dreams};
+use crate::entry::entry_point;
+use crate::events::Dreams;
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, TenantUse};
+use crate::glue::config;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::dreams::store::RedisQueue;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -47,15 +48,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let fire_id = super::FireId::new();
     let outcome = fire(&mut queue, region, fired_by, FireIdText::Made(&fire_id), config::queue_max());
     let counted = match outcome {
-        FireOutcome::Queued => {
-            stats::FIRED_FIRE.bump();
-            Dreams::FiredFire
-        }
-        FireOutcome::Dropped => {
-            stats::DROPPED_FIRE.bump();
-            Dreams::DroppedFire
-        }
+        FireOutcome::Queued => Dreams::FiredFire,
+        FireOutcome::Dropped => Dreams::DroppedFire,
     };
-    tenant_stats::dreams(queue.tenant(), counted, 1);
+    count::dreams(queue.tenant(), counted, 1);
     Ok(Reply::Status(outcome.as_c_str()))
 }

@@ -3,12 +3,13 @@
 //! Expired items back in ready are not in flight and not listed.
 
 use super::organization;
-use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::lease::EXPIRED;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

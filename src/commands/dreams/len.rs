@@ -1,12 +1,13 @@
 //! `DREAMS.LEN <org>`: `[ready, deferred, processing]` lengths.
 
 use super::organization;
-use super::store::RedisQueue;
 use crate::dreams::store::QueueStore;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::dreams::store::RedisQueue;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -5,24 +5,21 @@
 pub mod ack;
 pub mod counters;
 pub mod drain;
-pub mod expiry;
 pub mod extend;
 pub mod fire;
 pub mod inflight;
 pub mod len;
-pub mod queue_names;
 pub mod record;
 pub mod recover;
 pub mod settle;
 pub mod stats;
-pub mod store;
 
 use crate::dreams::region::{RegionKey, RegionRef};
 use crate::dreams::trigger::Trigger;
-use crate::module::args::Args;
-use crate::module::command::{Arg, ArgKind};
-use crate::module::reply::{CommandError, Reply};
-use crate::module::session::tenant_str;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind};
+use crate::glue::reply::{CommandError, Reply};
+use crate::glue::session::tenant_str;
 
 pub use crate::dreams::message::DEFAULT_NODE;
 
@@ -78,7 +75,8 @@ pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64
     Reply::Counted(outcome, memories, edges)
 }
 
-pub use crate::dreams::fire_id::{new_fire_id, FireId};
+pub use crate::dreams::fire_id::new_fire_id;
+use crate::dreams::fire_id::FireId;
 
 /// The region arguments, for docs.
 pub const REGION_ARGS: [Arg; 3] =

@@ -3,7 +3,6 @@
 //! count a write against the region's shared counters and, when due, create
 //! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
 
-use super::store::{EventSet, RedisQueue, RedisRegion};
 use super::{
     counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG,
 };
@@ -11,13 +10,16 @@ use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery,
 use crate::dreams::region::{QueueKeys, RegionRef};
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::config;
-use crate::module::reply::{CommandError, CommandResult};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, Dreams, TenantId};
+use crate::entry::entry_point;
+use crate::events::Dreams;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::config;
+use crate::glue::reply::{CommandError, CommandResult};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::metrics::tenant_stats::TenantId;
+use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -85,7 +87,7 @@ pub(crate) fn parse<'a>(
     let (mut fired_by, mut delivered, mut thresholds) = (None, None, None);
     // Options matched in place (no upper-cased copy: RECORD is the hot path).
     while let Some(word) = args.next() {
-        let is = |name: &str| crate::module::args::is_word(word, name);
+        let is = |name: &str| crate::glue::args::is_word(word, name);
         if is("NODE") {
             once(&mut fired_by, node(&mut args)?, "NODE")?;
         } else if is("EVENT") {
@@ -156,7 +158,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if stale {
         // Every key is checked: the first write.
         counters.clear_pending();
-        stats::STALE_PENDING_CLEARED.bump();
+        count::dreams_server(Dreams::StalePendingCleared, 1);
     }
     let recorded = record(
         queue.as_mut(),
@@ -173,24 +175,15 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         return Err(refused);
     }
     let counted = match recorded.outcome {
-        RecordOutcome::Queued => {
-            stats::FIRED_RECORD.bump();
-            Some(Dreams::FiredRecord)
-        }
-        RecordOutcome::Dropped => {
-            stats::DROPPED_RECORD.bump();
-            Some(Dreams::DroppedRecord)
-        }
-        RecordOutcome::Accumulated if recorded.deduplicated => {
-            stats::RECORDS_DEDUPLICATED.bump();
-            Some(Dreams::RecordsDeduplicated)
-        }
+        RecordOutcome::Queued => Some(Dreams::FiredRecord),
+        RecordOutcome::Dropped => Some(Dreams::DroppedRecord),
+        RecordOutcome::Accumulated if recorded.deduplicated => Some(Dreams::RecordsDeduplicated),
         // The common case: nothing more to count.
         RecordOutcome::Accumulated => None,
     };
     if let Some(counted) = counted {
         let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), RedisQueue::tenant);
-        tenant_stats::dreams(org, counted, 1);
+        count::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))
 }

@@ -2,14 +2,15 @@
 //! ready (after a worker died) and drop their leases. Reply: how many moved.
 
 use super::organization;
-use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::drain::recover;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, Dreams};
+use crate::entry::entry_point;
+use crate::events::Dreams;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -38,7 +39,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let moved = recover(&mut queue);
     // Nothing is in flight any more, so nothing is leased.
     leases.clear();
-    stats::RECOVERED.add(moved);
-    tenant_stats::dreams(queue.tenant(), Dreams::Recovered, moved);
+    count::dreams(queue.tenant(), Dreams::Recovered, moved);
     Ok(Reply::count(moved))
 }

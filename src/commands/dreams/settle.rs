@@ -4,14 +4,15 @@
 //! `RETAIN`. Reply `OK`.
 
 use super::record::generation;
-use super::store::RedisRegion;
 use super::{region, unknown_option, REGION_ARGS};
 use crate::dreams::record::settle;
 use crate::dreams::region::RegionKey;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::dreams::store::RedisRegion;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

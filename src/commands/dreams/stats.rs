@@ -8,18 +8,20 @@
 //! this node, not replicated (see docs/dreams.md#dreamsstats).
 
 use super::organization;
-use super::queue_names::queue_names;
 use crate::dreams::lease::EXPIRED;
 use crate::dreams::region::QueueKey;
-use crate::module::args::Args;
-use crate::module::call;
-use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::fire_ages::{self, Age, List};
-use crate::module::key::{Key, KeyKind};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::string::OwnedString;
-use crate::module::tenant_stats::{self, Family, TenantId, DREAMS_FIELDS};
+use crate::entry::entry_point;
+use crate::events::DREAMS_FIELDS;
+use crate::glue::args::Args;
+use crate::glue::call;
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
+use crate::glue::key::{Key, KeyKind};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::glue::string::OwnedString;
+use crate::metrics::fire_ages::{self, Age, List};
+use crate::metrics::tenant_stats::{self, Family, TenantId};
+use crate::stores::dreams::queue_names::queue_names;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -85,8 +87,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     ];
     let totals = tenant_stats::dreams_totals(org_id);
     fields.extend(totals_header(totals.map(|totals| totals.since_ms), Family::Orgs));
-    for (name, parts) in DREAMS_FIELDS {
-        fields.push((name, Reply::count(totals.map_or(0, |totals| totals.sum(parts)))));
+    for field in DREAMS_FIELDS.iter().filter(|field| field.per_tenant()) {
+        fields.push((field.name, Reply::count(totals.map_or(0, |totals| totals.sum(field)))));
     }
     let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.is_empty());
     if idle {

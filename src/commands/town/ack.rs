@@ -8,15 +8,16 @@
 //! Several ids cost one pass over the pending list (and over the inbox
 //! only for ids whose lease ran out), not one per id.
 
-use super::expiry::{open_leases, RedisMail};
 use super::{id_str, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::store::RedisLeases;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::dreams::store::RedisLeases;
+use crate::stores::town::leases::{open_leases, RedisMail};
 use crate::town::keys::TownKeys;
 use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 
@@ -60,7 +61,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
         _ => ack.acknowledge_many(ids),
     };
-    super::count(&keys, Some(agent), Town::Acked, removed);
+    count::town(&keys, Some(agent), &[(Town::Acked, removed)]);
     Ok(Reply::Integer(i64::try_from(removed).unwrap_or(i64::MAX)))
 }
 
@@ -83,14 +84,10 @@ impl AckKeys {
     }
 
     /// Acknowledge message `wanted` ([`acknowledge`]); whether a message
-    /// was removed. Counted in INFO here; the caller counts it for the
-    /// town and agent ([`Town::Acked`]), with whatever else it counts.
+    /// was removed. The caller counts what was removed ([`Town::Acked`]),
+    /// with whatever else it counts.
     pub fn acknowledge(&mut self, wanted: &[u8]) -> bool {
-        let removed = acknowledge(&mut self.mail, &mut self.leases, wanted);
-        if removed {
-            stats::TOWN_ACKED.bump();
-        }
-        removed
+        acknowledge(&mut self.mail, &mut self.leases, wanted)
     }
 
     /// Acknowledge `ids` in order, exactly as [`AckKeys::acknowledge`] of
@@ -99,8 +96,7 @@ impl AckKeys {
     pub fn acknowledge_many(&mut self, ids: &[&[u8]]) -> u64 {
         let mut scanned = Scanned { mail: &mut self.mail, read: 0 };
         let removed = acknowledge_many(&mut scanned, &mut self.leases, ids).iter().filter(|&&gone| gone).count() as u64;
-        stats::TOWN_ACK_SCANNED.add(scanned.read);
-        stats::TOWN_ACKED.add(removed);
+        count::town_server(Town::AckScanned, scanned.read);
         removed
     }
 }

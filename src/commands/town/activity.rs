@@ -5,16 +5,17 @@
 //! a Redis subcommand with the flags of its native analogue (LPUSH,
 //! LRANGE): GET runs on a replica, LOG is `deny-oom`.
 
-use super::index::IdIndex;
-use super::mailbox::open_list;
 use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
-use crate::module::key::End;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::subcommand_entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
+use crate::glue::key::End;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::town::index::IdIndex;
+use crate::stores::town::mailbox::open_list;
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 use crate::town::keys::TownKeys;
 
@@ -76,8 +77,7 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
         log.trim_to(KEPT);
         log.expire_at(expires_at(session.now_ms()));
         mailboxes.add(&agent);
-        stats::TOWN_ACTIVITY_LOGGED.bump();
-        super::count(&keys, Some(&agent), Town::ActivityLogged, 1);
+        count::town(&keys, Some(&agent), &[(Town::ActivityLogged, 1)]);
         return Ok(Reply::OK);
     }
     let log = open_list(session, &keys.activity(&agent), Access::Read)?;

@@ -19,14 +19,16 @@
 //! * `HEARTBEAT <town> <agent-id>`: OK; `last_heartbeat` = the server's
 //!   clock, RFC 3339 UTC (ERR if the agent does not exist).
 
-use super::index::{AgentIndex, IdIndex};
-use super::{id, record, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
-use crate::module::key::Key;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::tenant_stats::{self, TenantId};
+use super::{id, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
+use crate::entry::subcommand_entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
+use crate::glue::key::Key;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::tenant_stats::{self, TenantId};
+use crate::stores::town::index::{AgentIndex, IdIndex};
+use crate::stores::town::record;
 use crate::town::agent::{timestamp, Counter, LAST_HEARTBEAT, NAME};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;

@@ -5,13 +5,14 @@
 //! listed, whatever it holds. Each subcommand is a Redis subcommand with
 //! the flags of its native analogue (RPUSH, LPOP, LRANGE, LLEN, LREM).
 
-use super::mailbox::open_list;
 use super::{id, town, unknown_subcommand, TASK_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{subcommand_entry_point, CommandSpec, ContainerSpec, TenantUse};
-use crate::module::key::End;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::subcommand_entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
+use crate::glue::key::End;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::town::mailbox::open_list;
 use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.

@@ -3,13 +3,14 @@
 //! number of clients that received it, as `PUBLISH` replies.
 
 use super::{invalid_message, town, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::effects::publish;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::Session;
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::effects::publish;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::Session;
+use crate::metrics::count;
 use crate::town::keys::TownKeys;
 use crate::town::message::is_object;
 
@@ -40,7 +41,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let channel = keys.broadcast();
     session.check_publish(channel.as_bytes())?;
     let receivers = publish(session.ctx(), channel.as_bytes(), message, session.in_cluster());
-    stats::TOWN_BROADCASTS.bump();
-    super::count(&keys, None, Town::Broadcasts, 1);
+    count::town(&keys, None, &[(Town::Broadcasts, 1)]);
     Ok(Reply::Integer(receivers))
 }

@@ -3,14 +3,15 @@
 //! `<secs>`. Reply 1, or 0 when the message is leased to no one
 //! (acknowledged, or its lease ran out and it went back to the inbox).
 
-use super::expiry::{self, open_leases};
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::lease_secs;
 use crate::dreams::lease::{deadline, extend};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::town::leases::{self, open_leases};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -43,6 +44,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if !extend(&mut leases, message, until) {
         return Ok(Reply::Integer(0));
     }
-    expiry::note(session, &keys, &agent, until);
+    leases::note(session, &keys, &agent, until);
     Ok(Reply::Integer(1))
 }

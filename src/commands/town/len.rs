@@ -1,11 +1,12 @@
 //! `TOWN.LEN <town> <agent>`: `[inbox, urgent, pending]` lengths.
 
-use super::mailbox::{open_list, Inboxes};
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::town::mailbox::{open_list, Inboxes};
 use crate::town::keys::TownKeys;
 
 /// The command.

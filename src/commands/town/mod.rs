@@ -8,14 +8,10 @@ pub mod activity;
 pub mod agent;
 pub mod backlog;
 pub mod broadcast;
-pub mod expiry;
 pub mod extend;
-pub mod index;
 pub mod len;
-pub mod mailbox;
 pub mod peek;
 pub mod reclaim;
-pub mod record;
 pub mod recv;
 pub mod requeue;
 pub mod reset;
@@ -24,11 +20,10 @@ pub mod stats;
 pub mod stop;
 pub mod task;
 
-use crate::module::args::Args;
-use crate::module::command::{Arg, ArgKind};
-use crate::module::reply::{CommandError, Reply};
-use crate::module::session::tenant_str;
-use crate::module::tenant_stats::{self, TenantId, Town};
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind};
+use crate::glue::reply::CommandError;
+use crate::glue::session::tenant_str;
 use crate::town::keys::TownKeys;
 use crate::town::message::MessageError;
 
@@ -86,24 +81,4 @@ pub fn once(seen: &mut bool, option: &str) -> Result<(), CommandError> {
 /// A message validation error as a reply.
 pub fn invalid_message(error: MessageError) -> CommandError {
     CommandError::err(error)
-}
-
-/// Field/value pairs as a flat array, as `HGETALL` replies.
-pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
-    Reply::Array(pairs.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect())
-}
-
-/// Count `n` of `what` in the town's per-tenant totals, and in `agent`'s.
-pub fn count(keys: &TownKeys, agent: Option<&str>, what: Town, n: u64) {
-    count_all(keys, agent, &[(what, n)]);
-}
-
-/// [`count`] of several counts at once: the town's and the agent's ids
-/// hashed once, the table locked once (nothing when every count is 0).
-pub fn count_all(keys: &TownKeys, agent: Option<&str>, counts: &[(Town, u64)]) {
-    if counts.iter().all(|(_, n)| *n == 0) {
-        return;
-    }
-    let town = TenantId::of(keys.prefix());
-    tenant_stats::town_all(town, agent.map(|agent| town.agent(agent)), counts);
 }

@@ -3,12 +3,13 @@
 //! is returned, whether or not it still parses (tinytown's `peek_inbox`
 //! silently skipped those, hiding them from whoever inspected the inbox).
 
-use super::mailbox::open_list;
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use crate::entry::entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::town::mailbox::open_list;
 use crate::town::keys::TownKeys;
 
 /// The command.

@@ -5,15 +5,16 @@
 //! message that no longer parses moves unchanged. The old agent's lists
 //! end empty. Reply: how many messages moved.
 
-use super::index::IdIndex;
-use super::mailbox::{open_list, Inboxes};
 use super::{id, town, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::town::index::IdIndex;
+use crate::stores::town::mailbox::{open_list, Inboxes};
 use crate::town::keys::TownKeys;
 use crate::town::reclaim::{reclaim, OldMail};
 
@@ -62,9 +63,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     mailboxes.add(&to);
     let moved = moves.len() as u64;
     let unparsed = moves.iter().filter(|m| !m.readdressed).count() as u64;
-    stats::TOWN_RECLAIMED.add(moved);
-    stats::TOWN_RECLAIMED_UNPARSED.add(unparsed);
-    super::count(&keys, Some(&from), Town::Reclaimed, moved);
-    super::count(&keys, Some(&from), Town::ReclaimedUnparsed, unparsed);
+    count::town(&keys, Some(&from), &[(Town::Reclaimed, moved)]);
+    count::town(&keys, Some(&from), &[(Town::ReclaimedUnparsed, unparsed)]);
     Ok(Reply::count(moved))
 }

@@ -23,23 +23,24 @@
 //! the receive then does: a timeout answers `[<count>, nil]`.
 
 use super::ack::AckKeys;
-use super::expiry::{self, open_leases};
-use super::index::IdIndex;
-use super::mailbox::{open_agent_list, Inboxes};
 use super::{id_str, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::lease_secs;
-use crate::commands::dreams::store::RedisLeases;
 use crate::dreams::lease::{deadline, grant};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::config;
-use crate::module::key::{End, Key, KeyKind};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::string::OwnedString;
-use crate::module::tenant_stats::Town;
-use crate::module::waiters::{self, Available, WaitOn};
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::config;
+use crate::glue::key::{End, Key, KeyKind};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::glue::string::OwnedString;
+use crate::metrics::count;
+use crate::services::waiters::{self, Available, WaitOn};
+use crate::stores::dreams::store::RedisLeases;
+use crate::stores::town::index::IdIndex;
+use crate::stores::town::leases::{self, open_leases};
+use crate::stores::town::mailbox::{open_agent_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
@@ -168,22 +169,20 @@ fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acke
     let ReceiveKeys { inboxes, pending, leases } = keys;
     let take = request.receive.take(inboxes.urgent.len(), inboxes.inbox.len());
     if take.is_empty() {
-        super::count(&request.keys, Some(request.agent), Town::Acked, acked);
+        count::town(&request.keys, Some(request.agent), &[(Town::Acked, acked)]);
         return Vec::new();
     }
     let mut messages = inboxes.urgent.pop_many_strings(End::Head, take.urgent);
     messages.extend(inboxes.inbox.pop_many_strings(End::Head, take.inbox));
     let count = messages.len() as u64;
-    stats::TOWN_RECEIVED.add(count);
     let mut reliable = 0;
     if let Some((pending, mailboxes)) = pending {
         pending.push_strings(End::Tail, &messages);
         mailboxes.add(request.agent);
-        stats::TOWN_RECEIVED_RELIABLE.add(count);
         reliable = count;
     }
     let counts = [(Town::Acked, acked), (Town::Received, count), (Town::ReceivedReliable, reliable)];
-    super::count_all(&request.keys, Some(request.agent), &counts);
+    count::town(&request.keys, Some(request.agent), &counts);
     if let (Some(mut leases), Some(secs)) = (leases, request.lease) {
         let now_ms = session.now_ms();
         let until = deadline(now_ms, secs).unwrap_or(now_ms.saturating_add(1));
@@ -196,7 +195,7 @@ fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acke
             }
         }
         if granted {
-            expiry::note(session, &request.keys, request.agent, until);
+            leases::note(session, &request.keys, request.agent, until);
         }
     }
     messages

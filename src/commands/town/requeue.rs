@@ -2,17 +2,18 @@
 //! back to the head of the agent's inbox, in the order they were received,
 //! so they are the next to be received again. Reply: how many moved.
 
-use super::expiry::open_leases;
-use super::index::IdIndex;
-use super::mailbox::open_list;
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::key::End;
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, TenantUse};
+use crate::glue::key::End;
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::town::index::IdIndex;
+use crate::stores::town::leases::open_leases;
+use crate::stores::town::mailbox::open_list;
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -55,7 +56,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     inbox.push(End::Head, &reversed);
     mailboxes.add(&agent);
     let moved = messages.len() as u64;
-    stats::TOWN_REQUEUED.add(moved);
-    super::count(&keys, Some(&agent), Town::Requeued, moved);
+    count::town(&keys, Some(&agent), &[(Town::Requeued, moved)]);
     Ok(Reply::count(moved))
 }

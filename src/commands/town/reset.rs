@@ -5,14 +5,16 @@
 //! key is ACL-checked before the first is deleted. Reply: the number of
 //! keys deleted (index keys included).
 
-use super::index::{AgentIndex, IdIndex};
 use super::{town, unknown_option, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, TenantId};
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::metrics::tenant_stats::{self, TenantId};
+use crate::stores::town::index::{AgentIndex, IdIndex};
 use crate::town::keys::TownKeys;
 use crate::town::reset::{doomed, Scope};
 
@@ -62,9 +64,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     let deleted =
         names.iter().filter(|name| session.open_unchecked(name.as_bytes(), Access::Write).delete()).count() as u64;
-    stats::TOWN_RESETS.bump();
+    count::town_server(Town::Resets, 1);
     // The agents' keys are gone: so are their totals (the town's stay).
     tenant_stats::forget_agents(TenantId::of(keys.prefix()), None);
-    stats::TOWN_RESET_KEYS.add(deleted);
+    count::town_server(Town::ResetKeys, deleted);
     Ok(Reply::count(deleted))
 }

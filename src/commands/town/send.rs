@@ -3,15 +3,16 @@
 //! normal, low or none at the tail; with `URGENT` at the head of the urgent
 //! inbox. Reply: the length of the list it went to.
 
-use super::index::IdIndex;
-use super::mailbox::Inboxes;
 use super::{invalid_message, town, unknown_option, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{entry_point, Arg, ArgKind, CommandSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::town::index::IdIndex;
+use crate::stores::town::mailbox::Inboxes;
 use crate::town::keys::TownKeys;
 use crate::town::message::Envelope;
 use crate::town::priority::Destination;
@@ -50,11 +51,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
     let length = inboxes.deliver(destination, message);
     mailboxes.add(&envelope.to);
-    stats::TOWN_SENT.bump();
-    super::count(&keys, Some(&envelope.to), Town::Sent, 1);
+    count::town(&keys, Some(&envelope.to), &[(Town::Sent, 1)]);
     if destination == Destination::Urgent {
-        stats::TOWN_SENT_URGENT.bump();
-        super::count(&keys, Some(&envelope.to), Town::SentUrgent, 1);
+        count::town(&keys, Some(&envelope.to), &[(Town::SentUrgent, 1)]);
     }
     Ok(Reply::count(length))
 }

@@ -13,13 +13,15 @@
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs, totals_header};
 use crate::dreams::lease::EXPIRED;
-use crate::module::args::Args;
-use crate::module::command::{entry_point, CommandSpec, TenantUse};
-use crate::module::key::{Key, KeyKind};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::string::OwnedString;
-use crate::module::tenant_stats::{self, Family, TenantId, TOWN_FIELDS};
+use crate::entry::entry_point;
+use crate::events::{Town, TOWN_FIELDS};
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, TenantUse};
+use crate::glue::key::{Key, KeyKind};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::glue::string::OwnedString;
+use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;
 
@@ -93,11 +95,12 @@ fn totals(town: TenantId, agent: Option<&str>) -> Vec<(&'static str, Reply)> {
         None => Family::Towns,
     };
     let mut fields = totals_header(totals.map(|totals| totals.since_ms), family).to_vec();
-    for (name, what) in TOWN_FIELDS {
-        if what == tenant_stats::Town::Broadcasts && agent.is_some() {
+    for field in TOWN_FIELDS.iter().filter(|field| field.per_tenant()) {
+        // An agent has no broadcasts (a town's only).
+        if field.sum_of == [Town::Broadcasts] && agent.is_some() {
             continue;
         }
-        fields.push((name, Reply::count(totals.map_or(0, |totals| totals.get(what)))));
+        fields.push((field.name, Reply::count(totals.map_or(0, |totals| totals.sum(field)))));
     }
     fields
 }

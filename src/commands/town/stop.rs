@@ -6,15 +6,16 @@
 //! Redis subcommand with the flags of its native analogue (SET EX, EXISTS,
 //! UNLINK): CHECK runs on a replica, REQUEST is `deny-oom`.
 
-use super::index::IdIndex;
 use super::{id, town, unknown_option, unknown_subcommand, AGENT_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{subcommand_entry_point, Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
-use crate::module::key::{Key, KeyKind};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::Town;
+use crate::entry::subcommand_entry_point;
+use crate::events::Town;
+use crate::glue::args::Args;
+use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
+use crate::glue::key::{Key, KeyKind};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::stores::town::index::IdIndex;
 use crate::town::keys::TownKeys;
 use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG, MAX_TTL_SECS};
 
@@ -101,8 +102,7 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
             let at = expires_at(session.now_ms(), ttl.unwrap_or(DEFAULT_TTL_SECS));
             flag.set_string_expiring(FLAG, at);
             mailboxes.add(&agent);
-            stats::TOWN_STOP_REQUESTS.bump();
-            super::count(&keys, Some(&agent), Town::StopRequests, 1);
+            count::town(&keys, Some(&agent), &[(Town::StopRequests, 1)]);
             Ok(Reply::OK)
         }
         "CHECK" => {

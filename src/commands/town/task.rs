@@ -9,12 +9,14 @@
 //! * `DEL <town> <task-id>`: 1 if the task existed, else 0.
 //! * `LIST <town>`: every indexed task (by id) as a field/value array.
 
-use super::index::IdIndex;
-use super::{id, record, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
-use crate::module::args::Args;
-use crate::module::command::{subcommand_entry_point, CommandSpec, ContainerSpec, TenantUse};
-use crate::module::reply::{CommandError, CommandResult, Reply};
-use crate::module::session::{Access, Session};
+use super::{id, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
+use crate::entry::subcommand_entry_point;
+use crate::glue::args::Args;
+use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
+use crate::glue::session::{Access, Session};
+use crate::stores::town::index::IdIndex;
+use crate::stores::town::record;
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
 

@@ -1,4 +1,4 @@
-//! Command registration and the guarded entry point every command runs in.
+//! Command registration: what the server is told about each command.
 //!
 //! Each command is registered with first/last/step 0 and then described
 //! through `RedisModule_SetCommandInfo`: arity, summary, complexity, the
@@ -22,18 +22,17 @@
 //! in an [`Arena`] freed once the command is registered: a `MODULE UNLOAD`
 //! followed by `MODULE LOAD` leaves none of it behind.
 //!
-//! Every call runs under `catch_unwind`: a bug becomes an error reply
-//! instead of a panic unwinding into redis-server and aborting it.
+//! The entry point every call runs through is `crate::entry`.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::Mutex;
 
 use redis_module::raw;
 
 use super::api::api;
-use super::migration_guard;
 use super::reply::{self, CommandResult};
 use super::session::Session;
 use super::string::bytes_of;
@@ -160,148 +159,20 @@ pub struct ContainerSpec {
     pub subcommands: &'static [CommandSpec],
 }
 
-/// Wrap a [`Handler`] as a C entry point.
-macro_rules! entry_point {
-    ($handler:path) => {{
-        unsafe extern "C" fn __dreamtown_entry(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::os::raw::c_int,
-        ) -> std::os::raw::c_int {
-            $crate::module::command::dispatch(ctx, argv, argc, $handler)
-        }
-        __dreamtown_entry as $crate::module::command::RawCommand
-    }};
-}
-pub(crate) use entry_point;
-
-/// Wrap `$run(session, $word, args)` as the C entry point of subcommand
-/// `$word` (upper case, as the spec names it): the arguments it gets start
-/// after the subcommand's name, at the tenant.
-macro_rules! subcommand_entry_point {
-    ($run:path, $word:literal) => {{
-        unsafe extern "C" fn __dreamtown_subcommand_entry(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::os::raw::c_int,
-        ) -> std::os::raw::c_int {
-            $crate::module::command::dispatch_subcommand(ctx, argv, argc, |session, args| $run(session, $word, args))
-        }
-        __dreamtown_subcommand_entry as $crate::module::command::RawCommand
-    }};
-}
-pub(crate) use subcommand_entry_point;
-
-const BUG: &str =
+/// The reply of a call that panicked (caught): nothing further changed.
+pub const BUG: &str =
     "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
 
-/// Run `run` with the arguments after the first `SKIP` (the command's
-/// name, and a subcommand's), as bytes: up to
-/// 16 in a stack array (every call reads its arguments; most have a few,
-/// the longest hot form, RECORD with every option, 16). The array is
-/// filled whole before use, so its size is paid on every call: 32 slots
-/// cost FIRE about 100 instructions more than 16.
-fn with_arguments<const SKIP: usize, R>(
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    run: impl FnOnce(&[&[u8]]) -> R,
-) -> R {
-    const INLINE: usize = 16;
-    let count = usize::try_from(argc).unwrap_or(0);
-    if argv.is_null() || count == 0 {
-        return run(&[]);
-    }
-    let all = unsafe { std::slice::from_raw_parts(argv, count) };
-    let after_name = all.get(SKIP..).unwrap_or_default();
-    if after_name.len() <= INLINE {
-        let mut inline: [&[u8]; INLINE] = [&[]; INLINE];
-        for (slot, arg) in inline.iter_mut().zip(after_name) {
-            *slot = bytes_of(*arg);
-        }
-        run(inline.get(..after_name.len()).unwrap_or_default())
-    } else {
-        let args: Vec<&[u8]> = after_name.iter().map(|arg| bytes_of(*arg)).collect();
-        run(&args)
-    }
+/// The containers registered (for their `HELP`), until the module unloads.
+static CONTAINERS: Mutex<Vec<&'static ContainerSpec>> = Mutex::new(Vec::new());
+
+fn containers() -> std::sync::MutexGuard<'static, Vec<&'static ContainerSpec>> {
+    CONTAINERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Run `handler` for one call and send its reply.
-pub fn dispatch(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    handler: Handler,
-) -> c_int {
-    guarded::<1>(ctx, argv, argc, |session, args| Some(handler(session, args)))
-}
-
-/// Run the subcommand `run` for one call (its arguments start at the
-/// tenant, after the subcommand's name) and send its reply.
-pub fn dispatch_subcommand(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    run: impl FnOnce(&Session, &[&[u8]]) -> CommandResult,
-) -> c_int {
-    guarded::<2>(ctx, argv, argc, |session, args| Some(run(session, args)))
-}
-
-/// Run `run` under `catch_unwind` with the arguments after the first
-/// `SKIP` (the name; a subcommand's name too), the tenant first, and send
-/// what it answers. In a cluster, a call whose tenant's slot this node may
-/// not touch now answers `-TRYAGAIN` without running (`migration_guard`).
-fn guarded<const SKIP: usize>(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    run: impl FnOnce(&Session, &[&[u8]]) -> Option<CommandResult>,
-) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        with_arguments::<SKIP, _>(argv, argc, |args| {
-            // In a cluster, refuse before anything is opened while the
-            // tenant's slot is moving (see migration_guard).
-            // The context flags, read once for the guard and the session
-            // (about 130 instructions a read).
-            let flags = Session::context_flags(ctx);
-            let tenant = args.first().copied().unwrap_or_default();
-            if let Err(error) = migration_guard::check(ctx, flags, tenant) {
-                reply::send(ctx, &Err(error));
-                return true;
-            }
-            // The session's arguments, as the handler's, start after the
-            // subcommand's name: its argv begins one before them.
-            let (argv, argc) = skip_subcommand::<SKIP>(argv, argc);
-            let session = Session::with_flags(ctx, flags).with_argv(argv, argc);
-            let result = run(&session, args);
-            if let Some(result) = &result {
-                reply::send(ctx, result);
-            }
-            result.is_some()
-        })
-    }));
-    match outcome {
-        Ok(true) => raw::REDISMODULE_OK as c_int,
-        Ok(false) => raw::REDISMODULE_ERR as c_int,
-        Err(_) => {
-            reply::send_error(ctx, BUG);
-            raw::REDISMODULE_OK as c_int
-        }
-    }
-}
-
-/// `argv`/`argc` without the subcommand's name when `SKIP` is 2 (the
-/// command's name stays first, as a session expects).
-fn skip_subcommand<const SKIP: usize>(
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> (*mut *mut raw::RedisModuleString, usize) {
-    let count = usize::try_from(argc).unwrap_or(0);
-    let extra = SKIP.saturating_sub(1);
-    if argv.is_null() || count <= extra {
-        return (argv, count);
-    }
-    // In bounds: argv holds `count` > `extra` pointers.
-    (unsafe { argv.add(extra) }, count - extra)
+/// `MODULE UNLOAD`: forget the registered containers.
+pub fn unload() {
+    containers().clear();
 }
 
 /// Register `spec` with the server; `module_category`: the server has the
@@ -324,7 +195,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
 /// Register the container `spec`, its subcommands and its `HELP`.
 pub fn register_container(
     ctx: *mut raw::RedisModuleCtx,
-    spec: &ContainerSpec,
+    spec: &'static ContainerSpec,
     module_category: bool,
 ) -> Result<(), String> {
     let mut arena = Arena::default();
@@ -374,6 +245,7 @@ pub fn register_container(
         }
         describe(&mut arena, command, sub, &full, tenant_at, module_category)?;
     }
+    containers().push(spec);
     Ok(())
 }
 
@@ -447,9 +319,8 @@ unsafe extern "C" fn help_entry(
         }
         let all = unsafe { std::slice::from_raw_parts(argv, count) };
         let name = bytes_of(*all.first()?);
-        let container = crate::commands::containers()
-            .into_iter()
-            .find(|container| container.name.as_bytes().eq_ignore_ascii_case(name))?;
+        let container =
+            containers().iter().copied().find(|container| container.name.as_bytes().eq_ignore_ascii_case(name))?;
         Some(help_lines(container))
     }));
     match lines {
@@ -639,7 +510,8 @@ fn arg_node(arena: &mut Arena, arg: &Arg) -> raw::RedisModuleCommandArg {
 
 #[cfg(test)]
 mod tests {
-    use super::{acl_categories, usage, Arg, ArgKind};
+    use super::acl_categories;
+    use super::{usage, Arg, ArgKind};
 
     #[test]
     fn usage_lines_read_as_rediss_help() {

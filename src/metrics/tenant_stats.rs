@@ -33,7 +33,8 @@ use std::ffi::CStr;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use super::stats::Total;
+use super::totals::Total;
+use crate::events::{self, Dreams, Field, Town, DREAMS_TENANT_EVENTS, TOWN_TENANT_EVENTS};
 
 /// Organizations with totals at most.
 pub const MAX_ORGS: usize = 10_000;
@@ -106,123 +107,6 @@ impl Hasher for PassThroughHasher {
     }
 }
 
-/// What is counted per organization (the `dreamtown_dreams` fields of INFO,
-/// with acknowledgements split by result).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dreams {
-    /// Queued by `DREAMS.FIRE`.
-    FiredFire,
-    /// Queued by `DREAMS.RECORD`.
-    FiredRecord,
-    /// Requeued by an acknowledgement (a failure, or a success with more due).
-    FiredAckRequeue,
-    /// `DREAMS.FIRE` dropped at the ceiling.
-    DroppedFire,
-    /// `DREAMS.RECORD` dropped at the ceiling.
-    DroppedRecord,
-    /// An acknowledgement's requeue dropped at the ceiling.
-    DroppedAck,
-    /// Records ignored as already counted.
-    RecordsDeduplicated,
-    /// Items handed to a worker.
-    Drained,
-    /// Items moved behind other work by quiet hours.
-    QuietDeferred,
-    /// Deferred items promoted back to ready.
-    Promoted,
-    /// Ready items moved to the dead-letter list.
-    DeadLettered,
-    /// Acknowledgements with `SUCCESS` that counted.
-    AckSuccess,
-    /// Acknowledgements with `FAILURE` that counted.
-    AckFailure,
-    /// Acknowledgements that were stale.
-    AckStale,
-    /// Items moved back to ready by `DREAMS.RECOVER`.
-    Recovered,
-    /// Items whose lease ran out.
-    LeaseExpired,
-}
-
-const DREAMS_COUNTS: usize = 16;
-
-/// The totals as `DREAMS.STATS` names them, each the sum of these counts
-/// (the names of `INFO dreamtown`'s `dreamtown_dreams` section, plus the
-/// acknowledgements by result).
-pub const DREAMS_FIELDS: [(&str, &[Dreams]); 19] = {
-    use Dreams::*;
-    [
-        ("fired", &[FiredFire, FiredRecord, FiredAckRequeue]),
-        ("fired_fire", &[FiredFire]),
-        ("fired_record", &[FiredRecord]),
-        ("fired_ack_requeue", &[FiredAckRequeue]),
-        ("dropped", &[DroppedFire, DroppedRecord, DroppedAck]),
-        ("dropped_capacity_fire", &[DroppedFire]),
-        ("dropped_capacity_record", &[DroppedRecord]),
-        ("dropped_capacity_ack", &[DroppedAck]),
-        ("records_deduplicated", &[RecordsDeduplicated]),
-        ("drained", &[Drained]),
-        ("quiet_deferred", &[QuietDeferred]),
-        ("promoted", &[Promoted]),
-        ("dead_lettered", &[DeadLettered]),
-        ("acks_acknowledged", &[AckSuccess, AckFailure]),
-        ("acks_success", &[AckSuccess]),
-        ("acks_failure", &[AckFailure]),
-        ("acks_stale", &[AckStale]),
-        ("recovered", &[Recovered]),
-        ("leases_expired", &[LeaseExpired]),
-    ]
-};
-
-/// What is counted per agent and per town (the `dreamtown_town` fields of
-/// INFO that belong to a town).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Town {
-    /// Stored by `TOWN.SEND` for the agent.
-    Sent,
-    /// Of those, into the urgent inbox.
-    SentUrgent,
-    /// Handed out by `TOWN.RECV`.
-    Received,
-    /// Of those, kept pending (`RELIABLE`).
-    ReceivedReliable,
-    /// Pending messages removed by an acknowledgement.
-    Acked,
-    /// Pending messages handed back by `TOWN.REQUEUE`.
-    Requeued,
-    /// Messages moved away from the agent by `TOWN.RECLAIM`.
-    Reclaimed,
-    /// Of those, moved unchanged because they no longer parse.
-    ReclaimedUnparsed,
-    /// Pending messages whose lease ran out.
-    LeaseExpired,
-    /// Stop flags set by `TOWN.STOP REQUEST`.
-    StopRequests,
-    /// Entries written by `TOWN.ACTIVITY LOG`.
-    ActivityLogged,
-    /// `TOWN.BROADCAST` messages (town only).
-    Broadcasts,
-}
-
-const TOWN_COUNTS: usize = 12;
-
-/// The totals as `TOWN.STATS` names them (the names of `INFO dreamtown`'s
-/// `dreamtown_town` section); `broadcasts` is the town's only.
-pub const TOWN_FIELDS: [(&str, Town); 12] = [
-    ("messages_sent", Town::Sent),
-    ("messages_sent_urgent", Town::SentUrgent),
-    ("messages_received", Town::Received),
-    ("messages_received_reliable", Town::ReceivedReliable),
-    ("messages_acked", Town::Acked),
-    ("messages_requeued", Town::Requeued),
-    ("messages_reclaimed", Town::Reclaimed),
-    ("messages_reclaimed_unparsed", Town::ReclaimedUnparsed),
-    ("messages_lease_expired", Town::LeaseExpired),
-    ("stop_requests", Town::StopRequests),
-    ("activity_logged", Town::ActivityLogged),
-    ("broadcasts", Town::Broadcasts),
-];
-
 /// One tenant's totals and when they started (unix ms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Totals<const N: usize> {
@@ -239,26 +123,33 @@ impl<const N: usize> Totals<N> {
 }
 
 /// Dreams totals of one organization.
-pub type DreamsTotals = Totals<DREAMS_COUNTS>;
+pub type DreamsTotals = Totals<DREAMS_TENANT_EVENTS>;
 /// Town totals of one town or agent.
-pub type TownTotals = Totals<TOWN_COUNTS>;
+pub type TownTotals = Totals<TOWN_TENANT_EVENTS>;
 
 impl DreamsTotals {
     /// The count of `what`.
+    #[cfg(test)]
     pub fn get(&self, what: Dreams) -> u64 {
         self.counts.get(what as usize).copied().unwrap_or(0)
     }
 
-    /// A field of [`DREAMS_FIELDS`]: the sum of its counts.
-    pub fn sum(&self, parts: &[Dreams]) -> u64 {
-        parts.iter().fold(0u64, |sum, what| sum.saturating_add(self.get(*what)))
+    /// A field of [`crate::events::DREAMS_FIELDS`]: the sum of its events.
+    pub fn sum(&self, field: &Field<Dreams>) -> u64 {
+        events::sum(field, &self.counts)
     }
 }
 
 impl TownTotals {
     /// The count of `what`.
+    #[cfg(test)]
     pub fn get(&self, what: Town) -> u64 {
         self.counts.get(what as usize).copied().unwrap_or(0)
+    }
+
+    /// A field of [`crate::events::TOWN_FIELDS`]: the sum of its events.
+    pub fn sum(&self, field: &Field<Town>) -> u64 {
+        events::sum(field, &self.counts)
     }
 }
 
@@ -410,7 +301,8 @@ pub fn town_all(town: TenantId, agent: Option<TenantId>, counts: &[(Town, u64)])
     }
     let mut table = table();
     for &(what, n) in counts {
-        if n > 0 {
+        // Server-only events (`events::TOWN_TENANT_EVENTS` on) make no entry.
+        if n > 0 && (what as usize) < TOWN_TENANT_EVENTS {
             table.count_town(town, agent, what, n);
         }
     }

@@ -6,10 +6,10 @@
 //! index already says the same, so steady-state traffic replicates nothing
 //! extra.
 
-use crate::module::key::{Key, KeyKind};
-use crate::module::reply::CommandError;
-use crate::module::session::{Access, Session};
-use crate::module::string::OwnedString;
+use crate::glue::key::{Key, KeyKind};
+use crate::glue::reply::CommandError;
+use crate::glue::session::{Access, Session};
+use crate::glue::string::OwnedString;
 use crate::town::keys::{IndexKey, TownKeys};
 
 fn open(

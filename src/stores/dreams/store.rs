@@ -8,14 +8,14 @@ use super::queue_names::{queue_names, queue_names_and_tenant};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
-use crate::module::api::api;
-use crate::module::call;
-use crate::module::fire_ages::{self, List};
-use crate::module::key::{End, FieldValue, Key, KeyKind, Taken};
-use crate::module::reply::CommandError;
-use crate::module::session::{Access, Session};
-use crate::module::string::{KeyName, OwnedString, StaticString};
-use crate::module::tenant_stats::TenantId;
+use crate::glue::api::api;
+use crate::glue::call;
+use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
+use crate::glue::reply::CommandError;
+use crate::glue::session::{Access, Session};
+use crate::glue::string::{KeyName, OwnedString, StaticString};
+use crate::metrics::fire_ages::{self, List};
+use crate::metrics::tenant_stats::TenantId;
 use redis_module::raw;
 
 /// The counter hash's field names as Redis strings, made once.

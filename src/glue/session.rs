@@ -49,8 +49,6 @@ impl Session {
     /// are `flags` ([`Session::context_flags`]): every command's entry
     /// reads them once, for the migration guard and the session.
     pub fn with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Self {
-        // Which databases the per-tenant tables may describe (`FLUSHDB`).
-        super::server_events::note_db(unsafe { api!(RedisModule_GetSelectedDb)(ctx) });
         let (user, owns_user) = current_user(ctx, flags);
         Self { ctx, user, owns_user, start_flags: Cell::new(Some(flags)), argv: ptr::null_mut(), argc: 0 }
     }

@@ -59,8 +59,8 @@ use std::os::raw::{c_char, c_int};
 
 use redis_module::raw;
 
-use super::api::api;
-use super::reply::CommandError;
+use crate::glue::api::api;
+use crate::glue::reply::CommandError;
 
 /// What follows `{<tenant>` in the two names the guard asks about: the
 /// tenant is their hash tag, so they hash to its slot whatever the
@@ -156,7 +156,7 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
 /// false must leave the tenant alone (the node that owns the slot when the
 /// move completes runs its own timers on the keys it then holds).
 pub fn may_touch(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> bool {
-    !needed(ctx) || (!super::slot_migration::tenant_is_moving(tenant) && serves(ctx, tenant).unwrap_or(false))
+    !needed(ctx) || (!super::slot_moves::tenant_is_moving(tenant) && serves(ctx, tenant).unwrap_or(false))
 }
 
 #[cfg(test)]

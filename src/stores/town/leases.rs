@@ -1,17 +1,18 @@
-//! The Town lease family for the lease timer ([`crate::module::leases`]):
+//! The Town lease family for the lease timer ([`crate::services::leases`]):
 //! one lease set per agent, `tt:{<town>}:leases:<agent>`; the index tenant
 //! is that key's name. Expiry moves due pending messages back to the head
 //! of the agent's inbox (state machine: [`crate::town::lease`]).
 
-use crate::commands::dreams::store::RedisLeases;
 use crate::dreams::lease::LeaseStore;
-use crate::module::key::{End, Key};
-use crate::module::leases::{self, LeaseFamily};
-use crate::module::reply::CommandError;
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::string::OwnedString;
-use crate::module::tenant_stats::Town;
+use crate::events::Town;
+use crate::glue::key::{End, Key};
+use crate::glue::reply::CommandError;
+use crate::glue::session::{Access, Session};
+use crate::glue::string::OwnedString;
+use crate::metrics::count;
+use crate::services::lease_index::LeaseFamily;
+use crate::services::lease_timer;
+use crate::stores::dreams::store::RedisLeases;
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
@@ -40,7 +41,7 @@ fn tenant_of(key: &[u8]) -> Option<String> {
 
 /// A lease of `agent` in the town of `keys` was granted or extended.
 pub fn note(session: &Session, keys: &TownKeys, agent: &str, deadline_ms: i64) {
-    leases::note(session, &FAMILY, &keys.leases(agent), deadline_ms);
+    lease_timer::note(session, &FAMILY, &keys.leases(agent), deadline_ms);
 }
 
 /// An agent's pending list and inbox.
@@ -112,9 +113,8 @@ fn expire(session: &Session, tenant: &str, now_ms: i64, limit: u64) -> (u64, Opt
     let Ok(mut mail) = RedisMail::open(session, &keys, agent) else { return (0, None) };
     let (handled, requeued) = expire_due_counted(&mut mail, &mut leases, now_ms, limit);
     if requeued > 0 {
-        stats::TOWN_LEASES_EXPIRED.add(requeued);
-        super::count(&keys, Some(agent), Town::LeaseExpired, requeued);
-        leases::wake_receivers(session, keys.inbox(agent).as_bytes());
+        count::town(&keys, Some(agent), &[(Town::LeaseExpired, requeued)]);
+        lease_timer::wake_receivers(session, keys.inbox(agent).as_bytes());
     }
     (handled, leases.earliest())
 }

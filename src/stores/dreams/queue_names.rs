@@ -24,8 +24,8 @@ use std::rc::Rc;
 use std::sync::Mutex;
 
 use crate::dreams::region::QueueKey;
-use crate::module::string::{KeyName, OwnedString};
-use crate::module::tenant_stats::TenantId;
+use crate::glue::string::{KeyName, OwnedString};
+use crate::metrics::tenant_stats::TenantId;
 
 /// The names of one organization's queue keys, in [`QueueKey`] order:
 /// ready, deferred, processing, dead, leases.

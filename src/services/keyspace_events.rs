@@ -20,8 +20,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use super::api::api;
-use super::{fire_ages, leases, slot_migration, waiters};
+use super::{lease_timer, slot_migration, waiters};
+use crate::glue::api::api;
+use crate::metrics::fire_ages;
 
 /// Subscribe to the event classes any listener needs (module load).
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
@@ -57,14 +58,14 @@ unsafe extern "C" fn on_keyspace_event(
     // importing unless some slot is moving: then the key's name is not
     // even read (a `RedisModule_StringPtrLen` call per event).
     let importing = catch_unwind(AssertUnwindSafe(|| {
-        slot_migration::any_moving() && slot_migration::on_keyspace_event(ctx, super::string::bytes_of(key))
+        super::slot_moves::any_moving() && slot_migration::on_keyspace_event(ctx, crate::glue::string::bytes_of(key))
     }));
     if importing.unwrap_or(true) {
         return raw::REDISMODULE_OK as c_int;
     }
-    let own_write = super::effects::own_write();
+    let own_write = crate::glue::effects::own_write();
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
-    let _ = catch_unwind(AssertUnwindSafe(|| leases::on_keyspace_event(ctx, event, key, own_write)));
+    let _ = catch_unwind(AssertUnwindSafe(|| lease_timer::on_keyspace_event(ctx, event, key, own_write)));
     if !own_write {
         let _ = catch_unwind(AssertUnwindSafe(|| fire_ages::on_keyspace_event(ctx, event, key)));
     }

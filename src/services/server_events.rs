@@ -34,8 +34,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis_module::raw;
 
-use super::api::api;
-use super::{fire_ages, leases, tenant_stats, waiters};
+use super::{lease_timer, waiters};
+use crate::glue::api::api;
+use crate::metrics::{fire_ages, tenant_stats};
 
 /// The databases module commands ran in since the tables were last
 /// forgotten: bit `n` for database `n`, the last bit for 63 and above.
@@ -96,7 +97,7 @@ unsafe extern "C" fn on_server_event(
 
 /// Database `db` (`None`: every database) was emptied.
 fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
-    leases::flushed(ctx, db);
+    lease_timer::flushed(ctx, db);
     if tables_describe_nothing(ctx, db) {
         tenant_stats::forget_all();
         fire_ages::forget_all();
@@ -150,7 +151,7 @@ fn swapped(ctx: *mut raw::RedisModuleCtx, a: c_int, b: c_int) {
         now |= bit_a;
     }
     DBS_SERVED.store(now, Ordering::Relaxed);
-    leases::databases_swapped(ctx);
+    lease_timer::databases_swapped(ctx);
     waiters::databases_swapped(ctx, a, b);
 }
 

@@ -2,10 +2,9 @@
 //! type checks, replaced whole by an update (absent fields removed, one
 //! `HDEL` and one `HSET`, in one atomic command), read as field/value pairs.
 
-use super::pairs_reply;
-use crate::module::key::{Key, KeyKind};
-use crate::module::reply::{CommandError, Reply};
-use crate::module::session::{Access, Session};
+use crate::glue::key::{Key, KeyKind};
+use crate::glue::reply::{CommandError, Reply};
+use crate::glue::session::{Access, Session};
 use crate::town::fields::FieldSet;
 
 /// Check ACL for the record `name`, open it and refuse a non-hash.
@@ -30,4 +29,9 @@ pub fn replace(record: &Key, fields: &FieldSet) {
 /// The record's fields and values (empty array if it does not exist).
 pub fn reply(record: &Key) -> Reply {
     pairs_reply(record.hgetall())
+}
+
+/// Field/value pairs as a flat array, as `HGETALL` replies.
+pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
+    Reply::Array(pairs.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect())
 }

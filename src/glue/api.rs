@@ -12,7 +12,7 @@ macro_rules! api {
         let function = unsafe { redis_module::raw::$name };
         match function {
             Some(function) => function,
-            None => $crate::module::api::missing(stringify!($name)),
+            None => $crate::glue::api::missing(stringify!($name)),
         }
     }};
 }

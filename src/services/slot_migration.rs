@@ -24,7 +24,7 @@
 //! * While a node imports a slot, nothing of the module acts on it: the
 //!   keyspace events the import client's writes fire reach no waiter (no
 //!   client of that slot can be blocked here) and only teach the lease
-//!   index which tenants arrived with leases (`leases::index_key`);
+//!   index which tenants arrived with leases (`lease_timer::index_key`);
 //!   timers and waiter passes leave the slot alone (`migration_guard::
 //!   may_touch` asks [`tenant_is_moving`]). When the import completes, the
 //!   lease timer finds those tenants here and expires their leases; when
@@ -60,7 +60,7 @@
 //! when some loaded module listens to `key_trimmed`, key by key between
 //! `TRIM_STARTED` and `TRIM_COMPLETED`, during which the slots count as
 //! moving (nothing acts on them) and after which the index forgets them.
-//! When an import completes, a bounded catch-up (`leases::index_slots`)
+//! When an import completes, a bounded catch-up (`lease_timer::index_slots`)
 //! also indexes the arrived slots' lease sets, since whether the snapshot
 //! fires keyspace events there is not something we could check. Relied
 //! on, from Redis 8.4's `redismodule.h` (as the `redis-module` 2.0.8
@@ -77,12 +77,12 @@
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 use redis_module::raw;
 
-use super::leases;
-use super::stats::Total;
+use super::lease_timer;
+use super::slot_moves::{self, Side};
+use crate::metrics::totals::Total;
 
 /// `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (valkeymodule.h).
 const OPTION_HANDLE_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
@@ -182,23 +182,6 @@ enum Step {
     TrimmedInBackground,
 }
 
-/// What a move does to this node's copy of its slots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
-    Import,
-    Export,
-    /// Redis 8.4's active trim of slots this node no longer owns (after an
-    /// export, or a failed import): treated as the tail of an export.
-    Trim,
-}
-
-/// A move in progress on this node: its slot ranges (inclusive).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Move {
-    side: Side,
-    ranges: Vec<(u16, u16)>,
-}
-
 /// Does this module handle atomic slot migration here (declared on Valkey
 /// 9+, events subscribed on Redis 8.4+)?
 static HANDLED: AtomicBool = AtomicBool::new(false);
@@ -207,21 +190,6 @@ static IMPORTS_COMPLETED: Total = Total::new();
 static IMPORTS_ABORTED: Total = Total::new();
 static EXPORTS_COMPLETED: Total = Total::new();
 static EXPORTS_ABORTED: Total = Total::new();
-
-/// Moves in progress (a handful at most).
-static MOVES: Mutex<Vec<Move>> = Mutex::new(Vec::new());
-/// Is any move in progress? The fast path of every check.
-static ANY: AtomicBool = AtomicBool::new(false);
-
-fn with_moves<R>(run: impl FnOnce(&mut Vec<Move>) -> R) -> R {
-    let mut guard = match MOVES.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let result = run(&mut guard);
-    ANY.store(!guard.is_empty(), Ordering::Relaxed);
-    result
-}
 
 /// Module options this server should get from us: the atomic-slot-migration
 /// claim on Valkey 9 or newer (with the event subscribed), nothing
@@ -275,10 +243,7 @@ fn subscribe(ctx: *mut raw::RedisModuleCtx, event: raw::RedisModuleEvent, handle
 
 /// The `dreamtown_cluster` section of `INFO dreamtown`.
 pub fn info_fields() -> Vec<(&'static std::ffi::CStr, u64)> {
-    let (importing, exporting) = with_moves(|moves| {
-        let importing = moves.iter().filter(|m| m.side == Side::Import).count() as u64;
-        (importing, moves.len() as u64 - importing)
-    });
+    let (importing, exporting) = slot_moves::in_progress();
     vec![
         (c"atomic_slot_migration", u64::from(HANDLED.load(Ordering::Relaxed))),
         (c"slot_imports_in_progress", importing),
@@ -368,7 +333,7 @@ unsafe extern "C" fn on_redis_event(
         // something this module can see here (untested): index the
         // arrived slots' lease sets by a bounded catch-up as well.
         if step == Step::Completed(Side::Import) {
-            leases::index_slots(ctx, &ranges);
+            lease_timer::index_slots(ctx, &ranges);
         }
     }));
 }
@@ -427,15 +392,15 @@ fn valid(ranges: impl Iterator<Item = (u16, u16)>) -> Vec<(u16, u16)> {
 fn handle(step: Step, ranges: &[(u16, u16)]) {
     let (side, ended) = match step {
         Step::Started(side) => {
-            with_moves(|moves| moves.push(Move { side, ranges: ranges.to_vec() }));
+            slot_moves::started(side, ranges);
             return;
         }
         Step::TrimStarted => {
-            with_moves(|moves| moves.push(Move { side: Side::Trim, ranges: ranges.to_vec() }));
+            slot_moves::started(Side::Trim, ranges);
             return;
         }
         Step::TrimmedInBackground => {
-            leases::forget_slots(ranges);
+            lease_timer::forget_slots(ranges);
             return;
         }
         Step::Aborted(side) | Step::Completed(side) => (side, step),
@@ -448,51 +413,14 @@ fn handle(step: Step, ranges: &[(u16, u16)]) {
         Step::Aborted(Side::Export) => EXPORTS_ABORTED.bump(),
         _ => {}
     }
-    let finished = Move { side, ranges: ranges.to_vec() };
-    with_moves(|moves| {
-        if let Some(at) = moves.iter().position(|m| *m == finished) {
-            moves.remove(at);
-        }
-    });
+    slot_moves::ended(side, ranges);
     // The tenants now elsewhere (an export that completed) or gone (an
     // import aborted: the server deleted what had arrived; a trim done)
     // leave the lease index; an aborted export keeps them here, and a
     // completed import found its own in the keyspace events.
     if matches!(ended, Step::Completed(Side::Export) | Step::Aborted(Side::Import) | Step::TrimCompleted) {
-        leases::forget_slots(ranges);
+        lease_timer::forget_slots(ranges);
     }
-}
-
-fn in_ranges(ranges: &[(u16, u16)], slot: u16) -> bool {
-    ranges.iter().any(|(start, end)| (*start..=*end).contains(&slot))
-}
-
-/// Is `slot` being imported (`importing`) or exported here?
-fn moving(slot: u16, importing: Option<bool>) -> bool {
-    if !ANY.load(Ordering::Relaxed) {
-        return false;
-    }
-    with_moves(|moves| {
-        moves.iter().any(|m| importing.is_none_or(|i| i == (m.side == Side::Import)) && in_ranges(&m.ranges, slot))
-    })
-}
-
-/// Is `tenant`'s slot being imported or exported by this node (atomic
-/// slot migration)? Then nothing runs on it on its own (timers, waiter
-/// passes).
-pub fn tenant_is_moving(tenant: &[u8]) -> bool {
-    ANY.load(Ordering::Relaxed) && moving(tenant_slot(tenant), None)
-}
-
-/// Is `key`'s slot being imported by this node?
-fn key_is_importing(key: &[u8]) -> bool {
-    ANY.load(Ordering::Relaxed) && moving(super::cluster_slot::key_slot(key), Some(true))
-}
-
-/// Is any slot moving now? False almost always: then no key's slot is
-/// being imported, and a caller can skip reading the key's name.
-pub fn any_moving() -> bool {
-    ANY.load(Ordering::Relaxed)
 }
 
 /// A keyspace event on `key`: if its slot is being imported, learn what
@@ -500,17 +428,11 @@ pub fn any_moving() -> bool {
 /// other listener (no client of the slot is blocked here, and nothing
 /// acts on the slot until it is ours).
 pub fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> bool {
-    if !key_is_importing(key) {
+    if !slot_moves::key_is_importing(key) {
         return false;
     }
-    leases::index_key(ctx, key);
+    lease_timer::index_key(ctx, key);
     true
-}
-
-/// The slot of a tenant: a valid tenant has no braces, so it hashes as
-/// the hash tag of all its keys does.
-fn tenant_slot(tenant: &[u8]) -> u16 {
-    super::cluster_slot::key_slot(tenant)
 }
 
 #[cfg(test)]
@@ -602,11 +524,15 @@ mod tests {
     fn moves_are_tracked_per_direction() {
         let _serial = SERIAL.lock();
         handle(Step::Started(Side::Export), &[(100, 200)]);
-        assert!(moving(150, None) && moving(150, Some(false)) && !moving(150, Some(true)));
-        assert!(!moving(201, None));
+        assert!(
+            slot_moves::moving(150, None)
+                && slot_moves::moving(150, Some(false))
+                && !slot_moves::moving(150, Some(true))
+        );
+        assert!(!slot_moves::moving(201, None));
         handle(Step::Aborted(Side::Export), &[(100, 200)]);
-        assert!(!moving(150, None));
-        assert!(!ANY.load(Ordering::Relaxed));
+        assert!(!slot_moves::moving(150, None));
+        assert!(!slot_moves::any_moving());
     }
 
     #[test]
@@ -614,17 +540,17 @@ mod tests {
         let _serial = SERIAL.lock();
         let export = [(5_000, 5_010)];
         handle(redis_step(redis84::EVENT_SLOT_MIGRATION, redis84::MIGRATE_STARTED).unwrap(), &export);
-        assert!(moving(5_005, Some(false)));
+        assert!(slot_moves::moving(5_005, Some(false)));
         handle(redis_step(redis84::EVENT_SLOT_MIGRATION, redis84::MIGRATE_COMPLETED).unwrap(), &export);
-        assert!(!moving(5_005, None));
+        assert!(!slot_moves::moving(5_005, None));
         handle(redis_step(redis84::EVENT_TRIM, redis84::TRIM_STARTED).unwrap(), &export);
-        assert!(moving(5_005, None) && !moving(5_005, Some(true)), "a trim is no import");
+        assert!(slot_moves::moving(5_005, None) && !slot_moves::moving(5_005, Some(true)), "a trim is no import");
         handle(redis_step(redis84::EVENT_TRIM, redis84::TRIM_COMPLETED).unwrap(), &export);
-        assert!(!moving(5_005, None));
+        assert!(!slot_moves::moving(5_005, None));
         handle(redis_step(redis84::EVENT_TRIM, redis84::TRIM_BACKGROUND).unwrap(), &export);
-        assert!(!ANY.load(Ordering::Relaxed), "a background trim holds nothing");
+        assert!(!slot_moves::any_moving(), "a background trim holds nothing");
     }
 
     /// The moves are process-wide: tests that change them take turns.
-    static SERIAL: Mutex<()> = Mutex::new(());
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 }

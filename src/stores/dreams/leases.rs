@@ -1,4 +1,4 @@
-//! The Dreams lease family for the lease timer ([`crate::module::leases`]):
+//! The Dreams lease family for the lease timer ([`crate::services::leases`]):
 //! which keys hold an organization's leases, how to expire what is due.
 //! Granting and extending live in DRAIN and EXTEND; the state machine in
 //! [`crate::dreams::lease`].
@@ -6,10 +6,11 @@
 use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::lease::{expire_due_counted, LeaseStore};
 use crate::dreams::region::QueueKeys;
-use crate::module::leases::{self, LeaseFamily};
-use crate::module::session::{Access, Session};
-use crate::module::stats;
-use crate::module::tenant_stats::{self, Dreams};
+use crate::events::Dreams;
+use crate::glue::session::{Access, Session};
+use crate::metrics::count;
+use crate::services::lease_index::LeaseFamily;
+use crate::services::lease_timer;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };
@@ -27,7 +28,7 @@ fn tenant_of(key: &[u8]) -> Option<String> {
 
 /// A lease of `org` was granted or extended until `deadline_ms`.
 pub fn note(session: &Session, org: &str, deadline_ms: i64) {
-    leases::note(session, &FAMILY, org, deadline_ms);
+    lease_timer::note(session, &FAMILY, org, deadline_ms);
 }
 
 /// Expire at most `limit` due leases of `org` (the lease timer's step).
@@ -37,9 +38,8 @@ fn expire(session: &Session, org: &str, now_ms: i64, limit: u64) -> (u64, Option
     let Ok(mut leases) = RedisLeases::open(session, org, Access::Write) else { return (0, None) };
     let (handled, requeued) = expire_due_counted(&mut queue, &mut leases, now_ms, limit);
     if requeued > 0 {
-        stats::LEASES_EXPIRED.add(requeued);
-        tenant_stats::dreams(queue.tenant(), Dreams::LeaseExpired, requeued);
-        leases::wake_receivers(session, QueueKeys::new(org).ready.as_bytes());
+        count::dreams(queue.tenant(), Dreams::LeaseExpired, requeued);
+        lease_timer::wake_receivers(session, QueueKeys::new(org).ready.as_bytes());
     }
     (handled, leases.earliest())
 }

@@ -42,8 +42,8 @@ use std::collections::hash_map::Entry;
 use std::ffi::CStr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use super::stats::Total;
 use super::tenant_stats::{IdMap, TenantId};
+use super::totals::Total;
 
 /// Organizations with timed items at most.
 pub const MAX_ORGS: usize = 10_000;
@@ -254,7 +254,7 @@ fn list_of(name: &[u8]) -> Option<(TenantId, List)> {
 /// A keyspace event of someone else's write (`keyspace_events`): a ready or
 /// in-flight list that is gone takes its timings with it. A cheap prefix
 /// check for any other key.
-pub(super) fn on_keyspace_event(
+pub fn on_keyspace_event(
     _ctx: *mut redis_module::raw::RedisModuleCtx,
     event: &[u8],
     key: *mut redis_module::raw::RedisModuleString,
@@ -262,7 +262,7 @@ pub(super) fn on_keyspace_event(
     if !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from") {
         return;
     }
-    if let Some((org, list)) = list_of(super::string::bytes_of(key)) {
+    if let Some((org, list)) = list_of(crate::glue::string::bytes_of(key)) {
         table().emptied(org, list);
     }
 }

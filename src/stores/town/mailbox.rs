@@ -3,10 +3,10 @@
 //! single lists such as the pending list; each opened with ACL and type
 //! checks up front so every later write is certain to succeed.
 
-use crate::module::key::{End, Key, KeyKind};
-use crate::module::reply::CommandError;
-use crate::module::session::{Access, Session};
-use crate::module::string::OwnedString;
+use crate::glue::key::{End, Key, KeyKind};
+use crate::glue::reply::CommandError;
+use crate::glue::session::{Access, Session};
+use crate::glue::string::OwnedString;
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::priority::Destination;
 

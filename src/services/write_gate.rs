@@ -37,8 +37,8 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
-use super::api::api;
-use super::stats::Total;
+use crate::glue::api::api;
+use crate::metrics::totals::Total;
 
 /// How soon a writer held back by a pause (or a load) looks again (ms).
 pub const POLL_MS: i64 = 10;

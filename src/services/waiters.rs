@@ -50,12 +50,12 @@ use std::ptr;
 
 use redis_module::raw;
 
-use super::api::api;
 use super::migration_guard;
-use super::reply::{self, CommandError, CommandResult, Reply};
-use super::session::Session;
-use super::stats::Total;
-use super::string::{bytes_of, OwnedString};
+use crate::glue::api::api;
+use crate::glue::reply::{self, CommandError, CommandResult, Reply};
+use crate::glue::session::Session;
+use crate::glue::string::{bytes_of, OwnedString};
+use crate::metrics::totals::Total;
 
 /// Run a blocked command's work for a woken waiter: `Some` is its reply
 /// (it is then served), `None` means it found nothing and keeps waiting.
@@ -412,7 +412,7 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
 
 /// `dreamtown:waiter:{<tag>}:<seq>`: the hash tag of `first` keeps the slot.
 fn private_key(first: &[u8], seq: u64) -> Vec<u8> {
-    let tag = super::cluster_slot::hash_tag(first);
+    let tag = crate::cluster_slot::hash_tag(first);
     let mut name = b"dreamtown:waiter:{".to_vec();
     name.extend_from_slice(tag);
     name.extend_from_slice(b"}:");

@@ -1,0 +1,21 @@
+//! The Redis glue: thin, safe wrappers over the module API that every
+//! command and service is built from. The API table (`api`), strings,
+//! keys that replicate and notify their writes (`key`, `effects`),
+//! `RedisModule_Call` (`call`), argument parsing (`args`), replies and
+//! errors (`reply`), sessions with ACL checks (`session`), configuration
+//! (`config`), and command registration with its metadata (`command`,
+//! `acl_category`). Nothing here knows a command family or a background
+//! mechanism.
+
+pub mod acl_category;
+pub mod api;
+pub mod args;
+pub mod call;
+pub mod command;
+pub mod config;
+pub mod effects;
+pub mod key;
+pub mod reply;
+pub mod session;
+pub mod string;
+pub mod unload_guard;

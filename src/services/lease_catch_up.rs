@@ -1,0 +1,337 @@
+//! The lease catch-up: a server that becomes a master (`REPLICAOF NO
+//! ONE`, failover), ends a load (RDB, AOF, `DEBUG RELOAD`, the swap of an
+//! async replica load, `SWAPDB`) or loads the module into a populated
+//! keyspace must index leases no command here noted (`lease_index`). It
+//! walks every database with `RedisModule_Scan` and a cursor kept between
+//! turns, at most `dreamtown.catch-up-keys-per-turn` keys (10,000) and
+//! [`CATCH_UP_BUDGET_US`] per turn, one turn per lease-timer tick
+//! (`lease_timer`, which drives it), so no turn of the event loop costs
+//! time that grows with the keyspace. A slot migration's import queues a
+//! catch-up of its slots only ([`queue_slots`]). `INFO dreamtown`
+//! (`dreamtown_leases`) shows its progress and its longest turn.
+
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use redis_module::raw;
+
+use super::lease_index::{lock, with_index, DeadlineIndex, LeaseFamily, SlotRange};
+use crate::glue::api::api;
+use crate::glue::session::Session;
+use crate::metrics::totals::Total;
+
+/// Keys one catch-up turn examines at most: the config
+/// `dreamtown.catch-up-keys-per-turn` (default 10,000; `RedisModule_Scan`
+/// returns a hash bucket at a time, so a turn may pass it by a bucket).
+fn keys_per_turn() -> u64 {
+    u64::try_from(crate::glue::config::CATCH_UP_KEYS_PER_TURN.load(Ordering::Relaxed)).unwrap_or(10_000)
+}
+/// Time one catch-up turn may take (µs), checked after every
+/// `RedisModule_Scan` call: one call is one hash bucket, whose keys each
+/// cost a callback and a name check, so a clock read per call is cheap
+/// beside it and keeps a turn within a bucket of its budget.
+pub const CATCH_UP_BUDGET_US: u128 = 2_000;
+
+/// What a catch-up looks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every lease set (promotion, load, module load): the index is
+    /// cleared first.
+    Everything,
+    /// Only lease sets in these slots (imported by a slot migration); the
+    /// index keeps what it has.
+    Slots(Vec<SlotRange>),
+}
+
+impl Scope {
+    pub fn wants(&self, slot_tenant: Option<&str>) -> bool {
+        match self {
+            Scope::Everything => true,
+            Scope::Slots(ranges) => slot_tenant.is_some_and(|tag| {
+                let slot = crate::cluster_slot::key_slot(tag.as_bytes());
+                ranges.iter().any(|(low, high)| (*low..=*high).contains(&slot))
+            }),
+        }
+    }
+}
+
+/// A `RedisModule_Scan` cursor (a server pointer, used on the main thread
+/// only; the mutex needs `Send`).
+struct Cursor(*mut raw::RedisModuleScanCursor);
+// SAFETY: only touched from the server's main thread (timer callbacks and
+// commands), under the CATCH_UP mutex.
+unsafe impl Send for Cursor {}
+
+/// A catch-up under way.
+struct Running {
+    scope: Scope,
+    db: c_int,
+    cursor: Cursor,
+    started_ms: i64,
+}
+
+/// The catch-up's state: the one running and the slot ranges queued
+/// behind it.
+#[derive(Default)]
+struct CatchUp {
+    running: Option<Running>,
+    queued_slots: Vec<SlotRange>,
+}
+
+/// The catch-up's state (made on first use).
+static CATCH_UP: Mutex<Option<CatchUp>> = Mutex::new(None);
+/// Catch-ups started (full or by slots) and completed.
+static CATCH_UPS_STARTED: Total = Total::new();
+static CATCH_UPS_COMPLETED: Total = Total::new();
+/// Catch-ups dropped unfinished (a restart, or the server became a replica).
+static CATCH_UPS_ABANDONED: Total = Total::new();
+/// Of the catch-up running, or else the last one: keys examined, turns,
+/// tenants indexed, and the duration when it completed (ms).
+static RUN_KEYS: AtomicU64 = AtomicU64::new(0);
+static RUN_TURNS: AtomicU64 = AtomicU64::new(0);
+static RUN_TENANTS: AtomicU64 = AtomicU64::new(0);
+static LAST_DURATION_MS: AtomicU64 = AtomicU64::new(0);
+/// Since the module loaded: all keys examined and turns taken by
+/// catch-ups, the most keys one turn examined, the longest turn (µs).
+static KEYS_EXAMINED: Total = Total::new();
+static TURNS: Total = Total::new();
+static MAX_KEYS_PER_TURN: AtomicU64 = AtomicU64::new(0);
+static MAX_TURN_US: AtomicU64 = AtomicU64::new(0);
+/// The most CPU time of the main thread one turn used (µs): unlike the
+/// wall-clock figure, not inflated when the machine preempts the server.
+static MAX_TURN_CPU_US: AtomicU64 = AtomicU64::new(0);
+fn with_catch_up<R>(run: impl FnOnce(&mut CatchUp) -> R) -> R {
+    run(lock(&CATCH_UP).get_or_insert_with(CatchUp::default))
+}
+
+/// Queue a catch-up of the lease sets in `ranges` (an import completed);
+/// merged with what is queued, run after the one under way.
+pub fn queue_slots(ranges: &[SlotRange]) {
+    with_catch_up(|catch_up| catch_up.queued_slots.extend_from_slice(ranges));
+}
+
+/// Is a catch-up running or queued?
+pub fn pending() -> bool {
+    with_catch_up(|catch_up| catch_up.running.is_some() || !catch_up.queued_slots.is_empty())
+}
+
+/// `MODULE UNLOAD`: drop the state.
+pub fn unload() {
+    stop();
+    *lock(&CATCH_UP) = None;
+}
+
+/// CPU time used by the calling thread so far (µs).
+fn thread_cpu_us() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return 0;
+    }
+    u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000) + u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Start a catch-up of `scope`, dropping one under way (a full one clears
+/// the index and the queued slot ranges: it covers them).
+pub fn begin(scope: Scope, now: i64) {
+    let cursor = unsafe { api!(RedisModule_ScanCursorCreate)() };
+    let dropped = with_catch_up(|catch_up| {
+        if scope == Scope::Everything {
+            catch_up.queued_slots.clear();
+        }
+        catch_up.running.replace(Running { scope: scope.clone(), db: 0, cursor: Cursor(cursor), started_ms: now })
+    });
+    if let Some(dropped) = dropped {
+        CATCH_UPS_ABANDONED.bump();
+        unsafe { api!(RedisModule_ScanCursorDestroy)(dropped.cursor.0) };
+    }
+    if scope == Scope::Everything {
+        with_index(DeadlineIndex::clear);
+    }
+    CATCH_UPS_STARTED.bump();
+    RUN_KEYS.store(0, Ordering::Relaxed);
+    RUN_TURNS.store(0, Ordering::Relaxed);
+    RUN_TENANTS.store(0, Ordering::Relaxed);
+}
+
+/// Drop the catch-up under way and the queued slot ranges (the server
+/// became a replica or started loading).
+pub fn stop() {
+    let dropped = with_catch_up(|catch_up| {
+        catch_up.queued_slots.clear();
+        catch_up.running.take()
+    });
+    if let Some(dropped) = dropped {
+        CATCH_UPS_ABANDONED.bump();
+        unsafe { api!(RedisModule_ScanCursorDestroy)(dropped.cursor.0) };
+    }
+}
+
+/// What the scan callback gathers: keys seen, and the names of lease sets.
+#[derive(Default)]
+struct Gathered {
+    examined: u64,
+    found: Vec<(usize, String)>,
+    families: Vec<&'static LeaseFamily>,
+}
+
+unsafe extern "C" fn on_scanned(
+    _ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    _key: *mut raw::RedisModuleKey,
+    data: *mut c_void,
+) {
+    // Only names are read here: opening other keys inside the scan could
+    // rehash the dictionary under it.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let Some(gathered) = (unsafe { data.cast::<Gathered>().as_mut() }) else { return };
+        gathered.examined += 1;
+        let name = crate::glue::string::bytes_of(name);
+        for (number, family) in gathered.families.iter().enumerate() {
+            if let Some(tenant) = (family.tenant_of)(name) {
+                gathered.found.push((number, tenant));
+            }
+        }
+    }));
+}
+
+/// One bounded turn of the catch-up, if one runs (or slot ranges are
+/// queued); true while it has more to do.
+pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
+    let ctx = session.ctx();
+    let Some((scope, mut db, cursor)) = with_catch_up(|catch_up| {
+        if catch_up.running.is_none() && !catch_up.queued_slots.is_empty() {
+            let ranges = std::mem::take(&mut catch_up.queued_slots);
+            return Some(Err(ranges));
+        }
+        catch_up.running.as_ref().map(|running| Ok((running.scope.clone(), running.db, running.cursor.0)))
+    })
+    .and_then(|next| match next {
+        Ok(running) => Some(running),
+        Err(ranges) => {
+            begin(Scope::Slots(ranges), session.now_ms());
+            with_catch_up(|catch_up| catch_up.running.as_ref().map(|r| (r.scope.clone(), r.db, r.cursor.0)))
+        }
+    }) else {
+        return false;
+    };
+    let started = Instant::now();
+    let cpu_started = thread_cpu_us();
+    let select = api!(RedisModule_SelectDb);
+    let scan = api!(RedisModule_Scan);
+    let mut gathered = Gathered { families: families.to_vec(), ..Gathered::default() };
+    let mut indexed = 0u64;
+    let mut finished = false;
+    let limit = keys_per_turn();
+    loop {
+        if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+            // Past the last database.
+            finished = true;
+            break;
+        }
+        let more = unsafe { scan(ctx, cursor, Some(on_scanned), (&mut gathered as *mut Gathered).cast()) };
+        indexed += index_found(session, &scope, db, &mut gathered.found, families);
+        if more == 0 {
+            // This database is done: the next one, with the cursor restarted.
+            unsafe { api!(RedisModule_ScanCursorRestart)(cursor) };
+            db += 1;
+            continue;
+        }
+        if gathered.examined >= limit || started.elapsed().as_micros() >= CATCH_UP_BUDGET_US {
+            break;
+        }
+    }
+    unsafe { select(ctx, 0) };
+    let took = micros(started);
+    KEYS_EXAMINED.add(gathered.examined);
+    TURNS.bump();
+    MAX_KEYS_PER_TURN.fetch_max(gathered.examined, Ordering::Relaxed);
+    MAX_TURN_US.fetch_max(took, Ordering::Relaxed);
+    MAX_TURN_CPU_US.fetch_max(thread_cpu_us().saturating_sub(cpu_started), Ordering::Relaxed);
+    RUN_KEYS.fetch_add(gathered.examined, Ordering::Relaxed);
+    RUN_TURNS.fetch_add(1, Ordering::Relaxed);
+    RUN_TENANTS.fetch_add(indexed, Ordering::Relaxed);
+    let done = with_catch_up(|catch_up| {
+        if finished {
+            catch_up.running.take()
+        } else {
+            if let Some(running) = catch_up.running.as_mut() {
+                running.db = db;
+            }
+            None
+        }
+    });
+    if let Some(done) = done {
+        unsafe { api!(RedisModule_ScanCursorDestroy)(done.cursor.0) };
+        CATCH_UPS_COMPLETED.bump();
+        let now = session.now_ms();
+        LAST_DURATION_MS.store(u64::try_from(now.saturating_sub(done.started_ms)).unwrap_or(0), Ordering::Relaxed);
+        // Slot ranges queued meanwhile run next.
+        return with_catch_up(|catch_up| !catch_up.queued_slots.is_empty());
+    }
+    true
+}
+
+/// Index the lease sets gathered (in database `db`, selected) that the
+/// scope wants; how many were indexed.
+fn index_found(
+    session: &Session,
+    scope: &Scope,
+    db: c_int,
+    found: &mut Vec<(usize, String)>,
+    families: &[&'static LeaseFamily],
+) -> u64 {
+    let mut indexed = 0;
+    for (number, tenant) in found.drain(..) {
+        let Some(family) = families.get(number) else { continue };
+        if !scope.wants((family.slot_tenant)(&tenant)) {
+            continue;
+        }
+        if let Some(earliest) = (family.earliest)(session, &tenant) {
+            with_index(|index| index.note((number, db, tenant), earliest));
+            indexed += 1;
+        }
+    }
+    indexed
+}
+
+/// The catch-up's fields of `dreamtown_leases` (after the timer's).
+pub fn info_fields() -> Vec<(&'static CStr, u64)> {
+    vec![
+        (c"catch_ups_started", CATCH_UPS_STARTED.get()),
+        (c"catch_ups_completed", CATCH_UPS_COMPLETED.get()),
+        (c"catch_ups_abandoned", CATCH_UPS_ABANDONED.get()),
+        (c"catch_up_keys_examined", RUN_KEYS.load(Ordering::Relaxed)),
+        (c"catch_up_turns", RUN_TURNS.load(Ordering::Relaxed)),
+        (c"catch_up_tenants_indexed", RUN_TENANTS.load(Ordering::Relaxed)),
+        (c"catch_up_last_duration_ms", LAST_DURATION_MS.load(Ordering::Relaxed)),
+        (c"catch_up_keys_examined_total", KEYS_EXAMINED.get()),
+        (c"catch_up_turns_total", TURNS.get()),
+        (c"catch_up_max_keys_per_turn", MAX_KEYS_PER_TURN.load(Ordering::Relaxed)),
+        (c"catch_up_max_turn_us", MAX_TURN_US.load(Ordering::Relaxed)),
+        (c"catch_up_max_turn_cpu_us", MAX_TURN_CPU_US.load(Ordering::Relaxed)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_scope_wants_its_slots_only() {
+        use crate::cluster_slot::key_slot;
+        let slot = key_slot(b"acme");
+        let scope = Scope::Slots(vec![(slot, slot)]);
+        assert!(scope.wants(Some("acme")));
+        assert!(!scope.wants(Some("other-tenant-far-away")) || key_slot(b"other-tenant-far-away") == slot);
+        assert!(!scope.wants(None));
+        assert!(Scope::Everything.wants(None));
+    }
+}

@@ -1,0 +1,436 @@
+//! The lease timer: finds leases that ran out and hands each to its family
+//! (Dreams, Town) to expire, on a master only, and drives the catch-up.
+//!
+//! Commands that grant or extend a lease [`note`] it in the index
+//! (`lease_index`); a tick pops the tenants due, lets their family expire
+//! what is due (at most [`STEP_LEASES`] per step, [`TICK_LEASES`] and
+//! [`TICK_BUDGET_US`] per tick) and re-notes the tenant's next deadline.
+//! Before that, a tick runs one bounded turn of the catch-up
+//! (`lease_catch_up`) when one is under way: a promotion, the end of a
+//! load, `SWAPDB` or a module load into a populated keyspace restarts it
+//! ([`restart_catch_up`]), becoming a replica (or a load starting) stops
+//! it. Leases are expired from the first turn on, for the tenants indexed
+//! so far; one found late is expired when found. The timer is armed only
+//! while there is something to do, and holds its work while the server
+//! may not write (`write_gate`).
+//!
+//! Cluster: only a master acts, and only on tenants the migration guard
+//! lets it touch (`migration_guard::may_touch`: the slot is stable and
+//! served here). A tenant whose slot is moving waits; one whose lease set
+//! arrived by `RESTORE` on an importing node (learnt from the `restore`
+//! keyspace event), or was written there by the import client of an atomic
+//! slot migration (`slot_migration`), is kept until the move completes; one
+//! whose lease set is gone from this node is forgotten when it comes due.
+//!
+//! Hooks for slot migration (`slot_migration`, Valkey 9's and Redis 8.4's
+//! atomic slot migration): [`index_key`] indexes one arrived key,
+//! [`index_slots`] the lease sets of arrived slots (Redis 8.4), [`forget_slots`]
+//! drops the entries of slots that left (an entry whose lease set is gone
+//! is dropped when it comes due anyway; forgetting keeps the index small).
+
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use redis_module::raw;
+
+use super::lease_catch_up::{self, Scope};
+use super::lease_index::{self, families, family_index, with_index, DeadlineIndex, LeaseFamily, SlotRange, Tenant};
+use super::migration_guard;
+use crate::glue::api::api;
+use crate::glue::session::Session;
+
+/// How often the timer looks for due leases (ms): expiry is exact to this.
+pub const TICK_MS: i64 = 100;
+
+/// Time one tick may spend expiring (µs), checked after each step (one
+/// tenant, at most [`STEP_LEASES`] of its leases): a burst of due leases,
+/// of many tenants or of one, spreads over ticks [`CATCH_UP_MS`] apart
+/// instead of stalling the server.
+const TICK_BUDGET_US: u128 = 5_000;
+/// Leases one step hands to a family at most: a tenant with more due goes
+/// back into the index at its (past) next deadline and gets further steps,
+/// in this tick while its budget lasts, else in the next.
+const STEP_LEASES: u64 = 100;
+/// Leases one tick handles at most, whatever the clock says: with the
+/// budget, what bounds a tick, and what `INFO` shows a test
+/// (`lease_max_tick_expired`) without timing anything.
+const TICK_LEASES: u64 = 1_000;
+/// Due tenants taken from the index at a time.
+const BATCH: usize = 64;
+/// Delay before the next tick while work is left over (ms).
+const CATCH_UP_MS: i64 = 1;
+
+/// Set when a full catch-up must (re)start at the next tick.
+static REBUILD: AtomicBool = AtomicBool::new(false);
+/// Is a tick scheduled? The timer runs only while there is something to
+/// do (leases indexed, or a catch-up pending on a master), so a server
+/// without leases pays nothing and the module can be unloaded.
+static ARMED: AtomicBool = AtomicBool::new(false);
+/// The id of the scheduled tick, while [`ARMED`] (to stop it when nothing
+/// is left: [`disarm_if_idle`]).
+static TIMER: AtomicU64 = AtomicU64::new(0);
+
+/// The longest lease tick (catch-up turn plus expiry, µs).
+static MAX_TICK_US: AtomicU64 = AtomicU64::new(0);
+/// Most due leases one tick handled (expired or dropped).
+static MAX_TICK_LEASES: AtomicU64 = AtomicU64::new(0);
+
+/// A command granted or extended a lease of `tenant` (of `family`, in the
+/// session's database) due at `deadline_ms`.
+pub fn note(session: &Session, family: &'static LeaseFamily, tenant: &str, deadline_ms: i64) {
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(session.ctx()) };
+    with_index(|index| index.note((family_index(family), db, tenant.to_owned()), deadline_ms));
+    arm(session.ctx(), TICK_MS);
+}
+
+/// Hand the work now in `key` (a ready list or inbox) to the first waiter
+/// blocked on it (`waiters`), as a push from FIRE/RECOVER/SEND does.
+/// The one place where expiry wakes receivers.
+pub fn wake_receivers(session: &Session, key: &[u8]) {
+    super::waiters::work_arrived(session.ctx(), key);
+}
+
+/// Register the families, subscribe to the server events that call for a
+/// catch-up and start one (a module loaded into a running server). Called
+/// once when the module loads.
+pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> Result<(), String> {
+    lease_index::set_families(all);
+    let (Some(subscribe), Some(_)) =
+        (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer })
+    else {
+        return Err("this server lacks module timers or server events (needed for leases)".into());
+    };
+    for id in [
+        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+        raw::REDISMODULE_EVENT_LOADING,
+        raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD,
+    ] {
+        let event = raw::RedisModuleEvent { id, dataver: 1 };
+        if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not subscribe to server event {id}"));
+        }
+    }
+    // Loaded into a running server (MODULE LOAD): its leases are indexed
+    // by a catch-up from the first tick. At startup the dataset loads
+    // later, and the loading event starts it then; an empty keyspace has
+    // nothing to find (and no timer then keeps `MODULE UNLOAD` waiting).
+    if is_master(ctx) && !keyspace_is_empty(ctx) {
+        restart_catch_up(ctx);
+    }
+    Ok(())
+}
+
+/// Does no database hold a key? O(databases).
+fn keyspace_is_empty(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let select = api!(RedisModule_SelectDb);
+    let size = api!(RedisModule_DbSize);
+    let mut db = 0;
+    let mut empty = true;
+    while empty && unsafe { select(ctx, db) } == raw::REDISMODULE_OK as c_int {
+        empty = unsafe { size(ctx) } == 0;
+        db += 1;
+    }
+    unsafe { select(ctx, 0) };
+    empty
+}
+
+/// Start a full catch-up at the next tick (dropping one under way).
+fn restart_catch_up(ctx: *mut raw::RedisModuleCtx) {
+    REBUILD.store(true, Ordering::Relaxed);
+    arm(ctx, CATCH_UP_MS);
+}
+
+/// Slot-migration hook: a key arrived in the selected database of `ctx`
+/// (a `RESTORE`, an imported key): index its tenant if it is a lease set.
+/// O(log n) in the lease set; a no-op on a replica.
+pub fn index_key(ctx: *mut raw::RedisModuleCtx, name: &[u8]) {
+    if !is_master(ctx) {
+        return;
+    }
+    let session = Session::internal(ctx);
+    for family in families() {
+        let Some(tenant) = (family.tenant_of)(name) else { continue };
+        if let Some(earliest) = (family.earliest)(&session, &tenant) {
+            note(&session, family, &tenant, earliest);
+        }
+    }
+}
+
+/// Slot-migration hook: the keys of `ranges` arrived here (an import
+/// completed). Queues a catch-up that indexes the lease sets of those
+/// slots, in bounded turns like every catch-up (it walks the keyspace:
+/// the module API has no per-slot scan on every server). Nothing happens
+/// on a replica. Calls made while one runs are merged and run after it.
+pub fn index_slots(ctx: *mut raw::RedisModuleCtx, ranges: &[SlotRange]) {
+    if ranges.is_empty() {
+        return;
+    }
+    lease_catch_up::queue_slots(ranges);
+    arm(ctx, CATCH_UP_MS);
+}
+
+/// Slot-migration hook: the slots of `ranges` left this node (an export
+/// completed): drop their tenants from the index now, O(tenants indexed).
+/// Optional: an entry whose lease set is gone is dropped when it comes due.
+pub fn forget_slots(ranges: &[SlotRange]) {
+    let families = families();
+    let scope = Scope::Slots(ranges.to_vec());
+    with_index(|index| {
+        index.forget_where(|(family, _, tenant)| {
+            families.get(*family).is_some_and(|family| scope.wants((family.slot_tenant)(tenant)))
+        })
+    });
+}
+
+/// Schedule a tick in `delay_ms` unless one is scheduled.
+fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
+    if ARMED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if let Some(create) = unsafe { raw::RedisModule_CreateTimer } {
+        let timer = unsafe { create(ctx, delay_ms, Some(on_tick), std::ptr::null_mut()) };
+        TIMER.store(timer, Ordering::Relaxed);
+    }
+}
+
+fn is_master(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
+    flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && flags & raw::REDISMODULE_CTX_FLAGS_LOADING == 0
+}
+
+fn loading(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
+    flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0
+}
+
+unsafe extern "C" fn on_server_event(
+    ctx: *mut raw::RedisModuleCtx,
+    event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    let becomes_master = event.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
+        && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER;
+    let loaded = event.id == raw::REDISMODULE_EVENT_LOADING && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED;
+    // An async (swapdb) load that completed swapped the whole dataset; one
+    // that was aborted left the old one. Only a replica loads async and a
+    // replica keeps no index, so either way the next promotion's catch-up
+    // is what counts; restarting here keeps the rule "a dataset swap
+    // restarts the catch-up" without a case of its own.
+    let swapped = event.id == raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD
+        && subevent != raw::REDISMODULE_SUBEVENT_REPL_ASYNC_LOAD_STARTED;
+    if becomes_master || loaded || swapped {
+        let _ = catch_unwind(AssertUnwindSafe(|| restart_catch_up(ctx)));
+    }
+}
+
+/// `SWAPDB` (`server_events`) exchanged two databases under the index's
+/// database numbers (and under a catch-up's cursor): index them again.
+pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx) {
+    restart_catch_up(ctx);
+}
+
+/// Database `db` (`None`: every database) was emptied (`server_events`):
+/// forget its tenants, O(tenants indexed) (a flush is O(keys) itself).
+/// After a `FLUSHALL` there is nothing to catch up with either: a pending
+/// or running catch-up is dropped. When nothing is left, the timer is
+/// stopped at once, so that `MODULE UNLOAD` is not refused for it.
+pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
+    match db {
+        None => {
+            with_index(DeadlineIndex::clear);
+            lease_catch_up::stop();
+            REBUILD.store(false, Ordering::Relaxed);
+        }
+        // A catch-up under way finds nothing in the emptied database.
+        Some(db) => with_index(|index| index.forget_where(|(_, in_db, _)| *in_db == db)),
+    }
+    disarm_if_idle(ctx);
+}
+
+/// Keyspace events (`keyspace_events`). A key arrived by `RESTORE` (a
+/// cluster slot migration, or by hand): if it is a lease set, index its
+/// tenant. A lease set deleted, expired or evicted by someone else than
+/// the module (`DEL`, `UNLINK`, a TTL, eviction; `own_write` is false):
+/// forget its tenant now, O(log n), instead of when its deadline comes,
+/// so the timer stops once no lease is left. (The module's own writes
+/// that empty a lease set leave the entry to its deadline, when the tick
+/// finds nothing due and drops it: nothing is added to the hot commands.)
+pub(super) fn on_keyspace_event(
+    ctx: *mut raw::RedisModuleCtx,
+    event: &[u8],
+    key: *mut raw::RedisModuleString,
+    own_write: bool,
+) {
+    if event == b"restore" {
+        return index_key(ctx, crate::glue::string::bytes_of(key));
+    }
+    // The module's own writes first (the hot commands'), at one test.
+    if own_write || !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from") {
+        return;
+    }
+    if with_index(|index| index.is_empty()) {
+        return;
+    }
+    let name = crate::glue::string::bytes_of(key);
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let mut forgot = false;
+    for (number, family) in families().into_iter().enumerate() {
+        if let Some(tenant) = (family.tenant_of)(name) {
+            forgot |= with_index(|index| index.forget(&(number, db, tenant)));
+        }
+    }
+    if forgot {
+        disarm_if_idle(ctx);
+    }
+}
+
+/// Stop the scheduled tick if nothing is left for it to do: no tenant
+/// indexed, no catch-up running, queued or due to start.
+fn disarm_if_idle(ctx: *mut raw::RedisModuleCtx) {
+    let idle = with_index(|index| index.is_empty()) && !REBUILD.load(Ordering::Relaxed) && !lease_catch_up::pending();
+    if !idle || !ARMED.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    let timer = TIMER.swap(0, Ordering::Relaxed);
+    let mut data: *mut c_void = std::ptr::null_mut();
+    unsafe { api!(RedisModule_StopTimer)(ctx, timer, &mut data) };
+}
+
+/// `MODULE UNLOAD` (the server refuses it while a tick is scheduled, so
+/// none is): drop everything, as a fresh load would find it. The library
+/// may stay mapped (a thread-local registered a destructor), and a later
+/// `MODULE LOAD` would see these statics as they were left.
+pub fn unload() {
+    lease_index::unload();
+    lease_catch_up::unload();
+    REBUILD.store(false, Ordering::Relaxed);
+    ARMED.store(false, Ordering::Relaxed);
+    TIMER.store(0, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    ARMED.store(false, Ordering::Relaxed);
+    TIMER.store(0, Ordering::Relaxed);
+    let started = Instant::now();
+    let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
+    MAX_TICK_US.fetch_max(micros(started), Ordering::Relaxed);
+    if let Some(delay) = next {
+        let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, delay)));
+    }
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// One tick; when the next is needed (ms), if at all.
+fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
+    // Only a master expires; a replica applies its master's expiries. A
+    // replica keeps no index and runs no catch-up: becoming master (or a
+    // load ending) starts one.
+    if !is_master(ctx) {
+        with_index(DeadlineIndex::clear);
+        lease_catch_up::stop();
+        if !loading(ctx) {
+            // A replica's sync ended: nothing to catch up until promoted.
+            REBUILD.store(false, Ordering::Relaxed);
+        }
+        return None;
+    }
+    // A paused master (CLIENT PAUSE, FAILOVER) is still a master: its index
+    // and catch-up stay as they are, nothing is written, and the next look
+    // is soon, so due leases expire as soon as the pause ends (write_gate).
+    if !super::write_gate::may_write_now(ctx) {
+        super::write_gate::HELD_LEASE_TICKS.bump();
+        return Some(super::write_gate::POLL_MS);
+    }
+    let session = Session::internal(ctx);
+    let families = families();
+    if REBUILD.swap(false, Ordering::Relaxed) {
+        lease_catch_up::begin(Scope::Everything, session.now_ms());
+    }
+    let catching_up = lease_catch_up::turn(&session, &families);
+    let left_over = expire_due(&session, &families);
+    if catching_up || left_over {
+        Some(CATCH_UP_MS)
+    } else if with_index(|index| index.is_empty()) {
+        None
+    } else {
+        Some(TICK_MS)
+    }
+}
+
+/// Expire what is due, within the tick's budget; true when due tenants
+/// are left for the next tick.
+fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
+    let ctx = session.ctx();
+    let started = Instant::now();
+    let now = session.now_ms();
+    let in_cluster = session.in_cluster();
+    let select = api!(RedisModule_SelectDb);
+    let mut left_over = false;
+    let mut handled = 0u64;
+    'batches: loop {
+        let due = with_index(|index| index.take_due(now, BATCH));
+        if due.is_empty() {
+            break;
+        }
+        let mut due = due.into_iter();
+        while let Some((family, db, tenant)) = due.next() {
+            if handled >= TICK_LEASES || started.elapsed().as_micros() >= TICK_BUDGET_US {
+                // Put back what this tick will not reach.
+                let rest: Vec<Tenant> = std::iter::once((family, db, tenant)).chain(due).collect();
+                with_index(|index| rest.into_iter().for_each(|tenant| index.note(tenant, now)));
+                left_over = true;
+                break 'batches;
+            }
+            let Some(lease_family) = families.get(family) else { continue };
+            if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+                continue;
+            }
+            // In a cluster, leave a tenant alone while its slot moves or
+            // when another node owns it (migration_guard). A node importing
+            // the slot already holds the lease set (it arrived by RESTORE):
+            // keep such a tenant and look again in a second; forget one
+            // whose lease set is not here.
+            if in_cluster {
+                let here = (lease_family.slot_tenant)(&tenant)
+                    .is_some_and(|slot_tenant| migration_guard::may_touch(ctx, slot_tenant.as_bytes()));
+                if !here {
+                    if (lease_family.earliest)(session, &tenant).is_some() {
+                        with_index(|index| index.note((family, db, tenant), now.saturating_add(1_000)));
+                    }
+                    continue;
+                }
+            }
+            let limit = STEP_LEASES.min(TICK_LEASES - handled).max(1);
+            let (done, next) = (lease_family.expire)(session, &tenant, now, limit);
+            handled += done;
+            if let Some(next) = next {
+                with_index(|index| index.note((family, db, tenant), next));
+            }
+        }
+    }
+    unsafe { select(ctx, 0) };
+    MAX_TICK_LEASES.fetch_max(handled, Ordering::Relaxed);
+    left_over
+}
+
+/// The `dreamtown_leases` section of `INFO dreamtown`: the index, the
+/// timer, then the catch-up.
+pub fn info_fields() -> Vec<(&'static CStr, u64)> {
+    let (tenants, names) = with_index(|index| (index.len() as u64, index.name_bytes() as u64));
+    let mut fields = vec![
+        (c"lease_tenants_indexed", tenants),
+        (c"lease_index_bytes", tenants * DeadlineIndex::bytes_per_entry() as u64 + names),
+        (c"lease_max_tick_us", MAX_TICK_US.load(Ordering::Relaxed)),
+        (c"lease_max_tick_expired", MAX_TICK_LEASES.load(Ordering::Relaxed)),
+        (c"catching_up", u64::from(lease_catch_up::pending() || REBUILD.load(Ordering::Relaxed))),
+    ];
+    fields.extend(lease_catch_up::info_fields());
+    fields
+}
