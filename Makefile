@@ -2,7 +2,7 @@
 #
 #   make run     build, install what is missing, start redis-server with the module
 #   make test    unit, integration (real redis-server), client and redis-py tests
-#   make lint    cargo fmt --check and clippy -D warnings over the workspace
+#   make lint    cargo fmt --check, clippy -D warnings over the workspace, src/ layers without import cycles
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
@@ -70,7 +70,7 @@ all: build
 help:
 	@echo "make run    - build and start redis-server on port $(PORT) with the module"
 	@echo "make test   - run every test against real redis-server processes"
-	@echo "make lint   - cargo fmt --check and clippy -D warnings (workspace, all targets; dreamtown also without default features)"
+	@echo "make lint   - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), no import cycle in src/"
 	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
 	@echo "make fuzz   - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding (make fuzz-keep keeps new corpus)"
 	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
@@ -160,14 +160,17 @@ run: deps build
 ## over the workspace's every target (lib, tests, client crate), and the
 ## module crate again without its default `module` feature, as the client
 ## crate builds it. fuzz/ (its own workspace) and bench/loadgen.rs (built
-## by bare rustc) are not covered. Server-independent: CI runs it once.
+## by bare rustc) are not covered. Then the architecture: no import cycle
+## among the files of src/ and no import from a higher layer
+## (scripts/check-layers.py). Server-independent: CI runs it once.
 lint:
-	@echo "== lint: cargo fmt --check, cargo clippy -D warnings"
+	@echo "== lint: cargo fmt --check, cargo clippy -D warnings, src/ layers"
 	@$(CARGO) fmt --version >/dev/null 2>&1 && $(CARGO) clippy --version >/dev/null 2>&1 || \
 	  { echo "cargo fmt and cargo clippy are needed: rustup component add rustfmt clippy" >&2; exit 1; }
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dreamtown --no-default-features --all-targets -- -D warnings
+	python3 scripts/check-layers.py
 
 test: deps build venv test-unit test-fuzz test-rust test-client test-python
 	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""The architecture check of `make lint`: no import cycle among the files of
+src/, and every file imports only from its own layer or the layers below.
+
+It reads every `use` statement and every `crate::` / `super::` / `self::`
+path in the code (inline `#[cfg(test)]` modules left out: tests may reach
+anywhere), resolves each path to the file that defines the module it names,
+and builds the graph of file -> file imports. Then it fails on:
+
+* a cycle: a set of files that import each other in a circle (printed as
+  one path round the circle), and
+* a layer violation: a file importing from a layer above its own
+  (LAYERS below, lowest first; docs/operations.md, "How it is built").
+
+Usage: scripts/check-layers.py [--graph] [src-dir]
+"""
+
+import os
+import re
+import sys
+
+# Lowest first. A file may import from its own layer and any layer before
+# it in this list, never from one after it. Matched on the path under src/
+# (first match wins).
+LAYERS = [
+    ("core", ["lib.rs", "version.rs", "events.rs", "cluster_slot.rs", "test_random.rs", "dreams/", "town/"]),
+    ("glue", ["glue/"]),
+    ("metrics", ["metrics/"]),
+    ("services", ["services/"]),
+    ("entry", ["entry.rs"]),
+    ("stores", ["stores/"]),
+    ("commands", ["commands/"]),
+    ("module", ["module/", "fuzzing.rs"]),
+]
+
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+PATH_RE = re.compile(r"\b(?:crate|super|self)(?:\s*::\s*(?:%s|\{))+" % IDENT)
+
+
+def layer_of(rel):
+    for index, (name, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if rel == prefix or (prefix.endswith("/") and rel.startswith(prefix)):
+                return index, name
+    return None, None
+
+
+def module_path(rel):
+    """src-relative file path -> module path (list of names)."""
+    parts = rel[:-3].split("/")
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    return parts
+
+
+def strip_comments_and_strings(text):
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r'b?"(?:\\.|[^"\\])*"', '""', text)
+    return text
+
+
+def strip_test_modules(text):
+    """Drop `#[cfg(test)] mod name { ... }` blocks."""
+    out = []
+    at = 0
+    for match in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub\s+)?mod\s+%s\s*\{" % IDENT, text):
+        if match.start() < at:
+            continue
+        out.append(text[at : match.start()])
+        depth = 0
+        index = match.end() - 1
+        while index < len(text):
+            if text[index] == "{":
+                depth += 1
+            elif text[index] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            index += 1
+        at = index + 1
+    out.append(text[at:])
+    return "".join(out)
+
+
+def expand_use_tree(tree):
+    """`a::{b, c::{d, e}}` -> [a::b, a::c::d, a::c::e] (as lists of names)."""
+    tree = re.sub(r"\s+", "", tree)
+    results = []
+
+    def walk(prefix, text):
+        # Split text at top-level commas.
+        depth, start, items = 0, 0, []
+        for index, char in enumerate(text):
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+            elif char == "," and depth == 0:
+                items.append(text[start:index])
+                start = index + 1
+        items.append(text[start:])
+        for item in items:
+            if not item:
+                continue
+            brace = item.find("{")
+            if brace >= 0 and item.endswith("}"):
+                head = [p for p in item[:brace].split("::") if p]
+                walk(prefix + head, item[brace + 1 : -1])
+            else:
+                item = item.split(" as ")[0]
+                results.append(prefix + [p for p in item.split("::") if p])
+
+    walk([], tree)
+    return results
+
+
+def resolve(path, current, modules):
+    """A path (list of names) used in module `current` -> the src-relative
+    file of the deepest module it names, or None (outside the crate)."""
+    if not path:
+        return None
+    if path[0] == "crate":
+        base, rest = [], path[1:]
+    elif path[0] in ("super", "self"):
+        base = list(current)
+        rest = list(path)
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+    else:
+        return None
+    found = modules.get(tuple(base))
+    for name in rest:
+        candidate = tuple(base + [name])
+        if candidate not in modules:
+            break
+        base.append(name)
+        found = modules[candidate]
+    return found
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    show_graph = "--graph" in sys.argv
+    root = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "src")
+    files = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".rs"):
+                full = os.path.join(directory, name)
+                files[os.path.relpath(full, root)] = full
+    modules = {tuple(module_path(rel)): rel for rel in files}
+
+    graph = {rel: set() for rel in files}
+    for rel, full in files.items():
+        with open(full, encoding="utf-8") as handle:
+            text = strip_test_modules(strip_comments_and_strings(handle.read()))
+        current = module_path(rel)
+        paths = []
+        for statement in re.finditer(r"\buse\s+([^;]+);", text):
+            paths.extend(expand_use_tree(statement.group(1)))
+        for match in PATH_RE.finditer(text):
+            raw = re.sub(r"\s+", "", match.group(0)).rstrip(":{")
+            paths.append([p for p in raw.split("::") if p])
+        for path in paths:
+            target = resolve(path, current, modules)
+            # A module's own children are its parts, not its dependencies.
+            if target and target != rel:
+                graph[rel].add(target)
+
+    problems = []
+    for rel in sorted(graph):
+        own, own_name = layer_of(rel)
+        if own is None:
+            problems.append(f"{rel}: in no layer (add it to LAYERS in {os.path.basename(__file__)})")
+            continue
+        for target in sorted(graph[rel]):
+            theirs, their_name = layer_of(target)
+            if theirs is not None and theirs > own:
+                problems.append(f"layer: {rel} ({own_name}) imports {target} ({their_name})")
+
+    # Cycles: strongly connected components of more than one file (Tarjan).
+    index_of, low, stack, on_stack, components = {}, {}, [], set(), []
+    counter = [0]
+
+    def connect(node):
+        index_of[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index_of:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index_of[target])
+        if low[node] == index_of[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for node in sorted(graph):
+        if node not in index_of:
+            connect(node)
+    for component in components:
+        members = set(component)
+        # One circle through the component, for the message.
+        start = component[0]
+        path, seen, node = [start], {start}, start
+        while True:
+            nxt = sorted(t for t in graph[node] if t in members)
+            step = next((t for t in nxt if t == start and len(path) > 1), None) or next(
+                (t for t in nxt if t not in seen), None
+            )
+            if step is None or step == start:
+                break
+            path.append(step)
+            seen.add(step)
+            node = step
+        problems.append(f"cycle of {len(component)} files: " + " -> ".join(path + [start]))
+
+    if show_graph:
+        for rel in sorted(graph):
+            print(f"{rel}: {' '.join(sorted(graph[rel]))}")
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        print(f"check-layers: {len(problems)} problem(s) in {len(files)} files", file=sys.stderr)
+        return 1
+    print(f"check-layers: {len(files)} files, no import cycle, every import within its layer or below")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
