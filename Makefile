@@ -56,7 +56,7 @@ APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheu
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
-# Read by the Rust harnesses (common::server_bin, cli_bin), python-tests,
+# Read by the Rust harness (test-support: server_bin, cli_bin), python-tests,
 # scripts/cluster.sh and bench/.
 export DREAMTOWN_SERVER := $(SERVER)
 export DREAMTOWN_CLI := $(CLI)
@@ -176,8 +176,8 @@ test: deps build venv test-unit test-fuzz test-rust test-client test-python
 	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"
 
 test-unit:
-	@echo "== unit tests (pure core, no server)"
-	$(CARGO) test -p dreamtown --lib
+	@echo "== unit tests (pure core, the harness's parsers; no server)"
+	$(CARGO) test -p dreamtown -p dreamtown-test-support --lib
 
 ## test-fuzz: replay the kept corpus of every fuzz target and fuzz a few
 ## seconds more (FUZZ_TEST_SECONDS, 3 per target); server-independent, so

@@ -11,7 +11,7 @@ mod town_support;
 
 use std::collections::BTreeSet;
 
-use common::{cmd, tenant, Server};
+use common::{cmd, tenant, Server, ServerKind};
 use redis::Value;
 use town_support::message;
 
@@ -146,20 +146,14 @@ enum AclSupport {
 
 /// The server's ACL support, from its name and version in `INFO server`.
 fn acl_support(con: &mut redis::Connection) -> AclSupport {
-    let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
-    let field = |name: &str| -> Option<(u32, u32)> {
-        let line = info.lines().find_map(|l| l.strip_prefix(name))?;
-        let mut parts = line.trim().split('.').map(|p| p.parse::<u32>().unwrap());
-        Some((parts.next().unwrap(), parts.next().unwrap()))
-    };
-    // Valkey reports redis_version:7.2.4 (the Redis it forked) and its own
-    // version in valkey_version.
-    match (field("valkey_version:"), field("redis_version:").unwrap()) {
-        (Some(valkey), _) if valkey >= (8, 0) => AclSupport::ModuleCategory,
-        (Some(_), _) => AclSupport::FlagCategories,
-        (None, redis) if redis >= (7, 4) => AclSupport::ModuleCategory,
-        (None, redis) if redis >= (7, 2) => AclSupport::FlagCategories,
-        (None, _) => AclSupport::NoCategories,
+    // Valkey forked Redis 7.2, so every Valkey has the flag categories.
+    let version = common::server_version(con);
+    if version.at_least(ServerKind::Valkey, 8, 0) || version.at_least(ServerKind::Redis, 7, 4) {
+        AclSupport::ModuleCategory
+    } else if version.is_valkey() || version.at_least(ServerKind::Redis, 7, 2) {
+        AclSupport::FlagCategories
+    } else {
+        AclSupport::NoCategories
     }
 }
 

@@ -12,17 +12,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Server, scratch_dir, tenant, wait_until};
-
-/// A free loopback port.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
+use common::{Server, free_port, scratch_dir, tenant, wait_until};
 
 /// A child process killed (by its own handle) when dropped.
 struct Process(Child);

@@ -959,13 +959,7 @@ const ABANDONED_LEASE_SECS: u64 = 3;
 /// Does this server have atomic slot migration (Valkey 9 or newer)? Asks
 /// the binary itself (`--version`), before any cluster starts.
 fn has_atomic_slot_migration() -> bool {
-    let Ok(output) = Command::new(common::server_bin()).arg("--version").output() else { return false };
-    let version = String::from_utf8_lossy(&output.stdout).to_string();
-    let major = version
-        .strip_prefix("Valkey server v=")
-        .and_then(|rest| rest.split('.').next())
-        .and_then(|major| major.parse::<u32>().ok());
-    major.is_some_and(|major| major >= 9)
+    common::binary_version().at_least(common::ServerKind::Valkey, 9, 0)
 }
 
 macro_rules! require_atomic_slot_migration {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{DEADLINE, Server, scratch_dir, server_bin, tenant, wait_until};
+use common::{DEADLINE, Server, free_port, scratch_dir, server_bin, tenant, wait_until};
 use dreamtown_client::connect::Options;
 use dreamtown_client::dreams::{DrainResult, DreamsTrigger, FireOutcome, QuietHours, RedisFireQueue, RegionKey};
 use dreamtown_client::sentinel::SentinelConnection;
@@ -31,10 +31,6 @@ use dreamtown_client::{Durable, Error};
 
 const MASTER: &str = "dreamtown";
 const LEASE: Duration = Duration::from_secs(2);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
 
 /// The Sentinel for `conf`: `DREAMTOWN_SENTINEL`, else Debian's
 /// `redis-sentinel` with the default server, else the matrix's server in

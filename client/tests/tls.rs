@@ -11,12 +11,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{DEADLINE, module_path, scratch_dir, tenant, wait_until};
+use common::{DEADLINE, free_port, module_path, scratch_dir, tenant, wait_until};
 use dreamtown_client::connect::{Options, Tls};
 use dreamtown_client::dreams::{AcknowledgeOutcome, DrainResult, DreamsTrigger, QuietHours, RedisFireQueue, RegionKey};
 
@@ -25,10 +25,6 @@ use dreamtown_client::dreams::{AcknowledgeOutcome, DrainResult, DreamsTrigger, Q
 /// runs the rest with: not every build of the matrix has TLS).
 fn tls_server_bin() -> String {
     std::env::var("DREAMTOWN_TLS_SERVER").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "redis-server".into())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 fn openssl(dir: &Path, args: &[&str]) {
