@@ -15,14 +15,17 @@ use crate::measure::{cpu_between, cpu_secs};
 use crate::options::Options;
 use crate::resp::{Conn, Reply, args};
 
+/// A command's arguments.
+type Command = Vec<Vec<u8>>;
+
 /// What one hand-off flavour sends.
 struct Handoff {
     /// The blocking call of a waiter.
-    block: Vec<Vec<u8>>,
+    block: Command,
     /// The producer's push of item `i` (`None`: the stop marker).
-    push: fn(&str, Option<u64>) -> Vec<Vec<u8>>,
+    push: fn(&str, Option<u64>) -> Command,
     /// What a waiter sends after taking `reply` (none: nothing).
-    ack: fn(&str, &Reply) -> Result<Option<Vec<Vec<u8>>>, String>,
+    ack: fn(&str, &Reply) -> Result<Option<Command>, String>,
 }
 
 /// The agent the Town waiters block on.

@@ -84,7 +84,7 @@ pub fn agent_fields(i: u64, id: &str) -> Vec<(String, String)> {
         ("id", id.to_owned()),
         ("name", format!("worker-{i}")),
         ("agent_type", "worker".into()),
-        ("state", if i % 3 == 0 { "working" } else { "idle" }.into()),
+        ("state", if i.is_multiple_of(3) { "working" } else { "idle" }.into()),
         ("cli", "claude".into()),
         ("created_at", "2025-01-01T09:00:00+00:00".into()),
         ("last_heartbeat", "2025-01-01T09:05:00.123+00:00".into()),
