@@ -63,7 +63,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: dist test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -157,12 +157,12 @@ run: deps build
 	exec $(SERVER) --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
 
 ## lint: the formatting (rustfmt.toml) and clippy with warnings as errors,
-## over the workspace's every target (lib, tests, client crate), and the
-## module crate again without its default `module` feature, as the client
-## crate builds it. fuzz/ (its own workspace) and bench/loadgen.rs (built
-## by bare rustc) are not covered. Then the architecture: no import cycle
-## among the files of src/ and no import from a higher layer
-## (scripts/check-layers.py). Server-independent: CI runs it once.
+## over the workspace's every target (lib, tests, client crate, the bench's
+## loadgen), and the module crate again without its default `module`
+## feature, as the client crate builds it. fuzz/ (its own workspace) is not
+## covered. Then the architecture: no import cycle among the files of
+## src/ and no import from a higher layer (scripts/check-layers.py).
+## Server-independent: CI runs it once.
 lint:
 	@echo "== lint: cargo fmt --check, cargo clippy -D warnings, src/ layers"
 	@$(CARGO) fmt --version >/dev/null 2>&1 && $(CARGO) clippy --version >/dev/null 2>&1 || \
@@ -172,7 +172,7 @@ lint:
 	$(CARGO) clippy -p dreamtown --no-default-features --all-targets -- -D warnings
 	python3 scripts/check-layers.py
 
-test: deps build venv test-unit test-fuzz test-rust test-client test-python
+test: deps build venv test-unit test-fuzz test-rust test-client test-bench test-python
 	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"
 
 test-unit:
@@ -217,6 +217,15 @@ cluster: build
 
 cluster-stop:
 	CLUSTER_PORT=$(CLUSTER_PORT) scripts/cluster.sh stop
+
+## test-bench: the bench's load generator (bench/src/, crate
+## dreamtown-bench, built by `make bench` as target/release/loadgen): its
+## unit tests and every mode run briefly against $(SERVER) with the module
+## (bench/tests/smoke.rs: the output line parses, the server counted the
+## mode's commands).
+test-bench:
+	@echo "== bench load generator: every loadgen mode, briefly, against $(SERVER) (module: $(MODULE))"
+	$(CARGO) test -p dreamtown-bench
 
 test-python:
 	@echo "== python-tests (redis-py against $(SERVER))"

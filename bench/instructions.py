@@ -235,7 +235,7 @@ def measure_drain_ack(server, calls, results, log):
 
 def measure_agent_loop(server, calls, results, log):
     """The reliable agent loop on one agent's inbox, prefilled as
-    bench/loadgen.rs's prefill_agent does (TOWN.SEND of its messages:
+    loadgen's prefill_agent (bench/src/agent.rs) does (TOWN.SEND of its messages:
     distinct ids, some `high`, so not in send order). The ids come in the
     inbox's order, so every call's argument is known before the run:
 

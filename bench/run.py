@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make bench`: start one redis-server with the module, measure every row
-of workloads.py on it (redis-benchmark or bench/loadgen.rs), and print
+of workloads.py on it (redis-benchmark or loadgen, bench/src/), and print
 ops/s medians and the ratios of workloads.TARGETS with PASS/MISS.
 
 Method (see bench/README.md): server pinned to CPU 0 and load generator to
@@ -39,6 +39,7 @@ from servers import benchmark_bin, server_bin  # noqa: E402
 
 LUA_DIR = ROOT / "tests" / "fixtures" / "seed-lua"
 OUT_DIR = ROOT / "target" / "bench"
+CARGO = os.environ.get("CARGO", "cargo")
 
 
 def log(message):
@@ -155,15 +156,11 @@ class Server:
 # ------------------------------------------------------------------ tools
 
 def build_loadgen():
-    """Compile bench/loadgen.rs (std only) unless the binary is current."""
-    source = HERE / "loadgen.rs"
-    binary = OUT_DIR / "loadgen"
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    if binary.exists() and binary.stat().st_mtime >= source.stat().st_mtime:
-        return binary
-    log(f"== compiling {source.relative_to(ROOT)} (rustc -O)")
-    subprocess.run(["rustc", "--edition", "2021", "-O", str(source), "-o", str(binary)], check=True)
-    return binary
+    """Build the load generator, the workspace's `loadgen` binary (crate
+    dreamtown-bench, bench/src/); cargo rebuilds it only when its sources changed."""
+    log("== building loadgen (cargo build --release -p dreamtown-bench --bin loadgen)")
+    subprocess.run([CARGO, "build", "--release", "-p", "dreamtown-bench", "--bin", "loadgen"], cwd=ROOT, check=True)
+    return ROOT / os.environ.get("CARGO_TARGET_DIR", "target") / "release" / "loadgen"
 
 
 class Runner:
@@ -446,9 +443,9 @@ def main():
                         help="exit 1 if a target is missed")
     args = parser.parse_args()
 
-    for tool in (server_bin(), benchmark_bin(), "rustc"):
+    for tool in (server_bin(), benchmark_bin(), CARGO):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} not found (make deps installs redis; rustc comes with cargo)")
+            raise SystemExit(f"{tool} not found (make deps installs redis; cargo: https://rustup.rs)")
     if not Path(args.module).exists():
         raise SystemExit(f"{args.module} missing: run make build")
     cores = os.cpu_count() or 1
@@ -482,7 +479,7 @@ def main():
             f"{pinning}; one server for every row; per row a warm-up run sizes the measured runs to "
             f"~{args.seconds:g} s; {args.reps} interleaved repetitions, median reported; FLUSHALL before "
             f"each run; redis-benchmark rows: P={workloads.PIPELINE} pipelined (or P=1), "
-            f"{workloads.CLIENTS} connections; loop rows: bench/loadgen.rs, one connection per consumer, "
+            f"{workloads.CLIENTS} connections; loop rows: loadgen (bench/src/), one connection per consumer, "
             f"sequential dependent round trips"
         )
         log(f"== dreamtown bench on {info['cpu']} ({cores} CPUs), Redis {info['redis']}, port {server.port}")

@@ -5,7 +5,7 @@ or Town; adding a comparison means adding rows and targets here.
 A row is either
   - `Bench`: independent requests driven by redis-benchmark (pipelined,
     several clients), or
-  - `Loop`: a dependent request loop driven by bench/loadgen.rs (each
+  - `Loop`: a dependent request loop driven by loadgen, bench/src/ (each
     request needs the previous reply, which redis-benchmark cannot do).
 
 Placeholders in a `Bench` command: `{sha:<file>}` is the SHA1 of a script in
@@ -86,7 +86,7 @@ class Bench:
 
 @dataclass
 class Loop:
-    """A dependent loop through bench/loadgen.rs (--mode, --consumers)."""
+    """A dependent loop through loadgen, bench/src/ (--mode, --consumers)."""
 
     name: str
     mode: str
@@ -174,7 +174,7 @@ def town_message(priority):
 MESSAGE_NORMAL = town_message("normal")
 
 def _fake_uuid(state):
-    """bench/loadgen.rs's fake_uuid: (a UUID-shaped id, the next state)."""
+    """loadgen's fake_uuid (bench/src/payload.rs): (a UUID-shaped id, the next state)."""
     words = []
     for _ in range(2):
         state ^= (state << 13) & 0xFFFF_FFFF_FFFF_FFFF
@@ -187,7 +187,7 @@ def _fake_uuid(state):
 
 
 def agent_messages(count):
-    """The messages bench/loadgen.rs's prefill_agent sends to AGENT
+    """The messages loadgen's prefill_agent (bench/src/agent.rs) sends to AGENT
     (town_message: distinct ids, every fifth one `high`, some `low`)."""
     state = 0x5851_F42D_4C95_7F2D
     messages = []

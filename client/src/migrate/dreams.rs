@@ -34,6 +34,18 @@ pub fn seed_queue(org: &str) -> String {
     format!("{SEED_QUEUE}{}", serde_json::Value::String(org.to_owned()))
 }
 
+/// The seed's queue keys of `org`: its ready list and, named after it,
+/// the deferred set and in-flight list (`dead` empty: the seed has none).
+pub fn seed_queue_keys(org: &str) -> QueueKeys {
+    let ready = seed_queue(org);
+    QueueKeys {
+        deferred: format!("{ready}:deferred"),
+        processing: format!("{ready}:processing"),
+        dead: String::new(),
+        ready,
+    }
+}
+
 /// The seed's counters hash of `region`.
 pub fn seed_counters(region: &RegionKey) -> String {
     format!("{SEED_COUNTERS}{}", serde_json::to_string(region).unwrap_or_default())
@@ -172,8 +184,8 @@ pub async fn discover(source: &mut Endpoint, direction: Direction, org: &str) ->
     let mut found = Discovered::default();
     match direction {
         Direction::Forward => {
-            let queue = seed_queue(org);
-            let mut names = vec![queue.clone(), format!("{queue}:deferred"), format!("{queue}:processing")];
+            let queue = seed_queue_keys(org);
+            let mut names = vec![queue.ready, queue.deferred, queue.processing];
             let pattern = format!(
                 "{SEED_COUNTERS}{{\"org\":{},*",
                 glob_escape(&serde_json::Value::String(org.to_owned()).to_string())
@@ -314,15 +326,7 @@ pub fn plan(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)]) -> Pl
     let mut plan = Plan::default();
     let target = match direction {
         Direction::Forward => QueueKeys::new(org),
-        Direction::Reverse => {
-            let ready = seed_queue(org);
-            QueueKeys {
-                deferred: format!("{ready}:deferred"),
-                processing: format!("{ready}:processing"),
-                dead: String::new(),
-                ready,
-            }
-        }
+        Direction::Reverse => seed_queue_keys(org),
     };
     let mut dead = Vec::new();
     let is_fire = |payload: &[u8]| FireMessage::parse(payload).is_some_and(|message| message.region.org == org);

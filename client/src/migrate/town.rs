@@ -153,8 +153,9 @@ pub fn other_town(town: &str, key: &[u8], kind: &str) -> Option<String> {
     })
 }
 
-/// The seed's prefix of `town`'s keys.
-fn seed_base(town: &str) -> String {
+/// The seed's prefix of `town`'s keys, `tt:<town>:` (tinytown names a
+/// key by appending `<kind>:<id>` or `<kind>` to it).
+pub fn seed_base(town: &str) -> String {
     format!("tt:{town}:")
 }
 
