@@ -27,8 +27,8 @@ second ticked between the two servers does not).
 A development aid (stdlib only), not part of `make test`.
 
 --touched-keys compares a build that checks only the keys of the path a
-command takes (docs/perf-notes.md, "differences") with one that checks
-every key the seed names: the Dreams queue keys and event sets are then
+command takes (docs/bench.md, "Only the keys of the path a command
+takes") with one that checks every key the seed names: the Dreams queue keys and event sets are then
 never given a wrong type (where the two legitimately differ), key-miss
 events and keyspace hit/miss counts are not compared (a key not opened is
 not looked up), and a NOPERM error is compared without the key it names

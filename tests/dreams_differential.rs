@@ -53,10 +53,11 @@
 //! the seed side does that LREM after its script says stale. Nothing here
 //! writes foreign or corrupt items, wrong types or non-numeric counters
 //! (the other differences; see dreams_errors.rs and dreams_drain.rs). That
-//! includes the path rule of docs/perf-notes.md ("differences"): a RECORD
-//! checks only the keys of the path it takes, so it differs from the seed
-//! only when a key it does not touch has a wrong type, which never happens
-//! here; dreams_errors.rs asserts the module's side of it.
+//! includes the path rule of docs/bench.md ("Only the keys of the path a
+//! command takes"): a RECORD checks only the keys of the path it takes, so
+//! it differs from the seed only when a key it does not touch has a wrong
+//! type, which never happens here; dreams_errors.rs asserts the module's
+//! side of it.
 //!
 //! Reproduce a failure with `DREAMS_DIFF_SEED=<seed> DREAMS_DIFF_OPS=<n>`;
 //! the failure message names both and the last operations.

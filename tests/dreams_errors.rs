@@ -86,7 +86,7 @@ fn wrong_type_keys_are_refused_by_every_command_that_opens_them() {
     let server = Server::start();
     let mut con = server.connect();
     // (key, a wrong type for it, the commands that open it). A RECORD
-    // checks the keys of the path it takes (docs/perf-notes.md): the queue
+    // checks the keys of the path it takes (docs/bench.md): the queue
     // only when it fires, the event set only with EVENT.
     type Case = (fn(&Keys) -> String, &'static str, &'static [&'static str]);
     let cases: Vec<Case> = vec![

@@ -110,8 +110,8 @@ pub fn acknowledge_keeping_queue(
         )));
     }
     // Only the keys this call's path reads or writes are checked and opened
-    // (docs/perf-notes.md, "the keys of the path it takes"): the in-flight
-    // list now, the ready list and deferred set below, when needed.
+    // (docs/bench.md, "Only the keys of the path a command takes"): the
+    // in-flight list now, the ready list and deferred set below, when needed.
     let mut queue = RedisQueue::open_in_flight(session, org, Access::Write)?;
     // The seed's ACKNOWLEDGE never names the counted-event set; neither
     // does this path.

@@ -125,9 +125,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let thresholds = thresholds.unwrap_or_else(config::trigger);
     let now = session.now_secs();
     // Only the keys this call's path reads or writes are checked and opened
-    // (docs/perf-notes.md, "differences"): the event set only with EVENT,
-    // the queue only when the write is due to fire, before anything is
-    // written.
+    // (docs/bench.md, "Only the keys of the path a command takes"): the
+    // event set only with EVENT, the queue only when the write is due to
+    // fire, before anything is written.
     let events = match write.delivery {
         Some(_) => EventSet::CheckedByWrite,
         None => EventSet::Untouched,
