@@ -1,4 +1,4 @@
-//! The lease catch-up (`src/module/leases.rs`): a server that must take
+//! The lease catch-up (`src/services/lease_catch_up.rs`): a server that must take
 //! over leases no command of its own noted (a promoted replica, a restarted
 //! server, a module loaded at run time) indexes them in bounded turns and
 //! expires every lease by itself; the work per event-loop turn stays

@@ -362,7 +362,7 @@ fn load_work_unload(con: &mut Connection, round: usize) -> bool {
 /// Unload/load cycles leave `used_memory` where it was (issue 32 point 9):
 /// a few hundred bytes a cycle at most. Before, each cycle left ~59 KB:
 /// command metadata (names, flags, COMMAND DOCS trees; now built in an
-/// arena freed once the server has copied it, `module::command`), the
+/// arena freed once the server has copied it, `glue::command`), the
 /// settings' private data and the macro's detached context (freed at
 /// unload now).
 #[test]

@@ -2,102 +2,23 @@
 //! with the module (`DREAMTOWN_MODULE`, `DREAMTOWN_SERVER` as the other
 //! tests), prints the line bench/run.py parses, and the server counted the
 //! mode's commands (INFO commandstats). No figure is asserted: this checks
-//! the tool drives what it claims, not how fast.
-//!
-//! The server starter here is local (one server, started once); the
-//! workspace's shared test-support crate is to replace it.
+//! the tool drives what it claims, not how fast. The server comes from the
+//! workspace's test harness (test-support).
 
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use dreamtown_bench::resp::{Conn, Reply};
+use dreamtown_test_support::Server;
 
-/// A generous deadline for the server to answer (a loaded 2-core box).
-const DEADLINE: Duration = Duration::from_secs(20);
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+/// The repository's root (fixtures live there).
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn module_path() -> PathBuf {
-    std::env::var_os("DREAMTOWN_MODULE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/release/libdreamtown.so"))
-}
-
-fn server_bin() -> String {
-    std::env::var("DREAMTOWN_SERVER").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "redis-server".into())
-}
-
-/// A server with the module on a free loopback port, stopped (its own
-/// child) on drop.
-struct Server {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Server {
-    fn start() -> Server {
-        let module = module_path();
-        assert!(module.exists(), "{} missing: build the module (make build) or set DREAMTOWN_MODULE", module.display());
-        let mut last = String::new();
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-            let dir = std::env::temp_dir().join(format!("dreamtown-bench-smoke-{}-{port}", std::process::id()));
-            std::fs::create_dir_all(&dir).expect("server dir");
-            let child = Command::new(server_bin())
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(&dir)
-                .arg("--loadmodule")
-                .arg(&module)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("starting {}: {e}", server_bin()));
-            let mut server = Server { child, port, dir };
-            match server.wait_ready() {
-                Ok(()) => return server,
-                Err(e) => last = e,
-            }
-        }
-        panic!("the server did not start: {last}");
-    }
-
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let began = Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!("exited: {status}"));
-            }
-            if let Ok(mut conn) = Conn::open(self.port)
-                && conn.call(&[b"PING"]) == Ok(Reply::Status("PONG".into()))
-            {
-                return Ok(());
-            }
-            if began.elapsed() > DEADLINE {
-                return Err(format!("no PONG on port {} within {DEADLINE:?}", self.port));
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn conn(&self) -> Conn {
-        Conn::open(self.port).expect("connect")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A connection of loadgen's own RESP client to `server`.
+fn conn(server: &Server) -> Conn {
+    Conn::open(server.port).expect("connect")
 }
 
 /// Calls per command since the last `CONFIG RESETSTAT`, by lowercase name
@@ -161,7 +82,7 @@ fn loadgen(server: &Server, mode: &str, consumers: u64, items: u64) -> Result<Ha
         .args(["--consumers", &consumers.to_string(), "--items", &items.to_string(), "--org", "bench"])
         .arg("--lua-dir")
         .arg(root().join("tests/fixtures/seed-lua"))
-        .args(["--server-pid", &server.child.id().to_string()])
+        .args(["--server-pid", &server.pid().to_string()])
         .output()
         .map_err(|e| format!("running loadgen: {e}"))?;
     if !done.status.success() {
@@ -179,7 +100,7 @@ fn loadgen(server: &Server, mode: &str, consumers: u64, items: u64) -> Result<Ha
 #[test]
 fn every_mode_runs_and_the_server_sees_its_commands() {
     let server = Server::start();
-    let mut conn = server.conn();
+    let mut conn = conn(&server);
     let mut failures = Vec::new();
     for mode in dreamtown_bench::modes() {
         let Some(case) = case(mode) else {

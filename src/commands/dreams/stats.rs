@@ -3,8 +3,8 @@
 //! its lists and sets, the lowest score of the deferred and lease sets and
 //! one `ZCOUNT`, the head of the ready and in-flight lists, so O(log n)
 //! whatever the queue holds; no walk over items. The ages of those heads
-//! come from `module::fire_ages` (fire payloads carry no enqueue time) and
-//! the organization's totals from `module::tenant_stats`: both in memory on
+//! come from `metrics::fire_ages` (fire payloads carry no enqueue time) and
+//! the organization's totals from `metrics::tenant_stats`: both in memory on
 //! this node, not replicated (see docs/dreams.md#dreamsstats).
 
 use super::organization;

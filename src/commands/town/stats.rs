@@ -7,7 +7,7 @@
 //! no walk over messages or agents (town-wide sums of the per-agent depths
 //! are the exporter's job, agent by agent). Both also report totals (sent,
 //! received, acked, requeued, reclaimed, leases expired...) counted in
-//! memory on this node by `module::tenant_stats`, not replicated: 0 on a
+//! memory on this node by `metrics::tenant_stats`, not replicated: 0 on a
 //! replica, from 0 again after a restart or failover.
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
