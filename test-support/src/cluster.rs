@@ -47,7 +47,30 @@ impl Cluster {
         );
         let cluster = Cluster { nodes };
         cluster.wait_stable();
+        if replicas > 0 {
+            cluster.wait_masters_know_their_replicas(replicas);
+        }
         cluster
+    }
+
+    /// Every master's own view (`CLUSTER NODES` asked of it) lists
+    /// `replicas` replicas of its own. A replica's link comes up within
+    /// milliseconds (diskless sync, no delay), before the bus has told its
+    /// master who it is, and a master ignores a manual failover request
+    /// (`CLUSTER FAILOVER`) from a node it does not know as its replica.
+    fn wait_masters_know_their_replicas(&self, replicas: usize) {
+        wait_until("every master lists its replicas", || {
+            self.nodes.iter().all(|node| {
+                let Ok(mut con) = node.try_connect() else { return false };
+                let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap_or_default();
+                let Some(me) = nodes.lines().find(|line| line.contains("myself")) else { return false };
+                if !me.contains("master") {
+                    return true;
+                }
+                let id = me.split(' ').next().unwrap_or_default();
+                nodes.lines().filter(|line| line.split(' ').nth(3) == Some(id)).count() == replicas
+            })
+        });
     }
 
     /// Wait until every node says `cluster_state:ok` and sees the same full
