@@ -56,6 +56,7 @@
 //!   which the slot table does not show: `slot_migration`).
 
 use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::raw;
 
@@ -80,29 +81,54 @@ fn guard_names(tenant: &[u8]) -> [Vec<u8>; 2] {
     })
 }
 
+/// Does this server have `RedisModule_Call`'s dry run (the `D` flag: every
+/// check, cluster routing included, then no call)? Redis 7.2 and newer,
+/// and Valkey 8+ (which reports 7.2.4 to modules). Set at load.
+static DRY_RUN: AtomicBool = AtomicBool::new(false);
+
+/// Decide at load whether the full check can be a dry run.
+pub fn init(ctx: *mut raw::RedisModuleCtx) {
+    let version = unsafe { raw::RedisModule_GetServerVersion }.map_or(0, |get| unsafe { get() });
+    DRY_RUN.store(version >= 0x00_07_02_00, Ordering::Relaxed);
+    super::slot_memo::register(ctx);
+}
+
+/// Is `tenant` a name the guard can ask about (a command refuses any other
+/// before opening anything, so there is nothing to guard)?
+fn guardable(tenant: &[u8]) -> bool {
+    !tenant.is_empty() && !tenant.iter().any(|b| *b == b'{' || *b == b'}')
+}
+
 /// May a tenant's keys be touched here, per the slot table? `None` for a
 /// tenant argument that is not a valid tenant (the command refuses it
 /// before opening anything, so there is nothing to guard).
 fn serves(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Option<bool> {
-    if tenant.is_empty() || tenant.iter().any(|b| *b == b'{' || *b == b'}') {
+    if !guardable(tenant) {
         return None;
     }
     let [first, second] = guard_names(tenant);
+    // A dry run stops after the routing check: no command runs, so nothing
+    // shows in `INFO commandstats` or the keyspace statistics (Redis 7.2+
+    // looks keys up for routing only in a migrating or importing slot, and
+    // then without statistics or keyspace events).
+    let dry_run = DRY_RUN.load(Ordering::Relaxed);
+    let format = if dry_run { c"bbD" } else { c"bb" };
     let reply = unsafe {
         api!(RedisModule_Call)(
             ctx,
             c"EXISTS".as_ptr(),
-            c"bb".as_ptr(),
+            format.as_ptr(),
             first.as_ptr().cast::<c_char>(),
             first.len(),
             second.as_ptr().cast::<c_char>(),
             second.len(),
         )
     };
-    // Refused by cluster routing: RM_Call gives no reply (7.0), or an error
-    // reply when a newer server is asked for error replies.
+    // A dry run that passed every check answers no reply; a refused one an
+    // error reply. Without a dry run, a refusal by cluster routing gives
+    // no reply (7.0).
     if reply.is_null() {
-        return Some(false);
+        return Some(dry_run);
     }
     let is_error = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
     unsafe { api!(RedisModule_FreeCallReply)(reply) };
@@ -141,9 +167,24 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
     if !needed_by(flags) {
         return Ok(());
     }
+    // A master's client command on a settled slot: the server's own routing
+    // on the tenant argument already ran, and nothing that could make the
+    // slot importing or migrating happened since a full check passed
+    // (`slot_memo`).
+    let memo = flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && guardable(tenant);
+    let slot = super::cluster_slot::key_slot(tenant);
+    if memo && super::slot_memo::is_settled(slot) {
+        return Ok(());
+    }
     match serves(ctx, tenant) {
         Some(false) => Err(moving(tenant)),
-        Some(true) | None => Ok(()),
+        Some(true) => {
+            if memo {
+                super::slot_memo::settle(ctx, slot);
+            }
+            Ok(())
+        }
+        None => Ok(()),
     }
 }
 

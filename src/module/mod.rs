@@ -18,6 +18,7 @@ pub mod migration_guard;
 pub mod reply;
 pub mod server_events;
 pub mod session;
+pub mod slot_memo;
 pub mod slot_migration;
 pub mod stats;
 pub mod string;
@@ -99,6 +100,8 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
+    // In cluster mode: the guard's dry run and its memo's command filter.
+    migration_guard::init(ctx.ctx);
     Status::Ok
 }
 
@@ -123,6 +126,7 @@ fn deinit(ctx: &Context) -> Status {
         tenant_stats::forget_all();
         fire_ages::forget_all();
         server_events::unload();
+        slot_memo::unload();
         session::unload();
         string::unload();
         config::unload();
