@@ -92,6 +92,12 @@ impl Server {
         Self::spawn_with("plain", &[], false, false)
     }
 
+    /// A cluster-enabled server with the module that has not joined any
+    /// cluster yet (it owns no slot).
+    pub fn start_cluster_node() -> Server {
+        Self::spawn("cluster", &[], true)
+    }
+
     fn spawn(label: &str, extra: &[&str], cluster: bool) -> Server {
         Self::spawn_with(label, extra, cluster, true)
     }
