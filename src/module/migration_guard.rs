@@ -13,16 +13,51 @@
 //! which made `MIGRATE` fail with `BUSYKEY` and split the tenant.
 //!
 //! How. Before a command (or a blocked command's wake-up) touches anything,
-//! it runs `EXISTS` through `RedisModule_Call` on two names in the tenant's
-//! slot that never exist. `RM_Call` applies cluster routing to its own argv
-//! and copies the caller's `ASKING`/`READONLY` flags, so Redis itself
-//! decides, from its live slot table: on a stable slot this node serves
-//! (as master, or as a replica for a `READONLY` read) the call runs; while
-//! the slot is importing or migrating, two keys with one missing are
-//! `TRYAGAIN`/`ASK`; on a node that no longer serves the slot it is
-//! `MOVED`. Any refusal becomes `-TRYAGAIN` with nothing changed, which
-//! cluster clients retry (through the source's `ASK`) until the move
-//! completes and the target owns the slot.
+//! the guard asks Redis about two names in the tenant's slot that never
+//! exist, through `RedisModule_Call` of `EXISTS`. `RM_Call` applies
+//! cluster routing to its own argv and copies the caller's
+//! `ASKING`/`READONLY` flags, so Redis itself decides, from its live slot
+//! table: on a stable slot this node serves (as master, or as a replica
+//! for a `READONLY` read) the call passes; while the slot is importing or
+//! migrating, two keys with one missing are `TRYAGAIN`/`ASK`; on a node
+//! that no longer serves the slot it is `MOVED`. Any refusal becomes
+//! `-TRYAGAIN` with nothing changed, which cluster clients retry (through
+//! the source's `ASK`) until the move completes and the target owns the
+//! slot. Where the server has `RM_Call`'s dry run (`D`: Redis 7.2+,
+//! Valkey 8+) the call stops after routing: no command runs, nothing shows
+//! in `INFO commandstats` or the keyspace statistics, no `keymiss` event.
+//! Redis 7.0 has none: there the check runs `EXISTS` (one call in
+//! commandstats, two keyspace misses and two `keymiss` events).
+//!
+//! The memo (`slot_memo`). A client's command on a master, on a slot
+//! where a full check passed and no `CLUSTER SETSLOT` for it may have
+//! taken effect since, runs with no call at all (one bit read). Why no
+//! interleaving of a move with a command runs it on a half-filled node:
+//! * the server routes a client's command on its tenant argument before
+//!   the module sees it: `MOVED` where the node does not serve the slot,
+//!   `ASK` on a `MIGRATING` source (the bare tenant is never a key). What
+//!   it lets through beyond a stable owned slot is a command under
+//!   `ASKING` on an `IMPORTING` target, and a command on a `MIGRATING`
+//!   source where a key named exactly like the tenant exists;
+//! * `IMPORTING` and `MIGRATING` are set only by `CLUSTER SETSLOT` (and
+//!   `nodes.conf` at startup, before the module loads and the memo starts
+//!   empty); `IMPORTING` only where the node does not own the slot, where
+//!   no full check passes, so an importing slot is never settled;
+//! * the filter forgets the slot when it sees the `SETSLOT`, before it can
+//!   apply; where the server applies it later (Valkey 8+: after the
+//!   replicas acknowledge, or after a write pause), nothing settles until
+//!   the client that sent it has been seen unblocked at two successive
+//!   timer firings (its re-run happens in the `beforeSleep` between), so a
+//!   full check that passed while the state was still stable cannot
+//!   settle the slot just before it becomes migrating;
+//! * a `SETSLOT` queued in `MULTI` applies at `EXEC`: that `EXEC` forgets
+//!   every slot (and makes its client pending) before it runs.
+//!
+//! So a settled slot is, at every command, owned-and-stable as far as
+//! `SETSLOT` is concerned, and the server's routing answers the rest.
+//! Code without a client (timers, waiter passes: [`may_touch`]) gets no
+//! routing from the server and never uses the memo: the cluster bus can
+//! take a slot away without any command.
 //!
 //! Why never-existing names instead of the command's own keys: the target
 //! cannot tell a key that has not arrived yet from one that exists nowhere
@@ -34,12 +69,11 @@
 //! missing key run under `ASKING`). Two fixed names make one call per
 //! command whatever keys the command touches.
 //!
-//! Cost: nothing outside cluster mode (one context-flags test), and on a
-//! stable slot one `RM_Call` of a two-key `EXISTS` (`make bench` has the
-//! cluster row). Side effects a user can see: `EXISTS` counts in
-//! `INFO commandstats` and two keyspace misses per guarded command.
+//! Cost: nothing outside cluster mode (one context-flags test; the filter
+//! is registered only in cluster mode), and on a settled slot the tenant's
+//! CRC16 and one bit (`make bench`'s cluster rows; `CLUSTER=1
+//! bench/callgrind.sh`).
 
-//!
 //! Rules for code that blocks clients or runs on its own:
 //! * Blocked `DREAMS.DRAIN` / `TOWN.RECV` are served by the waiter pass
 //!   (`waiters`), which asks [`may_touch`] before it serves a waiter and
@@ -172,7 +206,7 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
     // slot importing or migrating happened since a full check passed
     // (`slot_memo`).
     let memo = flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && guardable(tenant);
-    let slot = super::cluster_slot::key_slot(tenant);
+    let slot = super::slot_memo::tenant_slot(tenant);
     if memo && super::slot_memo::is_settled(slot) {
         return Ok(());
     }

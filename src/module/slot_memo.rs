@@ -91,6 +91,38 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// CRC16-CCITT (XModem) by table: the cluster's key hash, as
+/// `cluster_slot::key_slot` computes it bit by bit (about 40 instructions
+/// a byte there, 6 here: the memo's lookup runs on every tenant command in
+/// cluster mode).
+const CRC16_TABLE: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut crc = (byte as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            bit += 1;
+        }
+        table[byte] = crc;
+        byte += 1;
+    }
+    table
+};
+
+/// The slot of a tenant's keys (`{<tenant>}...`), for a tenant with no
+/// brace (the guard checks that first).
+#[inline]
+pub fn tenant_slot(tenant: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for byte in tenant {
+        let index = usize::from((crc >> 8) as u8 ^ *byte);
+        crc = (crc << 8) ^ CRC16_TABLE.get(index).copied().unwrap_or(0);
+    }
+    crc & 0x3fff
+}
+
 /// Is `slot` settled? One atomic load.
 #[inline]
 pub fn is_settled(slot: u16) -> bool {
@@ -230,7 +262,6 @@ fn parse_slot(text: &[u8]) -> Option<u16> {
 /// and first letter before comparing names.
 unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
         let name = arg(fctx, 0);
         // EXEC, CLUSTER, DISCARD, SLAVEOF, REPLICAOF.
         if !matches!(name.len(), 4 | 7 | 9)
@@ -238,6 +269,7 @@ unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         {
             return;
         }
+        let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
         let sub = (argc > 1).then(|| arg(fctx, 1));
         let third = (argc > 2).then(|| arg(fctx, 2));
         let seen = classify(name, sub, third);
@@ -397,6 +429,17 @@ mod tests {
         assert_eq!(classify(b"DISCARD", None, None), Seen::Discard);
         assert_eq!(classify(b"replicaof", Some(b"no"), Some(b"one")), Seen::ForgetAll);
         assert_eq!(classify(b"GET", Some(b"x"), None), Seen::Nothing);
+    }
+
+    #[test]
+    fn tenant_slots_are_the_clusters() {
+        for tenant in [&b"acme"[..], b"foo", b"123456789", b"a", b"exocortex-tenant-with-a-long-name"] {
+            let mut name = b"{".to_vec();
+            name.extend_from_slice(tenant);
+            name.extend_from_slice(b"}x");
+            assert_eq!(tenant_slot(tenant), crate::module::cluster_slot::key_slot(&name), "{tenant:?}");
+        }
+        assert_eq!(tenant_slot(b"foo"), 12182);
     }
 
     #[test]
