@@ -135,3 +135,37 @@ fn a_setslot_held_between_replication_and_application_does_not_let_the_memo_sett
     let _: String = cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "STABLE"]).query(&mut source.connect()).unwrap();
     wait_until("served again once stable", || len(source, &tenant).is_ok());
 }
+
+/// A `SETSLOT` queued in `MULTI` applies at `EXEC`, long after the filter
+/// saw it queued: commands between the queueing and the `EXEC` settle the
+/// slot again (it is still stable), so the `EXEC` must forget it. Fails
+/// when `EXEC` does not (the command after it answered a length on the
+/// migrating source).
+#[test]
+fn a_setslot_queued_in_multi_is_forgotten_again_at_exec() {
+    let cluster = Cluster::start(3);
+    let tenant = common::tenant("multi-setslot");
+    let mut admin = cluster.nodes[0].connect();
+    let slot: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(&tenant).query(&mut admin).unwrap();
+    let source = &cluster.nodes[cluster.owner_of_slot(slot)];
+    let target = cluster.nodes.iter().find(|n| n.port != source.port).expect("another master");
+    let _: () = cmd(&["SET", &tenant, "a user's own key"]).query(&mut source.connect()).unwrap();
+
+    let mut transaction = source.connect();
+    let _: () = cmd(&["MULTI"]).query(&mut transaction).unwrap();
+    let queued: String = cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "MIGRATING", &target.node_id()])
+        .query(&mut transaction)
+        .unwrap();
+    assert_eq!(queued, "QUEUED");
+    // Still stable: served, and settled again once the pending timer has
+    // seen the SETSLOT's client unblocked (twice, 10 ms apart).
+    for _ in 0..20 {
+        assert!(len(source, &tenant).is_ok(), "served before EXEC");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _: Vec<String> = cmd(&["EXEC"]).query(&mut transaction).unwrap();
+    assert!(shows_migrating(source, slot), "applied at EXEC");
+    let refused = len(source, &tenant).expect_err("refused on a migrating source");
+    assert_eq!(refused.code(), Some("TRYAGAIN"), "{refused}");
+    let _: String = cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "STABLE"]).query(&mut source.connect()).unwrap();
+}
