@@ -82,6 +82,8 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
+    // In cluster mode: the guard's dry run and its memo's command filter.
+    crate::services::migration_guard::init(ctx.ctx);
     Status::Ok
 }
 
@@ -106,6 +108,7 @@ fn deinit(ctx: &Context) -> Status {
         tenant_stats::forget_all();
         fire_ages::forget_all();
         server_events::unload();
+        crate::services::slot_memo::unload();
         session::unload();
         string::unload();
         config::unload();

@@ -13,16 +13,51 @@
 //! which made `MIGRATE` fail with `BUSYKEY` and split the tenant.
 //!
 //! How. Before a command (or a blocked command's wake-up) touches anything,
-//! it runs `EXISTS` through `RedisModule_Call` on two names in the tenant's
-//! slot that never exist. `RM_Call` applies cluster routing to its own argv
-//! and copies the caller's `ASKING`/`READONLY` flags, so Redis itself
-//! decides, from its live slot table: on a stable slot this node serves
-//! (as master, or as a replica for a `READONLY` read) the call runs; while
-//! the slot is importing or migrating, two keys with one missing are
-//! `TRYAGAIN`/`ASK`; on a node that no longer serves the slot it is
-//! `MOVED`. Any refusal becomes `-TRYAGAIN` with nothing changed, which
-//! cluster clients retry (through the source's `ASK`) until the move
-//! completes and the target owns the slot.
+//! the guard asks Redis about two names in the tenant's slot that never
+//! exist, through `RedisModule_Call` of `EXISTS`. `RM_Call` applies
+//! cluster routing to its own argv and copies the caller's
+//! `ASKING`/`READONLY` flags, so Redis itself decides, from its live slot
+//! table: on a stable slot this node serves (as master, or as a replica
+//! for a `READONLY` read) the call passes; while the slot is importing or
+//! migrating, two keys with one missing are `TRYAGAIN`/`ASK`; on a node
+//! that no longer serves the slot it is `MOVED`. Any refusal becomes
+//! `-TRYAGAIN` with nothing changed, which cluster clients retry (through
+//! the source's `ASK`) until the move completes and the target owns the
+//! slot. Where the server has `RM_Call`'s dry run (`D`: Redis 7.2+,
+//! Valkey 8+) the call stops after routing: no command runs, nothing shows
+//! in `INFO commandstats` or the keyspace statistics, no `keymiss` event.
+//! Redis 7.0 has none: there the check runs `EXISTS` (one call in
+//! commandstats, two keyspace misses and two `keymiss` events).
+//!
+//! The memo (`slot_memo`). A client's command on a master, on a slot
+//! where a full check passed and no `CLUSTER SETSLOT` for it may have
+//! taken effect since, runs with no call at all (one bit read). Why no
+//! interleaving of a move with a command runs it on a half-filled node:
+//! * the server routes a client's command on its tenant argument before
+//!   the module sees it: `MOVED` where the node does not serve the slot,
+//!   `ASK` on a `MIGRATING` source (the bare tenant is never a key). What
+//!   it lets through beyond a stable owned slot is a command under
+//!   `ASKING` on an `IMPORTING` target, and a command on a `MIGRATING`
+//!   source where a key named exactly like the tenant exists;
+//! * `IMPORTING` and `MIGRATING` are set only by `CLUSTER SETSLOT` (and
+//!   `nodes.conf` at startup, before the module loads and the memo starts
+//!   empty); `IMPORTING` only where the node does not own the slot, where
+//!   no full check passes, so an importing slot is never settled;
+//! * the filter forgets the slot when it sees the `SETSLOT`, before it can
+//!   apply; where the server applies it later (Valkey 8+: after the
+//!   replicas acknowledge, or after a write pause), nothing settles until
+//!   the client that sent it has been seen unblocked at two successive
+//!   timer firings (its re-run happens in the `beforeSleep` between), so a
+//!   full check that passed while the state was still stable cannot
+//!   settle the slot just before it becomes migrating;
+//! * a `SETSLOT` queued in `MULTI` applies at `EXEC`: that `EXEC` forgets
+//!   every slot (and makes its client pending) before it runs.
+//!
+//! So a settled slot is, at every command, owned-and-stable as far as
+//! `SETSLOT` is concerned, and the server's routing answers the rest.
+//! Code without a client (timers, waiter passes: [`may_touch`]) gets no
+//! routing from the server and never uses the memo: the cluster bus can
+//! take a slot away without any command.
 //!
 //! Why never-existing names instead of the command's own keys: the target
 //! cannot tell a key that has not arrived yet from one that exists nowhere
@@ -34,12 +69,11 @@
 //! missing key run under `ASKING`). Two fixed names make one call per
 //! command whatever keys the command touches.
 //!
-//! Cost: nothing outside cluster mode (one context-flags test), and on a
-//! stable slot one `RM_Call` of a two-key `EXISTS` (`make bench` has the
-//! cluster row). Side effects a user can see: `EXISTS` counts in
-//! `INFO commandstats` and two keyspace misses per guarded command.
+//! Cost: nothing outside cluster mode (one context-flags test; the filter
+//! is registered only in cluster mode), and on a settled slot the tenant's
+//! CRC16 and one bit (`make bench`'s cluster rows; `CLUSTER=1
+//! bench/callgrind.sh`).
 
-//!
 //! Rules for code that blocks clients or runs on its own:
 //! * Blocked `DREAMS.DRAIN` / `TOWN.RECV` are served by the waiter pass
 //!   (`waiters`), which asks [`may_touch`] before it serves a waiter and
@@ -56,6 +90,7 @@
 //!   which the slot table does not show: `slot_migration`).
 
 use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::raw;
 
@@ -80,29 +115,54 @@ fn guard_names(tenant: &[u8]) -> [Vec<u8>; 2] {
     })
 }
 
+/// Does this server have `RedisModule_Call`'s dry run (the `D` flag: every
+/// check, cluster routing included, then no call)? Redis 7.2 and newer,
+/// and Valkey 8+ (which reports 7.2.4 to modules). Set at load.
+static DRY_RUN: AtomicBool = AtomicBool::new(false);
+
+/// Decide at load whether the full check can be a dry run.
+pub fn init(ctx: *mut raw::RedisModuleCtx) {
+    let version = unsafe { raw::RedisModule_GetServerVersion }.map_or(0, |get| unsafe { get() });
+    DRY_RUN.store(version >= 0x00_07_02_00, Ordering::Relaxed);
+    super::slot_memo::register(ctx);
+}
+
+/// Is `tenant` a name the guard can ask about (a command refuses any other
+/// before opening anything, so there is nothing to guard)?
+fn guardable(tenant: &[u8]) -> bool {
+    !tenant.is_empty() && !tenant.iter().any(|b| *b == b'{' || *b == b'}')
+}
+
 /// May a tenant's keys be touched here, per the slot table? `None` for a
 /// tenant argument that is not a valid tenant (the command refuses it
 /// before opening anything, so there is nothing to guard).
 fn serves(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Option<bool> {
-    if tenant.is_empty() || tenant.iter().any(|b| *b == b'{' || *b == b'}') {
+    if !guardable(tenant) {
         return None;
     }
     let [first, second] = guard_names(tenant);
+    // A dry run stops after the routing check: no command runs, so nothing
+    // shows in `INFO commandstats` or the keyspace statistics (Redis 7.2+
+    // looks keys up for routing only in a migrating or importing slot, and
+    // then without statistics or keyspace events).
+    let dry_run = DRY_RUN.load(Ordering::Relaxed);
+    let format = if dry_run { c"bbD" } else { c"bb" };
     let reply = unsafe {
         api!(RedisModule_Call)(
             ctx,
             c"EXISTS".as_ptr(),
-            c"bb".as_ptr(),
+            format.as_ptr(),
             first.as_ptr().cast::<c_char>(),
             first.len(),
             second.as_ptr().cast::<c_char>(),
             second.len(),
         )
     };
-    // Refused by cluster routing: RM_Call gives no reply (7.0), or an error
-    // reply when a newer server is asked for error replies.
+    // A dry run that passed every check answers no reply; a refused one an
+    // error reply. Without a dry run, a refusal by cluster routing gives
+    // no reply (7.0).
     if reply.is_null() {
-        return Some(false);
+        return Some(dry_run);
     }
     let is_error = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
     unsafe { api!(RedisModule_FreeCallReply)(reply) };
@@ -141,9 +201,24 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
     if !needed_by(flags) {
         return Ok(());
     }
+    // A master's client command on a settled slot: the server's own routing
+    // on the tenant argument already ran, and nothing that could make the
+    // slot importing or migrating happened since a full check passed
+    // (`slot_memo`).
+    let memo = flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && guardable(tenant);
+    let slot = super::slot_memo::tenant_slot(tenant);
+    if memo && super::slot_memo::is_settled(slot) {
+        return Ok(());
+    }
     match serves(ctx, tenant) {
         Some(false) => Err(moving(tenant)),
-        Some(true) | None => Ok(()),
+        Some(true) => {
+            if memo {
+                super::slot_memo::settle(ctx, slot);
+            }
+            Ok(())
+        }
+        None => Ok(()),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod lease_index;
 pub mod lease_timer;
 pub mod migration_guard;
 pub mod server_events;
+pub mod slot_memo;
 pub mod slot_migration;
 pub mod slot_moves;
 pub mod waiters;

@@ -77,8 +77,9 @@ impl Server {
         Self::start_without_module(&[])
     }
 
-    /// A cluster node with the module, not yet joined to anything.
-    pub(crate) fn start_cluster_node() -> Server {
+    /// A cluster-enabled server with the module that has not joined any
+    /// cluster yet (it owns no slot).
+    pub fn start_cluster_node() -> Server {
         Self::launch("cluster", Some(&[]), &[], true)
     }
 

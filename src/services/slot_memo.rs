@@ -1,0 +1,426 @@
+//! The migration guard's memo of settled slots (cluster mode only): which
+//! slots a full routing check found stable and served by this master, and
+//! the command filter that forgets them whenever a slot's migration state
+//! may change. `migration_guard::check` lets a client's command on a
+//! settled slot run with no call at all.
+//!
+//! What "settled" claims. A slot is settled only after a full check passed
+//! (`migration_guard`: the slot was then owned by this master, neither
+//! `IMPORTING` nor `MIGRATING`), and it stays settled only while no
+//! `CLUSTER SETSLOT` for it can have changed its `IMPORTING`/`MIGRATING`
+//! state since. Ownership itself is not claimed: a client's command reaches
+//! the module only after the server's own routing on the tenant argument
+//! (a `NOT_KEY` key spec), which answers `MOVED` for a slot this node does
+//! not serve and `ASK` on a `MIGRATING` source (the bare tenant name is
+//! never a key). What the memo stands in for is what that routing lets
+//! through and the guard must refuse: a command under `ASKING` on an
+//! `IMPORTING` target, and one on a `MIGRATING` source where a key named
+//! exactly like the tenant exists. Both states are set only by `CLUSTER
+//! SETSLOT` (and by `nodes.conf` at startup, before this memo exists), and
+//! `IMPORTING` only on a slot the node does not own, which no full check
+//! passes on.
+//!
+//! When it forgets. A command filter sees every command before it runs
+//! (clients, the replication link, scripts, other modules' `RM_Call`s; a
+//! command queued in `MULTI` when it is queued):
+//! * `CLUSTER SETSLOT <slot> ...` forgets that slot (every slot when the
+//!   slot does not parse), and any other `CLUSTER` subcommand that is not a
+//!   read forgets every slot (`ADDSLOTS*`, `DELSLOTS*`, `FLUSHSLOTS`,
+//!   `RESET`, `FAILOVER`, `REPLICATE`, `MIGRATESLOTS`, ...), as do
+//!   `REPLICAOF`/`SLAVEOF`;
+//! * `SETSLOT` may be applied after the filter saw it: Valkey 8+ first
+//!   replicates it and blocks its client until the replicas acknowledge
+//!   (`CLUSTER SETSLOT ... TIMEOUT`, 2 s by default), then runs it again
+//!   without the filter; a write pause can hold that second run longer
+//!   (the client is postponed). So the client that sent it is *pending*,
+//!   and no slot is settled while any client is pending. A timer clears a
+//!   pending client once it has seen it not blocked at two successive
+//!   firings (the first may fall between its unblocking and its re-run,
+//!   which happens in the next `beforeSleep`, before any other command);
+//!   a client gone is not blocked;
+//! * a `SETSLOT` queued in `MULTI` is applied at `EXEC`: the client is
+//!   remembered and its `EXEC` forgets every slot and makes it pending
+//!   again (where the filter cannot name clients, Redis 7.0, every `EXEC`
+//!   after a `SETSLOT` forgets every slot; there `SETSLOT` applies at once).
+//!
+//! Only a master's context uses the memo; a role change goes through
+//! `REPLICAOF` or a failover, after which the promoted node's slot states
+//! came from `SETSLOT`s its filter saw on the replication link (Valkey 8+)
+//! or are stable (Redis). Outside cluster mode nothing is registered.
+
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use redis_module::raw;
+
+use crate::glue::api::api;
+
+/// One bit a slot (16,384 slots).
+static SETTLED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+
+/// The filter is registered (cluster mode): only then may slots settle.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Clients whose `SETSLOT` may not be applied yet, each with how many
+/// successive timer firings found it not blocked.
+static PENDING: Mutex<Vec<(u64, u8)>> = Mutex::new(Vec::new());
+
+/// `PENDING` is not empty (read without the lock on the slow path).
+static ANY_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// The pending timer is scheduled.
+static TIMER_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// Clients that queued a `SETSLOT` in `MULTI` (their `EXEC` applies it).
+static QUEUED_IN_MULTI: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// Every `EXEC` forgets every slot: a `SETSLOT` was seen where the filter
+/// cannot name its client, or too many clients queued one.
+static EXEC_FORGETS: AtomicBool = AtomicBool::new(false);
+
+/// At most this many clients remembered as pending or queued in `MULTI`
+/// (beyond: the conservative fallbacks).
+const MAX_CLIENTS: usize = 1024;
+
+/// How often the timer looks at pending clients.
+const PENDING_POLL_MS: i64 = 10;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The slot of a tenant ([`crate::cluster_slot::tenant_slot`]).
+pub use crate::cluster_slot::tenant_slot;
+
+/// Is `slot` settled? One atomic load.
+#[inline]
+pub fn is_settled(slot: u16) -> bool {
+    let (word, bit) = position(slot);
+    SETTLED.get(word).is_some_and(|w| w.load(Ordering::Relaxed) & bit != 0)
+}
+
+fn position(slot: u16) -> (usize, u64) {
+    (usize::from(slot >> 6), 1u64 << (slot & 63))
+}
+
+/// A full check just passed for `slot` on this master: settle it, unless a
+/// `SETSLOT` may still be on its way to being applied (then make sure the
+/// timer that clears pending clients runs).
+pub fn settle(ctx: *mut raw::RedisModuleCtx, slot: u16) {
+    if !ACTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    if ANY_PENDING.load(Ordering::Relaxed) {
+        arm_timer(ctx);
+        return;
+    }
+    let (word, bit) = position(slot);
+    if let Some(w) = SETTLED.get(word) {
+        w.fetch_or(bit, Ordering::Relaxed);
+    }
+}
+
+fn forget(slot: u16) {
+    let (word, bit) = position(slot);
+    if let Some(w) = SETTLED.get(word) {
+        w.fetch_and(!bit, Ordering::Relaxed);
+    }
+}
+
+/// Forget every slot.
+pub fn forget_all() {
+    for w in &SETTLED {
+        w.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Register the filter when the server runs in cluster mode (module load).
+/// Without it (no filter API, or it refused) nothing ever settles and the
+/// guard checks every command, as before.
+pub fn register(ctx: *mut raw::RedisModuleCtx) {
+    forget_all();
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
+    if flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER == 0 {
+        return;
+    }
+    let apis = unsafe {
+        (
+            raw::RedisModule_RegisterCommandFilter,
+            raw::RedisModule_CommandFilterArgsCount,
+            raw::RedisModule_CommandFilterArgGet,
+            raw::RedisModule_GetClientInfoById,
+        )
+    };
+    let (Some(register), Some(_), Some(_), Some(_)) = apis else {
+        return;
+    };
+    let filter = unsafe { register(ctx, Some(on_command), raw::REDISMODULE_CMDFILTER_NOSELF as c_int) };
+    ACTIVE.store(!filter.is_null(), Ordering::Relaxed);
+}
+
+/// `MODULE UNLOAD`: the server drops the filter; reset the statics.
+pub fn unload() {
+    ACTIVE.store(false, Ordering::Relaxed);
+    forget_all();
+    lock(&PENDING).clear();
+    lock(&QUEUED_IN_MULTI).clear();
+    ANY_PENDING.store(false, Ordering::Relaxed);
+    TIMER_ARMED.store(false, Ordering::Relaxed);
+    EXEC_FORGETS.store(false, Ordering::Relaxed);
+}
+
+/// What a command means to the memo.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    Nothing,
+    /// `CLUSTER SETSLOT` for this slot (`None`: it did not parse).
+    SetSlot(Option<u16>),
+    /// Anything else that may change slot states or the node's role.
+    ForgetAll,
+    Exec,
+    Discard,
+}
+
+/// Classify a command by its name and first arguments.
+fn classify(name: &[u8], sub: Option<&[u8]>, third: Option<&[u8]>) -> Seen {
+    if name.eq_ignore_ascii_case(b"CLUSTER") {
+        let Some(sub) = sub else { return Seen::Nothing };
+        if sub.eq_ignore_ascii_case(b"SETSLOT") {
+            return Seen::SetSlot(third.and_then(parse_slot));
+        }
+        const READS: [&[u8]; 16] = [
+            b"INFO",
+            b"NODES",
+            b"SLOTS",
+            b"SHARDS",
+            b"KEYSLOT",
+            b"COUNTKEYSINSLOT",
+            b"GETKEYSINSLOT",
+            b"MYID",
+            b"MYSHARDID",
+            b"LINKS",
+            b"COUNT-FAILURE-REPORTS",
+            b"REPLICAS",
+            b"SLAVES",
+            b"HELP",
+            b"GETSLOTMIGRATIONS",
+            b"SLOT-STATS",
+        ];
+        if READS.iter().any(|read| sub.eq_ignore_ascii_case(read)) {
+            return Seen::Nothing;
+        }
+        return Seen::ForgetAll;
+    }
+    if name.eq_ignore_ascii_case(b"EXEC") {
+        return Seen::Exec;
+    }
+    if name.eq_ignore_ascii_case(b"DISCARD") {
+        return Seen::Discard;
+    }
+    if name.eq_ignore_ascii_case(b"REPLICAOF") || name.eq_ignore_ascii_case(b"SLAVEOF") {
+        return Seen::ForgetAll;
+    }
+    Seen::Nothing
+}
+
+fn parse_slot(text: &[u8]) -> Option<u16> {
+    std::str::from_utf8(text).ok()?.parse::<u16>().ok().filter(|slot| *slot < 16_384)
+}
+
+/// The command filter: runs for every command, so it rejects by length
+/// and first letter before comparing names.
+unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let name = arg(fctx, 0);
+        // EXEC, CLUSTER, DISCARD, SLAVEOF, REPLICAOF.
+        if !matches!(name.len(), 4 | 7 | 9)
+            || !matches!(name.first(), Some(b'c' | b'C' | b'e' | b'E' | b'd' | b'D' | b's' | b'S' | b'r' | b'R'))
+        {
+            return;
+        }
+        let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
+        let sub = (argc > 1).then(|| arg(fctx, 1));
+        let third = (argc > 2).then(|| arg(fctx, 2));
+        let seen = classify(name, sub, third);
+        if seen == Seen::Nothing {
+            return;
+        }
+        let client = client_id(fctx);
+        match seen {
+            Seen::Nothing => {}
+            Seen::ForgetAll => forget_all(),
+            Seen::SetSlot(slot) => {
+                match slot {
+                    Some(slot) => forget(slot),
+                    None => forget_all(),
+                }
+                match client {
+                    Some(id) => {
+                        if client_flags(id)
+                            .is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0)
+                        {
+                            remember_queued(id);
+                        }
+                        make_pending(id);
+                    }
+                    None => EXEC_FORGETS.store(true, Ordering::Relaxed),
+                }
+            }
+            Seen::Exec => {
+                let queued = client.is_some_and(|id| {
+                    let mut queued = lock(&QUEUED_IN_MULTI);
+                    let before = queued.len();
+                    queued.retain(|q| *q != id);
+                    queued.len() != before
+                });
+                if queued || EXEC_FORGETS.load(Ordering::Relaxed) {
+                    forget_all();
+                    if let Some(id) = client {
+                        make_pending(id);
+                    }
+                }
+            }
+            Seen::Discard => {
+                if let Some(id) = client {
+                    lock(&QUEUED_IN_MULTI).retain(|q| *q != id);
+                }
+            }
+        }
+    }));
+}
+
+/// Argument `pos` of the filtered command (empty if absent).
+fn arg<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, pos: c_int) -> &'a [u8] {
+    let string = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, pos) };
+    if string.is_null() {
+        return &[];
+    }
+    let mut len = 0usize;
+    let ptr = unsafe { api!(RedisModule_StringPtrLen)(string, &mut len) };
+    if ptr.is_null() {
+        return &[];
+    }
+    // The argv outlives this callback's use of it.
+    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+}
+
+/// The filtered command's client, where the server tells (Redis 7.2+,
+/// Valkey 8+).
+fn client_id(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u64> {
+    let get = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
+    let id = unsafe { get(fctx) };
+    (id != 0).then_some(id)
+}
+
+/// The flags of client `id` (`REDISMODULE_CLIENTINFO_FLAG_*`), `None` when
+/// there is no such client.
+fn client_flags(id: u64) -> Option<u64> {
+    let get = unsafe { raw::RedisModule_GetClientInfoById }?;
+    let mut info = raw::RedisModuleClientInfo { version: 1, flags: 0, id: 0, addr: [0; 46], port: 0, db: 0 };
+    let status = unsafe { get((&raw mut info).cast::<c_void>(), id) };
+    (status == raw::REDISMODULE_OK as c_int).then_some(info.flags)
+}
+
+fn remember_queued(id: u64) {
+    let mut queued = lock(&QUEUED_IN_MULTI);
+    if queued.contains(&id) {
+        return;
+    }
+    if queued.len() >= MAX_CLIENTS {
+        EXEC_FORGETS.store(true, Ordering::Relaxed);
+        return;
+    }
+    queued.push(id);
+}
+
+fn make_pending(id: u64) {
+    let mut pending = lock(&PENDING);
+    if let Some(entry) = pending.iter_mut().find(|(p, _)| *p == id) {
+        entry.1 = 0;
+    } else if pending.len() < MAX_CLIENTS {
+        pending.push((id, 0));
+    } else {
+        // Full (a thousand clients sending SETSLOT at once): nothing
+        // settles until they clear, and then this client's SETSLOT may
+        // still be pending, so never settle again (every command is checked).
+        ACTIVE.store(false, Ordering::Relaxed);
+        forget_all();
+    }
+    ANY_PENDING.store(true, Ordering::Relaxed);
+}
+
+fn arm_timer(ctx: *mut raw::RedisModuleCtx) {
+    if TIMER_ARMED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    unsafe { api!(RedisModule_CreateTimer)(ctx, PENDING_POLL_MS, Some(on_timer), std::ptr::null_mut()) };
+}
+
+/// Clear pending clients seen not blocked twice in a row; run again while
+/// any is left.
+unsafe extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        TIMER_ARMED.store(false, Ordering::Relaxed);
+        if !ACTIVE.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut pending = lock(&PENDING);
+        for (id, quiet) in pending.iter_mut() {
+            let blocked =
+                client_flags(*id).is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_BLOCKED) != 0);
+            *quiet = if blocked { 0 } else { quiet.saturating_add(1) };
+        }
+        pending.retain(|(_, quiet)| *quiet < 2);
+        let left = !pending.is_empty();
+        drop(pending);
+        if left {
+            arm_timer(ctx);
+        } else {
+            ANY_PENDING.store(false, Ordering::Relaxed);
+        }
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_classified() {
+        assert_eq!(classify(b"cluster", Some(b"setslot"), Some(b"42")), Seen::SetSlot(Some(42)));
+        assert_eq!(classify(b"CLUSTER", Some(b"SETSLOT"), Some(b"16384")), Seen::SetSlot(None));
+        assert_eq!(classify(b"CLUSTER", Some(b"SETSLOT"), None), Seen::SetSlot(None));
+        assert_eq!(classify(b"CLUSTER", Some(b"GETKEYSINSLOT"), Some(b"1")), Seen::Nothing);
+        assert_eq!(classify(b"CLUSTER", Some(b"addslotsrange"), Some(b"1")), Seen::ForgetAll);
+        assert_eq!(classify(b"CLUSTER", Some(b"FAILOVER"), None), Seen::ForgetAll);
+        assert_eq!(classify(b"CLUSTER", None, None), Seen::Nothing);
+        assert_eq!(classify(b"exec", None, None), Seen::Exec);
+        assert_eq!(classify(b"DISCARD", None, None), Seen::Discard);
+        assert_eq!(classify(b"replicaof", Some(b"no"), Some(b"one")), Seen::ForgetAll);
+        assert_eq!(classify(b"GET", Some(b"x"), None), Seen::Nothing);
+    }
+
+    #[test]
+    fn tenant_slots_are_the_clusters() {
+        for tenant in [&b"acme"[..], b"foo", b"123456789", b"a", b"exocortex-tenant-with-a-long-name"] {
+            let mut name = b"{".to_vec();
+            name.extend_from_slice(tenant);
+            name.extend_from_slice(b"}x");
+            assert_eq!(tenant_slot(tenant), crate::cluster_slot::key_slot(&name), "{tenant:?}");
+        }
+        assert_eq!(tenant_slot(b"foo"), 12182);
+    }
+
+    #[test]
+    fn slots_settle_and_are_forgotten() {
+        ACTIVE.store(true, Ordering::Relaxed);
+        let (word, bit) = position(16_383);
+        SETTLED[word].fetch_or(bit, Ordering::Relaxed);
+        assert!(is_settled(16_383));
+        forget(16_383);
+        assert!(!is_settled(16_383));
+        ACTIVE.store(false, Ordering::Relaxed);
+    }
+}
