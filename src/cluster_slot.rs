@@ -1,6 +1,7 @@
 //! The cluster slot of a key name, computed as Redis and Valkey compute it
 //! (CRC16 of the hash tag, or of the whole name, modulo 16384): the one
-//! slot hash of the module, for the lease index and slot migrations.
+//! slot hash of the module (the lease index, slot migrations, the migration
+//! guard's memo) and of the client crate's cluster routing.
 
 /// The cluster slot of a key name (CRC16 of its hash tag, as Redis).
 pub fn key_slot(key: &[u8]) -> u16 {

@@ -10,6 +10,7 @@
 //! behind the default `module` feature; without it this crate is the shared
 //! core that the client crate reuses.
 
+pub mod cluster_slot;
 pub mod dreams;
 pub mod events;
 pub mod town;
@@ -21,13 +22,11 @@ mod test_random;
 // The module, in layers, lowest first; a file imports only from its own
 // layer or those below (`scripts/check-layers.py`, run by `make lint`,
 // fails on an import cycle or an upward import):
-//   the pure cores (above, and `cluster_slot`),
+//   the pure cores (above),
 //   `glue` (the module API's wrappers), `metrics` (counted events),
-//   `services` (what runs outside a client's command), `stores` (the
-//   families' data on keys), `commands` (one file per command), and
+//   `services` (what runs outside a client's command), `entry` (the C
+//   entry point of every command), `stores` (the families' data on keys), `commands` (one file per command), and
 //   `module` (load, unload, INFO: where they are wired together).
-#[cfg(feature = "module")]
-mod cluster_slot;
 #[cfg(feature = "module")]
 mod commands;
 #[cfg(feature = "module")]

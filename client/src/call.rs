@@ -6,6 +6,8 @@
 use std::any::Any;
 use std::time::{Duration, Instant};
 
+// Redis Cluster's slot of a key: the module's own hash.
+use dreamtown::cluster_slot::key_slot;
 use redis::Value;
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
@@ -55,29 +57,6 @@ pub fn cluster_routing(cmd: &redis::Cmd) -> Option<redis::cluster_routing::Routi
     };
     let route = Route::new(key_slot(tenant), SlotAddr::Master);
     Some(RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)))
-}
-
-/// Redis Cluster's slot of `key`: CRC16 (XMODEM) of its hash tag (the
-/// bytes between the first `{` and the next `}`, when not empty), else of
-/// the whole key, modulo 16384.
-fn key_slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let rest = key.get(open + 1..)?;
-            let close = rest.iter().position(|&b| b == b'}')?;
-            rest.get(..close).filter(|tag| !tag.is_empty())
-        })
-        .unwrap_or(key);
-    let mut crc: u16 = 0;
-    for &byte in tagged {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc % 16384
 }
 
 impl Call {
