@@ -134,7 +134,8 @@ fn thread_cpu_us() -> u64 {
     u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000) + u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000
 }
 
-fn micros(since: Instant) -> u64 {
+/// Microseconds since `since` (the catch-up's turns, the timer's ticks).
+pub fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 

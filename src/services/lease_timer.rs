@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use redis_module::raw;
 
-use super::lease_catch_up::{self, Scope};
+use super::lease_catch_up::{self, micros, Scope};
 use super::lease_index::{self, families, family_index, with_index, DeadlineIndex, LeaseFamily, SlotRange, Tenant};
 use super::migration_guard;
 use crate::glue::api::api;
@@ -321,10 +321,6 @@ unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) 
     if let Some(delay) = next {
         let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, delay)));
     }
-}
-
-fn micros(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// One tick; when the next is needed (ms), if at all.

@@ -205,15 +205,16 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
     // on the tenant argument already ran, and nothing that could make the
     // slot importing or migrating happened since a full check passed
     // (`slot_memo`).
-    let memo = flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && guardable(tenant);
-    let slot = super::slot_memo::tenant_slot(tenant);
-    if memo && super::slot_memo::is_settled(slot) {
+    // Replicas (READONLY reads) and invalid tenants never use the memo.
+    let memo_slot = (flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && guardable(tenant))
+        .then(|| super::slot_memo::tenant_slot(tenant));
+    if memo_slot.is_some_and(super::slot_memo::is_settled) {
         return Ok(());
     }
     match serves(ctx, tenant) {
         Some(false) => Err(moving(tenant)),
         Some(true) => {
-            if memo {
+            if let Some(slot) = memo_slot {
                 super::slot_memo::settle(ctx, slot);
             }
             Ok(())
