@@ -7,6 +7,8 @@
 //! `acl_category`). Nothing here knows a command family or a background
 //! mechanism.
 
+pub mod access;
+pub mod acl;
 pub mod acl_category;
 pub mod api;
 pub mod args;
