@@ -33,8 +33,9 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::raw::c_int;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use redis_module::raw;
 
@@ -106,7 +107,7 @@ impl Drop for Probe {
 
 /// The cache: user name → (generation read at, shape). Main thread only:
 /// the mutex is the `Sync` way to keep it in a static.
-struct Cache(HashMap<Vec<u8>, (u64, Arc<Shape>)>);
+struct Cache(HashMap<Vec<u8>, (u64, Rc<Shape>)>);
 
 // SAFETY: the probes' user handles are only used on the main thread (every
 // command and timer runs there); the mutex only makes the static `Sync`.
@@ -126,16 +127,16 @@ pub fn unload() {
 
 /// The shape of user `name`'s selectors, read with `ctx` when not known
 /// since the ACL last changed.
-pub fn shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Arc<Shape> {
+pub fn shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Rc<Shape> {
     let generation = GENERATION.load(Ordering::Relaxed);
     if let Some(cache) = cache().as_ref() {
         if let Some((at, shape)) = cache.0.get(name) {
             if *at == generation {
-                return Arc::clone(shape);
+                return Rc::clone(shape);
             }
         }
     }
-    let shape = Arc::new(read_shape(ctx, name));
+    let shape = Rc::new(read_shape(ctx, name));
     if let (b"default", Shape::OneSelector { all_keys, all_channels }) = (name, shape.as_ref()) {
         let known = (generation.wrapping_add(1) << 2) | u64::from(*all_keys) | (u64::from(*all_channels) << 1);
         DEFAULT_ONE_SELECTOR.store(known, Ordering::Relaxed);
@@ -147,7 +148,7 @@ pub fn shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Arc<Shape> {
     if cache.0.len() > 4096 {
         cache.0.retain(|_, (at, _)| *at == generation);
     }
-    cache.0.insert(name.to_vec(), (generation, Arc::clone(&shape)));
+    cache.0.insert(name.to_vec(), (generation, Rc::clone(&shape)));
     shape
 }
 

@@ -20,12 +20,12 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Arc;
 
 use redis_module::raw;
 
-use super::access::{Mode, Read, ReadsValues};
+use super::access::{Meta, Mode, Read, ReadsValues};
 use super::acl::{self, Selectors, Shape};
 use super::api::api;
 use super::key::Key;
@@ -60,9 +60,16 @@ impl<M: Mode> Checked<M> {
         Ok(Key::unopened(session.ctx, self.name))
     }
 
+    /// Look at the key's type, existence or length without opening it
+    /// for the command (before a write, or while checking others). Allowed
+    /// in a dry run.
+    pub fn peek(&self, session: &Session) -> Key<Meta> {
+        Key::open_name(session.ctx, self.name.clone())
+    }
+
     /// Read the key while checking others (a command whose further keys
     /// are named by this one's content: an index). Allowed in a dry run.
-    pub fn peek(&self, session: &Session) -> Key<Read>
+    pub fn peek_values(&self, session: &Session) -> Key<Read>
     where
         M: ReadsValues,
     {
@@ -94,7 +101,7 @@ enum Caller {
     /// An ACL user with selectors: one probe each (`glue::acl`), and the
     /// selectors still allowing everything checked so far (`None` until
     /// the command itself is checked, at the first key).
-    Selectors { user: *mut raw::RedisModuleUser, owned: bool, probes: Arc<Shape>, viable: Cell<Option<Selectors>> },
+    Selectors { user: *mut raw::RedisModuleUser, owned: bool, probes: Rc<Shape>, viable: Cell<Option<Selectors>> },
     /// Refuse every key: the user's selectors could not be read, or the
     /// client's user is not one the module can look up.
     Refused { user: *mut raw::RedisModuleUser, owned: bool, why: String },

@@ -379,7 +379,7 @@ const READY: u8 = 1;
 /// module defers with the current time, so only items other clients wrote
 /// with a later score get here.
 fn next_due_ms(session: &Session, deferred: &str) -> Option<i64> {
-    let key = Session::internal(session.ctx()).check::<Read>(deferred.as_bytes()).ok()?.peek(session);
+    let key = Session::internal(session.ctx()).check::<Read>(deferred.as_bytes()).ok()?.peek_values(session);
     if key.kind() != KeyKind::ZSet {
         return None;
     }

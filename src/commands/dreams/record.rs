@@ -18,8 +18,7 @@ use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult};
 use crate::glue::session::Session;
 use crate::metrics::count;
-use crate::metrics::tenant_stats::TenantId;
-use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
+use crate::stores::dreams::store::{EventSet, FireQueue, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -119,7 +118,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         None => EventSet::Untouched,
     };
     let region_keys = RedisRegion::check(session, region, events)?;
-    let queue_keys = RedisQueue::check(session, region.org, false)?;
+    let queue_keys = FireQueue::check(session, region.org)?;
+    let org = queue_keys.tenant();
     let mut counters = region_keys.open(session, false)?;
     // The event id goes to SADD as the argument string Redis already holds.
     if let Some(delivery) = &write.delivery {
@@ -176,7 +176,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         RecordOutcome::Accumulated => None,
     };
     if let Some(counted) = counted {
-        let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), RedisQueue::tenant);
         count::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))

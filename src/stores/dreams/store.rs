@@ -7,8 +7,8 @@ use std::ffi::CStr;
 use super::queue_names::{queue_names, queue_names_and_tenant};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
-use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
-use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Writes};
+use crate::dreams::store::{QueueAppend, QueueStore, RegionCounters, RegionStore};
+use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write, Writes};
 use crate::glue::api::api;
 use crate::glue::call;
 use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
@@ -157,12 +157,6 @@ impl QueueChecked {
         Ok(queue)
     }
 
-    /// Is none of the queue's keys there (ready, in flight, deferred)?
-    /// Read without opening them for the queue.
-    pub fn all_absent(&self, session: &Session) -> bool {
-        [&self.ready, &self.processing, &self.deferred].iter().all(|checked| !checked.peek(session).exists())
-    }
-
     /// For a one-trip drain, before its acknowledgement writes: the types
     /// of the keys a drain uses beyond the acknowledgement's (ready,
     /// deferred, dead), read without opening them for the queue; and
@@ -243,7 +237,7 @@ impl Drop for RedisQueue {
     }
 }
 
-impl QueueStore for RedisQueue {
+impl QueueAppend for RedisQueue {
     fn ready_len(&self) -> u64 {
         self.ready.len()
     }
@@ -261,6 +255,9 @@ impl QueueStore for RedisQueue {
         self.ready.push(End::Tail, &[payload]);
         fire_ages::entered(self.org, List::Ready, payload, clock_ms());
     }
+}
+
+impl QueueStore for RedisQueue {
     fn push_ready_head(&mut self, payload: &[u8]) {
         self.settle();
         self.ready.push(End::Head, &[payload]);
@@ -358,6 +355,89 @@ impl QueueStore for RedisQueue {
                 fire_ages::entered(self.org, List::Ready, payload, clock_ms());
             }
         }
+    }
+}
+
+/// An organization's queue as adding work needs it (`DREAMS.FIRE`, a
+/// `DREAMS.RECORD` that fires): the ready list to append to (written, not
+/// read), the lengths of all three lists for the ceiling. As `LPUSH`, a
+/// caller allowed only to write the queue may fire.
+pub struct FireQueue {
+    ready: Key<Write>,
+    deferred: Key<Meta>,
+    processing: Key<Meta>,
+    org: TenantId,
+}
+
+/// [`FireQueue`]'s keys, checked and not yet opened.
+pub struct FireQueueChecked {
+    ready: Checked<Write>,
+    deferred: Checked<Meta>,
+    processing: Checked<Meta>,
+    org: TenantId,
+}
+
+impl FireQueue {
+    /// Check `org`'s queue keys as adding work uses them.
+    pub fn check(session: &Session, org: &str) -> Result<FireQueueChecked, CommandError> {
+        let ([ready, deferred, processing], org_id) =
+            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        Ok(FireQueueChecked {
+            ready: session.check(ready)?,
+            deferred: session.check(deferred)?,
+            processing: session.check(processing)?,
+            org: org_id,
+        })
+    }
+
+    /// The organization, as the per-tenant tables know it.
+    pub fn tenant(&self) -> TenantId {
+        self.org
+    }
+}
+
+impl FireQueueChecked {
+    /// Open the queue, refusing keys of another type.
+    pub fn open(self, session: &Session) -> Result<FireQueue, CommandError> {
+        let queue = FireQueue {
+            ready: self.ready.open(session)?,
+            deferred: self.deferred.open(session)?,
+            processing: self.processing.open(session)?,
+            org: self.org,
+        };
+        queue.ready.require(KeyKind::List)?;
+        queue.deferred.require(KeyKind::ZSet)?;
+        queue.processing.require(KeyKind::List)?;
+        Ok(queue)
+    }
+
+    /// Is none of the queue's keys there (ready, in flight, deferred)?
+    /// Looked at without opening them for the queue.
+    pub fn all_absent(&self, session: &Session) -> bool {
+        !self.ready.peek(session).exists()
+            && !self.processing.peek(session).exists()
+            && !self.deferred.peek(session).exists()
+    }
+
+    /// The organization, as the per-tenant tables know it.
+    pub fn tenant(&self) -> TenantId {
+        self.org
+    }
+}
+
+impl QueueAppend for FireQueue {
+    fn ready_len(&self) -> u64 {
+        self.ready.len()
+    }
+    fn deferred_len(&self) -> u64 {
+        self.deferred.len()
+    }
+    fn processing_len(&self) -> u64 {
+        self.processing.len()
+    }
+    fn push_ready(&mut self, payload: &[u8]) {
+        self.ready.push(End::Tail, &[payload]);
+        fire_ages::entered(self.org, List::Ready, payload, clock_ms());
     }
 }
 
@@ -519,11 +599,15 @@ pub struct RedisRegion<'s> {
     event_argument: Option<(*const u8, usize, *mut raw::RedisModuleString)>,
 }
 
+/// A hash's fields and values.
+pub type FieldPairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A region's keys, checked (ACL, read and write) and not yet opened: what
 /// a [`RedisRegion`] opens.
 pub struct RegionChecked {
     counters: Checked<ReadWrite>,
-    events: Option<Checked<ReadWrite>>,
+    /// Written only (`SADD`/`SREM`, through `RM_Call`), as those need.
+    events: Option<Checked<Write>>,
     use_of_events: EventSet,
 }
 
@@ -536,8 +620,8 @@ impl RedisRegion<'_> {
         let (counters, checked_events) = match events {
             EventSet::Untouched => (session.check(OwnedString::concat(&counters_parts))?, None),
             EventSet::Open | EventSet::CheckedByWrite => {
-                let names = [counters_parts, events_parts].map(|parts| OwnedString::concat(&parts));
-                let [counters, events] = session.check_all(names)?;
+                let counters = session.check(OwnedString::concat(&counters_parts))?;
+                let events = session.check(OwnedString::concat(&events_parts))?;
                 (counters, Some(events))
             }
         };
@@ -546,7 +630,7 @@ impl RedisRegion<'_> {
 
     /// A region's counter fields as stored (`DREAMS.COUNTERS`): the hash is
     /// read, the event set's type checked as the seed's scripts do.
-    pub fn read_fields(session: &Session, region: &RegionKey) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CommandError> {
+    pub fn read_fields(session: &Session, region: &RegionKey) -> Result<FieldPairs, CommandError> {
         let keys = RegionKeys::new(region);
         let counters = session.check::<Read>(keys.counters.as_bytes())?;
         let events = session.check::<Meta>(keys.events.as_bytes())?;

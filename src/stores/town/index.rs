@@ -35,7 +35,7 @@ impl<M: Mode> IndexChecked<M> {
     where
         M: ReadsValues,
     {
-        let key = self.0.peek(session);
+        let key = self.0.peek_values(session);
         key.require(self.1)?;
         Ok(match self.1 {
             KeyKind::Hash => key.hgetall().into_iter().filter_map(|(id, _)| String::from_utf8(id).ok()).collect(),
@@ -48,7 +48,7 @@ impl<M: ReadsValues> IndexChecked<M> {
     /// Read a hash index's `(id, value)` entries, by id, while checking the
     /// keys they name (a dry run may).
     pub fn peek_entries(&self, session: &Session) -> Result<Vec<(String, Vec<u8>)>, CommandError> {
-        let key = self.0.peek(session);
+        let key = self.0.peek_values(session);
         key.require(self.1)?;
         let mut entries: Vec<(String, Vec<u8>)> = key
             .hgetall()
