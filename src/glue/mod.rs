@@ -16,6 +16,7 @@ pub mod call;
 pub mod command;
 pub mod config;
 pub mod effects;
+pub mod filter;
 pub mod key;
 pub mod reply;
 pub mod session;

@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::command_filter::{in_multi, Filtered};
+use crate::glue::filter::{in_multi, Filtered};
 use crate::glue::{acl, command};
 
 /// The command `ACL DRYRUN` of a module command becomes.

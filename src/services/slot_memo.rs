@@ -55,8 +55,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use redis_module::raw;
 
-use super::command_filter::{client_flags, in_multi, Filtered};
 use crate::glue::api::api;
+use crate::glue::filter::{client_flags, in_multi, Filtered};
 
 /// One bit a slot (16,384 slots).
 static SETTLED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
