@@ -129,7 +129,7 @@ pub fn dispatch_plain(
         with_arguments::<1, _>(argv, argc, |args| {
             let flags = Session::context_flags(ctx);
             let call_len = usize::try_from(argc).unwrap_or(0);
-            let session = Session::with_flags(ctx, flags).with_argv(argv, call_len, argv, call_len);
+            let session = Session::for_command(ctx, flags, argv, call_len, argv, call_len);
             reply::send(ctx, &handler(&session, args));
         })
     }));
@@ -178,7 +178,7 @@ fn guarded<const SKIP: usize>(
             let (argv, argc) = skip_subcommand::<SKIP>(argv, argc);
             // Which databases the per-tenant tables may describe (`FLUSHDB`).
             server_events::note_db(unsafe { crate::glue::api::api!(RedisModule_GetSelectedDb)(ctx) });
-            let session = Session::with_flags(ctx, flags).with_argv(argv, argc, call, call_len);
+            let session = Session::for_command(ctx, flags, argv, argc, call, call_len);
             let result = run(&session, args);
             if let Some(result) = &result {
                 reply::send(ctx, result);

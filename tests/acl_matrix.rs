@@ -55,7 +55,13 @@ const FIRE: &str = r#"{"region":{"org":"{t}","project":"p","memory_type":1},"fir
 const MESSAGE: &str = r#"{"id":"m-1","from":"x","to":"bob","type":"task","priority":"normal","payload":{}}"#;
 
 const CASES: &[Case] = &[
-    Case { rule: "+dreams.fire", prefix: DREAMS, access: Access::Write, call: &["DREAMS.FIRE", "{t}", "p", "1"], before: &[] },
+    Case {
+        rule: "+dreams.fire",
+        prefix: DREAMS,
+        access: Access::Write,
+        call: &["DREAMS.FIRE", "{t}", "p", "1"],
+        before: &[],
+    },
     Case {
         rule: "+dreams.record",
         prefix: DREAMS,
@@ -91,7 +97,13 @@ const CASES: &[Case] = &[
         call: &["DREAMS.EXTEND", "{t}", FIRE, "30"],
         before: &[],
     },
-    Case { rule: "+dreams.recover", prefix: DREAMS, access: Access::ReadWrite, call: &["DREAMS.RECOVER", "{t}"], before: &[] },
+    Case {
+        rule: "+dreams.recover",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.RECOVER", "{t}"],
+        before: &[],
+    },
     Case { rule: "+dreams.len", prefix: DREAMS, access: Access::Meta, call: &["DREAMS.LEN", "{t}"], before: &[] },
     Case {
         rule: "+dreams.counters",
@@ -100,7 +112,13 @@ const CASES: &[Case] = &[
         call: &["DREAMS.COUNTERS", "{t}", "p", "1"],
         before: &[],
     },
-    Case { rule: "+dreams.inflight", prefix: DREAMS, access: Access::Read, call: &["DREAMS.INFLIGHT", "{t}"], before: &[] },
+    Case {
+        rule: "+dreams.inflight",
+        prefix: DREAMS,
+        access: Access::Read,
+        call: &["DREAMS.INFLIGHT", "{t}"],
+        before: &[],
+    },
     Case { rule: "+dreams.stats", prefix: DREAMS, access: Access::Read, call: &["DREAMS.STATS", "{t}"], before: &[] },
     Case { rule: "+town.send", prefix: TOWN, access: Access::Write, call: &["TOWN.SEND", "{t}", MESSAGE], before: &[] },
     Case {
@@ -110,8 +128,20 @@ const CASES: &[Case] = &[
         call: &["TOWN.RECV", "{t}", "bob", "RELIABLE"],
         before: &[&["TOWN.SEND", "{t}", MESSAGE]],
     },
-    Case { rule: "+town.ack", prefix: TOWN, access: Access::ReadWrite, call: &["TOWN.ACK", "{t}", "bob", "m-1"], before: &[] },
-    Case { rule: "+town.requeue", prefix: TOWN, access: Access::ReadWrite, call: &["TOWN.REQUEUE", "{t}", "bob"], before: &[] },
+    Case {
+        rule: "+town.ack",
+        prefix: TOWN,
+        access: Access::ReadWrite,
+        call: &["TOWN.ACK", "{t}", "bob", "m-1"],
+        before: &[],
+    },
+    Case {
+        rule: "+town.requeue",
+        prefix: TOWN,
+        access: Access::ReadWrite,
+        call: &["TOWN.REQUEUE", "{t}", "bob"],
+        before: &[],
+    },
     Case {
         rule: "+town.extend",
         prefix: TOWN,
@@ -120,7 +150,13 @@ const CASES: &[Case] = &[
         before: &[],
     },
     Case { rule: "+town.len", prefix: TOWN, access: Access::Meta, call: &["TOWN.LEN", "{t}", "bob"], before: &[] },
-    Case { rule: "+town.peek", prefix: TOWN, access: Access::Read, call: &["TOWN.PEEK", "{t}", "bob", "5"], before: &[] },
+    Case {
+        rule: "+town.peek",
+        prefix: TOWN,
+        access: Access::Read,
+        call: &["TOWN.PEEK", "{t}", "bob", "5"],
+        before: &[],
+    },
     Case {
         rule: "+town.reclaim",
         prefix: TOWN,
@@ -199,8 +235,20 @@ const CASES: &[Case] = &[
         call: &["TOWN.TASK", "SET", "{t}", "t-1", "state", "open"],
         before: &[],
     },
-    Case { rule: "+town.task|get", prefix: TOWN, access: Access::Read, call: &["TOWN.TASK", "GET", "{t}", "t-1"], before: &[] },
-    Case { rule: "+town.task|del", prefix: TOWN, access: Access::Write, call: &["TOWN.TASK", "DEL", "{t}", "t-1"], before: &[] },
+    Case {
+        rule: "+town.task|get",
+        prefix: TOWN,
+        access: Access::Read,
+        call: &["TOWN.TASK", "GET", "{t}", "t-1"],
+        before: &[],
+    },
+    Case {
+        rule: "+town.task|del",
+        prefix: TOWN,
+        access: Access::Write,
+        call: &["TOWN.TASK", "DEL", "{t}", "t-1"],
+        before: &[],
+    },
     Case {
         rule: "+town.task|list",
         prefix: TOWN,
@@ -222,8 +270,20 @@ const CASES: &[Case] = &[
         call: &["TOWN.BACKLOG", "POP", "{t}"],
         before: &[&["TOWN.BACKLOG", "PUSH", "{t}", "t-1"]],
     },
-    Case { rule: "+town.backlog|list", prefix: TOWN, access: Access::Read, call: &["TOWN.BACKLOG", "LIST", "{t}"], before: &[] },
-    Case { rule: "+town.backlog|len", prefix: TOWN, access: Access::Meta, call: &["TOWN.BACKLOG", "LEN", "{t}"], before: &[] },
+    Case {
+        rule: "+town.backlog|list",
+        prefix: TOWN,
+        access: Access::Read,
+        call: &["TOWN.BACKLOG", "LIST", "{t}"],
+        before: &[],
+    },
+    Case {
+        rule: "+town.backlog|len",
+        prefix: TOWN,
+        access: Access::Meta,
+        call: &["TOWN.BACKLOG", "LEN", "{t}"],
+        before: &[],
+    },
     Case {
         rule: "+town.backlog|remove",
         prefix: TOWN,
@@ -252,8 +312,20 @@ const CASES: &[Case] = &[
         call: &["TOWN.STOP", "REQUEST", "{t}", "ann"],
         before: &[],
     },
-    Case { rule: "+town.stop|check", prefix: TOWN, access: Access::Meta, call: &["TOWN.STOP", "CHECK", "{t}", "ann"], before: &[] },
-    Case { rule: "+town.stop|clear", prefix: TOWN, access: Access::Write, call: &["TOWN.STOP", "CLEAR", "{t}", "ann"], before: &[] },
+    Case {
+        rule: "+town.stop|check",
+        prefix: TOWN,
+        access: Access::Meta,
+        call: &["TOWN.STOP", "CHECK", "{t}", "ann"],
+        before: &[],
+    },
+    Case {
+        rule: "+town.stop|clear",
+        prefix: TOWN,
+        access: Access::Write,
+        call: &["TOWN.STOP", "CLEAR", "{t}", "ann"],
+        before: &[],
+    },
 ];
 
 /// The ACL configurations: `{K}` is the user's own tenant's key pattern
@@ -352,7 +424,10 @@ fn every_command_under_every_acl_form_is_judged_as_its_native_analogue() {
                 .replace("{K}", &format!("{}{{{own}}}:*", case.prefix))
                 .replace("{O}", &format!("{}{{{other}}}:*", case.prefix))
                 .replace("{CH}", &format!("tt:{{{own}}}:*"))
-                .replace("{X}", if case.access == Access::Meta { "+dreams.counters +lrange" } else { "+dreams.len +llen" })
+                .replace(
+                    "{X}",
+                    if case.access == Access::Meta { "+dreams.counters +lrange" } else { "+dreams.len +llen" },
+                )
                 .replace("{C}", case.rule)
                 .replace("{N}", analogue_rule);
             let mut setuser = redis::cmd("ACL");
@@ -593,7 +668,9 @@ fn acl_dryrun_of_module_commands_answers_as_acl_dryrun() {
     assert_eq!(dry(&mut admin, &["audited", "DREAMS.FIRE", &own, "p", "1"]), Ok(Value::Okay));
     assert_eq!(
         dry(&mut admin, &["audited", "DREAMS.FIRE", "other", "p", "1"]),
-        Ok(Value::BulkString(b"This user has no permissions to access the 'exocortex:dreams:{other}:queue' key".to_vec()))
+        Ok(Value::BulkString(
+            b"This user has no permissions to access the 'exocortex:dreams:{other}:queue' key".to_vec()
+        ))
     );
     assert_eq!(
         dry(&mut admin, &["audited", "DREAMS.LEN", &own]),

@@ -18,6 +18,7 @@ use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult};
 use crate::glue::session::Session;
 use crate::metrics::count;
+use crate::metrics::tenant_stats::TenantId;
 use crate::stores::dreams::store::{EventSet, FireQueue, RedisRegion};
 
 /// The command.
@@ -118,8 +119,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         None => EventSet::Untouched,
     };
     let region_keys = RedisRegion::check(session, region, events)?;
-    let queue_keys = FireQueue::check(session, region.org)?;
-    let org = queue_keys.tenant();
+    let mut queue_keys = FireQueue::check(session, region.org)?;
     let mut counters = region_keys.open(session, false)?;
     // The event id goes to SADD as the argument string Redis already holds.
     if let Some(delivery) = &write.delivery {
@@ -140,9 +140,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut stale = false;
     if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {
         counters.read_pending();
-        if counters.counters().pending.is_some() && queue_keys.all_absent(session) {
-            counters.forget_pending_read();
-            stale = true;
+        if counters.counters().pending.is_some() {
+            (stale, queue_keys) = queue_keys.all_absent(session);
+            if stale {
+                counters.forget_pending_read();
+            }
         }
     }
     let mut queue = match fire_due(counters.counters(), &write, &thresholds, now) {
@@ -176,6 +178,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         RecordOutcome::Accumulated => None,
     };
     if let Some(counted) = counted {
+        let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), FireQueue::tenant);
         count::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))

@@ -13,7 +13,7 @@ use crate::glue::api::api;
 use crate::glue::call;
 use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::glue::reply::CommandError;
-use crate::glue::session::{Checked, Session};
+use crate::glue::session::{Checked, EveryKey, Session};
 use crate::glue::string::{KeyName, OwnedString, StaticString};
 use crate::metrics::fire_ages::{self, List};
 use crate::metrics::tenant_stats::TenantId;
@@ -370,19 +370,23 @@ pub struct FireQueue {
 }
 
 /// [`FireQueue`]'s keys, checked and not yet opened.
-pub struct FireQueueChecked {
-    ready: Checked<Write>,
-    deferred: Checked<Meta>,
-    processing: Checked<Meta>,
-    org: TenantId,
+pub enum FireQueueChecked<'a> {
+    /// Each key checked by name.
+    Named { ready: Checked<Write>, deferred: Checked<Meta>, processing: Checked<Meta>, org: TenantId },
+    /// The caller may use every key: named only if opened (a
+    /// `DREAMS.RECORD` that does not fire names no queue key).
+    EveryKey(EveryKey, &'a str),
 }
 
 impl FireQueue {
     /// Check `org`'s queue keys as adding work uses them.
-    pub fn check(session: &Session, org: &str) -> Result<FireQueueChecked, CommandError> {
+    pub fn check<'a>(session: &Session, org: &'a str) -> Result<FireQueueChecked<'a>, CommandError> {
+        if let Some(every) = session.every_key() {
+            return Ok(FireQueueChecked::EveryKey(every, org));
+        }
         let ([ready, deferred, processing], org_id) =
             queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
-        Ok(FireQueueChecked {
+        Ok(FireQueueChecked::Named {
             ready: session.check(ready)?,
             deferred: session.check(deferred)?,
             processing: session.check(processing)?,
@@ -396,14 +400,32 @@ impl FireQueue {
     }
 }
 
-impl FireQueueChecked {
+impl FireQueueChecked<'_> {
+    /// The three proofs, named now if they were not.
+    fn proofs(self) -> (Checked<Write>, Checked<Meta>, Checked<Meta>, TenantId) {
+        match self {
+            Self::Named { ready, deferred, processing, org } => (ready, deferred, processing, org),
+            Self::EveryKey(every, org) => {
+                let ([ready, deferred, processing], org) =
+                    queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+                (
+                    Checked::for_every_key(&every, ready),
+                    Checked::for_every_key(&every, deferred),
+                    Checked::for_every_key(&every, processing),
+                    org,
+                )
+            }
+        }
+    }
+
     /// Open the queue, refusing keys of another type.
     pub fn open(self, session: &Session) -> Result<FireQueue, CommandError> {
+        let (ready, deferred, processing, org) = self.proofs();
         let queue = FireQueue {
-            ready: self.ready.open(session)?,
-            deferred: self.deferred.open(session)?,
-            processing: self.processing.open(session)?,
-            org: self.org,
+            ready: ready.open(session)?,
+            deferred: deferred.open(session)?,
+            processing: processing.open(session)?,
+            org,
         };
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
@@ -413,15 +435,11 @@ impl FireQueueChecked {
 
     /// Is none of the queue's keys there (ready, in flight, deferred)?
     /// Looked at without opening them for the queue.
-    pub fn all_absent(&self, session: &Session) -> bool {
-        !self.ready.peek(session).exists()
-            && !self.processing.peek(session).exists()
-            && !self.deferred.peek(session).exists()
-    }
-
-    /// The organization, as the per-tenant tables know it.
-    pub fn tenant(&self) -> TenantId {
-        self.org
+    pub fn all_absent(self, session: &Session) -> (bool, Self) {
+        let (ready, deferred, processing, org) = self.proofs();
+        let absent =
+            !ready.peek(session).exists() && !processing.peek(session).exists() && !deferred.peek(session).exists();
+        (absent, FireQueueChecked::Named { ready, deferred, processing, org })
     }
 }
 
