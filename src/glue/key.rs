@@ -141,7 +141,13 @@ impl<M: Mode> Key<M> {
     /// Open the key named by `name` in mode `M`: only a checked key
     /// (`session::Checked`) opens one.
     pub(super) fn open_name(ctx: *mut raw::RedisModuleCtx, name: KeyName) -> Self {
-        let mode = open_mode(M::WRITE);
+        Self::open_name_as(ctx, name, M::WRITE)
+    }
+
+    /// [`Key::open_name`], opened for writing if `write` whatever `M`
+    /// allows (see `session::Checked::open_beside_writes`).
+    pub(super) fn open_name_as(ctx: *mut raw::RedisModuleCtx, name: KeyName, write: bool) -> Self {
+        let mode = open_mode(write);
         let handle = unsafe { api!(RedisModule_OpenKey)(ctx, name.as_ptr(), mode) };
         Self::with_handle(ctx, name, mode, handle)
     }

@@ -53,6 +53,17 @@ impl<M: Mode> Checked<M> {
         Ok(Key::open_name(session.ctx, self.name))
     }
 
+    /// Open the key now as a command that writes opens its keys: the lookup
+    /// counts no keyspace hit or miss and fires no `keymiss` event, as the
+    /// write commands' lookups do not (`LPUSH` of one key looks at no
+    /// other), while `M` still decides what may be done with it. For a key
+    /// a writing command only looks at (the lengths `DREAMS.FIRE` checks
+    /// against the ceiling).
+    pub fn open_beside_writes(self, session: &Session) -> Result<Key<M>, CommandError> {
+        session.opening()?;
+        Ok(Key::open_name_as(session.ctx, self.name, true))
+    }
+
     /// The key, opened by the first operation that needs it (for a key
     /// some paths only touch).
     pub fn open_lazily(self, session: &Session) -> Result<Key<M>, CommandError> {
@@ -62,18 +73,20 @@ impl<M: Mode> Checked<M> {
 
     /// Look at the key's type, existence or length without opening it
     /// for the command (before a write, or while checking others). Allowed
-    /// in a dry run.
+    /// in a dry run. Looked up as the checked mode opens it (a key checked
+    /// for writing counts no keyspace hit or miss, as a write's lookup).
     pub fn peek(&self, session: &Session) -> Key<Meta> {
-        Key::open_name(session.ctx, self.name.clone())
+        Key::open_name_as(session.ctx, self.name.clone(), M::WRITE)
     }
 
     /// Read the key while checking others (a command whose further keys
     /// are named by this one's content: an index). Allowed in a dry run.
+    /// Looked up as [`Checked::peek`].
     pub fn peek_values(&self, session: &Session) -> Key<Read>
     where
         M: ReadsValues,
     {
-        Key::open_name(session.ctx, self.name.clone())
+        Key::open_name_as(session.ctx, self.name.clone(), M::WRITE)
     }
 }
 

@@ -421,10 +421,12 @@ impl FireQueueChecked<'_> {
     /// Open the queue, refusing keys of another type.
     pub fn open(self, session: &Session) -> Result<FireQueue, CommandError> {
         let (ready, deferred, processing, org) = self.proofs();
+        // Opened as the write they serve: looking at the lengths counts
+        // no keyspace miss.
         let queue = FireQueue {
             ready: ready.open(session)?,
-            deferred: deferred.open(session)?,
-            processing: processing.open(session)?,
+            deferred: deferred.open_beside_writes(session)?,
+            processing: processing.open_beside_writes(session)?,
             org,
         };
         queue.ready.require(KeyKind::List)?;

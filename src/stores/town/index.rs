@@ -38,7 +38,13 @@ impl<M: Mode> IndexChecked<M> {
         let key = self.0.peek_values(session);
         key.require(self.1)?;
         Ok(match self.1 {
-            KeyKind::Hash => key.hgetall().into_iter().filter_map(|(id, _)| String::from_utf8(id).ok()).collect(),
+            // A hash index by id, as the agent index lists.
+            KeyKind::Hash => {
+                let mut ids: Vec<String> =
+                    key.hgetall().into_iter().filter_map(|(id, _)| String::from_utf8(id).ok()).collect();
+                ids.sort();
+                ids
+            }
             _ => key.zmembers().into_iter().filter_map(|id| String::from_utf8(id).ok()).collect(),
         })
     }
