@@ -36,6 +36,7 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "TOWN.BROADCAST" => done(town::broadcast::parse(argv).map(drop)),
         "DREAMS.STATS" => done(dreams::stats::parse(argv).map(drop)),
         "TOWN.STATS" => done(town::stats::parse(argv).map(drop)),
+        "DREAMTOWN.DRYRUN" => done(crate::commands::dry_run::parse(argv).map(drop)),
         full => {
             // A subcommand, named as Redis names it: `TOWN.AGENT|GET`.
             let (container, sub) = full.split_once('|')?;

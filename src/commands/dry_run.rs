@@ -44,10 +44,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
+/// The parse step: the user and the call (its command name first).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a [u8], &'a [&'a [u8]]), CommandError> {
+    match argv {
+        [user, inner @ ..] if !inner.is_empty() => Ok((user, inner)),
+        _ => Err(CommandError::err("wrong number of arguments for 'acl|dryrun' command")),
+    }
+}
+
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let [user, inner @ ..] = argv else {
-        return Err(CommandError::err("wrong number of arguments for 'acl|dryrun' command"));
-    };
+    let (user, inner) = parse(argv)?;
     // The caller may run `ACL DRYRUN <user> <command> ...` (what it stands for).
     let mut as_acl: Vec<&[u8]> = vec![b"ACL", b"DRYRUN", user];
     as_acl.extend_from_slice(inner);
