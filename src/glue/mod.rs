@@ -7,6 +7,8 @@
 //! `acl_category`). Nothing here knows a command family or a background
 //! mechanism.
 
+pub mod access;
+pub mod acl;
 pub mod acl_category;
 pub mod api;
 pub mod args;
@@ -14,6 +16,7 @@ pub mod call;
 pub mod command;
 pub mod config;
 pub mod effects;
+pub mod filter;
 pub mod key;
 pub mod reply;
 pub mod session;

@@ -69,6 +69,9 @@ impl Reply {
     }
 }
 
+/// The message of [`CommandError::dry_run_complete`].
+const DRY_RUN_COMPLETE: &str = "DRYRUN every check passed";
+
 /// A command error; the message starts with its code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandError(String);
@@ -95,6 +98,12 @@ impl CommandError {
     /// `ERR syntax error`.
     pub fn syntax() -> Self {
         Self::err("syntax error")
+    }
+
+    /// A dry run (`ACL DRYRUN`, `session::Session::dry_run_as`) reached the
+    /// first key it would open: every ACL check passed. Never sent.
+    pub(crate) fn dry_run_complete() -> Self {
+        Self(DRY_RUN_COMPLETE.to_string())
     }
 
     /// The full message.

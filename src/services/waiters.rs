@@ -114,6 +114,9 @@ struct Waiter {
     bc: *mut raw::RedisModuleBlockedClient,
     ticket: *mut Ticket,
     user: Option<Vec<u8>>,
+    /// The command's name as the client sent it: with `args`, the call
+    /// the ACL checks again when it is served.
+    command: Vec<u8>,
     args: Vec<Vec<u8>>,
     serve: Serve,
 }
@@ -374,7 +377,9 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
     unsafe { api!(RedisModule_SetDisconnectCallback)(bc, Some(on_disconnect)) };
     let user =
         OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec());
-    let waiter = Waiter { bc, ticket, user, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
+    let command = session.command_name().unwrap_or_default();
+    let waiter =
+        Waiter { bc, ticket, user, command, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
     let arm_due = with_registry(|r| {
         let id = (db, first.to_vec());
         if !r.queues.contains_key(&id) {
@@ -632,7 +637,7 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
     // them): only a master writes.
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
     let master = flags & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0;
-    let server = Session::acting_as(ctx, None).ok();
+    let server = Session::acting_as(ctx, None, &[]).ok();
     let mut exhausted = 0u8;
     let mut due: Option<i64> = None;
     while let (true, Some(server)) = (master, server.as_ref()) {
@@ -656,15 +661,14 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
             deliver(waiter, Err(refusal));
             continue;
         }
-        let result = match Session::acting_as(ctx, waiter.user.as_deref()) {
-            Ok(session) => {
-                let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
-                catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args))).unwrap_or_else(|_| {
-                    Some(Err(CommandError::err(
-                        "internal error: the blocked call failed; please report this as a dreamtown bug",
-                    )))
-                })
-            }
+        let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
+        let call: Vec<&[u8]> = std::iter::once(waiter.command.as_slice()).chain(args.iter().copied()).collect();
+        let result = match Session::acting_as(ctx, waiter.user.as_deref(), &call) {
+            Ok(session) => catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args))).unwrap_or_else(|_| {
+                Some(Err(CommandError::err(
+                    "internal error: the blocked call failed; please report this as a dreamtown bug",
+                )))
+            }),
             Err(error) => Some(Err(error)),
         };
         match result {

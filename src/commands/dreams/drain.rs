@@ -28,25 +28,25 @@
 //! finds other drainers already blocked waits behind them (first come,
 //! first served), even for the item its own acknowledgement requeued.
 
-use super::ack::{self, AckRequest};
+use super::ack::{self, AckRequest, Acknowledged};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::lease::{deadline, grant};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
-use crate::dreams::region::{QueueKey, QueueKeys};
+use crate::dreams::region::QueueKeys;
 use crate::entry::entry_point;
 use crate::events::Dreams;
+use crate::glue::access::{Meta, Read};
 use crate::glue::api::api;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
-use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 use redis_module::raw;
 use std::os::raw::{c_int, c_void};
@@ -182,19 +182,15 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
 // allocation to the one-trip ACK+DRAIN path to save a stack copy.
 #[allow(clippy::large_enum_variant)]
 enum Opened {
-    /// It opens them, checking each (ACL, type) before anything is written.
+    /// It checks and opens them (ACL, then type) before anything is written.
     Here,
-    /// The one-trip call's acknowledgement handed its queue on, and every
-    /// key a drain uses was checked (and opened once) before that
-    /// acknowledgement wrote anything: by [`check_beyond_ack`] and by the
-    /// acknowledgement itself. Nothing in between can give a key another
-    /// type or change the caller's permissions, so none is checked again.
-    /// With it, whether [`check_beyond_ack`] found the deferred set absent.
-    AfterAck(RedisQueue, DeferredAbsent),
+    /// The one-trip call's acknowledgement handed its keys on: every key a
+    /// drain uses was checked, and its type inspected, before that
+    /// acknowledgement wrote anything (`ack::acknowledge_keeping_queue`).
+    /// Nothing in between can give a key another type or change the
+    /// caller's permissions, so none is checked again.
+    AfterAck(Acknowledged),
 }
-
-/// [`check_beyond_ack`] found the deferred set absent.
-struct DeferredAbsent(bool);
 
 /// Open every key a drain may write, ACL- and type-checked before anything
 /// is written unless `opened` says this call already did.
@@ -203,35 +199,16 @@ fn open_keys(
     request: &DrainRequest<'_>,
     opened: Opened,
 ) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
-    if let Opened::AfterAck(queue, DeferredAbsent(absent)) = opened {
-        let queue = queue.with_dead_checked_before(session, request.org).with_deferred_absent(absent);
-        let leases = request.lease.map(|_| RedisLeases::open_checked_before(session, request.org));
+    if let Opened::AfterAck(acked) = opened {
+        let queue = acked.queue.with_deferred_absent(acked.deferred_absent);
+        let leases = request.lease.and(acked.leases);
         return Ok((queue, leases));
     }
-    let queue = RedisQueue::open(session, request.org, Access::Write, true)?;
-    let leases = match request.lease {
-        Some(_) => Some(RedisLeases::open(session, request.org, Access::Write)?),
-        None => None,
-    };
+    let queue = RedisQueue::check(session, request.org, true)?;
+    let leases = request.lease.map(|_| RedisLeases::check(session, request.org)).transpose()?;
+    let queue = queue.open(session)?;
+    let leases = leases.map(|leases| RedisLeases::open(session, leases)).transpose()?;
     Ok((queue, leases))
-}
-
-/// Check (ACL, then type) the keys a drain writes that the
-/// acknowledgement does not check before it writes: the ready list, the
-/// deferred set and the dead-letter list. (It checks the in-flight list and
-/// the lease set, the other keys a drain, leased or not, uses.) Whether
-/// the deferred set is absent: the drain then need not open it to find
-/// nothing due (usually so: the module defers only inside quiet hours).
-fn check_beyond_ack(session: &Session, org: &str) -> Result<DeferredAbsent, CommandError> {
-    let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Dead]);
-    let [ready, deferred, dead] = session.check_strings(names, Access::Write)?;
-    session.open_checked(ready, Access::Read).require(KeyKind::List)?;
-    let deferred = session.open_checked(deferred, Access::Read);
-    deferred.require(KeyKind::ZSet)?;
-    let absent = DeferredAbsent(!deferred.exists());
-    drop(deferred);
-    session.open_checked(dead, Access::Read).require(KeyKind::List)?;
-    Ok(absent)
 }
 
 /// Drain now, up to `COUNT` items (one without it): the payloads that
@@ -341,13 +318,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (before, drain_argv) = match &request.ack {
         Some((ack, at)) => {
             // Every key of both halves is checked before the
-            // acknowledgement writes: those only the drain uses here, the
-            // rest by the acknowledgement itself, first.
-            let deferred_absent = check_beyond_ack(session, request.org)?;
-            let (acked, mut queue) = ack::acknowledge_keeping_queue(session, ack)?;
+            // acknowledgement writes (it checks the drain's too).
+            let mut acked = ack::acknowledge_keeping_queue(session, ack, true)?;
             // Signalled where a separate acknowledgement would close them.
-            queue.signal_modified_now();
-            (Some((acked, queue, deferred_absent)), argv.get(..*at).unwrap_or(argv))
+            acked.queue.signal_modified_now();
+            (Some(acked), argv.get(..*at).unwrap_or(argv))
         }
         None => (None, argv),
     };
@@ -360,7 +335,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         && waiters::anyone_waits()
         && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
     let (before, opened) = match before {
-        Some((acked, queue, deferred_absent)) => (Some(acked), Opened::AfterAck(queue, deferred_absent)),
+        Some(mut acked) => (Some(std::mem::replace(&mut acked.reply, Reply::Nil)), Opened::AfterAck(acked)),
         None => (None, Opened::Here),
     };
     if queued_behind {
@@ -404,7 +379,7 @@ const READY: u8 = 1;
 /// module defers with the current time, so only items other clients wrote
 /// with a later score get here.
 fn next_due_ms(session: &Session, deferred: &str) -> Option<i64> {
-    let key = session.open_unchecked(deferred.as_bytes(), Access::Read);
+    let key = Session::internal(session.ctx()).check::<Read>(deferred.as_bytes()).ok()?.peek_values(session);
     if key.kind() != KeyKind::ZSet {
         return None;
     }
@@ -428,12 +403,16 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let (Some(ready), Some(deferred)) = (watched.first(), watched.get(1)) else {
         return Available::default();
     };
-    let ready = session.open_unchecked(ready, Access::Read);
+    let Ok(ready) = session.check::<Meta>(&ready[..]).and_then(|ready| ready.open(session)) else {
+        return Available::default();
+    };
     // Another type: the drain replies WRONGTYPE to the waiter, as before.
     if ready.kind() != KeyKind::Empty && (ready.kind() != KeyKind::List || !ready.is_empty()) {
         return Available { mask: READY, due_ms: None };
     }
-    let deferred = session.open_unchecked(deferred, Access::Read);
+    let Ok(deferred) = session.check::<Read>(&deferred[..]).and_then(|deferred| deferred.open(session)) else {
+        return Available::default();
+    };
     match deferred.kind() {
         KeyKind::Empty => Available::default(),
         KeyKind::ZSet => {

@@ -28,19 +28,20 @@ use crate::commands::dreams::lease_secs;
 use crate::dreams::lease::{deadline, grant};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::{Meta, ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
 use crate::metrics::count;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::store::RedisLeases;
 use crate::stores::town::index::IdIndex;
-use crate::stores::town::leases::{self, open_leases};
-use crate::stores::town::mailbox::{open_agent_list, Inboxes};
+use crate::stores::town::leases::{self, check_leases};
+use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
@@ -128,36 +129,45 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
 /// The keys a receive may write, opened (ACL and type checked) before
 /// anything is written.
 struct ReceiveKeys {
-    inboxes: Inboxes,
-    pending: Option<(Key, IdIndex)>,
+    inboxes: Inboxes<ReadWrite>,
+    pending: Option<(Key<ReadWrite>, IdIndex<Write>)>,
     leases: Option<RedisLeases>,
 }
 
 fn open_keys(session: &Session, request: &Request<'_>) -> Result<ReceiveKeys, CommandError> {
-    let inboxes = Inboxes::open(session, &request.keys, request.agent, Access::Write)?;
+    let inboxes = Inboxes::<ReadWrite>::check(session, &request.keys, request.agent)?;
     let pending = match request.reliable {
         true => Some((
-            open_agent_list(session, &request.keys, AgentKey::Pending, request.agent, Access::Write)?,
-            IdIndex::mailboxes(session, &request.keys, Access::Write)?,
+            check_agent_list::<ReadWrite>(session, &request.keys, AgentKey::Pending, request.agent)?,
+            IdIndex::<Write>::mailboxes(session, &request.keys)?,
         )),
         false => None,
     };
-    let leases = match request.lease {
-        Some(_) => Some(open_leases(session, &request.keys, request.agent, Access::Write)?),
+    let leases = request.lease.map(|_| check_leases::<ReadWrite>(session, &request.keys, request.agent)).transpose()?;
+    let inboxes = inboxes.open(session)?;
+    let pending = match pending {
+        Some((list, index)) => Some((open_list(session, list)?, IdIndex::open(session, index)?)),
         None => None,
     };
+    let leases = leases.map(|leases| RedisLeases::open(session, leases)).transpose()?;
     Ok(ReceiveKeys { inboxes, pending, leases })
 }
 
-/// The keys of `ACK <id>` and of the receive after it, each opened once,
-/// all checked (ACL, then type) before the acknowledgement writes: first
-/// those only the receive uses (the urgent inbox, the mailbox index), then
-/// the acknowledgement's own (pending list, inbox, lease set) as
+/// The keys of `ACK <id>` and of the receive after it, each checked and
+/// opened once, all checked (ACL, then type) before the acknowledgement
+/// writes: the urgent inbox and the mailbox index (the receive's own),
+/// then the acknowledgement's (pending list, inbox, lease set) as
 /// `TOWN.ACK` opens them. The receive reuses the acknowledgement's handles.
-fn open_one_trip(session: &Session, request: &Request<'_>) -> Result<(AckKeys, Key, IdIndex), CommandError> {
-    let urgent = open_agent_list(session, &request.keys, AgentKey::Urgent, request.agent, Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, &request.keys, Access::Write)?;
-    let ack = AckKeys::open(session, &request.keys, request.agent)?;
+fn open_one_trip(
+    session: &Session,
+    request: &Request<'_>,
+) -> Result<(AckKeys, Key<ReadWrite>, IdIndex<Write>), CommandError> {
+    let urgent = check_agent_list::<ReadWrite>(session, &request.keys, AgentKey::Urgent, request.agent)?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, &request.keys)?;
+    let ack = AckKeys::check(session, &request.keys, request.agent)?;
+    let urgent = open_list(session, urgent)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
+    let ack = ack.open(session)?;
     Ok((ack, urgent, mailboxes))
 }
 
@@ -268,7 +278,7 @@ const URGENT: u8 = 2;
 fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let mut mask = 0;
     for (name, kind) in watched.iter().zip([INBOX, URGENT]) {
-        let key = session.open_unchecked(name, Access::Read);
+        let Ok(key) = session.check::<Meta>(&name[..]).and_then(|key| key.open(session)) else { continue };
         if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || !key.is_empty()) {
             mask |= kind;
         }
