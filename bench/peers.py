@@ -101,10 +101,11 @@ def bullmq_version():
 
 
 class Tools:
-    def __init__(self, peers, port, pin):
+    def __init__(self, peers, port, pin, timeout=600):
         self.peers = peers
         self.port = port
         self.prefix = ["taskset", "-c", "1"] if pin else []
+        self.timeout = timeout
 
     def run(self, scenario, system, jobs, env=None):
         """One timed run: jobs/s; server µs per job, and of it in the
@@ -116,7 +117,10 @@ class Tools:
         else:
             argv = [str(self.peers), "--system", system]
         argv = self.prefix + argv + ["--port", str(self.port), "--scenario", scenario, "--jobs", str(jobs)]
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"{scenario} {system}: {' '.join(argv)} did not finish in {self.timeout} s")
         if done.returncode != 0:
             raise SystemExit(f"{scenario} {system}: {' '.join(argv)} failed:\n{done.stdout}{done.stderr}")
         lines = [line for line in done.stdout.splitlines() if line.startswith("system=")]
@@ -248,7 +252,7 @@ def main():
         info["server"] = f"{'Valkey' if 'valkey_version' in version.group(0) else 'Redis'} {version.group(1)}"
         info["clients"] = (f"BullMQ {bullmq_version()} on Node {node_version()}; the redis crate and "
                            f"dreamtown-client for Streams, Dreams, Town")
-        tools = Tools(peers, server.port, pin)
+        tools = Tools(peers, server.port, pin, timeout=120 if args.smoke else 600)
         pinning = "server on CPU 0, clients on CPU 1 (taskset)" if pin else "no CPU pinning"
         info["method"] = (f"{pinning}; one server; per case a warm-up run sizes the runs to ~{args.seconds:g} s; "
                           f"{args.reps} rounds, cases interleaved, medians; server CPU = main thread's "
