@@ -6,10 +6,10 @@
 //! index already says the same, so steady-state traffic replicates nothing
 //! extra.
 
+use super::names;
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Access, Session};
-use crate::glue::string::OwnedString;
 use crate::town::keys::{IndexKey, TownKeys};
 
 fn open(
@@ -19,7 +19,7 @@ fn open(
     kind: KeyKind,
     access: Access,
 ) -> Result<Key, CommandError> {
-    let [name] = session.check_strings([OwnedString::concat(&keys.index_parts(index))], access)?;
+    let [name] = session.check_strings([names::index_name(keys, index)], access)?;
     let key = session.open_checked(name, access);
     key.require(kind)?;
     Ok(key)

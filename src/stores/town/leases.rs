@@ -8,7 +8,6 @@ use crate::events::Town;
 use crate::glue::key::{End, Key};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Access, Session};
-use crate::glue::string::OwnedString;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
@@ -17,6 +16,7 @@ use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
 use super::mailbox::open_agent_list;
+use super::names;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };
@@ -102,7 +102,7 @@ pub fn open_leases(
     agent: &str,
     access: Access,
 ) -> Result<RedisLeases, CommandError> {
-    RedisLeases::open_name(session, OwnedString::concat(&keys.agent_key_parts(AgentKey::Leases, agent)), access)
+    RedisLeases::open_name(session, names::agent_name(keys, AgentKey::Leases, agent), access)
 }
 
 /// Expire at most `limit` due leases of an agent (the lease timer's step).

@@ -3,10 +3,10 @@
 //! single lists such as the pending list; each opened with ACL and type
 //! checks up front so every later write is certain to succeed.
 
+use super::names;
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Access, Session};
-use crate::glue::string::OwnedString;
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::priority::Destination;
 
@@ -26,7 +26,7 @@ pub fn open_agent_list(
     agent: &str,
     access: Access,
 ) -> Result<Key, CommandError> {
-    let [name] = session.check_strings([OwnedString::concat(&keys.agent_key_parts(key, agent))], access)?;
+    let [name] = session.check_strings([names::agent_name(keys, key, agent)], access)?;
     let list = session.open_checked(name, access);
     list.require(KeyKind::List)?;
     Ok(list)
@@ -43,8 +43,7 @@ pub struct Inboxes {
 impl Inboxes {
     /// Open `agent`'s inboxes: both ACL checks first, then both type checks.
     pub fn open(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Self, CommandError> {
-        let names =
-            [AgentKey::Inbox, AgentKey::Urgent].map(|key| OwnedString::concat(&keys.agent_key_parts(key, agent)));
+        let names = [AgentKey::Inbox, AgentKey::Urgent].map(|key| names::agent_name(keys, key, agent));
         let [inbox, urgent] = session.check_strings(names, access)?;
         let inboxes = Self { inbox: session.open_checked(inbox, access), urgent: session.open_checked(urgent, access) };
         inboxes.inbox.require(KeyKind::List)?;
