@@ -18,7 +18,9 @@ case:
 
     peer <scenario> <system> jobs_per_s=<x> server_us_per_job=<y>
 
-then the targets (ratios), and writes target/bench/peers.{md,json,svg}
+then `info batch50 <system> ...` lines (each system's batch form with 100
+in flight, for information), the targets (ratios), and writes
+target/bench/peers.{md,json,svg}
 (a full run also docs/bench-peers.svg). --smoke: every case once, briefly,
 unpinned, no warm-up (make test-peers): the lines must parse.
 """
@@ -46,6 +48,9 @@ from run import CARGO, OUT_DIR, Server, cpu_model, free_port, loadavg, log  # no
 from servers import server_bin  # noqa: E402
 
 SCENARIOS = ("add", "bulk50", "worker1", "worker100")
+# Information beside bullmq-bench's four: each system's batch form with 100
+# in flight (printed as `info batch50 <system> ...`).
+EXTRA = (("batch50", "streams"), ("batch50", "dreams"), ("batch50", "town"))
 SYSTEMS = ("bullmq", "streams", "dreams", "town")
 NODE_DIR = Path(os.environ.get("DREAMTOWN_PEERS_NODE_DIR", ROOT / "target" / "node-peers"))
 LINE = re.compile(r"^system=(\S+) scenario=(\S+) jobs=(\d+) seconds=([0-9.]+) server_cpu_secs=([0-9.]+) "
@@ -62,6 +67,8 @@ MAPPING = {
                 "dreams": "DREAMS.DRAIN ... LEASE 30 ACK <last>", "town": "TOWN.RECV ... RELIABLE ACK <last>"},
     "worker100": {"bullmq": "Worker, concurrency 100", "streams": "2 x (XREADGROUP COUNT 50 + XACK of 50)",
                   "dreams": "100 x worker1's loop, one connection", "town": "100 x worker1's loop, one connection"},
+    "batch50": {"streams": "as worker100", "dreams": "2 x (DREAMS.DRAIN ... LEASE 30 COUNT 50 + 50 DREAMS.ACK)",
+                "town": "2 x (TOWN.RECV ... COUNT 50 RELIABLE + one TOWN.ACK of 50)"},
 }
 
 # (label, kind, subject, baseline, scenarios, goal): "cpu" = baseline µs/job
@@ -72,6 +79,8 @@ TARGETS = [
     ("Dreams / BullMQ, jobs/s end to end", "rate", "dreams", "bullmq", ("worker1", "worker100"), 2.0),
     ("Dreams / Streams, server CPU per job", "cpu_within", "dreams", "streams", ("worker1", "worker100"), 1.5),
     ("Town / Streams, server CPU per job", "cpu_within", "town", "streams", ("worker1", "worker100"), 1.5),
+    ("Dreams / Streams, server CPU per job", "cpu_within", "dreams", "streams", ("batch50",), None),
+    ("Town / Streams, server CPU per job", "cpu_within", "town", "streams", ("batch50",), None),
     ("Dreams / BullMQ, jobs per server CPU-second", "cpu", "dreams", "bullmq", ("add", "bulk50"), None),
     ("Dreams / Streams, server CPU per job", "cpu_within", "dreams", "streams", ("add", "bulk50"), None),
     ("Town / Streams, server CPU per job", "cpu_within", "town", "streams", ("add", "bulk50"), None),
@@ -238,7 +247,8 @@ def main():
         raise SystemExit(f"{args.module} missing: run make build")
     cores = os.cpu_count() or 1
     pin = not args.smoke and not args.no_pin and cores >= 2 and shutil.which("taskset") is not None
-    cases = [(s, system) for s in SCENARIOS for system in SYSTEMS if re.search(args.only, f"{s} {system}")]
+    cases = [(s, system) for s in SCENARIOS for system in SYSTEMS] + list(EXTRA)
+    cases = [case for case in cases if re.search(args.only, " ".join(case))]
     peers = build_peers(debug=args.smoke)
     if args.callgrind:
         return callgrind(Path(args.module).resolve(), peers, cases, args.keep)
@@ -289,11 +299,14 @@ def main():
         results[case] = {key: statistics.median(r[key] for r in runs) for key in ("rate", "us", "sys_us", "client_us")}
         results[case].update(spread=(max(rates) - min(rates)) / median * 100 if median else 0.0, runs=runs)
     lines = [f"peer {s} {system} jobs_per_s={r['rate']:.0f} server_us_per_job={r['us']:.2f}"
-             for (s, system), r in results.items()]
+             for (s, system), r in results.items() if (s, system) not in EXTRA]
     bad = [line for line in lines if not PEER_LINE.match(line)]
     if bad:
         raise SystemExit(f"unparseable result lines: {bad}")
     print("\n".join(lines), flush=True)
+    for (s, system), r in results.items():
+        if (s, system) in EXTRA:
+            print(f"info {s} {system} jobs_per_s={r['rate']:.0f} server_us_per_job={r['us']:.2f}", flush=True)
     if args.smoke:
         log(f"== smoke: {len(lines)} peer lines parse")
         return
@@ -309,7 +322,7 @@ def main():
     (OUT_DIR / "peers.json").write_text(json.dumps(
         {"info": info, "cases": {f"{s} {system}": r for (s, system), r in results.items()}, "targets": rows},
         indent=2))
-    picture = chart.peers_svg(results, SCENARIOS, SYSTEMS, info)
+    picture = chart.peers_svg(results, SCENARIOS + ("batch50",), SYSTEMS, info)
     (OUT_DIR / "peers.svg").write_text(picture)
     log(f"== results also in {(OUT_DIR / 'peers.md').relative_to(ROOT)}, peers.json and peers.svg")
     if not args.only:

@@ -1,7 +1,8 @@
 //! dreamtown's Dreams through the client crate's `RedisFireQueue`: `fire`
 //! adds an explicit fire (a job of one region), a worker drains it with a
 //! lease and acknowledges it in the call that drains the next
-//! (`DREAMS.DRAIN ... LEASE ... ACK`, one round trip per job).
+//! (`DREAMS.DRAIN ... LEASE ... ACK`, one round trip per job); `batch50`
+//! drains 50 at once (`COUNT`) and acknowledges them together.
 
 use dreamtown_client::dreams::{
     AcknowledgeOutcome, DrainResult, DreamsTrigger, FireMessage, FireOutcome, QuietHours, RedisFireQueue, RegionKey,
@@ -9,7 +10,7 @@ use dreamtown_client::dreams::{
 use dreamtown_client::redis::aio::MultiplexedConnection;
 use futures_util::future::join_all;
 
-use super::{BULK, Claims, Meter, WAIT, command, connect, expect, shared};
+use super::{BATCH_WORKER, BATCH_WORKERS, BULK, Claims, Meter, WAIT, command, connect, connections, expect, shared};
 
 const ORG: &str = "bench";
 const NODE: &str = "bench-node";
@@ -74,6 +75,26 @@ async fn work(mut q: RedisFireQueue, claims: &Claims) -> Result<(), String> {
     }
 }
 
+/// One batch worker (`batch50`): up to [`BATCH_WORKER`] jobs in one leased
+/// `DREAMS.DRAIN ... COUNT`, then their acknowledgements at once.
+async fn work_batches(conn: MultiplexedConnection, claims: &Claims) -> Result<(), String> {
+    let mut drainer = queue(conn.clone());
+    let mut ackers: Vec<_> = (0..BATCH_WORKER).map(|_| queue(conn.clone())).collect();
+    loop {
+        let n = claims.take(BATCH_WORKER as u64);
+        if n == 0 {
+            return Ok(());
+        }
+        let jobs = drainer.drain_batch(WAIT, n as u32, Some(LEASE)).await.map_err(|e| e.to_string())?;
+        expect("fires drained", jobs.len() as u64, n)?;
+        let acks =
+            ackers.iter_mut().zip(&jobs).map(|(q, job)| q.acknowledge(job, true, DreamsTrigger::default(), NODE));
+        for outcome in join_all(acks).await {
+            acknowledged(outcome.map_err(|e| e.to_string())?)?;
+        }
+    }
+}
+
 /// Run `o`'s scenario; what its timed part cost.
 pub async fn run(o: &super::Options) -> Result<super::Measured, String> {
     let mut conn = connect(o.port).await?;
@@ -85,6 +106,16 @@ pub async fn run(o: &super::Options) -> Result<super::Measured, String> {
             let meter = Meter::start(o.port).await?;
             fire(&conn, o.jobs, batch).await?;
             (meter.stop().await?, o.jobs)
+        }
+        "batch50" => {
+            fire(&conn, o.jobs, 1000).await?;
+            let conns = connections(o.port, BATCH_WORKERS).await?;
+            let claims = Claims::new(o.jobs);
+            let meter = Meter::start(o.port).await?;
+            for result in join_all(conns.into_iter().map(|c| work_batches(c, &claims))).await {
+                result?;
+            }
+            (meter.stop().await?, 0)
         }
         _ => {
             fire(&conn, o.jobs, 1000).await?;

@@ -9,6 +9,7 @@
 //! | `bulk50` | 50 `XADD`s in one pipeline | 50 `fire`s at once on one connection | 50 `send`s at once |
 //! | `worker1` | `XREADGROUP COUNT 1` + `XACK` | `drain_leased`, then `acknowledge_and_drain_leased` per job | `receive_reliable`, then `ack_and_receive` per job |
 //! | `worker100` | 2 consumers of `XREADGROUP COUNT 50` + one `XACK` of the 50, a connection each | 100 of worker1's loops at once on one connection | 100 of worker1's loops at once on one connection |
+//! | `batch50` (information) | as `worker100` | 2 workers of `drain_batch` (`COUNT 50`, leased) + the 50 `acknowledge`s at once, a connection each | 2 workers of `receive_reliable` (`COUNT 50`) + one `ack_messages` of the 50, a connection each |
 //!
 //! Workers take prefilled jobs (filled untimed) with a no-op processor.
 //! The timed section starts once every connection is open; the server's
@@ -30,12 +31,18 @@ use dreamtown_client::redis::{self, aio::MultiplexedConnection};
 
 /// The systems this binary drives (BullMQ runs under node).
 pub const SYSTEMS: [&str; 3] = ["streams", "dreams", "town"];
-/// The scenarios, as bench/peers.py names them.
-pub const SCENARIOS: [&str; 4] = ["add", "bulk50", "worker1", "worker100"];
+/// The scenarios, as bench/peers.py names them; `batch50` (information,
+/// not one of bullmq-bench's) is each system's batch form with 100 in flight.
+pub const SCENARIOS: [&str; 5] = ["add", "bulk50", "worker1", "worker100", "batch50"];
 /// Jobs per round trip of `bulk50`.
 pub const BULK: usize = 50;
 /// Jobs in flight at once in `worker100`.
 pub const CONCURRENCY: usize = 100;
+/// `batch50` (and Streams' `worker100`): this many workers, each on a
+/// connection of its own, each taking this many jobs at once.
+pub const BATCH_WORKERS: usize = 2;
+/// See [`BATCH_WORKERS`].
+pub const BATCH_WORKER: usize = 50;
 /// How long a worker's blocking call waits (never, with prefilled jobs).
 pub const WAIT: Duration = Duration::from_secs(5);
 /// The job every system carries where it carries a payload of its own
@@ -87,7 +94,11 @@ impl Options {
 
     /// Concurrent workers of a worker scenario.
     pub fn workers(&self) -> usize {
-        if self.scenario == "worker100" { CONCURRENCY } else { 1 }
+        match self.scenario.as_str() {
+            "worker100" => CONCURRENCY,
+            "batch50" => BATCH_WORKERS,
+            _ => 1,
+        }
     }
 }
 

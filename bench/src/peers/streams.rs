@@ -5,13 +5,10 @@
 
 use dreamtown_client::redis::{self, Value, aio::MultiplexedConnection};
 
-use super::{BULK, Claims, JOB, Meter, WAIT, command, connect, connections, expect};
+use super::{BATCH_WORKER, BATCH_WORKERS, BULK, Claims, JOB, Meter, WAIT, command, connect, connections, expect};
 
 const STREAM: &str = "peers:stream";
 const GROUP: &str = "peers";
-/// `worker100`: this many consumers, each taking this many entries at once.
-const CONSUMERS: usize = 2;
-const BATCH: u64 = 50;
 
 fn xadd() -> redis::Cmd {
     let mut cmd = redis::cmd("XADD");
@@ -94,7 +91,8 @@ pub async fn run(o: &super::Options) -> Result<super::Measured, String> {
         _ => {
             command(&mut conn, &["XGROUP", "CREATE", STREAM, GROUP, "0", "MKSTREAM"]).await?;
             add(&mut conn, o.jobs, 1000).await?;
-            let (consumers, batch) = if o.workers() == 1 { (1, 1) } else { (CONSUMERS, BATCH) };
+            // worker100 and batch50 are the same for Streams: its batch form.
+            let (consumers, batch) = if o.workers() == 1 { (1, 1) } else { (BATCH_WORKERS, BATCH_WORKER as u64) };
             let conns = connections(o.port, consumers).await?;
             let claims = Claims::new(o.jobs);
             let meter = Meter::start(o.port).await?;

@@ -1,13 +1,15 @@
 //! dreamtown's Town through the client crate's `Channel`: `send` adds a
 //! task message to an agent's inbox, a worker receives it reliably (kept
 //! pending until acknowledged) and acknowledges it in the call that
-//! receives the next (`TOWN.RECV ... RELIABLE ACK`, one round trip per job).
+//! receives the next (`TOWN.RECV ... RELIABLE ACK`, one round trip per job);
+//! `batch50` receives 50 at once (`COUNT`) and acknowledges them in one
+//! `TOWN.ACK`.
 
 use dreamtown_client::redis::aio::MultiplexedConnection;
 use dreamtown_client::town::{AgentId, Channel, Delivery, Message, MessageType};
 use futures_util::future::join_all;
 
-use super::{BULK, Claims, Meter, WAIT, command, connect, expect, shared};
+use super::{BATCH_WORKER, BATCH_WORKERS, BULK, Claims, Meter, WAIT, command, connect, connections, expect, shared};
 
 const TOWN: &str = "bench";
 
@@ -57,6 +59,21 @@ async fn work(channel: Channel, agent: AgentId, claims: &Claims) -> Result<(), S
     }
 }
 
+/// One batch worker (`batch50`): up to [`BATCH_WORKER`] messages in one
+/// `TOWN.RECV ... COUNT ... RELIABLE`, then one `TOWN.ACK` of them all.
+async fn work_batches(channel: Channel, agent: AgentId, claims: &Claims) -> Result<(), String> {
+    loop {
+        let n = claims.take(BATCH_WORKER as u64);
+        if n == 0 {
+            return Ok(());
+        }
+        let received = channel.receive_reliable(agent, n as usize, Some(WAIT)).await.map_err(|e| e.to_string())?;
+        let ids: Vec<String> = received.iter().filter_map(Delivery::ack_id).collect();
+        expect("messages received", ids.len() as u64, n)?;
+        expect("acknowledged", channel.ack_messages(agent, &ids).await.map_err(|e| e.to_string())?, ids.len())?;
+    }
+}
+
 /// Run `o`'s scenario; what its timed part cost.
 pub async fn run(o: &super::Options) -> Result<super::Measured, String> {
     let mut conn: MultiplexedConnection = connect(o.port).await?;
@@ -69,6 +86,17 @@ pub async fn run(o: &super::Options) -> Result<super::Measured, String> {
             let meter = Meter::start(o.port).await?;
             send(&channel, agent, o.jobs, batch).await?;
             (meter.stop().await?, o.jobs as usize)
+        }
+        "batch50" => {
+            send(&channel, agent, o.jobs, 1000).await?;
+            let channels: Vec<_> =
+                connections(o.port, BATCH_WORKERS).await?.into_iter().map(|c| Channel::new(c, TOWN)).collect();
+            let claims = Claims::new(o.jobs);
+            let meter = Meter::start(o.port).await?;
+            for result in join_all(channels.into_iter().map(|c| work_batches(c, agent, &claims))).await {
+                result?;
+            }
+            (meter.stop().await?, 0)
         }
         _ => {
             send(&channel, agent, o.jobs, 1000).await?;
