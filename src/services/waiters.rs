@@ -94,6 +94,11 @@ pub struct WaitOn<'a> {
     /// ... ACK`): the waiter is then answered `[before, <served reply or
     /// nil>]`; an error is sent alone. `None`: the reply as it is.
     pub before: Option<Reply>,
+    /// The nil a timeout answers, of the native analogue's type:
+    /// [`Reply::Nil`] (`$-1` in RESP2) where the call replies one item (as
+    /// `BLMOVE`), [`Reply::NilArray`] (`*-1`) where it replies an array
+    /// (as `BLPOP`, `BLMPOP`, `XREADGROUP`).
+    pub timeout: Reply,
 }
 
 /// Waiters handed an item (or an error).
@@ -127,6 +132,8 @@ struct Ticket {
     delivery: Option<CommandResult>,
     /// [`WaitOn::before`].
     before: Option<Reply>,
+    /// [`WaitOn::timeout`].
+    timeout: Reply,
 }
 
 struct Queue {
@@ -353,6 +360,7 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
         seq,
         delivery: None,
         before: wait.before,
+        timeout: wait.timeout,
     }));
     let mut keys = [private.as_ptr()];
     let bc = unsafe {
@@ -447,13 +455,15 @@ unsafe extern "C" fn on_timeout(
         match delivery {
             Some(result) => reply::send(ctx, &after(before, result)),
             None => {
+                let mut nil = Reply::Nil;
                 if let Some(t) = unsafe { ticket.as_ref() } {
                     let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
                     if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
                         TIMED_OUT.bump();
                     }
+                    nil = t.timeout.clone();
                 }
-                reply::send(ctx, &after(before, Ok(Reply::Nil)));
+                reply::send(ctx, &after(before, Ok(nil)));
             }
         }
     }));

@@ -15,7 +15,9 @@
 //! hundred items per step, never in one step that grows with it.
 //!
 //! `COUNT <n>`: up to n items in one call, each drained (and leased) as one
-//! drain would; the reply is then an array of payloads (nil on timeout).
+//! drain would; the reply is then an array of payloads (nil on timeout:
+//! the null array, `*-1` in RESP2, as `BLMPOP`'s; without `COUNT` the
+//! nil is `$-1`, as `BLMOVE`'s).
 //!
 //! `ACK <payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` (last): the
 //! one-trip worker loop. The payload is acknowledged exactly as
@@ -125,11 +127,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
         let option = option.map_err(|other| unknown_option(&other))?;
         match option {
             "COUNT" if count.is_none() => {
-                let n = args.unsigned("count", COUNT_MAX)?;
-                if n == 0 {
-                    return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
-                }
-                count = Some(n);
+                count = Some(args.unsigned_in("count", 1, COUNT_MAX)?);
             }
             "ACK" => {
                 let at = args.position().saturating_sub(1);
@@ -143,7 +141,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
                 window = Some(parsed);
             }
             "OFFSET" if offset.is_none() => {
-                let minutes = args.signed("UTC offset (minutes)", i64::MIN, i64::MAX)?;
+                let minutes = args.signed("UTC offset (minutes)", -1439, 1439)?;
                 offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
             }
             "NOQUIET" => no_quiet = true,
@@ -326,12 +324,13 @@ impl Payloads {
     }
 }
 
-/// The drain's own reply: the payload (nil if none), or with `COUNT` the
-/// array of payloads (nil if none, as `BLMPOP`).
+/// The drain's own reply: the payload (nil if none, `$-1` in RESP2 as
+/// `BLMOVE`'s), or with `COUNT` the array of payloads (nil if none, the
+/// null array `*-1` as `BLMPOP`'s).
 fn drained_reply(payloads: Payloads) -> Reply {
     match payloads {
         Payloads::One(payload) => Reply::bulk_or_nil(payload),
-        Payloads::Batch(batch) if batch.is_empty() => Reply::Nil,
+        Payloads::Batch(batch) if batch.is_empty() => Reply::NilArray,
         Payloads::Batch(batch) => Reply::bulks(batch),
     }
 }
@@ -388,6 +387,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         serve,
         due_ms,
         before,
+        timeout: match request.count {
+            Some(_) => Reply::NilArray,
+            None => Reply::Nil,
+        },
     };
     let blocked = waiters::block(session, drain_argv, request.timeout_ms, wait);
     if queued_behind {
