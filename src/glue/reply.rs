@@ -21,11 +21,11 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// An integer.
     Integer(i64),
-    /// The null reply where the value would be one item (a bulk string):
-    /// `$-1` in RESP2, as `BLMOVE`'s timeout; `_` in RESP3.
+    /// The null reply of one item: `$-1` in RESP2 (as `GET`, or `BLMOVE`
+    /// inside MULTI); `_` in RESP3.
     Nil,
-    /// The null reply where the value would be an array: `*-1` in RESP2,
-    /// as `BLPOP`'s, `BLMPOP`'s and `XREADGROUP`'s timeout; `_` in RESP3.
+    /// The null array: `*-1` in RESP2 (as the timeout of `BLPOP`,
+    /// `BLMOVE`, `BLMPOP`, `XREADGROUP`); `_` in RESP3.
     NilArray,
     /// An array.
     Array(Vec<Reply>),

@@ -263,11 +263,7 @@ pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
 /// is not gone: its entry goes when its deadline comes and the tick finds
 /// nothing due.) Every other event returns at the first test, so the hot
 /// commands' own events cost one comparison each here.
-pub(super) fn on_keyspace_event(
-    ctx: *mut raw::RedisModuleCtx,
-    event: &[u8],
-    key: *mut raw::RedisModuleString,
-) {
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
     if !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from" | b"restore") {
         return;
     }

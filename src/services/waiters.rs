@@ -94,10 +94,9 @@ pub struct WaitOn<'a> {
     /// ... ACK`): the waiter is then answered `[before, <served reply or
     /// nil>]`; an error is sent alone. `None`: the reply as it is.
     pub before: Option<Reply>,
-    /// The nil a timeout answers, of the native analogue's type:
-    /// [`Reply::Nil`] (`$-1` in RESP2) where the call replies one item (as
-    /// `BLMOVE`), [`Reply::NilArray`] (`*-1`) where it replies an array
-    /// (as `BLPOP`, `BLMPOP`, `XREADGROUP`).
+    /// The nil a timeout answers, of the native analogue's type (every
+    /// list-blocking command times out with [`Reply::NilArray`], `*-1` in
+    /// RESP2: `BLPOP`, `BLMOVE`, `BLMPOP`; so does `XREADGROUP`).
     pub timeout: Reply,
 }
 

@@ -15,9 +15,12 @@
 //! hundred items per step, never in one step that grows with it.
 //!
 //! `COUNT <n>`: up to n items in one call, each drained (and leased) as one
-//! drain would; the reply is then an array of payloads (nil on timeout:
-//! the null array, `*-1` in RESP2, as `BLMPOP`'s; without `COUNT` the
-//! nil is `$-1`, as `BLMOVE`'s).
+//! drain would; the reply is then an array of payloads.
+//!
+//! The nil of a timeout is the null array (`*-1` in RESP2), as `BLMOVE`'s
+//! and `BLMPOP`'s; inside MULTI or a script, where nothing blocks, a drain
+//! that finds nothing answers `$-1` as `BLMOVE` there does, and with
+//! `COUNT` `*-1` as `BLMPOP` there does (RESP3: `_` for all).
 //!
 //! `ACK <payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` (last): the
 //! one-trip worker loop. The payload is acknowledged exactly as
@@ -324,9 +327,9 @@ impl Payloads {
     }
 }
 
-/// The drain's own reply: the payload (nil if none, `$-1` in RESP2 as
-/// `BLMOVE`'s), or with `COUNT` the array of payloads (nil if none, the
-/// null array `*-1` as `BLMPOP`'s).
+/// The drain's own reply when it does not wait: the payload (nil if none,
+/// `$-1` in RESP2 as `BLMOVE`'s inside MULTI), or with `COUNT` the array
+/// of payloads (nil if none, the null array `*-1` as `BLMPOP`'s).
 fn drained_reply(payloads: Payloads) -> Reply {
     match payloads {
         Payloads::One(payload) => Reply::bulk_or_nil(payload),
@@ -387,10 +390,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         serve,
         due_ms,
         before,
-        timeout: match request.count {
-            Some(_) => Reply::NilArray,
-            None => Reply::Nil,
-        },
+        // `BLMOVE` and `BLMPOP` alike time out with the null array.
+        timeout: Reply::NilArray,
     };
     let blocked = waiters::block(session, drain_argv, request.timeout_ms, wait);
     if queued_behind {

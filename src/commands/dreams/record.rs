@@ -72,7 +72,10 @@ pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
     // every bad value gets.
     let value = args.required("generation")?;
     let value = parse_unsigned(value, u64::MAX).filter(|value| *value > 0).ok_or_else(|| {
-        CommandError::err(format_args!("Dreams delivery generation must be positive (an integer from 1 to {})", u64::MAX))
+        CommandError::err(format_args!(
+            "Dreams delivery generation must be positive (an integer from 1 to {})",
+            u64::MAX
+        ))
     })?;
     Ok(i64::try_from(value).unwrap_or(i64::MAX))
 }
