@@ -113,6 +113,7 @@ required!(
     RedisModule_ReplyWithArray,
     RedisModule_ReplyWithNullArray,
     RedisModule_ReplyWithMap,
+    RedisModule_LatencyAddSample,
     RedisModule_PublishMessage,
     RedisModule_Milliseconds,
     RedisModule_RegisterInfoFunc,

@@ -316,6 +316,7 @@ unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) 
     let started = Instant::now();
     let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
     MAX_TICK_US.fetch_max(micros(started), Ordering::Relaxed);
+    crate::glue::latency::report(crate::glue::latency::LEASE_TICK, started);
     if let Some(delay) = next {
         let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, delay)));
     }

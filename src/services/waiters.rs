@@ -52,6 +52,7 @@ use redis_module::raw;
 
 use super::migration_guard;
 use crate::glue::api::api;
+use crate::glue::latency;
 use crate::glue::reply::{self, CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::{bytes_of, OwnedString};
@@ -527,6 +528,7 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
             };
             return;
         }
+        let started = std::time::Instant::now();
         let pending = with_registry(|r| {
             r.timer_armed = false;
             std::mem::take(&mut r.pending)
@@ -534,6 +536,7 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
         for id in pending {
             serve_queue(ctx, &id);
         }
+        latency::report(latency::WAITER_PASS, started);
     }));
 }
 
@@ -554,7 +557,9 @@ unsafe extern "C" fn on_due_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
             None => false,
         });
         if present {
+            let started = std::time::Instant::now();
             serve_queue(ctx, &id);
+            latency::report(latency::WAITER_PASS, started);
         }
     }));
 }
