@@ -51,11 +51,9 @@ fn timer_work_over_the_threshold_is_a_latency_event_as_expire_cycle_is() {
     // The module's: many leases due at once, expired by the lease timer
     // at most 1,000 and 5 ms per tick.
     let org = tenant("latency");
-    let fires = format!(
-        "for i = 1, 20000 do redis.call('DREAMS.FIRE', ARGV[1], 'p' .. i, '1') end \
-         for i = 1, 20000 do redis.call('DREAMS.DRAIN', ARGV[1], '0', 'NOQUIET', 'LEASE', '0.001') end"
-    );
-    call(&mut con, &["EVAL", &fires, "0", &org]);
+    let fires = "for i = 1, 20000 do redis.call('DREAMS.FIRE', ARGV[1], 'p' .. i, '1') end \
+         for i = 1, 20000 do redis.call('DREAMS.DRAIN', ARGV[1], '0', 'NOQUIET', 'LEASE', '0.001') end";
+    call(&mut con, &["EVAL", fires, "0", &org]);
     wait_until("dreamtown-lease-tick in LATENCY LATEST", || latest(&mut con, "dreamtown-lease-tick").is_some());
     let tick = latest(&mut con, "dreamtown-lease-tick").expect("the lease tick");
     assert_eq!(shape(&tick), shape(&native), "{tick:?} against {native:?}");
