@@ -273,15 +273,11 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
     if with_index(|index| index.is_empty()) {
         return;
     }
-    let name = crate::glue::string::bytes_of(key);
+    let Some((family, tenant)) = lease_index::lease_set_tenant(crate::glue::string::bytes_of(key)) else {
+        return;
+    };
     let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-    let mut forgot = false;
-    for (number, family) in families().into_iter().enumerate() {
-        if let Some(tenant) = (family.tenant_of)(name) {
-            forgot |= with_index(|index| index.forget(&(number, db, tenant)));
-        }
-    }
-    if forgot {
+    if with_index(|index| index.forget(&(family, db, tenant))) {
         disarm_if_idle(ctx);
     }
 }
