@@ -3,9 +3,9 @@
 //! is that key's name. Expiry moves due pending messages back to the head
 //! of the agent's inbox (state machine: [`crate::town::lease`]).
 
+use super::names;
 use crate::dreams::lease::LeaseStore;
 use crate::events::Town;
-use super::names;
 use crate::glue::access::{Mode, ReadWrite};
 use crate::glue::key::{End, Key};
 use crate::glue::reply::CommandError;

@@ -52,8 +52,7 @@ pub struct InboxesChecked<M: Mode> {
 impl<M: Mode> Inboxes<M> {
     /// Check `agent`'s inboxes for mode `M`.
     pub fn check(session: &Session, keys: &TownKeys, agent: &str) -> Result<InboxesChecked<M>, CommandError> {
-        let names =
-            [AgentKey::Inbox, AgentKey::Urgent].map(|key| names::agent_name(keys, key, agent));
+        let names = [AgentKey::Inbox, AgentKey::Urgent].map(|key| names::agent_name(keys, key, agent));
         let [inbox, urgent] = session.check_all(names)?;
         Ok(InboxesChecked { inbox, urgent })
     }
