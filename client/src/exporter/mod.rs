@@ -389,7 +389,8 @@ impl Exporter {
 
 /// A connection to `url` with the configured TLS, credentials and timeouts.
 fn open(config: &Config, url: &str) -> redis::RedisResult<redis::Connection> {
-    let con = config.connect.client(url)?.get_connection_with_timeout(config.timeout)?;
+    let con =
+        config.connect.client(url)?.get_connection_with_timeout(config.timeout).map_err(crate::connect::explain)?;
     con.set_read_timeout(Some(config.timeout))?;
     Ok(con)
 }
