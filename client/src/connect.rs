@@ -414,7 +414,7 @@ mod tests {
         assert!(text.contains("the server's TLS certificate"), "{text}");
         assert!(text.contains("UnsupportedCertVersion"), "{text}");
         let other = RedisError::from((redis::ErrorKind::Io, "TLS", "connection refused".into()));
-        assert_eq!(explain(other).to_string().contains("server's TLS"), false);
+        assert!(!explain(other).to_string().contains("server's TLS"));
     }
 
     #[test]
