@@ -8,7 +8,8 @@
 #   2. make deps                     (scripts/deps.sh all: every package and tool)
 #   3. make build                    (the module, CARGO_TARGET_DIR honoured)
 #   4. the seeds' build step: exocortex-wire, the crate whose build script
-#      compiles protobufs (protoc and google/protobuf/*.proto)
+#      compiles protobufs (protoc and google/protobuf/*.proto), and any
+#      crate of either seed's build that needs more than a C compiler
 #
 # Nothing of the host leaks in but the Rust toolchain (~/.cargo, ~/.rustup,
 # bind-mounted: rustup is not a Debian package) and this checkout
@@ -43,6 +44,7 @@ SUITE=bookworm
 CARGO_HOME_DIR="${CARGO_HOME:-$HOME/.cargo}"
 RUSTUP_HOME_DIR="${RUSTUP_HOME:-$HOME/.rustup}"
 EXO=exocortex-dreams-0.5.4
+TT=tinytown-0.10.0
 started=$SECONDS
 
 log() { echo "== test-deps: $*"; }
@@ -183,7 +185,9 @@ while todo:
 probing, cc_only = [], []
 for i in sorted(seen):
     p = packages[i]
-    build = {d["name"] for d in p["dependencies"] if d["kind"] == "build"}
+    # Its build dependencies as resolved (optional ones only when enabled).
+    build = {packages[d["pkg"]]["name"] for d in nodes[i]["deps"]
+             if any(k["kind"] == "build" for k in d.get("dep_kinds", []))}
     if build & PROBES:
         probing.append((p, "cc" in build))
     elif "cc" in build:
@@ -221,6 +225,16 @@ echo "$crates" | grep -q '^exocortex-wire@' || fail "exocortex-wire has no proto
 log "rebuilding: $(echo $crates)"
 inside "cargo clean --quiet --manifest-path '$seed_manifest' --target-dir '$seed_target' $(printf -- ' -p %s' $crates)"
 inside "cargo build --quiet --manifest-path '$seed_manifest' --target-dir '$seed_target' -p exocortex-wire"
+# tinytown's tree too: whatever in it needs more than a C compiler.
+inside "cd '$REPO' && SEEDS_STEP=fetch SEEDS_ONLY=tinytown seeds/run.sh"
+tt_manifest="$REPO/target/seeds/src/$TT/Cargo.toml"
+tt_target="$REPO/target/seeds/target-$TT"
+crates=$(system_crates "$tt_manifest" tinytown)
+if [[ -n "$crates" ]]; then
+  log "rebuilding in tinytown's build: $(echo $crates)"
+  inside "cargo clean --quiet --manifest-path '$tt_manifest' --target-dir '$tt_target' $(printf -- ' -p %s' $crates)"
+  inside "cargo build --quiet --manifest-path '$tt_manifest' --target-dir '$tt_target' $(printf -- ' -p %s' $crates)"
+fi
 seeds_took=$((SECONDS - t))
 
-log "passed in $((SECONDS - started))s: make deps ${deps_took}s, make build ${build_took}s, exocortex-wire ${seeds_took}s"
+log "passed in $((SECONDS - started))s: make deps ${deps_took}s, make build ${build_took}s, the seeds' builds ${seeds_took}s"

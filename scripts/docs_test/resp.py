@@ -221,8 +221,9 @@ class Connection:
 
 
 # Commands whose reply redis-cli prints raw even in a terminal (INFO's text).
-RAW_COMMANDS = {"info", "lolwut", "client list", "cluster nodes", "cluster info", "memory doctor", "memory malloc-stats",
-                "latency doctor", "debug htstats", "debug htstats-key", "acl log"}
+RAW_COMMANDS = {"info", "lolwut", "client list", "client info", "cluster nodes", "cluster info", "memory doctor",
+                "memory malloc-stats", "latency doctor", "latency graph", "debug htstats", "debug htstats-key",
+                "proxy info"}
 
 
 def prints_raw(args):
