@@ -202,16 +202,16 @@ for p in chosen:
 
 log "in an empty Debian 12: apt-get install make"
 t=$SECONDS
-inside "apt-get update -qq && apt-get install -y -qq --no-install-recommends make >/dev/null"
+inside "apt-get update -qq && apt-get install -y -qq --no-install-recommends make >/dev/null" || fail "apt-get install make"
 log "make deps"
-inside "cd '$REPO' && make deps"
+inside "cd '$REPO' && make deps" || fail "make deps, in an empty Debian 12"
 deps_took=$((SECONDS - t))
 
 t=$SECONDS
 crates=$(system_crates "$REPO/Cargo.toml" dreamtown all-cc)
 log "make build, rebuilding: dreamtown $(echo $crates)"
 inside "cd '$REPO' && cargo clean --quiet --release -p dreamtown $(printf -- ' -p %s' $crates)"
-inside "cd '$REPO' && make build"
+inside "cd '$REPO' && make build" || fail "make build, after make deps, in an empty Debian 12"
 [[ -f "$ROOTFS$CHROOT_TARGET/release/libdreamtown.so" ]] || fail "make build made no $CHROOT_TARGET/release/libdreamtown.so"
 build_took=$((SECONDS - t))
 
@@ -224,7 +224,8 @@ crates=$(system_crates "$seed_manifest" exocortex-wire)
 echo "$crates" | grep -q '^exocortex-wire@' || fail "exocortex-wire has no protobuf build script any more: update scripts/test-deps.sh"
 log "rebuilding: $(echo $crates)"
 inside "cargo clean --quiet --manifest-path '$seed_manifest' --target-dir '$seed_target' $(printf -- ' -p %s' $crates)"
-inside "cargo build --quiet --manifest-path '$seed_manifest' --target-dir '$seed_target' -p exocortex-wire"
+inside "cargo build --quiet --manifest-path '$seed_manifest' --target-dir '$seed_target' -p exocortex-wire" ||
+  fail "exocortex-wire's build (protoc, google/protobuf/*.proto), after make deps, in an empty Debian 12"
 # tinytown's tree too: whatever in it needs more than a C compiler.
 inside "cd '$REPO' && SEEDS_STEP=fetch SEEDS_ONLY=tinytown seeds/run.sh"
 tt_manifest="$REPO/target/seeds/src/$TT/Cargo.toml"
@@ -233,7 +234,8 @@ crates=$(system_crates "$tt_manifest" tinytown)
 if [[ -n "$crates" ]]; then
   log "rebuilding in tinytown's build: $(echo $crates)"
   inside "cargo clean --quiet --manifest-path '$tt_manifest' --target-dir '$tt_target' $(printf -- ' -p %s' $crates)"
-  inside "cargo build --quiet --manifest-path '$tt_manifest' --target-dir '$tt_target' $(printf -- ' -p %s' $crates)"
+  inside "cargo build --quiet --manifest-path '$tt_manifest' --target-dir '$tt_target' $(printf -- ' -p %s' $crates)" ||
+    fail "tinytown's $crates, after make deps, in an empty Debian 12"
 fi
 seeds_took=$((SECONDS - t))
 
