@@ -39,7 +39,7 @@ EXO=exocortex-dreams-0.5.4
 STORE=exocortex-storage-0.5.4
 TT=tinytown-0.10.0
 
-command -v protoc >/dev/null || { echo "FAIL test-seeds: protoc is missing (apt-get install protobuf-compiler)"; exit 1; }
+command -v protoc >/dev/null || { echo "FAIL test-seeds: protoc is missing (make deps installs protobuf-compiler and libprotobuf-dev)"; exit 1; }
 [ "$STEP" = fetch ] || [ -f "$MODULE" ] || { echo "FAIL test-seeds: no module at $MODULE (make build)"; exit 1; }
 
 start=$(date +%s)
