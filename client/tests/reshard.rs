@@ -772,16 +772,7 @@ async fn coordinated_failover_under_load_loses_nothing() {
 
     let promote = cluster.clone();
     tokio::task::spawn_blocking(move || {
-        let reply: String = redis::cmd("CLUSTER")
-            .arg("FAILOVER")
-            .query(&mut promote.nodes[replica].connect())
-            .expect("CLUSTER FAILOVER");
-        assert_eq!(reply, "OK");
-        common::wait_until("the replica took over the slots", || {
-            info_field(&promote.nodes[replica], "replication", "role").as_deref() == Some("master")
-                && promote.owner_of_slot(0) == replica
-        });
-        promote.wait_stable();
+        promote.fail_over_to(replica, 0);
     })
     .await
     .expect("failover");

@@ -127,6 +127,32 @@ impl Cluster {
         });
     }
 
+    /// A coordinated failover (`CLUSTER FAILOVER` asked of `replica`),
+    /// asked again until the replica is a master that owns its old master's
+    /// slots. A manual failover the master cannot finish within its own
+    /// timeout (5 s: the replica must reach the paused master's offset) is
+    /// abandoned silently, which happens on a loaded machine; Redis's own
+    /// tests ask again for the same reason.
+    pub fn fail_over_to(&self, replica: usize, slot: u16) {
+        let node = &self.nodes[replica];
+        let took_over = || {
+            let Ok(mut con) = node.try_connect() else { return false };
+            let role: String = redis::cmd("INFO").arg("replication").query(&mut con).unwrap_or_default();
+            role.lines().any(|line| line.trim() == "role:master") && self.owner_of_slot(slot) == replica
+        };
+        let asked = std::time::Instant::now();
+        while !took_over() {
+            assert!(asked.elapsed() < crate::DEADLINE * 2, "the replica never took over slot {slot}");
+            let reply: String = redis::cmd("CLUSTER").arg("FAILOVER").query(&mut node.connect()).expect("CLUSTER FAILOVER");
+            assert_eq!(reply, "OK");
+            let attempt = std::time::Instant::now();
+            while !took_over() && attempt.elapsed() < std::time::Duration::from_secs(12) {
+                std::thread::sleep(crate::POLL);
+            }
+        }
+        self.wait_stable();
+    }
+
     /// `redis://` URLs of every node.
     pub fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(Server::url).collect()
