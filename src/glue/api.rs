@@ -111,6 +111,7 @@ required!(
     RedisModule_ReplyWithLongLong,
     RedisModule_ReplyWithNull,
     RedisModule_ReplyWithArray,
+    RedisModule_ReplyWithMap,
     RedisModule_PublishMessage,
     RedisModule_Milliseconds,
     RedisModule_RegisterInfoFunc,

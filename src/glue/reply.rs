@@ -25,6 +25,9 @@ pub enum Reply {
     Nil,
     /// An array.
     Array(Vec<Reply>),
+    /// A map of field names to values: a RESP3 map, or under RESP2 the
+    /// flat array of field/value pairs (as `CONFIG GET`).
+    Map(Vec<(&'static str, Reply)>),
     /// An array of bulk strings held in Redis strings (elements popped
     /// from a list), sent as they are, not copied into `Vec`s first.
     Strings(Vec<OwnedString>),
@@ -146,6 +149,13 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
                 api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
                 for item in items {
                     send_reply(ctx, item);
+                }
+            }
+            Reply::Map(fields) => {
+                api!(RedisModule_ReplyWithMap)(ctx, fields.len() as c_long);
+                for (name, value) in fields {
+                    api!(RedisModule_ReplyWithStringBuffer)(ctx, name.as_ptr().cast::<c_char>(), name.len());
+                    send_reply(ctx, value);
                 }
             }
             Reply::Strings(items) => {

@@ -239,6 +239,11 @@ impl Session {
         }
     }
 
+    /// Is the server a master (as the command found it)?
+    pub fn is_master(&self) -> bool {
+        self.start_flags() & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+    }
+
     /// May this call block the client (not in MULTI, Lua or a no-block context)?
     pub fn may_block(&self) -> bool {
         let forbidding = raw::REDISMODULE_CTX_FLAGS_MULTI

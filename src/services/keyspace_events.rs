@@ -1,6 +1,7 @@
 //! The module's one keyspace-event subscription, shared by the mechanisms
 //! that listen: waiters (work arriving in a watched list or sorted set),
-//! leases (a lease set arriving by `RESTORE`, or deleted by someone else)
+//! leases (a lease set arriving by `RESTORE`, or deleted by someone else),
+//! limits (a limits key arriving by `RESTORE`, `RENAME`, `COPY`, `MOVE`)
 //! and fire ages (a Dreams list deleted, expired or evicted by someone
 //! else: its timings go with it); a key of a slot this node is importing
 //! by atomic slot migration goes to `slot_migration` only. The module's
@@ -20,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use super::{lease_timer, slot_migration, waiters};
+use super::{lease_timer, limits_index, slot_migration, waiters};
 use crate::glue::api::api;
 use crate::metrics::fire_ages;
 
@@ -66,6 +67,7 @@ unsafe extern "C" fn on_keyspace_event(
     let own_write = crate::glue::effects::own_write();
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
     let _ = catch_unwind(AssertUnwindSafe(|| lease_timer::on_keyspace_event(ctx, event, key, own_write)));
+    let _ = catch_unwind(AssertUnwindSafe(|| limits_index::on_keyspace_event(ctx, event, key)));
     if !own_write {
         let _ = catch_unwind(AssertUnwindSafe(|| fire_ages::on_keyspace_event(ctx, event, key)));
     }

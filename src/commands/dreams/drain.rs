@@ -27,13 +27,26 @@
 //! timeout answers `[<ack>, nil]`, a disconnect loses nothing. A call that
 //! finds other drainers already blocked waits behind them (first come,
 //! first served), even for the item its own acknowledgement requeued.
+//!
+//! Limits (`DREAMS.LIMIT`, `DREAMS.PAUSE`: `crate::dreams::limits`): a
+//! drain of a limited organization hands out no more than its concurrency
+//! cap allows in flight and its rate has tokens, and nothing while it is
+//! paused; what it cannot hand out stays ready. A call that can block
+//! then waits (behind any drainer already waiting for the organization)
+//! and is served, first come first served, when capacity returns: an ACK
+//! or a lease expiry frees a place in flight, `DREAMS.RESUME` or
+//! `DREAMS.LIMIT` lifts the limit (each wakes the first waiter), or the
+//! rate's next token is due (a timer of the waiter queue, armed for that
+//! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::lease::{deadline, grant};
+use crate::dreams::limits::{Allowance, Throttle};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::{QueueKey, QueueKeys};
+use crate::dreams::store::QueueStore;
 use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::api::api;
@@ -44,8 +57,10 @@ use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::{Access, Session};
 use crate::metrics::count;
+use crate::metrics::tenant_stats::TenantId;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
+use crate::stores::dreams::limits::RedisLimits;
 use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 use redis_module::raw;
@@ -234,19 +249,42 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<DeferredAbsent, Comm
     Ok(absent)
 }
 
-/// Drain now, up to `COUNT` items (one without it): the payloads that
-/// should run, each moved in flight and leased as one drain would; and
-/// whether the call stopped at [`SKIP_MAX`] items passed over with ready
-/// not yet looked at (the caller arranges for a drain to go on).
-fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> Result<(Payloads, bool), CommandError> {
+/// What one drain did: the payloads that should run (each moved in flight
+/// and leased as one drain would), whether it stopped at [`SKIP_MAX`] items
+/// passed over with ready not yet looked at (the caller arranges for a
+/// drain to go on), and, when the organization's limits let it hand out
+/// less than asked, what they allowed.
+struct DrainedNow {
+    payloads: Payloads,
+    stopped: bool,
+    limited: Option<Allowance>,
+}
+
+/// Drain now, up to `COUNT` items (one without it), within `limits` (the
+/// organization's, opened and checked before anything was written: see
+/// [`RedisLimits::open_for_drain`]).
+fn drain_now(
+    session: &Session,
+    request: &DrainRequest<'_>,
+    opened: Opened,
+    mut limits: Option<RedisLimits>,
+) -> Result<DrainedNow, CommandError> {
     let (mut queue, mut leases) = open_keys(session, request, opened)?;
     let now = session.now_secs();
-    let wanted = request.count.unwrap_or(1);
+    let asked = request.count.unwrap_or(1);
     let mut payloads = match request.count {
         Some(_) => Payloads::Batch(Vec::new()),
         None => Payloads::One(None),
     };
     let org = queue.tenant();
+    let (wanted, allowance) = match limits.as_mut() {
+        None => (asked, None),
+        Some(limits) => {
+            let now_ms = session.now_ms();
+            let allowance = limits.limits().allowance(asked, queue.processing_len(), now_ms);
+            (allowance.items, Some(allowance))
+        }
+    };
     let mut skip_left = SKIP_MAX;
     let mut stopped = false;
     while payloads.len() < wanted {
@@ -267,7 +305,44 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> R
         }
         leases::note(session, request.org, until);
     }
-    Ok((payloads, stopped))
+    let limited = match (limits.as_mut(), allowance) {
+        (Some(limits), Some(allowance)) => {
+            settle_limits(session, request.org, limits, allowance, &payloads, &queue, org)
+        }
+        _ => None,
+    };
+    Ok(DrainedNow { payloads, stopped, limited })
+}
+
+/// After a limited drain: take the rate's tokens for what it handed out
+/// (written back, replicated as the key's `SET`), and count a drain the
+/// limits held back while work waited. What the limits allowed, when
+/// they cut the drain below what it asked for.
+fn settle_limits(
+    session: &Session,
+    org_name: &str,
+    limits: &mut RedisLimits,
+    allowance: Allowance,
+    payloads: &Payloads,
+    queue: &RedisQueue,
+    org: TenantId,
+) -> Option<Allowance> {
+    let now_ms = session.now_ms();
+    let settled = limits.limits_mut().settle_clock(now_ms);
+    let consumed = limits.limits_mut().consume(payloads.len(), now_ms);
+    if settled || consumed {
+        limits.store(session, org_name);
+    }
+    let by = allowance.by?;
+    if payloads.len() >= allowance.items && (queue.ready_len() > 0 || queue.deferred_len() > 0) {
+        let event = match by {
+            Throttle::Concurrency => Dreams::ThrottledConcurrency,
+            Throttle::Rate => Dreams::ThrottledRate,
+            Throttle::Paused => Dreams::ThrottledPaused,
+        };
+        count::dreams(org, event, 1);
+    }
+    Some(allowance)
 }
 
 /// A drain stopped at [`SKIP_MAX`] items passed over and found nothing to
@@ -338,6 +413,9 @@ fn drained_reply(payloads: Payloads) -> Reply {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
+    // The organization's limits, if it has any (nearly always known
+    // without a look at the keyspace): checked before anything is written.
+    let limits = RedisLimits::open_for_drain(session, request.org)?;
     let (before, drain_argv) = match &request.ack {
         Some((ack, at)) => {
             // Every key of both halves is checked before the
@@ -353,9 +431,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     };
     // First come, first served: with drainers already waiting, this call
     // waits behind them rather than take what arrived for them (the item
-    // its own acknowledgement requeued, say). The key names as Rust
-    // strings are made only when someone waits or this call blocks.
-    let queued_behind = before.is_some()
+    // its own acknowledgement requeued, say, or the place in flight an
+    // acknowledgement freed for a limited organization's first waiter).
+    // The key names as Rust strings are made only when someone waits or
+    // this call blocks.
+    let queued_behind = (before.is_some() || limits.is_some())
         && session.may_block()
         && waiters::anyone_waits()
         && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
@@ -363,11 +443,13 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         Some((acked, queue, deferred_absent)) => (Some(acked), Opened::AfterAck(queue, deferred_absent)),
         None => (None, Opened::Here),
     };
+    let mut next_token_ms = None;
     if queued_behind {
         // Closed before this call blocks and others are served.
         drop(opened);
+        drop(limits);
     } else {
-        let (payloads, stopped) = drain_now(session, &request, opened)?;
+        let DrainedNow { payloads, stopped, limited } = drain_now(session, &request, opened, limits)?;
         if stopped && payloads.is_empty() && session.may_block() {
             go_on_later(session, request.org);
         }
@@ -378,9 +460,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
                 None => reply,
             });
         }
+        next_token_ms = limited.and_then(|allowance| allowance.next_token_ms);
     }
     let keys = QueueKeys::new(request.org);
-    let due_ms = next_due_ms(session, &keys.deferred);
+    let due_ms = earliest(next_due_ms(session, &keys.deferred), next_token_ms);
     let wait = WaitOn {
         watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],
         interest: READY,
@@ -395,6 +478,14 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         waiters::work_arrived(session.ctx(), keys.ready.as_bytes());
     }
     blocked
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The one kind of work a drainer waits for.
@@ -423,11 +514,36 @@ pub(crate) fn due_after(score: f64, now_secs: i64) -> Option<i64> {
 }
 
 /// Is there work for a drainer: anything in ready (garbage included: the
-/// drain that looks at it dead-letters it), or a deferred item due now?
+/// drain that looks at it dead-letters it), or a deferred item due now,
+/// that the organization's limits let a drain hand out now? Held back by
+/// the rate alone, it is due when the next token is.
 fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let (Some(ready), Some(deferred)) = (watched.first(), watched.get(1)) else {
         return Available::default();
     };
+    let work = work_waiting(session, ready, deferred);
+    if work.mask == 0 {
+        return work;
+    }
+    let Some(org) = QueueKey::Ready.org_of(ready) else { return work };
+    match RedisLimits::peek(session, org) {
+        // No limits, or limits that do not parse: the waiter's drain
+        // answers (an item, or the error).
+        Ok(None) | Err(_) => work,
+        Ok(Some(limits)) => {
+            let [processing] = queue_names(org, [QueueKey::Processing]);
+            let in_flight = session.open_unchecked(processing.as_bytes(), Access::Read).len();
+            let allowance = limits.allowance(1, in_flight, session.now_ms());
+            match allowance.items {
+                0 => Available { mask: 0, due_ms: earliest(work.due_ms, allowance.next_token_ms) },
+                _ => work,
+            }
+        }
+    }
+}
+
+/// The work in a drainer's ready list and deferred set, limits aside.
+fn work_waiting(session: &Session, ready: &[u8], deferred: &[u8]) -> Available {
     let ready = session.open_unchecked(ready, Access::Read);
     // Another type: the drain replies WRONGTYPE to the waiter, as before.
     if ready.kind() != KeyKind::Empty && (ready.kind() != KeyKind::List || !ready.is_empty()) {
@@ -451,20 +567,25 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
 }
 
 /// Work arrived while blocked: serve it, or keep waiting if there is
-/// nothing that should run (only dead letters, say).
+/// nothing that should run (only dead letters, say, or nothing the
+/// organization's limits let go now).
 fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     let request = match parse(argv) {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    match drain_now(session, &request, Opened::Here) {
-        Ok((payloads, stopped)) if payloads.is_empty() => {
-            if stopped {
+    let limits = match RedisLimits::open_for_drain(session, request.org) {
+        Ok(limits) => limits,
+        Err(error) => return Some(Err(error)),
+    };
+    match drain_now(session, &request, Opened::Here, limits) {
+        Ok(drained) if drained.payloads.is_empty() => {
+            if drained.stopped {
                 go_on_later(session, request.org);
             }
             None
         }
-        Ok((payloads, _)) => Some(Ok(drained_reply(payloads))),
+        Ok(drained) => Some(Ok(drained_reply(drained.payloads))),
         Err(error) => Some(Err(error)),
     }
 }
