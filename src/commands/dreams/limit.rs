@@ -36,7 +36,9 @@ pub const SPEC: ContainerSpec = ContainerSpec {
             entry: subcommand_entry_point!(run, "SET"),
             flags: "write deny-oom fast",
             tenant: TenantUse::Write,
-            arity: -5,
+            // At least the organization: a SET without a limit is answered
+            // with what it lacks, not a bare arity error.
+            arity: -3,
             summary: "Set an organization's concurrency cap and/or drain rate (NONE removes one; as SET)",
             complexity: "O(1)",
             args: &[
