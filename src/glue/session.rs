@@ -228,6 +228,7 @@ impl Session {
 
     /// The context flags as the command found them (read once): only for
     /// flags that stay the same while it runs.
+    #[inline]
     fn start_flags(&self) -> u32 {
         match self.start_flags.get() {
             Some(flags) => flags,
@@ -240,6 +241,7 @@ impl Session {
     }
 
     /// Is the server a master (as the command found it)?
+    #[inline]
     pub fn is_master(&self) -> bool {
         self.start_flags() & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
     }

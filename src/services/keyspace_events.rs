@@ -67,7 +67,9 @@ unsafe extern "C" fn on_keyspace_event(
     let own_write = crate::glue::effects::own_write();
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
     let _ = catch_unwind(AssertUnwindSafe(|| lease_timer::on_keyspace_event(ctx, event, key, own_write)));
-    let _ = catch_unwind(AssertUnwindSafe(|| limits_index::on_keyspace_event(ctx, event, key)));
+    if limits_index::wants(event) {
+        let _ = catch_unwind(AssertUnwindSafe(|| limits_index::on_keyspace_event(ctx, key)));
+    }
     if !own_write {
         let _ = catch_unwind(AssertUnwindSafe(|| fire_ages::on_keyspace_event(ctx, event, key)));
     }

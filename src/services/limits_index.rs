@@ -47,6 +47,9 @@ thread_local! {
 
 /// The index holds every limits key of this node's keyspace.
 static TRUSTED: AtomicBool = AtomicBool::new(false);
+/// The index has at least one entry (kept beside it, so that the common
+/// answer, "trusted and empty", costs two loads and no thread-local).
+static ANY: AtomicBool = AtomicBool::new(false);
 
 /// Drains (and waiter passes) that opened a limits key because the index
 /// was not trusted (counted by the store that opens it).
@@ -63,13 +66,20 @@ fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
 /// skips its limits key. Cheap: one load when no organization has limits.
 #[inline]
 pub fn may_be_limited(session: &Session, org: &str) -> bool {
+    if TRUSTED.load(Ordering::Relaxed) && !ANY.load(Ordering::Relaxed) && session.is_master() {
+        return false;
+    }
+    indexed(session, org)
+}
+
+/// [`may_be_limited`] past its first test: the index not trusted (or not
+/// a master), or holding some organization.
+#[inline(never)]
+fn indexed(session: &Session, org: &str) -> bool {
     if !TRUSTED.load(Ordering::Relaxed) || !session.is_master() {
         return true;
     }
-    INDEX.with(|index| {
-        let index = index.borrow();
-        !index.is_empty() && index.get(org).is_some_and(|dbs| dbs.contains(&selected_db(session.ctx())))
-    })
+    INDEX.with(|index| index.borrow().get(org).is_some_and(|dbs| dbs.contains(&selected_db(session.ctx()))))
 }
 
 /// Is the index trusted (so that a drain that opens a limits key does so
@@ -94,6 +104,7 @@ fn note_in(db: c_int, org: &str) {
                 index.insert(org.to_owned(), vec![db]);
             }
         }
+        ANY.store(true, Ordering::Relaxed);
     });
 }
 
@@ -110,6 +121,7 @@ pub fn forget(ctx: *mut raw::RedisModuleCtx, org: &str) {
         if dbs.is_empty() {
             index.remove(org);
         }
+        ANY.store(!index.is_empty(), Ordering::Relaxed);
         dropped
     });
     if dropped {
@@ -126,6 +138,7 @@ pub fn note_found(db: c_int, org: &str) {
 /// every database was emptied).
 pub fn clear() {
     INDEX.with(|index| index.borrow_mut().clear());
+    ANY.store(false, Ordering::Relaxed);
 }
 
 /// The index may now miss keys (a catch-up is due or running, the server
@@ -139,14 +152,17 @@ pub fn trust() {
     TRUSTED.store(true, Ordering::Relaxed);
 }
 
-/// Keyspace events (`keyspace_events`): a key that arrived by `RESTORE`,
-/// `RENAME`, `COPY` or `MOVE` is noted if it is a limits key. A test of
-/// the event's name first: every other event (the hot commands' own) ends
-/// there.
-pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
-    if !matches!(event, b"restore" | b"rename_to" | b"copy_to" | b"move_to") {
-        return;
-    }
+/// Can keyspace event `event` bring a limits key (`RESTORE`, `RENAME`,
+/// `COPY`, `MOVE`)? Asked before [`on_keyspace_event`], so that the hot
+/// commands' own events (pushes, pops, removals) end at this test.
+#[inline]
+pub(super) fn wants(event: &[u8]) -> bool {
+    matches!(event, b"restore" | b"rename_to" | b"copy_to" | b"move_to")
+}
+
+/// Keyspace events (`keyspace_events`) that [`wants`]: the key is noted
+/// if it is a limits key.
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) {
     if let Some(org) = org_of_limits_key(crate::glue::string::bytes_of(key)) {
         note(ctx, org);
     }

@@ -51,7 +51,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let reply = acknowledge_now(session, &request)?;
     // A place in flight may be free for a limited organization's first
     // blocked drainer (one flag when nobody waits anywhere).
-    if waiters::anyone_waits() && limits_index::may_be_limited(session, request.org) {
+    if limits_index::may_be_limited(session, request.org) && waiters::anyone_waits() {
         super::wake_drainers(session, request.org);
     }
     Ok(reply)

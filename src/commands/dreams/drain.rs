@@ -58,6 +58,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::{Access, Session};
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
+use crate::services::limits_index;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
 use crate::stores::dreams::limits::RedisLimits;
@@ -257,7 +258,8 @@ fn check_beyond_ack(session: &Session, org: &str) -> Result<DeferredAbsent, Comm
 struct DrainedNow {
     payloads: Payloads,
     stopped: bool,
-    limited: Option<Allowance>,
+    /// Held back by the rate alone: when its next token is due (unix ms).
+    next_token_ms: Option<i64>,
 }
 
 /// Drain now, up to `COUNT` items (one without it), within `limits` (the
@@ -267,7 +269,7 @@ fn drain_now(
     session: &Session,
     request: &DrainRequest<'_>,
     opened: Opened,
-    mut limits: Option<RedisLimits>,
+    limits: &mut Option<Box<RedisLimits>>,
 ) -> Result<DrainedNow, CommandError> {
     let (mut queue, mut leases) = open_keys(session, request, opened)?;
     let now = session.now_secs();
@@ -277,13 +279,9 @@ fn drain_now(
         None => Payloads::One(None),
     };
     let org = queue.tenant();
-    let (wanted, allowance) = match limits.as_mut() {
+    let (wanted, allowance) = match limits.as_ref() {
         None => (asked, None),
-        Some(limits) => {
-            let now_ms = session.now_ms();
-            let allowance = limits.limits().allowance(asked, queue.processing_len(), now_ms);
-            (allowance.items, Some(allowance))
-        }
+        Some(limits) => allowance_now(session, limits, &queue, asked),
     };
     let mut skip_left = SKIP_MAX;
     let mut stopped = false;
@@ -305,19 +303,28 @@ fn drain_now(
         }
         leases::note(session, request.org, until);
     }
-    let limited = match (limits.as_mut(), allowance) {
+    let next_token_ms = match (limits.as_mut(), allowance) {
         (Some(limits), Some(allowance)) => {
             settle_limits(session, request.org, limits, allowance, &payloads, &queue, org)
         }
         _ => None,
     };
-    Ok(DrainedNow { payloads, stopped, limited })
+    Ok(DrainedNow { payloads, stopped, next_token_ms })
+}
+
+/// How many of `asked` items a limited organization's drain may hand out
+/// now (out of the hot path: most drains have no limits).
+#[inline(never)]
+fn allowance_now(session: &Session, limits: &RedisLimits, queue: &RedisQueue, asked: u64) -> (u64, Option<Allowance>) {
+    let allowance = limits.limits().allowance(asked, queue.processing_len(), session.now_ms());
+    (allowance.items, Some(allowance))
 }
 
 /// After a limited drain: take the rate's tokens for what it handed out
 /// (written back, replicated as the key's `SET`), and count a drain the
-/// limits held back while work waited. What the limits allowed, when
-/// they cut the drain below what it asked for.
+/// limits held back while work waited. When it handed out nothing because
+/// of the rate alone: when the next token is due.
+#[inline(never)]
 fn settle_limits(
     session: &Session,
     org_name: &str,
@@ -326,7 +333,7 @@ fn settle_limits(
     payloads: &Payloads,
     queue: &RedisQueue,
     org: TenantId,
-) -> Option<Allowance> {
+) -> Option<i64> {
     let now_ms = session.now_ms();
     let settled = limits.limits_mut().settle_clock(now_ms);
     let consumed = limits.limits_mut().consume(payloads.len(), now_ms);
@@ -342,7 +349,7 @@ fn settle_limits(
         };
         count::dreams(org, event, 1);
     }
-    Some(allowance)
+    allowance.next_token_ms
 }
 
 /// A drain stopped at [`SKIP_MAX`] items passed over and found nothing to
@@ -415,8 +422,14 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
     // The organization's limits, if it has any (nearly always known
     // without a look at the keyspace): checked before anything is written.
-    let limits = RedisLimits::open_for_drain(session, request.org)?;
-    let (before, drain_argv) = match &request.ack {
+    // Assigned only on the path that opens them: a drain without limits
+    // moves no `RedisLimits` around.
+    let mut limits = None;
+    if limits_index::may_be_limited(session, request.org) {
+        limits = RedisLimits::open_limited(session, request.org)?;
+    }
+    match &request.ack {
+        None => drain_or_wait(session, &request, argv, None, Opened::Here, limits),
         Some((ack, at)) => {
             // Every key of both halves is checked before the
             // acknowledgement writes: those only the drain uses here, the
@@ -425,10 +438,25 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
             let (acked, mut queue) = ack::acknowledge_keeping_queue(session, ack)?;
             // Signalled where a separate acknowledgement would close them.
             queue.signal_modified_now();
-            (Some((acked, queue, deferred_absent)), argv.get(..*at).unwrap_or(argv))
+            let drain_argv = argv.get(..*at).unwrap_or(argv);
+            drain_or_wait(session, &request, drain_argv, Some(acked), Opened::AfterAck(queue, deferred_absent), limits)
         }
-        None => (None, argv),
-    };
+    }
+}
+
+/// Drain now, or block the caller (`drain_argv`: the arguments it waits
+/// with) until there is work it may take; `before`: the reply of the
+/// acknowledgement that ran first (`... ACK`). Inlined into both paths of
+/// [`run`], so that a drain without `ACK` moves no queue around.
+#[inline(always)]
+fn drain_or_wait(
+    session: &Session,
+    request: &DrainRequest<'_>,
+    drain_argv: &[&[u8]],
+    before: Option<Reply>,
+    opened: Opened,
+    mut limits: Option<Box<RedisLimits>>,
+) -> CommandResult {
     // First come, first served: with drainers already waiting, this call
     // waits behind them rather than take what arrived for them (the item
     // its own acknowledgement requeued, say, or the place in flight an
@@ -439,17 +467,14 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         && session.may_block()
         && waiters::anyone_waits()
         && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
-    let (before, opened) = match before {
-        Some((acked, queue, deferred_absent)) => (Some(acked), Opened::AfterAck(queue, deferred_absent)),
-        None => (None, Opened::Here),
-    };
     let mut next_token_ms = None;
     if queued_behind {
         // Closed before this call blocks and others are served.
         drop(opened);
         drop(limits);
     } else {
-        let DrainedNow { payloads, stopped, limited } = drain_now(session, &request, opened, limits)?;
+        let drained = drain_now(session, request, opened, &mut limits)?;
+        let DrainedNow { payloads, stopped, next_token_ms: next } = drained;
         if stopped && payloads.is_empty() && session.may_block() {
             go_on_later(session, request.org);
         }
@@ -460,7 +485,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
                 None => reply,
             });
         }
-        next_token_ms = limited.and_then(|allowance| allowance.next_token_ms);
+        next_token_ms = next;
     }
     let keys = QueueKeys::new(request.org);
     let due_ms = earliest(next_due_ms(session, &keys.deferred), next_token_ms);
@@ -574,11 +599,11 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    let limits = match RedisLimits::open_for_drain(session, request.org) {
+    let mut limits = match RedisLimits::open_for_drain(session, request.org) {
         Ok(limits) => limits,
         Err(error) => return Some(Err(error)),
     };
-    match drain_now(session, &request, Opened::Here, limits) {
+    match drain_now(session, &request, Opened::Here, &mut limits) {
         Ok(drained) if drained.payloads.is_empty() => {
             if drained.stopped {
                 go_on_later(session, request.org);

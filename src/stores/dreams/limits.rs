@@ -73,13 +73,24 @@ impl RedisLimits {
 
     /// Open `org`'s limits key for a drain, or `None` when it has none:
     /// without a look at the key when the limits index says so (nearly
-    /// every drain), else opened and read, checked for reading, and for
-    /// writing too when a rate is set (the drain writes its state back).
-    /// A key found gone leaves the index.
-    pub fn open_for_drain(session: &Session, org: &str) -> Result<Option<Self>, CommandError> {
+    /// every drain: one test, inlined), else opened and read
+    /// ([`RedisLimits::open_limited`]).
+    #[inline]
+    pub fn open_for_drain(session: &Session, org: &str) -> Result<Option<Box<Self>>, CommandError> {
         if !limits_index::may_be_limited(session, org) {
             return Ok(None);
         }
+        Self::open_limited(session, org)
+    }
+
+    /// The key of an organization the limits index says may be limited:
+    /// opened and read, checked for reading, and for writing too when a
+    /// rate is set (the drain writes its state back); `None` when it is
+    /// gone (it then leaves the index). Boxed: a drain moves a pointer,
+    /// not the key and its limits (a drain without limits moves nothing).
+    #[cold]
+    #[inline(never)]
+    pub fn open_limited(session: &Session, org: &str) -> Result<Option<Box<Self>>, CommandError> {
         if !limits_index::trusted() {
             limits_index::UNTRUSTED_OPENS.bump();
         }
@@ -95,7 +106,7 @@ impl RedisLimits {
         if limits.limits.rate.is_some() {
             limits.check_write(session)?;
         }
-        Ok(Some(limits))
+        Ok(Some(Box::new(limits)))
     }
 
     /// Read `org`'s limits without ACL checks, for a waiter pass's look
