@@ -753,3 +753,41 @@ fn the_long_run_rate_is_kept_within_five_percent() {
     let measured = after_burst as f64 * 1000.0 / (last - first) as f64;
     assert!((measured - rate as f64).abs() <= rate as f64 * 0.05, "{measured:.2} per second, rate {rate}");
 }
+
+#[test]
+fn the_commands_carry_their_native_analogues_flags() {
+    let server = Server::start();
+    let mut con = server.connect();
+    for (name, expected, first_key) in [
+        ("DREAMS.LIMIT|SET", &["write", "denyoom", "fast"][..], 2),
+        ("DREAMS.LIMIT|GET", &["readonly", "fast"][..], 2),
+        ("DREAMS.LIMIT|CLEAR", &["write", "fast"][..], 2),
+        ("DREAMS.PAUSE", &["write", "denyoom", "fast"][..], 1),
+        ("DREAMS.RESUME", &["write", "fast"][..], 1),
+    ] {
+        let info = ok(&mut con, &["COMMAND", "INFO", name]);
+        let Value::Array(entries) = info else { panic!("{info:?}") };
+        let Some(Value::Array(fields)) = entries.into_iter().next() else { panic!("{name}: no entry") };
+        let Value::Array(flags) = &fields[2] else { panic!("{name}: {fields:?}") };
+        let mut flags: Vec<String> = flags.iter().map(text).filter(|flag| flag != "module").collect();
+        flags.sort();
+        let mut wanted: Vec<String> = expected.iter().map(|flag| flag.to_string()).collect();
+        wanted.sort();
+        assert_eq!(flags, wanted, "{name}");
+        assert_eq!(fields[3], Value::Int(first_key), "{name}: the organization is its first key");
+        let specs = format!("{:?}", fields[8]).to_lowercase();
+        let access = if expected.contains(&"readonly") { "\"ro\"" } else { "\"rw\"" };
+        assert!(specs.contains("not_key") && specs.contains(access), "{name}: {specs}");
+    }
+    // A replica answers the read and refuses the writes.
+    let replica = server.start_replica();
+    let mut replica_con = replica.connect();
+    assert!(call(&mut replica_con, &["DREAMS.LIMIT", "GET", "acme"]).is_ok());
+    assert!(error_of(&mut replica_con, &["DREAMS.PAUSE", "acme"]).starts_with("READONLY"));
+    // Under maxmemory: the additions are refused, the removals run.
+    ok(&mut con, &["DREAMS.PAUSE", "acme"]);
+    ok(&mut con, &["CONFIG", "SET", "maxmemory", "1"]);
+    assert!(error_of(&mut con, &["DREAMS.LIMIT", "SET", "acme", "CONCURRENCY", "1"]).starts_with("OOM"));
+    assert_eq!(int(&ok(&mut con, &["DREAMS.RESUME", "acme"])), 1);
+    ok(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+}

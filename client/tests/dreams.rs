@@ -399,7 +399,8 @@ async fn limits_are_set_read_and_honoured_through_the_crate() {
     for resp3 in [false, true] {
         let url = if resp3 { format!("{}?protocol=resp3", server.url()) } else { server.url() };
         let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let conn = redis::Client::open(url).unwrap().get_multiplexed_async_connection_with_config(&config).await.unwrap();
+        let conn =
+            redis::Client::open(url).unwrap().get_multiplexed_async_connection_with_config(&config).await.unwrap();
         let org = tenant("crate-limits");
         let mut queue = RedisFireQueue::new(conn, QuietHours::none(), org.clone());
         assert_eq!(queue.limits().await.unwrap(), OrgLimits::default());
