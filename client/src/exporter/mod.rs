@@ -136,7 +136,7 @@ fn node_label(url: &str) -> String {
 }
 
 /// INFO fields that are levels (or maxima, or of the last run), not totals.
-const INFO_GAUGES: [&str; 22] = [
+const INFO_GAUGES: [&str; 25] = [
     "waiters",
     "waiter_queues",
     "slot_imports_in_progress",
@@ -159,11 +159,14 @@ const INFO_GAUGES: [&str; 22] = [
     "catch_up_max_turn_us",
     "catch_up_max_turn_cpu_us",
     "writes_paused",
+    "limits_indexed_orgs",
+    "limits_indexed_entries",
+    "limits_index_trusted",
 ];
 
 /// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
 /// become seconds, as Prometheus wants.
-const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
+const DREAMS_FIELDS: [(&str, &str, &str); 19] = [
     ("ready", "dreamtown_dreams_ready", "Fires in the ready list"),
     ("deferred", "dreamtown_dreams_deferred", "Fires deferred by quiet hours"),
     ("in_flight", "dreamtown_dreams_in_flight", "Fires drained and not yet acknowledged"),
@@ -209,6 +212,16 @@ const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
         "dreamtown_dreams_totals_since_timestamp_seconds",
         "When the node started counting the organization's totals (unix time; they start at 0 after a restart or failover)",
     ),
+    (
+        "limit_concurrency",
+        "dreamtown_dreams_limit_concurrency",
+        "The organization's cap on fires in flight (DREAMS.LIMIT; absent when none)",
+    ),
+    ("limit_rate_count", "dreamtown_dreams_limit_rate_fires", "Fires the organization's rate lets go per period"),
+    ("limit_rate_seconds", "dreamtown_dreams_limit_rate_period_seconds", "The period of the organization's rate"),
+    ("tokens_left", "dreamtown_dreams_rate_tokens_left", "Fires the organization's rate lets go now"),
+    ("paused", "dreamtown_dreams_paused", "1 while the organization is paused (DREAMS.PAUSE), else 0"),
+    ("paused_for_ms", "dreamtown_dreams_paused_for_seconds", "How long the organization's current pause has lasted"),
 ];
 
 /// `DREAMS.STATS` totals, exported as `dreamtown_dreams_<field>_total`
@@ -598,7 +611,12 @@ fn tenant_totals(
 ) {
     for (field, help) in known {
         if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
-            metrics.add(&format!("{prefix}_{field}_total"), Kind::Counter, help, labels, *value);
+            // A total of milliseconds (`paused_ms`) is a counter of seconds.
+            let name = match field.strip_suffix("_ms") {
+                Some(stem) => format!("{prefix}_{stem}_seconds_total"),
+                None => format!("{prefix}_{field}_total"),
+            };
+            metrics.add(&name, Kind::Counter, help, labels, scaled(field, *value));
         }
     }
 }
@@ -623,9 +641,15 @@ fn info_metrics(info: &str, node: &str, metrics: &mut Metrics) {
             true => (format!("dreamtown_node_{section}_{field}"), Kind::Gauge),
             // A field already named `..._total` keeps its one suffix.
             false if field.ends_with("_total") => (format!("dreamtown_node_{section}_{field}"), Kind::Counter),
+            // A total of milliseconds (`paused_ms`) is a counter of seconds.
+            false if field.ends_with("_ms") && section == "dreams" => {
+                let stem = field.strip_suffix("_ms").unwrap_or(field);
+                (format!("dreamtown_node_{section}_{stem}_seconds_total"), Kind::Counter)
+            }
             false => (format!("dreamtown_node_{section}_{field}_total"), Kind::Counter),
         };
         let help = format!("INFO dreamtown, section dreamtown_{section}, field {field}");
+        let value = if name.ends_with("_seconds_total") { scaled(field, value) } else { value };
         metrics.add(&name, kind, &help, &[("node", node)], value);
     }
 }
