@@ -306,7 +306,8 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
             let at = 1 + rng.below(bytes.len() - 1);
             // (A subcommand name in invalid UTF-8 comes back in Redis's own
             // error, which the client cannot read: the server is fine.)
-            if !(command == "DREAMS.DRAIN" && at == 2) && !(command == "DREAMS.LIMIT" && at == 1) {
+            let kept = matches!((command, at), ("DREAMS.DRAIN", 2) | ("DREAMS.LIMIT", 1));
+            if !kept {
                 bytes[at] = pool.token(rng);
             }
         }
