@@ -331,3 +331,28 @@ fn a_cap_holds_across_a_coordinated_failover_under_load() {
         dreamtown_info(&cluster.nodes[replica], "limits_index_trusted") == Some(1)
     });
 }
+
+/// The client crate sets and reads limits through a cluster connection:
+/// `DREAMS.LIMIT <subcommand> <org>` is routed by the organization (its
+/// second argument), to the node that owns it, with no redirect.
+#[tokio::test]
+async fn the_crate_sets_limits_through_a_cluster_connection() {
+    use dreamtown_client::dreams::{LimitChange, QuietHours, RedisFireQueue};
+    let cluster = Cluster::start(3);
+    let org = tenants_on(&cluster, 2, 1, "crate").remove(0);
+    let mut queue = RedisFireQueue::new(cluster.connection().await, QuietHours::none(), org.clone());
+    queue.set_limits(LimitChange::default().concurrency(3)).await.expect("LIMIT SET through the cluster");
+    assert_eq!(queue.limits().await.expect("LIMIT GET").concurrency, Some(3));
+    assert!(queue.pause().await.expect("PAUSE"));
+    assert!(queue.resume().await.expect("RESUME"));
+    let stored: Option<String> = redis::cmd("GET")
+        .arg(format!("exocortex:dreams:{{{org}}}:limits"))
+        .query(&mut cluster.nodes[2].connect())
+        .expect("GET on the owner");
+    assert_eq!(stored.as_deref(), Some("concurrency=3"));
+    // Sent to the owner directly: no node answered MOVED for it.
+    for node in &cluster.nodes {
+        let stats: String = redis::cmd("INFO").arg("errorstats").query(&mut node.connect()).unwrap_or_default();
+        assert!(!stats.contains("errorstat_MOVED"), "{}: {stats}", node.port);
+    }
+}
