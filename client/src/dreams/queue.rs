@@ -605,6 +605,20 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         RegionCounters::parse(field).map_err(|_| reply.unexpected())
     }
 
+    fn ensure_region(&self, region: &RegionKey) -> Result<()> {
+        if region.org == self.org {
+            Ok(())
+        } else {
+            Err(Error::ForeignRegion { queue: self.org.clone(), region: region.org.clone() })
+        }
+    }
+}
+
+/// Fair shares (`DREAMS.LIMIT`, `DREAMS.PAUSE`, `DREAMS.RESUME`): an
+/// operator's calls. `DREAMS.LIMIT <subcommand> <org>` names its
+/// organization second, so over a cluster connection it is routed to the
+/// organization's node by the client ([`crate::cluster_routing`]).
+impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
     /// Change the organization's fair share (`DREAMS.LIMIT SET`): a cap
     /// on fires in flight, a rate of drains; what `change` leaves `None`
     /// stays as it is. Drains of the organization, from every worker, then
@@ -632,7 +646,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
             Some(None) => call = call.arg("RATE").arg("NONE"),
             None => {}
         }
-        call.send(&mut self.conn, self.tryagain_deadline).await?.ok()
+        call.send_routed(&mut self.conn, self.tryagain_deadline).await?.ok()
     }
 
     /// The organization's fair share as it stands, with its fires in
@@ -646,8 +660,11 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn limits(&mut self) -> Result<OrgLimits> {
-        let reply =
-            Call::new("DREAMS.LIMIT").arg("GET").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?;
+        let reply = Call::new("DREAMS.LIMIT")
+            .arg("GET")
+            .arg(&self.org)
+            .send_routed(&mut self.conn, self.tryagain_deadline)
+            .await?;
         let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
         let get = |name: &str| fields.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
         let number = |name: &str| -> Result<Option<u64>> {
@@ -680,7 +697,12 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn clear_limits(&mut self) -> Result<bool> {
-        Call::new("DREAMS.LIMIT").arg("CLEAR").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.flag()
+        Call::new("DREAMS.LIMIT")
+            .arg("CLEAR")
+            .arg(&self.org)
+            .send_routed(&mut self.conn, self.tryagain_deadline)
+            .await?
+            .flag()
     }
 
     /// Hand out nothing of this organization until [`RedisFireQueue::resume`]
@@ -703,14 +725,6 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// whether it was paused.
     pub async fn resume(&mut self) -> Result<bool> {
         Call::new("DREAMS.RESUME").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.flag()
-    }
-
-    fn ensure_region(&self, region: &RegionKey) -> Result<()> {
-        if region.org == self.org {
-            Ok(())
-        } else {
-            Err(Error::ForeignRegion { queue: self.org.clone(), region: region.org.clone() })
-        }
     }
 }
 
