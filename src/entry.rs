@@ -18,7 +18,8 @@ use crate::glue::session::Session;
 use crate::glue::string::bytes_of;
 use crate::services::{migration_guard, server_events};
 
-/// Wrap a [`Handler`] as a C entry point.
+/// Wrap a [`Handler`] as a command's [`Entry`](crate::glue::command::Entry):
+/// its C entry point, and the handler for dry runs.
 macro_rules! entry_point {
     ($handler:path) => {{
         unsafe extern "C" fn __dreamtown_entry(
@@ -28,7 +29,10 @@ macro_rules! entry_point {
         ) -> std::os::raw::c_int {
             $crate::entry::dispatch(ctx, argv, argc, $handler)
         }
-        __dreamtown_entry as $crate::glue::command::RawCommand
+        $crate::glue::command::Entry {
+            raw: __dreamtown_entry as $crate::glue::command::RawCommand,
+            handler: Some($handler),
+        }
     }};
 }
 pub(crate) use entry_point;
@@ -45,7 +49,10 @@ macro_rules! subcommand_entry_point {
         ) -> std::os::raw::c_int {
             $crate::entry::dispatch_subcommand(ctx, argv, argc, |session, args| $run(session, $word, args))
         }
-        __dreamtown_subcommand_entry as $crate::glue::command::RawCommand
+        $crate::glue::command::Entry {
+            raw: __dreamtown_subcommand_entry as $crate::glue::command::RawCommand,
+            handler: Some(|session, args| $run(session, $word, args)),
+        }
     }};
 }
 pub(crate) use subcommand_entry_point;
@@ -80,6 +87,26 @@ fn with_arguments<const SKIP: usize, R>(
     }
 }
 
+/// Wrap a handler of a command with no tenant (`DREAMTOWN.DRYRUN`) as its
+/// [`Entry`](crate::glue::command::Entry): no migration guard, and no dry
+/// run of it.
+macro_rules! plain_entry_point {
+    ($handler:path) => {{
+        unsafe extern "C" fn __dreamtown_plain_entry(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            $crate::entry::dispatch_plain(ctx, argv, argc, $handler)
+        }
+        $crate::glue::command::Entry {
+            raw: __dreamtown_plain_entry as $crate::glue::command::RawCommand,
+            handler: None,
+        }
+    }};
+}
+pub(crate) use plain_entry_point;
+
 /// Run `handler` for one call and send its reply.
 pub fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
@@ -88,6 +115,28 @@ pub fn dispatch(
     handler: Handler,
 ) -> c_int {
     guarded::<1>(ctx, argv, argc, |session, args| Some(handler(session, args)))
+}
+
+/// Run `handler`, a command with no tenant, for one call and send its
+/// reply: under `catch_unwind`, without the migration guard.
+pub fn dispatch_plain(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        with_arguments::<1, _>(argv, argc, |args| {
+            let flags = Session::context_flags(ctx);
+            let call_len = usize::try_from(argc).unwrap_or(0);
+            let session = Session::for_command(ctx, flags, argv, call_len, argv, call_len);
+            reply::send(ctx, &handler(&session, args));
+        })
+    }));
+    if outcome.is_err() {
+        reply::send_error(ctx, BUG);
+    }
+    raw::REDISMODULE_OK as c_int
 }
 
 /// Run the subcommand `run` for one call (its arguments start at the
@@ -125,10 +174,11 @@ fn guarded<const SKIP: usize>(
             }
             // The session's arguments, as the handler's, start after the
             // subcommand's name: its argv begins one before them.
+            let (call, call_len) = (argv, usize::try_from(argc).unwrap_or(0));
             let (argv, argc) = skip_subcommand::<SKIP>(argv, argc);
             // Which databases the per-tenant tables may describe (`FLUSHDB`).
             server_events::note_db(unsafe { crate::glue::api::api!(RedisModule_GetSelectedDb)(ctx) });
-            let session = Session::with_flags(ctx, flags).with_argv(argv, argc);
+            let session = Session::for_command(ctx, flags, argv, argc, call, call_len);
             let result = run(&session, args);
             if let Some(result) = &result {
                 reply::send(ctx, result);

@@ -57,9 +57,14 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
 /// Every registered command and subcommand: its name (`TOWN.AGENT|GET`
 /// for a subcommand, as Redis names it) and arity as Redis counts it (with
 /// the name, and a subcommand's; negative: at least that many). The
-/// containers' `HELP` is left out: it has no parse step.
+/// containers' `HELP` is left out: it has no parse step; so is
+/// `DREAMTOWN.DRYRUN`, which takes any call after the user name (the
+/// call's own parse step runs in the dry run).
 pub fn commands() -> Vec<(String, i32)> {
-    let plain = crate::commands::all().into_iter().map(|spec| (spec.name.to_owned(), spec.arity));
+    let plain = crate::commands::all()
+        .into_iter()
+        .filter(|spec| spec.tenant != crate::glue::command::TenantUse::None)
+        .map(|spec| (spec.name.to_owned(), spec.arity));
     let subcommands = crate::commands::containers().into_iter().flat_map(|container| {
         container.subcommands.iter().map(|sub| (format!("{}|{}", container.name, sub.name), sub.arity))
     });

@@ -13,7 +13,7 @@
 
 use dreamtown::dreams::lease::{self, deadline, LeaseAwareQueue, LeaseStore, EXPIRED, LEASE_SECS_MAX};
 use dreamtown::dreams::memory::{MemoryLeases, MemoryQueue};
-use dreamtown::dreams::store::QueueStore;
+use dreamtown::dreams::store::{QueueAppend, QueueStore};
 use dreamtown::fuzzing::drain_due_after;
 use dreamtown::town::lease::{acknowledge, expire_due, AgentMail};
 use dreamtown::town::stop::{expires_at, MAX_TTL_SECS};

@@ -2,6 +2,7 @@
 //! opening its keys, calling the state machine and replying.
 
 pub mod dreams;
+pub mod dry_run;
 pub mod town;
 
 use crate::glue::command::{CommandSpec, ContainerSpec};
@@ -39,6 +40,7 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &town::broadcast::SPEC,
         &town::reset::SPEC,
         &town::stats::SPEC,
+        &dry_run::SPEC,
     ]
 }
 

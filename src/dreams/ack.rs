@@ -180,6 +180,7 @@ mod tests {
     use crate::dreams::memory::{MemoryCounters, MemoryQueue};
     use crate::dreams::message::FireMessage;
     use crate::dreams::region::RegionKey;
+    use crate::dreams::store::QueueAppend;
 
     const NOW: i64 = 2_000_000;
 
@@ -364,7 +365,7 @@ mod tests {
         }
     }
 
-    impl QueueStore for Watched {
+    impl QueueAppend for Watched {
         fn ready_len(&self) -> u64 {
             self.waiting();
             self.queue.ready_len()
@@ -380,6 +381,9 @@ mod tests {
             self.waiting();
             self.queue.push_ready(payload);
         }
+    }
+
+    impl QueueStore for Watched {
         fn push_ready_head(&mut self, payload: &[u8]) {
             self.waiting();
             self.queue.push_ready_head(payload);

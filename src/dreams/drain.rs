@@ -137,6 +137,7 @@ mod tests {
     use crate::dreams::memory::MemoryQueue;
     use crate::dreams::message::FireMessage;
     use crate::dreams::region::RegionKey;
+    use crate::dreams::store::QueueAppend;
 
     /// 03:00 UTC on day 20000: inside the default window.
     const QUIET_NOW: i64 = 20_000 * 86_400 + 3 * 3_600;

@@ -4,7 +4,7 @@
 
 use super::message::{with_payload, FireIdText, RegionWriteCounters};
 use super::region::RegionRef;
-use super::store::{QueueStore, RegionStore};
+use super::store::{QueueAppend, RegionStore};
 
 /// The default ceiling over ready + deferred + in-flight items.
 pub const DREAMS_QUEUE_MAX: u64 = 1000;
@@ -38,7 +38,7 @@ impl FireOutcome {
 
 /// An explicit fire: a region payload without a counter snapshot.
 pub fn fire(
-    queue: &mut impl QueueStore,
+    queue: &mut impl QueueAppend,
     region: RegionRef<'_>,
     fired_by: &str,
     fire_id: FireIdText<'_>,
@@ -54,7 +54,7 @@ pub fn fire(
 /// Make `fire_id` the region's one pending fire and queue its snapshot,
 /// unless the ceiling is reached. Whether it was queued.
 pub(crate) fn enqueue_counted(
-    queue: &mut impl QueueStore,
+    queue: &mut impl QueueAppend,
     counters: &mut impl RegionStore,
     region: RegionRef<'_>,
     fired_by: &str,
@@ -82,6 +82,7 @@ mod tests {
     use super::*;
     use crate::dreams::memory::MemoryQueue;
     use crate::dreams::region::RegionKey;
+    use crate::dreams::store::QueueStore;
 
     #[test]
     fn fires_below_the_ceiling_and_drops_at_it() {

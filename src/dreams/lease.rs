@@ -10,7 +10,7 @@
 //! payload that is drained again gets a fresh deadline over the marker;
 //! an acknowledgement removes the member whatever its score.
 
-use super::store::QueueStore;
+use super::store::{QueueAppend, QueueStore};
 
 /// The score of a payload whose lease ran out and that went back to ready.
 pub const EXPIRED: i64 = 0;
@@ -139,7 +139,7 @@ pub struct LeaseAwareQueue<'a, Q: QueueStore, L: LeaseStore> {
     pub leases: &'a mut L,
 }
 
-impl<Q: QueueStore, L: LeaseStore> QueueStore for LeaseAwareQueue<'_, Q, L> {
+impl<Q: QueueStore, L: LeaseStore> QueueAppend for LeaseAwareQueue<'_, Q, L> {
     fn ready_len(&self) -> u64 {
         self.queue.ready_len()
     }
@@ -152,6 +152,9 @@ impl<Q: QueueStore, L: LeaseStore> QueueStore for LeaseAwareQueue<'_, Q, L> {
     fn push_ready(&mut self, payload: &[u8]) {
         self.queue.push_ready(payload);
     }
+}
+
+impl<Q: QueueStore, L: LeaseStore> QueueStore for LeaseAwareQueue<'_, Q, L> {
     fn push_ready_head(&mut self, payload: &[u8]) {
         self.queue.push_ready_head(payload);
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::collections::BTreeMap;
 
 use super::lease::{LeaseStore, EXPIRED};
-use super::store::{QueueStore, RegionCounters, RegionStore};
+use super::store::{QueueAppend, QueueStore, RegionCounters, RegionStore};
 
 /// A queue held in vectors; `deferred` keeps (score, member) pairs.
 #[derive(Debug, Default)]
@@ -17,7 +17,7 @@ pub struct MemoryQueue {
     pub dead: Vec<Vec<u8>>,
 }
 
-impl QueueStore for MemoryQueue {
+impl QueueAppend for MemoryQueue {
     fn ready_len(&self) -> u64 {
         self.ready.len() as u64
     }
@@ -30,6 +30,9 @@ impl QueueStore for MemoryQueue {
     fn push_ready(&mut self, payload: &[u8]) {
         self.ready.push(payload.to_vec());
     }
+}
+
+impl QueueStore for MemoryQueue {
     fn push_ready_head(&mut self, payload: &[u8]) {
         self.ready.insert(0, payload.to_vec());
     }

@@ -5,7 +5,7 @@
 use super::fire::{enqueue_counted, snapshot_count};
 use super::message::RegionWriteCounters;
 use super::region::RegionRef;
-use super::store::{QueueStore, RegionCounters, RegionStore};
+use super::store::{QueueAppend, RegionCounters, RegionStore};
 use super::trigger::{Trigger, COUNTER_MAX};
 
 /// A durable effect's identity and its claim generation (positive).
@@ -101,7 +101,7 @@ pub fn fire_due_unless_pending(current: &RegionCounters, write: &Write<'_>, trig
 /// when [`fire_due`] holds for the same inputs: the caller opens it then
 /// (and may pass `None` otherwise).
 #[allow(clippy::too_many_arguments)]
-pub fn record<Q: QueueStore>(
+pub fn record<Q: QueueAppend>(
     queue: Option<&mut Q>,
     counters: &mut impl RegionStore,
     region: RegionRef<'_>,

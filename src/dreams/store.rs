@@ -6,8 +6,11 @@
 //! in-memory store. An implementation validates key types and counter
 //! fields when it is opened, so every method here is infallible.
 
-/// An organization's queue.
-pub trait QueueStore {
+/// What adding work to an organization's queue needs: its lengths (the
+/// ceiling) and an append to the ready list. An explicit or counted fire
+/// needs nothing else (so a caller allowed only to write the queue, and
+/// to see its lengths, may fire: as `LPUSH`).
+pub trait QueueAppend {
     /// Items in the ready list.
     fn ready_len(&self) -> u64;
     /// Items in the deferred set.
@@ -16,6 +19,15 @@ pub trait QueueStore {
     fn processing_len(&self) -> u64;
     /// Append to the ready list.
     fn push_ready(&mut self, payload: &[u8]);
+
+    /// Ready + deferred + in-flight: what the ceiling counts.
+    fn total_len(&self) -> u64 {
+        self.ready_len().saturating_add(self.deferred_len()).saturating_add(self.processing_len())
+    }
+}
+
+/// An organization's queue.
+pub trait QueueStore: QueueAppend {
     /// Put an item at the head of the ready list (it runs next).
     fn push_ready_head(&mut self, payload: &[u8]);
     /// Remove and return the head of the ready list.
@@ -51,11 +63,6 @@ pub trait QueueStore {
     fn promote(&mut self, payloads: &[Vec<u8>]);
     /// Append to the dead-letter list.
     fn push_dead(&mut self, payload: &[u8]);
-
-    /// Ready + deferred + in-flight: what the ceiling counts.
-    fn total_len(&self) -> u64 {
-        self.ready_len().saturating_add(self.deferred_len()).saturating_add(self.processing_len())
-    }
 }
 
 /// The counter fields of one region, as read when the store was opened.

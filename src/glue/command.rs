@@ -40,6 +40,17 @@ use super::string::bytes_of;
 /// A command handler: the session and the arguments after the name.
 pub type Handler = fn(&Session, &[&[u8]]) -> CommandResult;
 
+/// How a command is run: its C entry point (what Redis calls) and, for a
+/// dry run (`ACL DRYRUN`), its handler on a session of the module's own.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// The C entry point (see `entry::entry_point!`).
+    pub raw: RawCommand,
+    /// The handler, its arguments starting at the tenant; `None` for a
+    /// command that touches no key (`HELP`).
+    pub handler: Option<Handler>,
+}
+
 /// The C entry point Redis calls.
 pub type RawCommand = unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
@@ -50,6 +61,8 @@ pub enum TenantUse {
     Read,
     /// Reads and writes.
     Write,
+    /// No tenant: a server command (`DREAMTOWN.DRYRUN`), no key spec.
+    None,
 }
 
 /// The shape of one documented argument.
@@ -131,8 +144,8 @@ impl Arg {
 pub struct CommandSpec {
     /// Command name (`DREAMS.FIRE`), or a subcommand's (`GET`).
     pub name: &'static str,
-    /// The C entry point (see [`entry_point!`], [`subcommand_entry_point!`]).
-    pub entry: RawCommand,
+    /// How it runs (see `entry::entry_point!`, `entry::subcommand_entry_point!`).
+    pub entry: Entry,
     /// Redis command flags (`write deny-oom fast` ...).
     pub flags: &'static str,
     /// How the tenant's keys are used.
@@ -170,9 +183,57 @@ fn containers() -> std::sync::MutexGuard<'static, Vec<&'static ContainerSpec>> {
     CONTAINERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// `MODULE UNLOAD`: forget the registered containers.
+/// Every registered command's full name in lower case (`dreams.fire`,
+/// `town.agent|get`) with its entry, until the module unloads: for a dry
+/// run by name.
+static REGISTERED: Mutex<Vec<(String, Entry, i32)>> = Mutex::new(Vec::new());
+
+fn registered() -> std::sync::MutexGuard<'static, Vec<(String, Entry, i32)>> {
+    REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `MODULE UNLOAD`: forget the registered containers and commands.
 pub fn unload() {
     containers().clear();
+    registered().clear();
+}
+
+/// Is `name` (any case) a command this module registered, or a container
+/// of its subcommands?
+pub fn is_registered(name: &[u8]) -> bool {
+    let Ok(name) = std::str::from_utf8(name) else { return false };
+    let name = name.to_ascii_lowercase();
+    registered()
+        .iter()
+        .any(|(full, _, _)| *full == name || full.split_once('|').is_some_and(|(container, _)| container == name))
+}
+
+/// The registered command that the call `words` (its name, then for a
+/// container the subcommand's, then arguments) runs: its full name and
+/// entry, and how many words name it (1 or 2).
+pub fn find(words: &[&[u8]]) -> Option<(String, Entry, usize)> {
+    let first = std::str::from_utf8(words.first()?).ok()?.to_ascii_lowercase();
+    let second = words.get(1).and_then(|word| std::str::from_utf8(word).ok()).map(str::to_ascii_lowercase);
+    let registered = registered();
+    if let Some((full, entry, _)) = registered.iter().find(|(full, _, _)| *full == first) {
+        return Some((full.clone(), *entry, 1));
+    }
+    let second = second?;
+    let full = format!("{first}|{second}");
+    registered.iter().find(|(name, _, _)| *name == full).map(|(full, entry, _)| (full.clone(), *entry, 2))
+}
+
+/// Does registered command `full_name` take `argc` words (its name and
+/// its container's included), as Redis counts arity?
+pub fn arity_allows(full_name: &str, argc: usize) -> bool {
+    let Some(arity) = registered().iter().find(|(name, _, _)| name == full_name).map(|(_, _, arity)| *arity) else {
+        return false;
+    };
+    let argc = i64::try_from(argc).unwrap_or(i64::MAX);
+    match arity {
+        fixed if fixed > 0 => argc == i64::from(fixed),
+        at_least => argc >= -i64::from(at_least),
+    }
 }
 
 /// Register `spec` with the server; `module_category`: the server has the
@@ -181,7 +242,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
     let mut arena = Arena::default();
     let name = arena.text(spec.name);
     let flags = arena.text(spec.flags);
-    let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry), flags, 0, 0, 0) };
+    let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry.raw), flags, 0, 0, 0) };
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not create command {}", spec.name));
     }
@@ -189,7 +250,13 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
     if command.is_null() {
         return Err(format!("could not find command {}", spec.name));
     }
-    describe(&mut arena, command, spec, spec.name, 1, module_category)
+    let tenant_at = match spec.tenant {
+        TenantUse::None => 0,
+        TenantUse::Read | TenantUse::Write => 1,
+    };
+    describe(&mut arena, command, spec, spec.name, tenant_at, module_category)?;
+    registered().push((spec.name.to_ascii_lowercase(), spec.entry, spec.arity));
+    Ok(())
 }
 
 /// Register the container `spec`, its subcommands and its `HELP`.
@@ -235,7 +302,7 @@ pub fn register_container(
     for (sub, tenant_at) in subcommands {
         let full = format!("{}|{}", spec.name, sub.name).to_ascii_lowercase();
         let sub_name = arena.text(&sub.name.to_ascii_lowercase());
-        let created = unsafe { create(parent, sub_name, Some(sub.entry), arena.text(sub.flags), 0, 0, 0) };
+        let created = unsafe { create(parent, sub_name, Some(sub.entry.raw), arena.text(sub.flags), 0, 0, 0) };
         if created != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not create subcommand {full}"));
         }
@@ -244,6 +311,7 @@ pub fn register_container(
             return Err(format!("could not find subcommand {full}"));
         }
         describe(&mut arena, command, sub, &full, tenant_at, module_category)?;
+        registered().push((full, sub.entry, sub.arity));
     }
     containers().push(spec);
     Ok(())
@@ -295,7 +363,7 @@ fn set_categories(
 /// key, `@slow`).
 const HELP: CommandSpec = CommandSpec {
     name: "HELP",
-    entry: help_entry,
+    entry: Entry { raw: help_entry, handler: None },
     flags: "allow-loading allow-stale",
     tenant: TenantUse::Read,
     arity: 2,
@@ -436,7 +504,7 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 /// tenant, no key spec).
 fn command_info(arena: &mut Arena, spec: &CommandSpec, tenant_at: c_int) -> raw::RedisModuleCommandInfo {
     let access = match spec.tenant {
-        TenantUse::Read => raw::REDISMODULE_CMD_KEY_RO,
+        TenantUse::Read | TenantUse::None => raw::REDISMODULE_CMD_KEY_RO,
         TenantUse::Write => raw::REDISMODULE_CMD_KEY_RW,
     };
     let key_specs = if tenant_at > 0 {

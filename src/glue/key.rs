@@ -6,11 +6,13 @@
 
 use std::cell::Cell;
 use std::ffi::CStr;
+use std::marker::PhantomData;
 use std::os::raw::{c_int, c_long, c_void};
 use std::ptr;
 
 use redis_module::raw;
 
+use super::access::{Mode, ReadWrite, ReadsValues, Writes};
 use super::api::api;
 use super::args::parse_signed;
 use super::effects::{notify, replicate_strings, Event};
@@ -88,16 +90,24 @@ impl End {
     }
 }
 
-/// An element [`Key::take`] popped, its effect not yet replicated.
+/// An element [`Key::take`] popped, its effect not yet replicated nor its
+/// events fired.
 pub struct Taken {
     value: OwnedString,
     end: End,
+    /// The pop took the list's last element (the key is gone).
+    emptied: bool,
 }
 
 impl Taken {
     /// The element.
     pub fn as_bytes(&self) -> &[u8] {
         self.value.as_bytes()
+    }
+
+    /// Was it the list's last element (the key deleted)?
+    pub fn emptied(&self) -> bool {
+        self.emptied
     }
 }
 
@@ -108,7 +118,7 @@ static RIGHT: StaticString = StaticString::new("RIGHT");
 static ONE: StaticString = StaticString::new("1");
 
 /// An open key; closed (and signalled modified, if written) on drop.
-pub struct Key {
+pub struct Key<M: Mode = ReadWrite> {
     ctx: *mut raw::RedisModuleCtx,
     handle: Cell<*mut raw::RedisModuleKey>,
     mode: c_int,
@@ -122,6 +132,8 @@ pub struct Key {
     /// Made with [`Key::unopened`] and not used since: the handle is
     /// opened by the first operation that needs it.
     unopened: Cell<bool>,
+    /// What the command may do with the key (its ACL check's mode).
+    access: PhantomData<M>,
 }
 
 /// The `RedisModule_OpenKey` mode: read, and write if `write`.
@@ -133,26 +145,26 @@ fn open_mode(write: bool) -> c_int {
     mode as c_int
 }
 
-impl Key {
-    /// Open `name`, for writing if `write`. The caller has checked ACL.
-    pub(crate) fn open(ctx: *mut raw::RedisModuleCtx, name: &[u8], write: bool) -> Self {
-        Self::open_name(ctx, OwnedString::new(name), write)
+impl<M: Mode> Key<M> {
+    /// Open the key named by `name` in mode `M`: only a checked key
+    /// (`session::Checked`) opens one.
+    pub(super) fn open_name(ctx: *mut raw::RedisModuleCtx, name: KeyName) -> Self {
+        Self::open_name_as(ctx, name, M::WRITE)
     }
 
-    /// Open the key named by `name`, for writing if `write`. The caller has checked ACL.
-    pub(crate) fn open_name(ctx: *mut raw::RedisModuleCtx, name: impl Into<KeyName>, write: bool) -> Self {
-        let name = name.into();
+    /// [`Key::open_name`], opened for writing if `write` whatever `M`
+    /// allows (see `session::Checked::open_beside_writes`).
+    pub(super) fn open_name_as(ctx: *mut raw::RedisModuleCtx, name: KeyName, write: bool) -> Self {
         let mode = open_mode(write);
         let handle = unsafe { api!(RedisModule_OpenKey)(ctx, name.as_ptr(), mode) };
         Self::with_handle(ctx, name, mode, handle)
     }
 
-    /// A key named `name`, for writing if `write`, that is opened only by
-    /// the first operation that needs it: for a key a command touches on
-    /// some paths only. The command checks it (ACL, type) before its first
-    /// write on a path that needs it; nothing here checks it.
-    pub(crate) fn unopened(ctx: *mut raw::RedisModuleCtx, name: impl Into<KeyName>, write: bool) -> Self {
-        let key = Self::with_handle(ctx, name.into(), open_mode(write), ptr::null_mut());
+    /// A key named `name`, in mode `M`, that is opened only by the first
+    /// operation that needs it: for a key a command touches on some paths
+    /// only (checked all the same, as every key: `session::Checked`).
+    pub(super) fn unopened(ctx: *mut raw::RedisModuleCtx, name: KeyName) -> Self {
+        let key = Self::with_handle(ctx, name, open_mode(M::WRITE), ptr::null_mut());
         key.unopened.set(true);
         key
     }
@@ -171,6 +183,7 @@ impl Key {
             modified: Cell::new(false),
             list_iterator_spent: Cell::new(false),
             unopened: Cell::new(false),
+            access: PhantomData,
         }
     }
 
@@ -183,11 +196,6 @@ impl Key {
     /// The key name.
     pub fn name(&self) -> &[u8] {
         self.name.as_bytes()
-    }
-
-    /// The key name as the Redis string the key was opened with.
-    pub fn name_string(&self) -> &OwnedString {
-        &self.name
     }
 
     /// The type of the value at the key.
@@ -273,7 +281,10 @@ impl Key {
     // ---- lists ----
 
     /// Push `values` at `end`, in order (as one `LPUSH`/`RPUSH`).
-    pub fn push(&self, end: End, values: &[&[u8]]) {
+    pub fn push(&self, end: End, values: &[&[u8]])
+    where
+        M: Writes,
+    {
         if values.is_empty() {
             return;
         }
@@ -303,7 +314,10 @@ impl Key {
 
     /// [`Key::push`] of Redis strings already made (elements popped from
     /// another list): pushed and replicated as they are, not copied again.
-    pub fn push_strings(&self, end: End, values: &[OwnedString]) {
+    pub fn push_strings(&self, end: End, values: &[OwnedString])
+    where
+        M: Writes,
+    {
         if values.is_empty() {
             return;
         }
@@ -320,49 +334,71 @@ impl Key {
     }
 
     /// Pop one element from `end`.
-    pub fn pop(&self, end: End) -> Option<Vec<u8>> {
+    pub fn pop(&self, end: End) -> Option<Vec<u8>>
+    where
+        M: ReadsValues + Writes,
+    {
         let taken = self.take(end)?;
         self.replicate_taken(&taken);
         Some(taken.as_bytes().to_vec())
     }
 
-    /// Pop one element from `end` for a move: its event fires now (and
-    /// `del` if the list emptied, as `LPOP` would), its effect is replicated
-    /// by what the caller does with it next: [`Key::push_taken`] onto
-    /// another list replicates the pair as one `LMOVE`,
-    /// [`Key::replicate_taken`] as the plain pop. The caller must do one of
-    /// the two before any other write, so the effects keep their order.
-    pub fn take(&self, end: End) -> Option<Taken> {
+    /// Pop one element from `end` for a move: its effect is replicated,
+    /// and its events fired, by what the caller does with it next:
+    /// [`Key::push_taken`] onto another list replicates the pair as one
+    /// `LMOVE` and fires what `LMOVE` fires (the push first, then the pop
+    /// and `del` if the list emptied: t_list.c `lmoveGenericCommand`, every
+    /// version), [`Key::replicate_taken`] as the plain pop (`lpop`, then
+    /// `del`). The caller must do one of the two before any other write,
+    /// so the effects keep their order.
+    pub fn take(&self, end: End) -> Option<Taken>
+    where
+        M: ReadsValues + Writes,
+    {
         if self.is_empty() {
             return None;
         }
         let value = OwnedString::from_raw(unsafe { api!(RedisModule_ListPop)(self.end_handle(), end.code()) })?;
-        let event = match end {
+        self.modified.set(true);
+        Some(Taken { value, end, emptied: !self.exists() })
+    }
+
+    /// Fire a [`Key::take`]'s events, as `LPOP`/`RPOP` fire them: the
+    /// pop's, then `del` if it emptied the list.
+    fn notify_taken(&self, taken: &Taken) {
+        let event = match taken.end {
             End::Head => c"lpop",
             End::Tail => c"rpop",
         };
         notify(self.ctx, Event::List(event), self.name.as_ptr());
-        if !self.exists() {
+        if taken.emptied {
             notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
         }
-        self.modified.set(true);
-        Some(Taken { value, end })
     }
 
-    /// Replicate a [`Key::take`] that went nowhere else as the pop it was.
-    pub fn replicate_taken(&self, taken: &Taken) {
+    /// Replicate a [`Key::take`] that went nowhere else as the pop it was,
+    /// and fire its events.
+    pub fn replicate_taken(&self, taken: &Taken)
+    where
+        M: ReadsValues + Writes,
+    {
         let command = match taken.end {
             End::Head => c"LPOP",
             End::Tail => c"RPOP",
         };
         replicate_strings(self.ctx, command, self.argv().as_slice());
+        self.notify_taken(taken);
     }
 
     /// Push an element [`Key::take`] popped from `source` onto `end` of this
     /// list (the same Redis string, no copy), replicating pop and push as
-    /// one `LMOVE source this <from> <to>` and firing this key's push event,
-    /// as `LMOVE` does.
-    pub fn push_taken(&self, source: &Key, taken: &Taken, end: End) {
+    /// one `LMOVE source this <from> <to>` and firing what `LMOVE` fires:
+    /// this key's push event, then the source's pop (and `del`).
+    pub fn push_taken<S>(&self, source: &Key<S>, taken: &Taken, end: End)
+    where
+        M: Writes,
+        S: ReadsValues + Writes,
+    {
         unsafe { api!(RedisModule_ListPush)(self.end_handle(), end.code(), taken.value.as_ptr()) };
         let mut argv = source.argv();
         argv.borrowed(self.name.as_ptr());
@@ -373,14 +409,19 @@ impl Key {
             End::Tail => c"rpush",
         };
         self.effect_argv(c"LMOVE", &argv, Event::List(event));
+        source.notify_taken(taken);
     }
 
     /// Pop up to `count` elements from `end` (as one `LPOP key count` /
     /// `RPOP key count`), in the order they were popped, each in the Redis
     /// string the API returned (for a caller that pushes or replies with
     /// it: no copy).
-    pub fn pop_many_strings(&self, end: End, count: u64) -> Vec<OwnedString> {
-        let wanted = count.min(self.len());
+    pub fn pop_many_strings(&self, end: End, count: u64) -> Vec<OwnedString>
+    where
+        M: ReadsValues + Writes,
+    {
+        let length = self.len();
+        let wanted = count.min(length);
         let pop = api!(RedisModule_ListPop);
         let mut values = Vec::new();
         for _ in 0..wanted {
@@ -394,15 +435,25 @@ impl Key {
         }
         let mut argv = self.argv();
         argv.new_integer(i64::try_from(values.len()).unwrap_or(i64::MAX));
-        match end {
-            End::Head => self.effect_argv(c"LPOP", &argv, Event::List(c"lpop")),
-            End::Tail => self.effect_argv(c"RPOP", &argv, Event::List(c"rpop")),
+        let (command, event) = match end {
+            End::Head => (c"LPOP", Event::List(c"lpop")),
+            End::Tail => (c"RPOP", Event::List(c"rpop")),
+        };
+        self.effect_argv(command, &argv, event);
+        // The API deleted a list its last element left, as `LPOP` does; so
+        // `del` follows, as `LPOP` fires it. Known from the length read
+        // above, without asking the key again.
+        if values.len() as u64 == length {
+            notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
         }
         values
     }
 
     /// The element at `index` (0 = head).
-    pub fn get(&self, index: u64) -> Option<Vec<u8>> {
+    pub fn get(&self, index: u64) -> Option<Vec<u8>>
+    where
+        M: ReadsValues,
+    {
         if index >= self.len() {
             return None;
         }
@@ -417,19 +468,28 @@ impl Key {
     }
 
     /// Up to `count` elements from `start`, head first.
-    pub fn range(&self, start: u64, count: u64) -> Vec<Vec<u8>> {
+    pub fn range(&self, start: u64, count: u64) -> Vec<Vec<u8>>
+    where
+        M: ReadsValues,
+    {
         let end = self.len().min(start.saturating_add(count));
         (start..end).filter_map(|index| self.get(index)).collect()
     }
 
     /// Every element, head first.
-    pub fn all(&self) -> Vec<Vec<u8>> {
+    pub fn all(&self) -> Vec<Vec<u8>>
+    where
+        M: ReadsValues,
+    {
         self.range(0, u64::MAX)
     }
 
     /// Remove the first element equal to `value` (`LREM key 1 value`).
-    pub fn remove_first(&self, value: &[u8]) -> bool {
-        self.remove_first_where(|element| element == value)
+    pub fn remove_first(&self, value: &[u8]) -> bool
+    where
+        M: Writes,
+    {
+        self.remove_first_matching(|element| element == value)
     }
 
     /// Remove the first element (head first) that `matches` accepts,
@@ -437,7 +497,16 @@ impl Key {
     /// removes that very element: any equal one before it would have
     /// matched first). Each element is read in the Redis string the API
     /// returns, not copied again. Whether one was removed.
-    pub fn remove_first_where(&self, mut matches: impl FnMut(&[u8]) -> bool) -> bool {
+    pub fn remove_first_where(&self, matches: impl FnMut(&[u8]) -> bool) -> bool
+    where
+        M: ReadsValues + Writes,
+    {
+        self.remove_first_matching(matches)
+    }
+
+    /// [`Key::remove_first_where`] without its bound: for [`Key::remove_first`],
+    /// whose caller matches by a value it already has (`LREM` needs only `%W`).
+    fn remove_first_matching(&self, mut matches: impl FnMut(&[u8]) -> bool) -> bool {
         let len = self.len();
         let found =
             (0..len).find_map(|i| Some((i, self.element(i)?)).filter(|(_, element)| matches(element.as_bytes())));
@@ -464,7 +533,10 @@ impl Key {
     /// Visit the elements head first with their indexes, each read in the
     /// Redis string the API returns (one forward pass of the key's list
     /// iterator), until `visit` answers false.
-    pub fn scan_list(&self, mut visit: impl FnMut(u64, &[u8]) -> bool) {
+    pub fn scan_list(&self, mut visit: impl FnMut(u64, &[u8]) -> bool)
+    where
+        M: ReadsValues,
+    {
         for index in 0..self.len() {
             let Some(element) = self.element(index) else { return };
             if !visit(index, element.as_bytes()) {
@@ -476,7 +548,10 @@ impl Key {
     /// Remove the element at `index`, which is `value` and the first
     /// element equal to it (the caller knows), replicated as `LREM key 1
     /// <value>`. Whether one was removed.
-    pub fn remove_at(&self, index: u64, value: &[u8]) -> bool {
+    pub fn remove_at(&self, index: u64, value: &[u8]) -> bool
+    where
+        M: Writes,
+    {
         let Ok(at) = c_long::try_from(index) else {
             return false;
         };
@@ -497,7 +572,10 @@ impl Key {
     /// nothing to trim, nothing is replicated (Redis propagates a write
     /// only when it changed something) but the `ltrim` event fires, as a
     /// native `LTRIM` of an existing list fires it whatever it removed.
-    pub fn trim_to(&self, keep: u64) {
+    pub fn trim_to(&self, keep: u64)
+    where
+        M: Writes,
+    {
         let len = self.len();
         if len <= keep {
             if self.exists() {
@@ -520,7 +598,10 @@ impl Key {
     // ---- sorted sets ----
 
     /// Add `member` with `score`, or rescore it (`ZADD`).
-    pub fn zadd(&self, score: f64, member: &[u8]) {
+    pub fn zadd(&self, score: f64, member: &[u8])
+    where
+        M: Writes,
+    {
         let mut argv = self.argv();
         // A score as Redis prints one, exact for every integer a command writes.
         if score.fract() == 0.0 && score.abs() < 1e17 {
@@ -535,7 +616,10 @@ impl Key {
     }
 
     /// Remove `members` (one `ZREM`); how many were present.
-    pub fn zrem(&self, members: &[&[u8]]) -> u64 {
+    pub fn zrem(&self, members: &[&[u8]]) -> u64
+    where
+        M: Writes,
+    {
         if self.kind() != KeyKind::ZSet {
             return 0;
         }
@@ -555,7 +639,10 @@ impl Key {
     }
 
     /// Up to `limit` members with `min <= score <= max`, lowest first.
-    pub fn zrange_by_score(&self, min: f64, max: f64, limit: u64) -> Vec<(Vec<u8>, f64)> {
+    pub fn zrange_by_score(&self, min: f64, max: f64, limit: u64) -> Vec<(Vec<u8>, f64)>
+    where
+        M: ReadsValues,
+    {
         let mut found = Vec::new();
         if self.kind() != KeyKind::ZSet || limit == 0 {
             return found;
@@ -581,12 +668,18 @@ impl Key {
     }
 
     /// Every member, lowest score first.
-    pub fn zmembers(&self) -> Vec<Vec<u8>> {
+    pub fn zmembers(&self) -> Vec<Vec<u8>>
+    where
+        M: ReadsValues,
+    {
         self.zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, u64::MAX).into_iter().map(|(member, _)| member).collect()
     }
 
     /// The score of `member`, if it is in the sorted set.
-    pub fn zscore(&self, member: &[u8]) -> Option<f64> {
+    pub fn zscore(&self, member: &[u8]) -> Option<f64>
+    where
+        M: ReadsValues,
+    {
         if self.kind() != KeyKind::ZSet {
             return None;
         }
@@ -596,43 +689,48 @@ impl Key {
         (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
-    /// Is `member` in the sorted set?
-    pub fn zcontains(&self, member: &[u8]) -> bool {
-        if self.kind() != KeyKind::ZSet {
+    /// Add `member` with `score` unless it is already in the set: `ZADD
+    /// NX`, a write that reads the set only to skip a no-op (so `%W`, as
+    /// `ZADD`). Whether it was added.
+    pub fn zadd_absent(&self, score: f64, member: &[u8]) -> bool
+    where
+        M: Writes,
+    {
+        if self.zscore_of(member).is_some() {
             return false;
+        }
+        self.zadd(score, member);
+        true
+    }
+
+    /// The score of `member` (no bound: see the callers).
+    fn zscore_of(&self, member: &[u8]) -> Option<f64> {
+        if self.kind() != KeyKind::ZSet {
+            return None;
         }
         let element = OwnedString::new(member);
         let mut score = 0f64;
         let found = unsafe { api!(RedisModule_ZsetScore)(self.handle(), element.as_ptr(), &mut score) };
-        found == raw::REDISMODULE_OK as c_int
+        (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
     // ---- hashes ----
 
     /// The value of hash `field`.
-    pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
-        if self.kind() != KeyKind::Hash {
-            return None;
-        }
-        let name = OwnedString::new(field);
-        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
-        let get = api!(RedisModule_HashGet);
-        unsafe {
-            get(
-                self.handle(),
-                raw::REDISMODULE_HASH_NONE as c_int,
-                name.as_ptr(),
-                &mut value as *mut *mut raw::RedisModuleString,
-                ptr::null_mut::<c_void>(),
-            )
-        };
-        take_bytes(value)
+    pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>>
+    where
+        M: ReadsValues,
+    {
+        self.hget_of(field)
     }
 
     /// The values of the hash fields `fields`, read with as few
     /// `RM_HashGet` calls as its variadic form allows (up to five fields a
     /// call): each value in its own Redis string, read in place.
-    pub fn hget_fields<const N: usize>(&self, fields: [&StaticString; N]) -> [Option<OwnedString>; N] {
+    pub fn hget_fields<const N: usize>(&self, fields: [&StaticString; N]) -> [Option<OwnedString>; N]
+    where
+        M: ReadsValues,
+    {
         let mut values = [ptr::null_mut::<raw::RedisModuleString>(); N];
         if self.kind() == KeyKind::Hash {
             let get = api!(RedisModule_HashGet);
@@ -708,7 +806,10 @@ impl Key {
     }
 
     /// Set hash fields (one `HSET`).
-    pub fn hset(&self, pairs: &[(&[u8], &[u8])]) {
+    pub fn hset(&self, pairs: &[(&[u8], &[u8])])
+    where
+        M: Writes,
+    {
         if pairs.is_empty() {
             return;
         }
@@ -723,7 +824,10 @@ impl Key {
 
     /// [`Key::hset`] of fields with fixed names (made once) and values
     /// given as bytes or integers.
-    pub fn hset_fields(&self, pairs: &[(&StaticString, FieldValue<'_>)]) {
+    pub fn hset_fields(&self, pairs: &[(&StaticString, FieldValue<'_>)])
+    where
+        M: Writes,
+    {
         if pairs.is_empty() {
             return;
         }
@@ -744,7 +848,10 @@ impl Key {
     /// does; fails without writing when the value is not an integer or the
     /// sum overflows. Replicated as the `HSET` of the result, so a replica
     /// never re-parses the old value.
-    pub fn hincrby(&self, field: &[u8], by: i64) -> Result<i64, CommandError> {
+    pub fn hincrby(&self, field: &[u8], by: i64) -> Result<i64, CommandError>
+    where
+        M: ReadsValues + Writes,
+    {
         let current = match self.hget(field) {
             None => 0,
             Some(value) => parse_signed(&value).ok_or_else(|| CommandError::err("hash value is not an integer"))?,
@@ -759,7 +866,10 @@ impl Key {
     }
 
     /// Delete hash fields (one `HDEL`); how many existed.
-    pub fn hdel(&self, fields: &[&[u8]]) -> u64 {
+    pub fn hdel(&self, fields: &[&[u8]]) -> u64
+    where
+        M: Writes,
+    {
         if self.kind() != KeyKind::Hash {
             return 0;
         }
@@ -771,7 +881,10 @@ impl Key {
     }
 
     /// [`Key::hdel`] of fields with fixed names (made once).
-    pub fn hdel_fields(&self, fields: &[&StaticString]) -> u64 {
+    pub fn hdel_fields(&self, fields: &[&StaticString]) -> u64
+    where
+        M: Writes,
+    {
         if self.kind() != KeyKind::Hash {
             return 0;
         }
@@ -806,8 +919,56 @@ impl Key {
         deleted
     }
 
+    /// Set hash `field` to `value` unless it already holds it: a write
+    /// that reads the field only to skip a no-op (so `%W`, as `HSET`).
+    pub fn hset_changed(&self, field: &[u8], value: &[u8])
+    where
+        M: Writes,
+    {
+        if self.hget_of(field).as_deref() != Some(value) {
+            self.hset(&[(field, value)]);
+        }
+    }
+
+    /// The names of the hash's fields, for a write that removes the fields
+    /// it does not set (as `HDEL` reads the hash it deletes from; `%W`):
+    /// not for a reply.
+    pub fn hash_field_names(&self) -> Vec<Vec<u8>>
+    where
+        M: Writes,
+    {
+        let mut names = Vec::new();
+        if self.kind() == KeyKind::Hash {
+            self.scan(|field, _| names.push(field.to_vec()));
+        }
+        names
+    }
+
+    /// The value of hash `field` (no bound: see the callers).
+    fn hget_of(&self, field: &[u8]) -> Option<Vec<u8>> {
+        if self.kind() != KeyKind::Hash {
+            return None;
+        }
+        let name = OwnedString::new(field);
+        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        let get = api!(RedisModule_HashGet);
+        unsafe {
+            get(
+                self.handle(),
+                raw::REDISMODULE_HASH_NONE as c_int,
+                name.as_ptr(),
+                &mut value as *mut *mut raw::RedisModuleString,
+                ptr::null_mut::<c_void>(),
+            )
+        };
+        take_bytes(value)
+    }
+
     /// Every field and value of the hash.
-    pub fn hgetall(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub fn hgetall(&self) -> Vec<(Vec<u8>, Vec<u8>)>
+    where
+        M: ReadsValues,
+    {
         let mut pairs = Vec::new();
         if self.kind() != KeyKind::Hash {
             return pairs;
@@ -862,7 +1023,10 @@ impl Key {
 
     /// Set a string value expiring at `expire_at_ms` (unix ms), replicated
     /// with the absolute time so replicas expire it at the same instant.
-    pub fn set_string_expiring(&self, value: &[u8], expire_at_ms: i64) {
+    pub fn set_string_expiring(&self, value: &[u8], expire_at_ms: i64)
+    where
+        M: Writes,
+    {
         let mut argv = self.argv();
         let content = argv.new_string(value);
         unsafe { api!(RedisModule_StringSet)(self.handle(), content) };
@@ -876,7 +1040,10 @@ impl Key {
     }
 
     /// Expire the key at `expire_at_ms` (unix ms).
-    pub fn expire_at(&self, expire_at_ms: i64) {
+    pub fn expire_at(&self, expire_at_ms: i64)
+    where
+        M: Writes,
+    {
         if !self.exists() {
             return;
         }
@@ -887,7 +1054,10 @@ impl Key {
     }
 
     /// Delete the key; whether it existed.
-    pub fn delete(&self) -> bool {
+    pub fn delete(&self) -> bool
+    where
+        M: Writes,
+    {
         if !self.exists() {
             return false;
         }
@@ -900,7 +1070,7 @@ impl Key {
     }
 }
 
-impl Key {
+impl<M: Mode> Key<M> {
     /// Signal the key modified now, as closing it would (`WATCH`,
     /// client-side caching), and at close only if written again: for a
     /// handle kept open past the point where the command used to close it.
@@ -952,7 +1122,7 @@ impl Key {
     }
 }
 
-impl Drop for Key {
+impl<M: Mode> Drop for Key<M> {
     fn drop(&mut self) {
         if self.handle.get().is_null() {
             return;

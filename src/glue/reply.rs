@@ -21,13 +21,18 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// An integer.
     Integer(i64),
-    /// The null reply.
+    /// The null reply of one item: `$-1` in RESP2 (as `GET`, or `BLMOVE`
+    /// inside MULTI); `_` in RESP3.
     Nil,
+    /// The null array: `*-1` in RESP2 (as the timeout of `BLPOP`,
+    /// `BLMOVE`, `BLMPOP`, `XREADGROUP`); `_` in RESP3.
+    NilArray,
     /// An array.
     Array(Vec<Reply>),
-    /// A map of field names to values: a RESP3 map, or under RESP2 the
-    /// flat array of field/value pairs (as `CONFIG GET`).
-    Map(Vec<(&'static str, Reply)>),
+    /// Field/value pairs: a map in RESP3, the flat array `[field, value,
+    /// ...]` in RESP2 (as `HGETALL` and `CONFIG GET` reply; the server
+    /// writes it as the client's protocol wants: `RedisModule_ReplyWithMap`).
+    Map(Vec<(Reply, Reply)>),
     /// An array of bulk strings held in Redis strings (elements popped
     /// from a list), sent as they are, not copied into `Vec`s first.
     Strings(Vec<OwnedString>),
@@ -66,11 +71,24 @@ impl Reply {
         }
     }
 
+    /// Field/value pairs with text names (see [`Reply::Map`]).
+    pub fn map<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Self {
+        Self::Map(fields.into_iter().map(|(name, value)| (Self::Bulk(name.as_bytes().to_vec()), value)).collect())
+    }
+
+    /// Field/value pairs of bytes (a hash's, see [`Reply::Map`]).
+    pub fn bulk_map(pairs: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Self {
+        Self::Map(pairs.into_iter().map(|(field, value)| (Self::Bulk(field), Self::Bulk(value))).collect())
+    }
+
     /// An integer from an unsigned count.
     pub fn count(value: u64) -> Self {
         Self::Integer(i64::try_from(value).unwrap_or(i64::MAX))
     }
 }
+
+/// The message of [`CommandError::dry_run_complete`].
+const DRY_RUN_COMPLETE: &str = "DRYRUN every check passed";
 
 /// A command error; the message starts with its code.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +116,12 @@ impl CommandError {
     /// `ERR syntax error`.
     pub fn syntax() -> Self {
         Self::err("syntax error")
+    }
+
+    /// A dry run (`ACL DRYRUN`, `session::Session::dry_run_as`) reached the
+    /// first key it would open: every ACL check passed. Never sent.
+    pub(crate) fn dry_run_complete() -> Self {
+        Self(DRY_RUN_COMPLETE.to_string())
     }
 
     /// The full message.
@@ -145,16 +169,19 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
             Reply::Nil => {
                 api!(RedisModule_ReplyWithNull)(ctx);
             }
+            Reply::NilArray => {
+                api!(RedisModule_ReplyWithNullArray)(ctx);
+            }
             Reply::Array(items) => {
                 api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
                 for item in items {
                     send_reply(ctx, item);
                 }
             }
-            Reply::Map(fields) => {
-                api!(RedisModule_ReplyWithMap)(ctx, fields.len() as c_long);
-                for (name, value) in fields {
-                    api!(RedisModule_ReplyWithStringBuffer)(ctx, name.as_ptr().cast::<c_char>(), name.len());
+            Reply::Map(pairs) => {
+                api!(RedisModule_ReplyWithMap)(ctx, pairs.len() as c_long);
+                for (field, value) in pairs {
+                    send_reply(ctx, field);
                     send_reply(ctx, value);
                 }
             }

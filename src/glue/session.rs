@@ -1,38 +1,143 @@
-//! One command's view of the server: the caller's ACL user, key opening
-//! with permission checks, context flags and the clock.
+//! One command's view of the server: the caller's ACL user, keys checked
+//! against it before they open, context flags and the clock.
 //!
 //! Tenant commands declare their first argument as a `NOT_KEY` key spec, so
 //! Redis routes them in a cluster but does not match the bare tenant name
-//! against ACL key patterns; the module checks every key it opens instead,
-//! before writing anything.
+//! against ACL key patterns; the module checks every key (and channel) a
+//! command touches itself, under Redis's own rule (`glue::acl`: one
+//! selector must allow the command and all of them).
+//!
+//! The rule is kept by types. A key opens only from a [`Checked`] proof,
+//! which only [`Session::check`] makes, in the access mode
+//! (`glue::access`) the check was for; the open key offers only that
+//! mode's operations. And a command checks every key before it opens the
+//! first one (a check after an open is refused as a bug): so a refusal
+//! changes nothing, and a *dry run* of the command ([`Session::dry_run_as`],
+//! what `ACL DRYRUN` runs) stops at the first open with the same verdict
+//! the real call would reach.
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
+use super::access::{Meta, Mode, Read, ReadsValues};
+use super::acl::{self, Selectors, Shape};
 use super::api::api;
 use super::key::Key;
 use super::reply::CommandError;
 use super::string::{KeyName, OwnedString};
 
-/// How a command uses a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// Read only.
-    Read,
-    /// Read and write.
-    Write,
+/// A key name that passed the session's ACL check for mode `M`: the only
+/// way to open a key. Made only by [`Session::check`].
+#[must_use = "a checked key is opened with Checked::open"]
+pub struct Checked<M: Mode> {
+    name: KeyName,
+    mode: PhantomData<M>,
+}
+
+impl<M: Mode> Checked<M> {
+    /// The key name as a Redis string.
+    pub fn name_string(&self) -> &OwnedString {
+        &self.name
+    }
+
+    /// Open the key now. In a dry run this is where the run stops: every
+    /// check passed ([`CommandError::dry_run_complete`]).
+    pub fn open(self, session: &Session) -> Result<Key<M>, CommandError> {
+        session.opening()?;
+        Ok(Key::open_name(session.ctx, self.name))
+    }
+
+    /// Open the key now as a command that writes opens its keys: the lookup
+    /// counts no keyspace hit or miss and fires no `keymiss` event, as the
+    /// write commands' lookups do not (`LPUSH` of one key looks at no
+    /// other), while `M` still decides what may be done with it. For a key
+    /// a writing command only looks at (the lengths `DREAMS.FIRE` checks
+    /// against the ceiling).
+    pub fn open_beside_writes(self, session: &Session) -> Result<Key<M>, CommandError> {
+        session.opening()?;
+        Ok(Key::open_name_as(session.ctx, self.name, true))
+    }
+
+    /// The key, opened by the first operation that needs it (for a key
+    /// some paths only touch).
+    pub fn open_lazily(self, session: &Session) -> Result<Key<M>, CommandError> {
+        session.opening()?;
+        Ok(Key::unopened(session.ctx, self.name))
+    }
+
+    /// Look at the key's type, existence or length without opening it
+    /// for the command (before a write, or while checking others). Allowed
+    /// in a dry run. Looked up as the checked mode opens it (a key checked
+    /// for writing counts no keyspace hit or miss, as a write's lookup).
+    pub fn peek(&self, session: &Session) -> Key<Meta> {
+        Key::open_name_as(session.ctx, self.name.clone(), M::WRITE)
+    }
+
+    /// Read the key while checking others (a command whose further keys
+    /// are named by this one's content: an index). Allowed in a dry run.
+    /// Looked up as [`Checked::peek`].
+    pub fn peek_values(&self, session: &Session) -> Key<Read>
+    where
+        M: ReadsValues,
+    {
+        Key::open_name_as(session.ctx, self.name.clone(), M::WRITE)
+    }
+}
+
+/// Proof that a session's caller may use every key (a user with `~*` and
+/// only its root selector, or the server itself): a key is then checked
+/// without naming it first ([`Checked::for_every_key`]), for a command that
+/// names a key only on the path that uses it. Made only by
+/// [`Session::every_key`].
+pub struct EveryKey(());
+
+impl<M: Mode> Checked<M> {
+    /// The proof for `name`, whose check [`EveryKey`] already answers.
+    pub fn for_every_key(_every: &EveryKey, name: impl Into<KeyName>) -> Self {
+        Checked { name: name.into(), mode: PhantomData }
+    }
+}
+
+/// A channel that passed the session's ACL check for publishing.
+pub struct CheckedChannel {
+    name: OwnedString,
+}
+
+impl CheckedChannel {
+    /// The channel name, to publish to. In a dry run this is where the
+    /// run stops (see [`Checked::open`]).
+    pub fn publish_to(&self, session: &Session) -> Result<&[u8], CommandError> {
+        session.opening()?;
+        Ok(self.name.as_bytes())
+    }
+}
+
+/// Whose permissions a session checks.
+enum Caller {
+    /// The server itself (a timer, the replication link, AOF loading): no checks.
+    Server,
+    /// An ACL user with only its root selector: the server's any-selector
+    /// checks are exact; a user with every key (or channel) needs none.
+    Simple { user: *mut raw::RedisModuleUser, owned: bool, all_keys: bool, all_channels: bool },
+    /// An ACL user with selectors: one probe each (`glue::acl`), and the
+    /// selectors still allowing everything checked so far (`None` until
+    /// the command itself is checked, at the first key).
+    Selectors { user: *mut raw::RedisModuleUser, owned: bool, probes: Rc<Shape>, viable: Cell<Option<Selectors>> },
+    /// Refuse every key: the user's selectors could not be read, or the
+    /// client's user is not one the module can look up.
+    Refused { user: *mut raw::RedisModuleUser, owned: bool, why: String },
 }
 
 /// The per-command context.
 pub struct Session {
     ctx: *mut raw::RedisModuleCtx,
-    user: *mut raw::RedisModuleUser,
-    /// Whether `user` is this session's to free (not the shared default user).
-    owns_user: bool,
+    caller: Caller,
     /// The context flags as the command found them, once read: for the
     /// flags that cannot change while it runs (MULTI, Lua, no-block,
     /// cluster). `OOM` can, and is always read afresh.
@@ -42,23 +147,68 @@ pub struct Session {
     /// as the string it is instead of copying it into a new one.
     argv: *mut *mut raw::RedisModuleString,
     argc: usize,
+    /// The whole call as the ACL sees it (its name, a subcommand's, the
+    /// arguments), for the command check of a user with selectors: the
+    /// client's argv, or (a blocked call served later, a dry run) made here.
+    command: CommandWords,
+    /// A dry run: nothing opens; no `ACL LOG` entries.
+    dry_run: bool,
+    /// A key was opened: no key may be checked any more (user sessions).
+    opened: Cell<bool>,
+    /// What the last refusal named: the key or channel, and which.
+    refused: std::cell::RefCell<Option<(Vec<u8>, &'static str)>>,
+}
+
+/// The command's words for the ACL's command check.
+enum CommandWords {
+    /// Not known (a server session).
+    None,
+    /// The client's own argv.
+    Client(*mut *mut raw::RedisModuleString, usize),
+    /// Made for a blocked call served later or a dry run.
+    Made(Vec<OwnedString>),
 }
 
 impl Session {
     /// The session of the command running in `ctx`, whose context flags
-    /// are `flags` ([`Session::context_flags`]): every command's entry
-    /// reads them once, for the migration guard and the session.
-    pub fn with_flags(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Self {
-        let (user, owns_user) = current_user(ctx, flags);
-        Self { ctx, user, owns_user, start_flags: Cell::new(Some(flags)), argv: ptr::null_mut(), argc: 0 }
+    /// are `flags` ([`Session::context_flags`]: every command's entry
+    /// reads them once, for the migration guard and the session), whose
+    /// arguments Redis passed as `argv` (`argc` of them, the command's name
+    /// first), within the client's whole call `call`/`call_len` (a
+    /// subcommand's container name first).
+    pub fn for_command(
+        ctx: *mut raw::RedisModuleCtx,
+        flags: u32,
+        argv: *mut *mut raw::RedisModuleString,
+        argc: usize,
+        call: *mut *mut raw::RedisModuleString,
+        call_len: usize,
+    ) -> Self {
+        Self {
+            ctx,
+            caller: current_caller(ctx, flags),
+            start_flags: Cell::new(Some(flags)),
+            argv,
+            argc,
+            command: CommandWords::Client(call, call_len),
+            dry_run: false,
+            opened: Cell::new(false),
+            refused: std::cell::RefCell::new(None),
+        }
     }
 
-    /// This session, for the command whose arguments Redis passed as
-    /// `argv` (`argc` of them, the command's name first).
-    pub fn with_argv(mut self, argv: *mut *mut raw::RedisModuleString, argc: usize) -> Self {
-        self.argv = argv;
-        self.argc = argc;
-        self
+    fn for_caller(ctx: *mut raw::RedisModuleCtx, caller: Caller, flags: Option<u32>) -> Self {
+        Self {
+            ctx,
+            caller,
+            start_flags: Cell::new(flags),
+            argv: ptr::null_mut(),
+            argc: 0,
+            command: CommandWords::None,
+            dry_run: false,
+            opened: Cell::new(false),
+            refused: std::cell::RefCell::new(None),
+        }
     }
 
     /// The Redis string of argument `index` (0: the first after the
@@ -79,41 +229,77 @@ impl Session {
     /// A session of the server itself (a module timer): no ACL user, as
     /// for the replication link; the module's own housekeeping.
     pub fn internal(ctx: *mut raw::RedisModuleCtx) -> Self {
-        Self::for_user(ctx, ptr::null_mut(), false)
-    }
-
-    /// A session in `ctx` acting for `user` (freed on drop if `owns_user`),
-    /// its context flags read when first needed.
-    fn for_user(ctx: *mut raw::RedisModuleCtx, user: *mut raw::RedisModuleUser, owns_user: bool) -> Self {
-        Self { ctx, user, owns_user, start_flags: Cell::new(None), argv: ptr::null_mut(), argc: 0 }
+        Self::for_caller(ctx, Caller::Server, None)
     }
 
     /// A session in `ctx` (a timer's) acting for the ACL user `name`, as
-    /// if that user ran the command; `None`: the server itself (no checks).
-    /// Refused when the user no longer exists.
-    pub fn acting_as(ctx: *mut raw::RedisModuleCtx, name: Option<&[u8]>) -> Result<Self, CommandError> {
+    /// if that user ran the call `command` (its name words and arguments:
+    /// what the ACL's command check reads); `None`: the server itself (no
+    /// checks). Refused when the user no longer exists.
+    pub fn acting_as(
+        ctx: *mut raw::RedisModuleCtx,
+        name: Option<&[u8]>,
+        command: &[&[u8]],
+    ) -> Result<Self, CommandError> {
         let Some(name) = name else {
             return Ok(Self::internal(ctx));
         };
-        if name == b"default" {
-            let cached = DEFAULT_USER.load(Ordering::Relaxed);
-            if !cached.is_null() {
-                return Ok(Self::for_user(ctx, cached, false));
-            }
-        }
-        let string = OwnedString::new(name);
-        let user = unsafe { api!(RedisModule_GetModuleUserFromUserName)(string.as_ptr()) };
-        if user.is_null() {
+        let Some(caller) = caller_named(ctx, name) else {
             return Err(CommandError::coded(
                 "NOPERM",
                 format_args!("the user '{}' of this blocked call no longer exists", String::from_utf8_lossy(name)),
             ));
+        };
+        let mut session = Self::for_caller(ctx, caller, None);
+        session.command = CommandWords::Made(command.iter().map(|word| OwnedString::new(word)).collect());
+        Ok(session)
+    }
+
+    /// A dry run of the call `command` as user `name`: every key check the
+    /// call would make, as `name` would, with no `ACL LOG` entry; the
+    /// first key it would open ends it ([`CommandError::dry_run_complete`]).
+    pub fn dry_run_as(ctx: *mut raw::RedisModuleCtx, name: &[u8], command: &[&[u8]]) -> Result<Self, CommandError> {
+        let mut session = Self::acting_as(ctx, Some(name), command)?;
+        session.dry_run = true;
+        Ok(session)
+    }
+
+    /// The command's name as the client sent it (a blocked call keeps it
+    /// for the ACL check of its serving later); `None` for a server session.
+    pub fn command_name(&self) -> Option<Vec<u8>> {
+        let words = self.command_words();
+        let first = words.first()?;
+        Some(super::string::bytes_of(*first).to_vec())
+    }
+
+    /// The key or channel the last refusal named (`key` or `channel`, and
+    /// the name).
+    pub fn refused_object(&self) -> Option<(Vec<u8>, &'static str)> {
+        self.refused.borrow().clone()
+    }
+
+    /// May the caller run the call `words` (its command and subcommand
+    /// names, then arguments), by Redis's own command check? Refused with
+    /// `NOPERM` (and an `ACL LOG` entry, as Redis logs) when not.
+    pub fn require_command(&self, words: &[&[u8]], full_name: &str) -> Result<(), CommandError> {
+        let user = match &self.caller {
+            Caller::Server => return Ok(()),
+            Caller::Simple { user, .. } | Caller::Selectors { user, .. } | Caller::Refused { user, .. } => *user,
+        };
+        let strings: Vec<OwnedString> = words.iter().map(|word| OwnedString::new(word)).collect();
+        let argv: Vec<*mut raw::RedisModuleString> = strings.iter().map(OwnedString::as_ptr).collect();
+        if !user.is_null() && acl::allows_command(user, &argv) {
+            return Ok(());
         }
-        if name == b"default" {
-            DEFAULT_USER.store(user, Ordering::Relaxed);
-            return Ok(Self::for_user(ctx, user, false));
+        if !user.is_null() {
+            let object = OwnedString::new(full_name.as_bytes());
+            let reason = raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD;
+            unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
         }
-        Ok(Self::for_user(ctx, user, true))
+        Err(CommandError::coded(
+            "NOPERM",
+            format_args!("this user has no permissions to run the '{full_name}' command"),
+        ))
     }
 
     /// The raw context.
@@ -121,57 +307,140 @@ impl Session {
         self.ctx
     }
 
-    /// Refuse with `NOPERM` unless the caller may use `name` as `access`.
-    pub fn check(&self, name: &[u8], access: Access) -> Result<(), CommandError> {
-        if self.user.is_null() {
-            return Ok(());
-        }
-        self.check_name(&OwnedString::new(name), access)
+    /// Check that the caller may use key `name` in mode `M`; the proof
+    /// opens it. `NOPERM` (logged in `ACL LOG`, as Redis logs its own
+    /// refusals) when no selector that allows the command allows this key
+    /// with the keys checked before.
+    #[inline]
+    pub fn check<M: Mode>(&self, name: impl Into<KeyName>) -> Result<Checked<M>, CommandError> {
+        let name = name.into();
+        self.check_key(&name, M::ACL_FLAGS)?;
+        Ok(Checked { name, mode: PhantomData })
     }
 
-    /// [`Session::check`] for a name already made as a Redis string.
-    pub fn check_name(&self, key: &OwnedString, access: Access) -> Result<(), CommandError> {
-        if self.user.is_null() {
-            return Ok(());
+    /// [`Session::check`] of several keys in one mode.
+    pub fn check_all<M: Mode, const N: usize>(
+        &self,
+        names: [impl Into<KeyName>; N],
+    ) -> Result<[Checked<M>; N], CommandError> {
+        let names = names.map(Into::into);
+        for name in &names {
+            self.check_key(name, M::ACL_FLAGS)?;
         }
-        let flags = match access {
-            Access::Read => raw::REDISMODULE_CMD_KEY_ACCESS,
-            Access::Write => raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        };
-        let verdict = unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.user, key.as_ptr(), flags as c_int) };
-        if verdict == raw::REDISMODULE_OK as c_int {
-            return Ok(());
-        }
-        Err(self.refuse(key, raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY, "key"))
+        Ok(names.map(|name| Checked { name, mode: PhantomData }))
     }
 
-    /// Refuse with `NOPERM` unless the caller may publish to `channel`.
-    pub fn check_publish(&self, channel: &[u8]) -> Result<(), CommandError> {
-        if self.user.is_null() {
-            return Ok(());
-        }
+    /// [`EveryKey`], if the caller may use every key.
+    pub fn every_key(&self) -> Option<EveryKey> {
+        matches!(self.caller, Caller::Server | Caller::Simple { all_keys: true, .. }).then_some(EveryKey(()))
+    }
+
+    /// Check that the caller may publish to `channel`.
+    pub fn check_publish(&self, channel: &[u8]) -> Result<CheckedChannel, CommandError> {
         let name = OwnedString::new(channel);
-        let verdict = unsafe {
-            api!(RedisModule_ACLCheckChannelPermissions)(
-                self.user,
-                name.as_ptr(),
-                raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int,
-            )
-        };
-        if verdict == raw::REDISMODULE_OK as c_int {
-            return Ok(());
-        }
-        Err(self.refuse(&name, raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL, "channel"))
+        self.check_object(&name, Object::Channel)?;
+        Ok(CheckedChannel { name })
     }
 
-    /// Log a refusal in `ACL LOG` (as Redis does for its own commands) and
-    /// make the `NOPERM` reply naming the refused `what`.
-    fn refuse(&self, object: &OwnedString, reason: raw::RedisModuleACLLogEntryReason, what: &str) -> CommandError {
-        unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, self.user, object.as_ptr(), reason) };
+    #[inline]
+    fn check_key(&self, key: &OwnedString, flags: c_int) -> Result<(), CommandError> {
+        // The common case first: a caller that may access every key (its
+        // checks are nothing to the server, but a check after an open is
+        // still a bug).
+        if matches!(self.caller, Caller::Simple { all_keys: true, .. }) && !self.opened.get() {
+            return Ok(());
+        }
+        self.check_object(key, Object::Key(flags))
+    }
+
+    fn check_object(&self, object: &OwnedString, kind: Object) -> Result<(), CommandError> {
+        if matches!(self.caller, Caller::Server) {
+            return Ok(());
+        }
+        if self.opened.get() {
+            return Err(CommandError::err(format_args!(
+                "internal error: the {} '{}' was checked after a key was opened; please report this as a dreamtown bug",
+                kind.word(),
+                String::from_utf8_lossy(object.as_bytes())
+            )));
+        }
+        match &self.caller {
+            Caller::Server => Ok(()),
+            Caller::Simple { all_keys: true, .. } if matches!(kind, Object::Key(_)) => Ok(()),
+            Caller::Simple { all_channels: true, .. } if matches!(kind, Object::Channel) => Ok(()),
+            Caller::Simple { user, .. } => match kind.allowed_by(*user, object) {
+                true => Ok(()),
+                false => Err(self.refuse(*user, object, kind, "")),
+            },
+            Caller::Selectors { user, probes, viable, .. } => {
+                let Shape::Selectors(probes) = probes.as_ref() else {
+                    return Err(self.refuse(*user, object, kind, ""));
+                };
+                let among = match viable.get() {
+                    Some(among) => among,
+                    None => {
+                        let words = self.command_words();
+                        acl::narrow(probes, acl::all(probes), |probe| acl::allows_command(probe, &words))
+                    }
+                };
+                let kept = acl::narrow(probes, among, |probe| kind.allowed_by(probe, object));
+                viable.set(Some(kept));
+                if kept != 0 {
+                    return Ok(());
+                }
+                let elsewhere = acl::narrow(probes, acl::all(probes), |probe| kind.allowed_by(probe, object)) != 0;
+                let why = match elsewhere {
+                    true => " (with this command: no one selector of the user allows the command and every key and channel it touches)",
+                    false => "",
+                };
+                Err(self.refuse(*user, object, kind, why))
+            }
+            Caller::Refused { user, why, .. } => {
+                Err(self.refuse(*user, object, kind, &format!(" (dreamtown refuses what it cannot check: {why})")))
+            }
+        }
+    }
+
+    /// The whole call's words, for the ACL's command check.
+    fn command_words(&self) -> Vec<*mut raw::RedisModuleString> {
+        match &self.command {
+            CommandWords::None => Vec::new(),
+            CommandWords::Client(argv, argc) if !argv.is_null() => {
+                // SAFETY: Redis keeps the client's argv for the whole command.
+                unsafe { std::slice::from_raw_parts(*argv, *argc) }.to_vec()
+            }
+            CommandWords::Client(..) => Vec::new(),
+            CommandWords::Made(words) => words.iter().map(OwnedString::as_ptr).collect(),
+        }
+    }
+
+    /// A key is about to open: from now on nothing may be checked; a dry
+    /// run ends here.
+    fn opening(&self) -> Result<(), CommandError> {
+        if self.dry_run {
+            return Err(CommandError::dry_run_complete());
+        }
+        self.opened.set(true);
+        Ok(())
+    }
+
+    /// Log a refusal in `ACL LOG` (as Redis does for its own commands;
+    /// not in a dry run, as `ACL DRYRUN` logs nothing) and make the
+    /// `NOPERM` reply naming the refused `object`.
+    fn refuse(&self, user: *mut raw::RedisModuleUser, object: &OwnedString, kind: Object, why: &str) -> CommandError {
+        self.refused.replace(Some((object.as_bytes().to_vec(), kind.word())));
+        if !self.dry_run && !user.is_null() {
+            let reason = match kind {
+                Object::Key(_) => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
+                Object::Channel => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL,
+            };
+            unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
+        }
         CommandError::coded(
             "NOPERM",
             format_args!(
-                "this user has no permissions to access the {what} '{}'",
+                "this user has no permissions to access the {} '{}'{why}",
+                kind.word(),
                 String::from_utf8_lossy(object.as_bytes())
             ),
         )
@@ -180,45 +449,6 @@ impl Session {
     /// Is the server running as a cluster node?
     pub fn in_cluster(&self) -> bool {
         self.start_flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
-    }
-
-    /// Check ACL for every key in `names`; the names as Redis strings, for
-    /// [`Session::open_checked`] (made once for both: this runs for every
-    /// key of every command).
-    pub fn check_all<const N: usize>(
-        &self,
-        names: [&[u8]; N],
-        access: Access,
-    ) -> Result<[OwnedString; N], CommandError> {
-        self.check_strings(names.map(OwnedString::new), access)
-    }
-
-    /// [`Session::check_all`] of names already made Redis strings.
-    pub fn check_strings<T: std::borrow::Borrow<OwnedString>, const N: usize>(
-        &self,
-        names: [T; N],
-        access: Access,
-    ) -> Result<[T; N], CommandError> {
-        for name in &names {
-            self.check_name(name.borrow(), access)?;
-        }
-        Ok(names)
-    }
-
-    /// Open a key whose name passed [`Session::check_all`].
-    pub fn open_checked(&self, name: impl Into<KeyName>, access: Access) -> Key {
-        Key::open_name(self.ctx, name, access == Access::Write)
-    }
-
-    /// Check ACL for `name` and open it.
-    pub fn open(&self, name: &[u8], access: Access) -> Result<Key, CommandError> {
-        let [name] = self.check_all([name], access)?;
-        Ok(self.open_checked(name, access))
-    }
-
-    /// Open a key whose permission was already checked.
-    pub fn open_unchecked(&self, name: &[u8], access: Access) -> Key {
-        Key::open(self.ctx, name, access == Access::Write)
     }
 
     /// The context flags.
@@ -265,10 +495,41 @@ impl Session {
     }
 }
 
+/// What a check is about.
+#[derive(Clone, Copy)]
+enum Object {
+    /// A key, with its key-spec access flags.
+    Key(c_int),
+    /// A channel published to.
+    Channel,
+}
+
+impl Object {
+    fn word(self) -> &'static str {
+        match self {
+            Object::Key(_) => "key",
+            Object::Channel => "channel",
+        }
+    }
+
+    fn allowed_by(self, user: *mut raw::RedisModuleUser, object: &OwnedString) -> bool {
+        match self {
+            Object::Key(flags) => acl::allows_key(user, object, flags),
+            Object::Channel => acl::allows_publish(user, object),
+        }
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
-        if self.owns_user && !self.user.is_null() {
-            unsafe { api!(RedisModule_FreeModuleUser)(self.user) };
+        let (user, owned) = match &self.caller {
+            Caller::Server => return,
+            Caller::Simple { user, owned, .. }
+            | Caller::Selectors { user, owned, .. }
+            | Caller::Refused { user, owned, .. } => (*user, *owned),
+        };
+        if owned && !user.is_null() {
+            unsafe { api!(RedisModule_FreeModuleUser)(user) };
         }
     }
 }
@@ -290,27 +551,60 @@ pub fn unload() {
     }
 }
 
-/// The ACL user of the calling client (whose context `flags` were just
-/// read) and whether the session must free it; null when there is none to
-/// check: the replication link and AOF loading run as the server itself.
-fn current_user(ctx: *mut raw::RedisModuleCtx, flags: u32) -> (*mut raw::RedisModuleUser, bool) {
+/// Whose permissions the calling client's command runs with (its context
+/// `flags` just read): the server itself for the replication link and AOF
+/// loading; else the client's ACL user, refused (fail closed) when the
+/// module cannot look it up (a user of another module's own).
+fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Caller {
     if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
-        return (ptr::null_mut(), false);
+        return Caller::Server;
     }
     let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }) else {
-        return (ptr::null_mut(), false);
+        return Caller::Server;
     };
-    let lookup = || unsafe { api!(RedisModule_GetModuleUserFromUserName)(name.as_ptr()) };
-    if name.as_bytes() != b"default" {
-        return (lookup(), true);
+    caller_named(ctx, name.as_bytes()).unwrap_or_else(|| Caller::Refused {
+        user: ptr::null_mut(),
+        owned: false,
+        why: format!("the client's user '{}' is not an ACL user", String::from_utf8_lossy(name.as_bytes())),
+    })
+}
+
+/// The caller for ACL user `name`, with its selectors' shape; `None` when
+/// the server has no such user.
+fn caller_named(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Option<Caller> {
+    let (user, owned) = lookup_user(name)?;
+    if let Some((all_keys, all_channels)) = acl::default_one_selector(name) {
+        return Some(Caller::Simple { user, owned, all_keys, all_channels });
     }
-    let cached = DEFAULT_USER.load(Ordering::Relaxed);
-    if !cached.is_null() {
-        return (cached, false);
+    let shape = acl::shape(ctx, name);
+    Some(match shape.as_ref() {
+        Shape::OneSelector { all_keys, all_channels } => {
+            Caller::Simple { user, owned, all_keys: *all_keys, all_channels: *all_channels }
+        }
+        Shape::Unreadable(why) => Caller::Refused { user, owned, why: why.clone() },
+        Shape::Selectors(_) => Caller::Selectors { user, owned, probes: shape, viable: Cell::new(None) },
+    })
+}
+
+/// The module's handle on ACL user `name`, and whether the caller frees
+/// it (`default`'s is kept: [`DEFAULT_USER`]).
+fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
+    if name == b"default" {
+        let cached = DEFAULT_USER.load(Ordering::Relaxed);
+        if !cached.is_null() {
+            return Some((cached, false));
+        }
     }
-    let user = lookup();
-    DEFAULT_USER.store(user, Ordering::Relaxed);
-    (user, false)
+    let string = OwnedString::new(name);
+    let user = unsafe { api!(RedisModule_GetModuleUserFromUserName)(string.as_ptr()) };
+    if user.is_null() {
+        return None;
+    }
+    if name == b"default" {
+        DEFAULT_USER.store(user, Ordering::Relaxed);
+        return Some((user, false));
+    }
+    Some((user, true))
 }
 
 /// Validate a tenant name: non-empty, no `{`/`}` (they would break the hash

@@ -147,6 +147,24 @@ impl From<OwnedString> for KeyName {
     }
 }
 
+impl From<&[u8]> for KeyName {
+    fn from(name: &[u8]) -> Self {
+        Self::Own(OwnedString::new(name))
+    }
+}
+
+impl From<&str> for KeyName {
+    fn from(name: &str) -> Self {
+        Self::Own(OwnedString::new(name.as_bytes()))
+    }
+}
+
+impl From<&String> for KeyName {
+    fn from(name: &String) -> Self {
+        Self::Own(OwnedString::new(name.as_bytes()))
+    }
+}
+
 /// A Redis string made on first use and kept for the server's lifetime,
 /// for a fixed name (a hash field) that would otherwise be created and
 /// freed on every call. Only ever touched on Redis's main thread; the

@@ -82,8 +82,10 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
-    // In cluster mode: the guard's dry run and its memo's command filter.
-    crate::services::migration_guard::init(ctx.ctx);
+    // The command filter (ACL changes, ACL DRYRUN; in cluster mode the
+    // migration guard's memo), and the guard's dry run.
+    let filter = crate::services::command_filter::register(ctx.ctx);
+    crate::services::migration_guard::init(ctx.ctx, filter);
     Status::Ok
 }
 
@@ -110,11 +112,14 @@ fn deinit(ctx: &Context) -> Status {
         fire_ages::forget_all();
         server_events::unload();
         crate::services::slot_memo::unload();
+        crate::services::acl_watch::unload();
+        crate::glue::acl::unload();
         session::unload();
         string::unload();
         config::unload();
         command::unload();
         crate::stores::dreams::queue_names::unload();
+        crate::stores::town::names::unload();
         free_detached_context();
     });
     Status::Ok

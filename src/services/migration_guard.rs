@@ -121,10 +121,10 @@ fn guard_names(tenant: &[u8]) -> [Vec<u8>; 2] {
 static DRY_RUN: AtomicBool = AtomicBool::new(false);
 
 /// Decide at load whether the full check can be a dry run.
-pub fn init(ctx: *mut raw::RedisModuleCtx) {
+pub fn init(ctx: *mut raw::RedisModuleCtx, filter_registered: bool) {
     let version = unsafe { raw::RedisModule_GetServerVersion }.map_or(0, |get| unsafe { get() });
     DRY_RUN.store(version >= 0x00_07_02_00, Ordering::Relaxed);
-    super::slot_memo::register(ctx);
+    super::slot_memo::activate(ctx, filter_registered);
 }
 
 /// Is `tenant` a name the guard can ask about (a command refuses any other

@@ -6,6 +6,8 @@
 //! `slot_migration`), and the server's events (`keyspace_events`,
 //! `server_events`).
 
+pub mod acl_watch;
+pub mod command_filter;
 pub mod keyspace_events;
 pub mod lease_catch_up;
 pub mod lease_index;

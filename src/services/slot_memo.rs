@@ -48,7 +48,7 @@
 //! came from `SETSLOT`s its filter saw on the replication link (Valkey 8+)
 //! or are stable (Redis). Outside cluster mode nothing is registered.
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -56,6 +56,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use redis_module::raw;
 
 use crate::glue::api::api;
+use crate::glue::filter::{client_flags, in_multi, Filtered};
 
 /// One bit a slot (16,384 slots).
 static SETTLED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
@@ -136,28 +137,18 @@ pub fn forget_all() {
     }
 }
 
-/// Register the filter when the server runs in cluster mode (module load).
-/// Without it (no filter API, or it refused) nothing ever settles and the
-/// guard checks every command, as before.
-pub fn register(ctx: *mut raw::RedisModuleCtx) {
+/// Start remembering when the server runs in cluster mode and the
+/// module's command filter is registered (module load). Without it
+/// nothing ever settles and the guard checks every command, as before.
+pub fn activate(ctx: *mut raw::RedisModuleCtx, filter_registered: bool) {
     forget_all();
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
-    if flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER == 0 {
-        return;
-    }
-    let apis = unsafe {
-        (
-            raw::RedisModule_RegisterCommandFilter,
-            raw::RedisModule_CommandFilterArgsCount,
-            raw::RedisModule_CommandFilterArgGet,
-            raw::RedisModule_GetClientInfoById,
-        )
-    };
-    let (Some(register), Some(_), Some(_), Some(_)) = apis else {
-        return;
-    };
-    let filter = unsafe { register(ctx, Some(on_command), raw::REDISMODULE_CMDFILTER_NOSELF as c_int) };
-    ACTIVE.store(!filter.is_null(), Ordering::Relaxed);
+    ACTIVE.store(filter_registered && flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0, Ordering::Relaxed);
+}
+
+/// Is the memo in use (cluster mode, filter registered)?
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
 }
 
 /// `MODULE UNLOAD`: the server drops the filter; reset the statics.
@@ -229,98 +220,54 @@ fn parse_slot(text: &[u8]) -> Option<u16> {
     std::str::from_utf8(text).ok()?.parse::<u16>().ok().filter(|slot| *slot < 16_384)
 }
 
-/// The command filter: runs for every command, so it rejects by length
-/// and first letter before comparing names.
-unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let name = arg(fctx, 0);
-        // EXEC, CLUSTER, DISCARD, SLAVEOF, REPLICAOF.
-        if !matches!(name.len(), 4 | 7 | 9)
-            || !matches!(name.first(), Some(b'c' | b'C' | b'e' | b'E' | b'd' | b'D' | b's' | b'S' | b'r' | b'R'))
-        {
-            return;
-        }
-        let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
-        let sub = (argc > 1).then(|| arg(fctx, 1));
-        let third = (argc > 2).then(|| arg(fctx, 2));
-        let seen = classify(name, sub, third);
-        if seen == Seen::Nothing {
-            return;
-        }
-        let client = client_id(fctx);
-        match seen {
-            Seen::Nothing => {}
-            Seen::ForgetAll => forget_all(),
-            Seen::SetSlot(slot) => {
-                match slot {
-                    Some(slot) => forget(slot),
-                    None => forget_all(),
-                }
-                match client {
-                    Some(id) => {
-                        if client_flags(id)
-                            .is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0)
-                        {
-                            remember_queued(id);
-                        }
-                        make_pending(id);
-                    }
-                    None => EXEC_FORGETS.store(true, Ordering::Relaxed),
-                }
+/// A command the filter passes on (`command_filter`), named `name`.
+pub fn on_command(command: &Filtered, name: &[u8]) {
+    let argc = command.argc();
+    let sub = (argc > 1).then(|| command.arg(1));
+    let third = (argc > 2).then(|| command.arg(2));
+    let seen = classify(name, sub, third);
+    if seen == Seen::Nothing {
+        return;
+    }
+    let client = command.client_id();
+    match seen {
+        Seen::Nothing => {}
+        Seen::ForgetAll => forget_all(),
+        Seen::SetSlot(slot) => {
+            match slot {
+                Some(slot) => forget(slot),
+                None => forget_all(),
             }
-            Seen::Exec => {
-                let queued = client.is_some_and(|id| {
-                    let mut queued = lock(&QUEUED_IN_MULTI);
-                    let before = queued.len();
-                    queued.retain(|q| *q != id);
-                    queued.len() != before
-                });
-                if queued || EXEC_FORGETS.load(Ordering::Relaxed) {
-                    forget_all();
-                    if let Some(id) = client {
-                        make_pending(id);
+            match client {
+                Some(id) => {
+                    if in_multi(id) {
+                        remember_queued(id);
                     }
+                    make_pending(id);
                 }
+                None => EXEC_FORGETS.store(true, Ordering::Relaxed),
             }
-            Seen::Discard => {
+        }
+        Seen::Exec => {
+            let queued = client.is_some_and(|id| {
+                let mut queued = lock(&QUEUED_IN_MULTI);
+                let before = queued.len();
+                queued.retain(|q| *q != id);
+                queued.len() != before
+            });
+            if queued || EXEC_FORGETS.load(Ordering::Relaxed) {
+                forget_all();
                 if let Some(id) = client {
-                    lock(&QUEUED_IN_MULTI).retain(|q| *q != id);
+                    make_pending(id);
                 }
             }
         }
-    }));
-}
-
-/// Argument `pos` of the filtered command (empty if absent).
-fn arg<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, pos: c_int) -> &'a [u8] {
-    let string = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, pos) };
-    if string.is_null() {
-        return &[];
+        Seen::Discard => {
+            if let Some(id) = client {
+                lock(&QUEUED_IN_MULTI).retain(|q| *q != id);
+            }
+        }
     }
-    let mut len = 0usize;
-    let ptr = unsafe { api!(RedisModule_StringPtrLen)(string, &mut len) };
-    if ptr.is_null() {
-        return &[];
-    }
-    // The argv outlives this callback's use of it.
-    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-}
-
-/// The filtered command's client, where the server tells (Redis 7.2+,
-/// Valkey 8+).
-fn client_id(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u64> {
-    let get = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
-    let id = unsafe { get(fctx) };
-    (id != 0).then_some(id)
-}
-
-/// The flags of client `id` (`REDISMODULE_CLIENTINFO_FLAG_*`), `None` when
-/// there is no such client.
-fn client_flags(id: u64) -> Option<u64> {
-    let get = unsafe { raw::RedisModule_GetClientInfoById }?;
-    let mut info = raw::RedisModuleClientInfo { version: 1, flags: 0, id: 0, addr: [0; 46], port: 0, db: 0 };
-    let status = unsafe { get((&raw mut info).cast::<c_void>(), id) };
-    (status == raw::REDISMODULE_OK as c_int).then_some(info.flags)
 }
 
 fn remember_queued(id: u64) {

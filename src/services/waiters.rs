@@ -52,6 +52,7 @@ use redis_module::raw;
 
 use super::migration_guard;
 use crate::glue::api::api;
+use crate::glue::latency;
 use crate::glue::reply::{self, CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::{bytes_of, OwnedString};
@@ -94,6 +95,10 @@ pub struct WaitOn<'a> {
     /// ... ACK`): the waiter is then answered `[before, <served reply or
     /// nil>]`; an error is sent alone. `None`: the reply as it is.
     pub before: Option<Reply>,
+    /// The nil a timeout answers, of the native analogue's type (every
+    /// list-blocking command times out with [`Reply::NilArray`], `*-1` in
+    /// RESP2: `BLPOP`, `BLMOVE`, `BLMPOP`; so does `XREADGROUP`).
+    pub timeout: Reply,
 }
 
 /// Waiters handed an item (or an error).
@@ -114,6 +119,9 @@ struct Waiter {
     bc: *mut raw::RedisModuleBlockedClient,
     ticket: *mut Ticket,
     user: Option<Vec<u8>>,
+    /// The command's name as the client sent it: with `args`, the call
+    /// the ACL checks again when it is served.
+    command: Vec<u8>,
     args: Vec<Vec<u8>>,
     serve: Serve,
 }
@@ -127,6 +135,8 @@ struct Ticket {
     delivery: Option<CommandResult>,
     /// [`WaitOn::before`].
     before: Option<Reply>,
+    /// [`WaitOn::timeout`].
+    timeout: Reply,
 }
 
 struct Queue {
@@ -353,6 +363,7 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
         seq,
         delivery: None,
         before: wait.before,
+        timeout: wait.timeout,
     }));
     let mut keys = [private.as_ptr()];
     let bc = unsafe {
@@ -374,7 +385,9 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
     unsafe { api!(RedisModule_SetDisconnectCallback)(bc, Some(on_disconnect)) };
     let user =
         OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec());
-    let waiter = Waiter { bc, ticket, user, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
+    let command = session.command_name().unwrap_or_default();
+    let waiter =
+        Waiter { bc, ticket, user, command, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
     let arm_due = with_registry(|r| {
         let id = (db, first.to_vec());
         if !r.queues.contains_key(&id) {
@@ -447,13 +460,15 @@ unsafe extern "C" fn on_timeout(
         match delivery {
             Some(result) => reply::send(ctx, &after(before, result)),
             None => {
+                let mut nil = Reply::Nil;
                 if let Some(t) = unsafe { ticket.as_ref() } {
                     let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
                     if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
                         TIMED_OUT.bump();
                     }
+                    nil = t.timeout.clone();
                 }
-                reply::send(ctx, &after(before, Ok(Reply::Nil)));
+                reply::send(ctx, &after(before, Ok(nil)));
             }
         }
     }));
@@ -518,6 +533,7 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
             };
             return;
         }
+        let started = std::time::Instant::now();
         let pending = with_registry(|r| {
             r.timer_armed = false;
             std::mem::take(&mut r.pending)
@@ -525,6 +541,7 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
         for id in pending {
             serve_queue(ctx, &id);
         }
+        latency::report(latency::WAITER_PASS, started);
     }));
 }
 
@@ -545,7 +562,9 @@ unsafe extern "C" fn on_due_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
             None => false,
         });
         if present {
+            let started = std::time::Instant::now();
             serve_queue(ctx, &id);
+            latency::report(latency::WAITER_PASS, started);
         }
     }));
 }
@@ -632,7 +651,7 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
     // them): only a master writes.
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
     let master = flags & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0;
-    let server = Session::acting_as(ctx, None).ok();
+    let server = Session::acting_as(ctx, None, &[]).ok();
     let mut exhausted = 0u8;
     let mut due: Option<i64> = None;
     while let (true, Some(server)) = (master, server.as_ref()) {
@@ -656,15 +675,14 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
             deliver(waiter, Err(refusal));
             continue;
         }
-        let result = match Session::acting_as(ctx, waiter.user.as_deref()) {
-            Ok(session) => {
-                let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
-                catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args))).unwrap_or_else(|_| {
-                    Some(Err(CommandError::err(
-                        "internal error: the blocked call failed; please report this as a dreamtown bug",
-                    )))
-                })
-            }
+        let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
+        let call: Vec<&[u8]> = std::iter::once(waiter.command.as_slice()).chain(args.iter().copied()).collect();
+        let result = match Session::acting_as(ctx, waiter.user.as_deref(), &call) {
+            Ok(session) => catch_unwind(AssertUnwindSafe(|| (waiter.serve)(&session, &args))).unwrap_or_else(|_| {
+                Some(Err(CommandError::err(
+                    "internal error: the blocked call failed; please report this as a dreamtown bug",
+                )))
+            }),
             Err(error) => Some(Err(error)),
         };
         match result {

@@ -14,7 +14,7 @@ use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::services::{limits_index, waiters};
 use crate::stores::dreams::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
@@ -88,25 +88,39 @@ pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<
     Ok(AckRequest { org, payload, success, fired_by, thresholds })
 }
 
-/// Apply `request`: every key it uses is checked (ACL, type) before the
-/// first write, so an error means nothing changed. The ACK's reply.
+/// Apply `request`: every key it may touch is checked (ACL) before any
+/// opens, and every key it uses (type) before the first write, so an error
+/// means nothing changed. The ACK's reply.
 pub fn acknowledge_now(session: &Session, request: &AckRequest<'_>) -> CommandResult {
     // The queue's keys close (and are signalled modified) last, after the
     // region's and the lease set's, as they always have.
-    acknowledge_keeping_queue(session, request).map(|(reply, _queue)| reply)
+    acknowledge_keeping_queue(session, request, false).map(|acked| acked.reply)
 }
 
-/// [`acknowledge_now`], handing back the organization's queue as the
-/// acknowledgement leaves it: its in-flight list open, the ready list and
-/// deferred set opened if the path used them (else opened on first use),
-/// each checked (ACL, type) if opened. The one-trip drain goes on with it
-/// rather than open the same keys again. The region's counters and lease
-/// set are closed (and signalled modified) on return; the queue's keys
-/// when it is dropped, or by [`RedisQueue::signal_modified_now`].
+/// What [`acknowledge_keeping_queue`] hands back to a one-trip drain.
+pub struct Acknowledged {
+    /// The ACK's reply.
+    pub reply: Reply,
+    /// The lease set, still open for a drain (its writes signalled).
+    pub leases: Option<RedisLeases>,
+    /// The organization's queue as the acknowledgement leaves it: its
+    /// in-flight list open, the ready list and deferred set opened if the
+    /// path used them (else opened on first use), and with the dead-letter
+    /// list (unopened) for the drain.
+    pub queue: RedisQueue,
+    /// The deferred set was absent when inspected, before any write.
+    pub deferred_absent: bool,
+}
+
+/// [`acknowledge_now`], handing back what it opened (see [`Acknowledged`]);
+/// `for_drain`: the one-trip drain's keys are checked too (the dead-letter
+/// list) and inspected (types) before the acknowledgement writes, so the
+/// drain goes on with the same keys rather than check and open them again.
 pub fn acknowledge_keeping_queue(
     session: &Session,
     request: &AckRequest<'_>,
-) -> Result<(Reply, RedisQueue), CommandError> {
+    for_drain: bool,
+) -> Result<Acknowledged, CommandError> {
     let (org, payload, success) = (request.org, request.payload, request.success);
     // Read in place (no copies) when the payload is in the module's layout.
     let read = ReadFire::read(payload).ok_or_else(|| CommandError::err("payload is not a Dreams fire message"))?;
@@ -117,23 +131,32 @@ pub fn acknowledge_keeping_queue(
             message.region.org
         )));
     }
-    // Only the keys this call's path reads or writes are checked and opened
+    // Every key the call may touch is checked first: the queue (a requeue
+    // writes ready and deferred, a fire found back in ready is taken out of
+    // it), the region's counters (the seed's ACKNOWLEDGE never names the
+    // counted-event set; neither does this path) and the lease set (an
+    // acknowledgement ends the payload's lease).
+    let queue_keys = RedisQueue::check(session, org, for_drain)?;
+    let region_keys = RedisRegion::check(session, message.region, EventSet::Untouched)?;
+    let lease_keys = RedisLeases::check(session, org)?;
+    let deferred_absent = match for_drain {
+        true => queue_keys.inspect_for_drain(session)?,
+        false => false,
+    };
+    // Only the keys this call's path reads or writes are opened
     // (docs/bench.md, "Only the keys of the path a command takes"): the
     // in-flight list now, the ready list and deferred set below, when needed.
-    let mut queue = RedisQueue::open_in_flight(session, org, Access::Write)?;
-    // The seed's ACKNOWLEDGE never names the counted-event set; neither
-    // does this path.
-    let mut counters = RedisRegion::open_with(session, message.region, Access::Write, EventSet::Untouched, true)?;
-    // An acknowledgement also ends the payload's lease, and finds a fire
-    // whose lease ran out back in ready.
-    let mut leases = RedisLeases::open(session, org, Access::Write)?;
+    let mut queue = queue_keys.open_in_flight(session)?;
+    let mut counters = region_keys.open(session, true)?;
+    let mut leases = RedisLeases::open(session, lease_keys)?;
     let thresholds = request.thresholds.unwrap_or_else(config::trigger);
     let now = session.now_secs();
     // The ready list and deferred set are used by a requeue, and the ready
-    // list by a fire found back there (only where leases exist): checked
-    // now, before anything is written, on those paths.
-    if requeue_due(counters.counters(), message, success, &thresholds, now) || !leases.is_empty() {
-        queue.check_waiting(session, Access::Write)?;
+    // list by a fire found back there (only where leases exist): their
+    // types checked now, before anything is written, on those paths (a
+    // one-trip drain inspected them already).
+    if !for_drain && (requeue_due(counters.counters(), message, success, &thresholds, now) || !leases.is_empty()) {
+        queue.require_waiting_types()?;
     }
     let tenant = queue.tenant();
     let mut lease_aware = LeaseAwareQueue { queue: &mut queue, leases: &mut leases };
@@ -170,5 +193,23 @@ pub fn acknowledge_keeping_queue(
             count::dreams(tenant, Dreams::DroppedAck, 1);
         }
     }
-    Ok((counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges), queue))
+    // Closed (and signalled modified) in the order they always were: the
+    // lease set, the region, then (with the reply) the queue.
+    let leases = match for_drain {
+        true => {
+            leases.signal_modified_now();
+            Some(leases)
+        }
+        false => {
+            drop(leases);
+            None
+        }
+    };
+    drop(counters);
+    Ok(Acknowledged {
+        reply: counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges),
+        leases,
+        queue,
+        deferred_absent,
+    })
 }

@@ -1,5 +1,6 @@
 //! `DREAMS.COUNTERS <org> <project> <memory-type>`: the region's counter
-//! fields as field/value pairs (empty if the region was never written).
+//! fields as field/value pairs, a map in RESP3 (empty if the region was
+//! never written).
 
 use super::region;
 use crate::dreams::region::RegionKey;
@@ -7,7 +8,7 @@ use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisRegion;
 
 /// The command.
@@ -32,9 +33,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<RegionKey, CommandError>
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let region = parse(argv)?;
-    let counters = RedisRegion::open(session, &region, Access::Read)?;
-    let pairs = counters.counters_key().hgetall();
-    let mut sorted = pairs;
+    let mut sorted = RedisRegion::read_fields(session, &region)?;
     sorted.sort();
-    Ok(Reply::Array(sorted.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect()))
+    Ok(Reply::bulk_map(sorted))
 }

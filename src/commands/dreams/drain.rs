@@ -15,7 +15,12 @@
 //! hundred items per step, never in one step that grows with it.
 //!
 //! `COUNT <n>`: up to n items in one call, each drained (and leased) as one
-//! drain would; the reply is then an array of payloads (nil on timeout).
+//! drain would; the reply is then an array of payloads.
+//!
+//! The nil of a timeout is the null array (`*-1` in RESP2), as `BLMOVE`'s
+//! and `BLMPOP`'s; inside MULTI or a script, where nothing blocks, a drain
+//! that finds nothing answers `$-1` as `BLMOVE` there does, and with
+//! `COUNT` `*-1` as `BLMPOP` there does (RESP3: `_` for all).
 //!
 //! `ACK <payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` (last): the
 //! one-trip worker loop. The payload is acknowledged exactly as
@@ -39,29 +44,30 @@
 //! rate's next token is due (a timer of the waiter queue, armed for that
 //! millisecond). One that cannot block answers as if nothing were ready.
 
-use super::ack::{self, AckRequest};
+use super::ack::{self, AckRequest, Acknowledged};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::lease::{deadline, grant};
 use crate::dreams::limits::{Allowance, Throttle};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::{QueueKey, QueueKeys};
-use crate::dreams::store::QueueStore;
+use crate::dreams::store::QueueAppend;
 use crate::entry::entry_point;
 use crate::events::Dreams;
+use crate::glue::access::{Meta, Read};
 use crate::glue::api::api;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::services::limits_index;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
-use crate::stores::dreams::limits::RedisLimits;
+use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 use redis_module::raw;
@@ -141,11 +147,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
         let option = option.map_err(|other| unknown_option(&other))?;
         match option {
             "COUNT" if count.is_none() => {
-                let n = args.unsigned("count", COUNT_MAX)?;
-                if n == 0 {
-                    return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
-                }
-                count = Some(n);
+                count = Some(args.unsigned_in("count", 1, COUNT_MAX)?);
             }
             "ACK" => {
                 let at = args.position().saturating_sub(1);
@@ -159,7 +161,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
                 window = Some(parsed);
             }
             "OFFSET" if offset.is_none() => {
-                let minutes = args.signed("UTC offset (minutes)", i64::MIN, i64::MAX)?;
+                let minutes = args.signed("UTC offset (minutes)", -1439, 1439)?;
                 offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
             }
             "NOQUIET" => no_quiet = true,
@@ -198,19 +200,15 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
 // allocation to the one-trip ACK+DRAIN path to save a stack copy.
 #[allow(clippy::large_enum_variant)]
 enum Opened {
-    /// It opens them, checking each (ACL, type) before anything is written.
+    /// It checks and opens them (ACL, then type) before anything is written.
     Here,
-    /// The one-trip call's acknowledgement handed its queue on, and every
-    /// key a drain uses was checked (and opened once) before that
-    /// acknowledgement wrote anything: by [`check_beyond_ack`] and by the
-    /// acknowledgement itself. Nothing in between can give a key another
-    /// type or change the caller's permissions, so none is checked again.
-    /// With it, whether [`check_beyond_ack`] found the deferred set absent.
-    AfterAck(RedisQueue, DeferredAbsent),
+    /// The one-trip call's acknowledgement handed its keys on: every key a
+    /// drain uses was checked, and its type inspected, before that
+    /// acknowledgement wrote anything (`ack::acknowledge_keeping_queue`).
+    /// Nothing in between can give a key another type or change the
+    /// caller's permissions, so none is checked again.
+    AfterAck(Acknowledged),
 }
-
-/// [`check_beyond_ack`] found the deferred set absent.
-struct DeferredAbsent(bool);
 
 /// Open every key a drain may write, ACL- and type-checked before anything
 /// is written unless `opened` says this call already did.
@@ -219,42 +217,23 @@ fn open_keys(
     request: &DrainRequest<'_>,
     opened: Opened,
 ) -> Result<(RedisQueue, Option<RedisLeases>), CommandError> {
-    if let Opened::AfterAck(queue, DeferredAbsent(absent)) = opened {
-        let queue = queue.with_dead_checked_before(session, request.org).with_deferred_absent(absent);
-        let leases = request.lease.map(|_| RedisLeases::open_checked_before(session, request.org));
+    if let Opened::AfterAck(acked) = opened {
+        let queue = acked.queue.with_deferred_absent(acked.deferred_absent);
+        let leases = request.lease.and(acked.leases);
         return Ok((queue, leases));
     }
-    let queue = RedisQueue::open(session, request.org, Access::Write, true)?;
-    let leases = match request.lease {
-        Some(_) => Some(RedisLeases::open(session, request.org, Access::Write)?),
-        None => None,
-    };
+    let queue = RedisQueue::check(session, request.org, true)?;
+    let leases = request.lease.map(|_| RedisLeases::check(session, request.org)).transpose()?;
+    let queue = queue.open(session)?;
+    let leases = leases.map(|leases| RedisLeases::open(session, leases)).transpose()?;
     Ok((queue, leases))
-}
-
-/// Check (ACL, then type) the keys a drain writes that the
-/// acknowledgement does not check before it writes: the ready list, the
-/// deferred set and the dead-letter list. (It checks the in-flight list and
-/// the lease set, the other keys a drain, leased or not, uses.) Whether
-/// the deferred set is absent: the drain then need not open it to find
-/// nothing due (usually so: the module defers only inside quiet hours).
-fn check_beyond_ack(session: &Session, org: &str) -> Result<DeferredAbsent, CommandError> {
-    let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Dead]);
-    let [ready, deferred, dead] = session.check_strings(names, Access::Write)?;
-    session.open_checked(ready, Access::Read).require(KeyKind::List)?;
-    let deferred = session.open_checked(deferred, Access::Read);
-    deferred.require(KeyKind::ZSet)?;
-    let absent = DeferredAbsent(!deferred.exists());
-    drop(deferred);
-    session.open_checked(dead, Access::Read).require(KeyKind::List)?;
-    Ok(absent)
 }
 
 /// What one drain did: the payloads that should run (each moved in flight
 /// and leased as one drain would), whether it stopped at [`SKIP_MAX`] items
 /// passed over with ready not yet looked at (the caller arranges for a
-/// drain to go on), and, when the organization's limits let it hand out
-/// less than asked, what they allowed.
+/// drain to go on), and, when the organization's rate alone held it back,
+/// when its next token is due.
 struct DrainedNow {
     payloads: Payloads,
     stopped: bool,
@@ -263,15 +242,18 @@ struct DrainedNow {
 }
 
 /// Drain now, up to `COUNT` items (one without it), within `limits` (the
-/// organization's, opened and checked before anything was written: see
-/// [`RedisLimits::open_for_drain`]).
+/// organization's, checked and read before any key opened: see
+/// [`DrainLimits::check`]).
 fn drain_now(
     session: &Session,
     request: &DrainRequest<'_>,
     opened: Opened,
-    limits: &mut Option<Box<RedisLimits>>,
+    limits: &mut Option<Box<DrainLimits>>,
 ) -> Result<DrainedNow, CommandError> {
     let (mut queue, mut leases) = open_keys(session, request, opened)?;
+    if let Some(limits) = limits.as_mut() {
+        limits.open_for_writes(session)?;
+    }
     let now = session.now_secs();
     let asked = request.count.unwrap_or(1);
     let mut payloads = match request.count {
@@ -304,9 +286,7 @@ fn drain_now(
         leases::note(session, request.org, until);
     }
     let next_token_ms = match (limits.as_mut(), allowance) {
-        (Some(limits), Some(allowance)) => {
-            settle_limits(session, request.org, limits, allowance, &payloads, &queue, org)
-        }
+        (Some(limits), Some(allowance)) => settle_limits(session, limits, allowance, &payloads, &queue, org),
         _ => None,
     };
     Ok(DrainedNow { payloads, stopped, next_token_ms })
@@ -315,7 +295,7 @@ fn drain_now(
 /// How many of `asked` items a limited organization's drain may hand out
 /// now (out of the hot path: most drains have no limits).
 #[inline(never)]
-fn allowance_now(session: &Session, limits: &RedisLimits, queue: &RedisQueue, asked: u64) -> (u64, Option<Allowance>) {
+fn allowance_now(session: &Session, limits: &DrainLimits, queue: &RedisQueue, asked: u64) -> (u64, Option<Allowance>) {
     let allowance = limits.limits().allowance(asked, queue.processing_len(), session.now_ms());
     (allowance.items, Some(allowance))
 }
@@ -327,8 +307,7 @@ fn allowance_now(session: &Session, limits: &RedisLimits, queue: &RedisQueue, as
 #[inline(never)]
 fn settle_limits(
     session: &Session,
-    org_name: &str,
-    limits: &mut RedisLimits,
+    limits: &mut DrainLimits,
     allowance: Allowance,
     payloads: &Payloads,
     queue: &RedisQueue,
@@ -338,7 +317,7 @@ fn settle_limits(
     let settled = limits.limits_mut().settle_clock(now_ms);
     let consumed = limits.limits_mut().consume(payloads.len(), now_ms);
     if settled || consumed {
-        limits.store(session, org_name);
+        limits.store();
     }
     let by = allowance.by?;
     if payloads.len() >= allowance.items && (queue.ready_len() > 0 || queue.deferred_len() > 0) {
@@ -408,12 +387,13 @@ impl Payloads {
     }
 }
 
-/// The drain's own reply: the payload (nil if none), or with `COUNT` the
-/// array of payloads (nil if none, as `BLMPOP`).
+/// The drain's own reply when it does not wait: the payload (nil if none,
+/// `$-1` in RESP2 as `BLMOVE`'s inside MULTI), or with `COUNT` the array
+/// of payloads (nil if none, the null array `*-1` as `BLMPOP`'s).
 fn drained_reply(payloads: Payloads) -> Reply {
     match payloads {
         Payloads::One(payload) => Reply::bulk_or_nil(payload),
-        Payloads::Batch(batch) if batch.is_empty() => Reply::Nil,
+        Payloads::Batch(batch) if batch.is_empty() => Reply::NilArray,
         Payloads::Batch(batch) => Reply::bulks(batch),
     }
 }
@@ -421,25 +401,24 @@ fn drained_reply(payloads: Payloads) -> Reply {
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
     // The organization's limits, if it has any (nearly always known
-    // without a look at the keyspace): checked before anything is written.
-    // Assigned only on the path that opens them: a drain without limits
-    // moves no `RedisLimits` around.
+    // without a look at the keyspace): checked and read first, before any
+    // key opens. Assigned only on the path that reads them: a drain
+    // without limits moves no `DrainLimits` around.
     let mut limits = None;
     if limits_index::may_be_limited(session, request.org) {
-        limits = RedisLimits::open_limited(session, request.org)?;
+        limits = DrainLimits::check_limited(session, request.org)?;
     }
     match &request.ack {
         None => drain_or_wait(session, &request, argv, None, Opened::Here, limits),
         Some((ack, at)) => {
             // Every key of both halves is checked before the
-            // acknowledgement writes: those only the drain uses here, the
-            // rest by the acknowledgement itself, first.
-            let deferred_absent = check_beyond_ack(session, request.org)?;
-            let (acked, mut queue) = ack::acknowledge_keeping_queue(session, ack)?;
+            // acknowledgement writes (it checks the drain's too).
+            let mut acked = ack::acknowledge_keeping_queue(session, ack, true)?;
             // Signalled where a separate acknowledgement would close them.
-            queue.signal_modified_now();
+            acked.queue.signal_modified_now();
+            let before = std::mem::replace(&mut acked.reply, Reply::Nil);
             let drain_argv = argv.get(..*at).unwrap_or(argv);
-            drain_or_wait(session, &request, drain_argv, Some(acked), Opened::AfterAck(queue, deferred_absent), limits)
+            drain_or_wait(session, &request, drain_argv, Some(before), Opened::AfterAck(acked), limits)
         }
     }
 }
@@ -455,7 +434,7 @@ fn drain_or_wait(
     drain_argv: &[&[u8]],
     before: Option<Reply>,
     opened: Opened,
-    mut limits: Option<Box<RedisLimits>>,
+    mut limits: Option<Box<DrainLimits>>,
 ) -> CommandResult {
     // First come, first served: with drainers already waiting, this call
     // waits behind them rather than take what arrived for them (the item
@@ -496,6 +475,8 @@ fn drain_or_wait(
         serve,
         due_ms,
         before,
+        // `BLMOVE` and `BLMPOP` alike time out with the null array.
+        timeout: Reply::NilArray,
     };
     let blocked = waiters::block(session, drain_argv, request.timeout_ms, wait);
     if queued_behind {
@@ -520,7 +501,7 @@ const READY: u8 = 1;
 /// module defers with the current time, so only items other clients wrote
 /// with a later score get here.
 fn next_due_ms(session: &Session, deferred: &str) -> Option<i64> {
-    let key = session.open_unchecked(deferred.as_bytes(), Access::Read);
+    let key = Session::internal(session.ctx()).check::<Read>(deferred.as_bytes()).ok()?.peek_values(session);
     if key.kind() != KeyKind::ZSet {
         return None;
     }
@@ -551,13 +532,16 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
         return work;
     }
     let Some(org) = QueueKey::Ready.org_of(ready) else { return work };
-    match RedisLimits::peek(session, org) {
+    match limits::peek(session, org) {
         // No limits, or limits that do not parse: the waiter's drain
         // answers (an item, or the error).
         Ok(None) | Err(_) => work,
         Ok(Some(limits)) => {
             let [processing] = queue_names(org, [QueueKey::Processing]);
-            let in_flight = session.open_unchecked(processing.as_bytes(), Access::Read).len();
+            let in_flight = match session.check::<Meta>(processing) {
+                Ok(processing) => processing.peek(session).len(),
+                Err(_) => return work,
+            };
             let allowance = limits.allowance(1, in_flight, session.now_ms());
             match allowance.items {
                 0 => Available { mask: 0, due_ms: earliest(work.due_ms, allowance.next_token_ms) },
@@ -569,12 +553,16 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
 
 /// The work in a drainer's ready list and deferred set, limits aside.
 fn work_waiting(session: &Session, ready: &[u8], deferred: &[u8]) -> Available {
-    let ready = session.open_unchecked(ready, Access::Read);
+    let Ok(ready) = session.check::<Meta>(ready).and_then(|ready| ready.open(session)) else {
+        return Available::default();
+    };
     // Another type: the drain replies WRONGTYPE to the waiter, as before.
     if ready.kind() != KeyKind::Empty && (ready.kind() != KeyKind::List || !ready.is_empty()) {
         return Available { mask: READY, due_ms: None };
     }
-    let deferred = session.open_unchecked(deferred, Access::Read);
+    let Ok(deferred) = session.check::<Read>(deferred).and_then(|deferred| deferred.open(session)) else {
+        return Available::default();
+    };
     match deferred.kind() {
         KeyKind::Empty => Available::default(),
         KeyKind::ZSet => {
@@ -599,7 +587,7 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    let mut limits = match RedisLimits::open_for_drain(session, request.org) {
+    let mut limits = match DrainLimits::check(session, request.org) {
         Ok(limits) => limits,
         Err(error) => return Some(Err(error)),
     };

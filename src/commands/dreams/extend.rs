@@ -9,7 +9,7 @@ use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::stores::dreams::leases;
 use crate::stores::dreams::store::RedisLeases;
 
@@ -38,7 +38,8 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a str, &'a [u8], f64)
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (org, payload, secs) = parse(argv)?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
-    let mut leases = RedisLeases::open(session, org, Access::Write)?;
+    let leases = RedisLeases::check(session, org)?;
+    let mut leases = RedisLeases::open(session, leases)?;
     if !extend(&mut leases, payload, until) {
         return Ok(Reply::Integer(0));
     }

@@ -11,9 +11,9 @@ use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
-use crate::stores::dreams::store::RedisQueue;
+use crate::stores::dreams::store::FireQueue;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -43,7 +43,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionRef<'a>, Option<&
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, fired_by) = parse(argv)?;
-    let mut queue = RedisQueue::open(session, region.org, Access::Write, false)?;
+    let mut queue = FireQueue::check(session, region.org)?.open(session)?;
     let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();
     let outcome = fire(&mut queue, region, fired_by, FireIdText::Made(&fire_id), config::queue_max());

@@ -5,10 +5,11 @@
 use super::organization;
 use crate::dreams::lease::EXPIRED;
 use crate::entry::entry_point;
+use crate::glue::access::Read;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 
 /// The command.
@@ -33,12 +34,13 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
-    let queue = RedisQueue::open(session, org, Access::Read, false)?;
-    let leases = RedisLeases::open(session, org, Access::Read)?;
+    let processing = RedisQueue::check_in_flight::<Read>(session, org)?;
+    let leases = RedisLeases::check_read(session, org)?;
+    let in_flight = RedisQueue::read_in_flight(session, processing)?;
+    let leases = RedisLeases::open(session, leases)?;
     let deadlines: std::collections::HashMap<Vec<u8>, i64> =
         leases.entries().into_iter().filter(|(_, score)| *score > EXPIRED).collect();
-    let items = queue
-        .in_flight()
+    let items = in_flight
         .into_iter()
         .map(|payload| {
             let deadline = deadlines.get(&payload).map_or(Reply::Nil, |ms| Reply::Integer(*ms));

@@ -1,12 +1,11 @@
 //! `DREAMS.LEN <org>`: `[ready, deferred, processing]` lengths.
 
 use super::organization;
-use crate::dreams::store::QueueStore;
 use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
 
 /// The command.
@@ -31,10 +30,6 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
-    let queue = RedisQueue::open(session, org, Access::Read, false)?;
-    Ok(Reply::Array(vec![
-        Reply::count(queue.ready_len()),
-        Reply::count(queue.deferred_len()),
-        Reply::count(queue.processing_len()),
-    ]))
+    let [ready, deferred, processing] = RedisQueue::lengths(session, org)?;
+    Ok(Reply::Array(vec![Reply::count(ready), Reply::count(deferred), Reply::count(processing)]))
 }

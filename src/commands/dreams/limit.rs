@@ -18,12 +18,13 @@ use super::{organization, unknown_option, wake_drainers};
 use crate::dreams::limits::{Rate, CONCURRENCY_MAX, RATE_COUNT_MAX, RATE_SECONDS_MAX};
 use crate::dreams::region::QueueKey;
 use crate::entry::subcommand_entry_point;
+use crate::glue::access::Meta;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
-use crate::stores::dreams::limits::RedisLimits;
+use crate::glue::session::Session;
+use crate::stores::dreams::limits::{self, RedisLimits};
 use crate::stores::dreams::queue_names::queue_names;
 
 /// The command: a container of subcommands.
@@ -164,7 +165,7 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
 }
 
 fn set(session: &Session, org: &str, change: LimitChange) -> CommandResult {
-    let (mut stored, _) = RedisLimits::open_for_change(session, org)?;
+    let (mut stored, _) = RedisLimits::open_for_change(session, RedisLimits::check_for_change(session, org)?)?;
     let limits = stored.limits_mut();
     if let Some(concurrency) = change.concurrency {
         limits.concurrency = concurrency;
@@ -183,7 +184,7 @@ fn set(session: &Session, org: &str, change: LimitChange) -> CommandResult {
 }
 
 fn clear(session: &Session, org: &str) -> CommandResult {
-    let (mut stored, unreadable) = RedisLimits::open_for_change(session, org)?;
+    let (mut stored, unreadable) = RedisLimits::open_for_change(session, RedisLimits::check_for_change(session, org)?)?;
     let limits = stored.limits_mut();
     let had = unreadable || limits.concurrency.is_some() || limits.rate.is_some();
     limits.concurrency = None;
@@ -197,14 +198,16 @@ fn clear(session: &Session, org: &str) -> CommandResult {
 }
 
 fn get(session: &Session, org: &str) -> CommandResult {
-    let stored = RedisLimits::open(session, org, Access::Read)?;
+    // Both keys checked before either opens: the limits are read, the
+    // in-flight list only measured (as `LLEN`).
+    let checked = limits::check_read(session, org)?;
     let [processing] = queue_names(org, [QueueKey::Processing]);
-    let [processing] = session.check_strings([processing], Access::Read)?;
-    let processing = session.open_checked(processing, Access::Read);
+    let processing = session.check::<Meta>(processing)?;
+    let limits = limits::open_read(session, checked)?;
+    let processing = processing.open(session)?;
     processing.require(KeyKind::List)?;
-    let limits = stored.limits();
     let optional = |value: Option<u64>| value.map_or(Reply::Nil, Reply::count);
-    Ok(Reply::Map(vec![
+    Ok(Reply::map([
         ("concurrency", optional(limits.concurrency)),
         ("rate_count", optional(limits.rate.map(|rate| rate.count))),
         ("rate_seconds", optional(limits.rate.map(|rate| rate.seconds))),

@@ -7,19 +7,19 @@ use super::{
     counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG,
 };
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
-use crate::dreams::region::{QueueKeys, RegionRef};
+use crate::dreams::region::RegionRef;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::Args;
+use crate::glue::args::{parse_unsigned, Args};
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
-use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
+use crate::stores::dreams::store::{EventSet, FireQueue, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -68,10 +68,15 @@ pub fn delivery<'a>(args: &mut Args<'a>) -> Result<(&'a [u8], i64), CommandError
 /// i64, so those above i64::MAX count as i64::MAX: the one difference from
 /// the seed (whose Lua compares them as doubles), listed in dreams.md.
 pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
-    let value = args.unsigned("generation", u64::MAX)?;
-    if value == 0 {
-        return Err(CommandError::err("Dreams delivery generation must be positive"));
-    }
+    // The seed's words first (its callers match them), then the one range
+    // every bad value gets.
+    let value = args.required("generation")?;
+    let value = parse_unsigned(value, u64::MAX).filter(|value| *value > 0).ok_or_else(|| {
+        CommandError::err(format_args!(
+            "Dreams delivery generation must be positive (an integer from 1 to {})",
+            u64::MAX
+        ))
+    })?;
     Ok(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
@@ -105,34 +110,22 @@ pub(crate) fn parse<'a>(
     Ok((region, write, fired_by, thresholds))
 }
 
-/// Is no key that could hold `org`'s pending fire there at all (ready,
-/// in flight, deferred)? Then the fire the counters call pending is gone
-/// (evicted under an `allkeys-*` policy, or deleted) and would wedge the
-/// region forever: every later record would answer `accumulated`. Three
-/// existence checks, made only on the path where the region is due to
-/// fire but holds a pending fire. A fire lost while other keys of the
-/// organization's queue remain is not detected (that would cost a scan of
-/// the queue: docs/dreams.md, "Eviction").
-fn queue_gone(session: &Session, org: &str) -> bool {
-    let keys = QueueKeys::new(org);
-    [&keys.ready, &keys.processing, &keys.deferred]
-        .iter()
-        .all(|name| !session.open_unchecked(name.as_bytes(), Access::Read).exists())
-}
-
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, write, fired_by, thresholds) = parse(argv)?;
     let thresholds = thresholds.unwrap_or_else(config::trigger);
     let now = session.now_secs();
-    // Only the keys this call's path reads or writes are checked and opened
+    // Every key the call may touch is checked (ACL) first: the region's
+    // counters, its event set only with EVENT, and the queue (the write
+    // may fire). Only the keys this call's path uses are then opened
     // (docs/bench.md, "Only the keys of the path a command takes"): the
-    // event set only with EVENT, the queue only when the write is due to
-    // fire, before anything is written.
+    // queue only when the write is due to fire, before anything is written.
     let events = match write.delivery {
         Some(_) => EventSet::CheckedByWrite,
         None => EventSet::Untouched,
     };
-    let mut counters = RedisRegion::open_with(session, region, Access::Write, events, false)?;
+    let region_keys = RedisRegion::check(session, region, events)?;
+    let mut queue_keys = FireQueue::check(session, region.org)?;
+    let mut counters = region_keys.open(session, false)?;
     // The event id goes to SADD as the argument string Redis already holds.
     if let Some(delivery) = &write.delivery {
         let id = delivery.event_id;
@@ -142,21 +135,29 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         }
     }
     // The pending fire matters (and is read) only when the write would
-    // otherwise fire; most records are far from that.
+    // otherwise fire; most records are far from that. If no key that could
+    // hold the organization's pending fire is there at all (ready, in
+    // flight, deferred), the fire the counters call pending is gone
+    // (evicted under an `allkeys-*` policy, or deleted) and would wedge the
+    // region forever: every later record would answer `accumulated`. A
+    // fire lost while other keys of the queue remain is not detected (that
+    // would cost a scan of the queue: docs/dreams.md, "Eviction").
     let mut stale = false;
     if fire_due_unless_pending(counters.counters(), &write, &thresholds, now) {
         counters.read_pending();
-        if counters.counters().pending.is_some() && queue_gone(session, region.org) {
-            counters.forget_pending_read();
-            stale = true;
+        if counters.counters().pending.is_some() {
+            (stale, queue_keys) = queue_keys.all_absent(session);
+            if stale {
+                counters.forget_pending_read();
+            }
         }
     }
     let mut queue = match fire_due(counters.counters(), &write, &thresholds, now) {
-        true => Some(RedisQueue::open(session, region.org, Access::Write, false)?),
+        true => Some(queue_keys.open(session)?),
         false => None,
     };
     if stale {
-        // Every key is checked: the first write.
+        // Every key is checked and opened: the first write.
         counters.clear_pending();
         count::dreams_server(Dreams::StalePendingCleared, 1);
     }
@@ -182,7 +183,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         RecordOutcome::Accumulated => None,
     };
     if let Some(counted) = counted {
-        let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), RedisQueue::tenant);
+        let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), FireQueue::tenant);
         count::dreams(org, counted, 1);
     }
     Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))

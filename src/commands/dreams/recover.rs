@@ -8,7 +8,7 @@ use crate::events::Dreams;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 
@@ -34,8 +34,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
-    let mut queue = RedisQueue::open(session, org, Access::Write, false)?;
-    let leases = RedisLeases::open(session, org, Access::Write)?;
+    let queue = RedisQueue::check(session, org, false)?;
+    let leases = RedisLeases::check(session, org)?;
+    let mut queue = queue.open(session)?;
+    let leases = RedisLeases::open(session, leases)?;
     let moved = recover(&mut queue);
     // Nothing is in flight any more, so nothing is leased.
     leases.clear();

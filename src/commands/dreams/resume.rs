@@ -37,7 +37,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
-    let (mut stored, _) = RedisLimits::open_for_change(session, org)?;
+    let (mut stored, _) = RedisLimits::open_for_change(session, RedisLimits::check_for_change(session, org)?)?;
     let Some(since) = stored.limits_mut().paused_since_ms.take() else {
         return Ok(Reply::Integer(0));
     };

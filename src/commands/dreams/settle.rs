@@ -11,8 +11,8 @@ use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
-use crate::stores::dreams::store::RedisRegion;
+use crate::glue::session::Session;
+use crate::stores::dreams::store::{EventSet, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -57,7 +57,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionKey, &'a [u8], i6
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, event_id, generation, retain) = parse(argv)?;
-    let mut counters = RedisRegion::open(session, &region, Access::Write)?;
+    let mut counters = RedisRegion::check(session, region.borrowed(), EventSet::Open)?.open(session, true)?;
     settle(&mut counters, event_id, generation, retain);
     Ok(Reply::OK)
 }

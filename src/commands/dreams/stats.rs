@@ -9,19 +9,21 @@
 
 use super::organization;
 use crate::dreams::lease::EXPIRED;
+use crate::dreams::limits::Limits;
 use crate::dreams::region::QueueKey;
 use crate::entry::entry_point;
 use crate::events::DREAMS_FIELDS;
+use crate::glue::access::{Mode, Read, ReadsValues};
 use crate::glue::args::Args;
 use crate::glue::call;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
 use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
-use crate::stores::dreams::limits::RedisLimits;
+use crate::stores::dreams::limits;
 use crate::stores::dreams::queue_names::queue_names;
 
 /// The command.
@@ -48,10 +50,16 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
     let names =
         queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases]);
-    let [ready, deferred, processing, dead, leases] = session.check_strings(names, Access::Read)?;
-    let leases_name = leases.clone();
-    let [ready, deferred, processing, dead, leases] =
-        [ready, deferred, processing, dead, leases].map(|name| session.open_checked(name, Access::Read));
+    let [ready, deferred, processing, dead, leases] = session.check_all::<Read, 5>(names)?;
+    let limits = limits::check_read(session, org)?;
+    let leases_name = leases.name_string().clone();
+    let [ready, deferred, processing, dead, leases] = [
+        ready.open(session)?,
+        deferred.open(session)?,
+        processing.open(session)?,
+        dead.open(session)?,
+        leases.open(session)?,
+    ];
     for (key, kind) in [
         (&ready, KeyKind::List),
         (&deferred, KeyKind::ZSet),
@@ -61,7 +69,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     ] {
         key.require(kind)?;
     }
-    let limits = RedisLimits::open(session, org, Access::Read)?;
+    let limits = limits::open_read(session, limits)?;
     let now_ms = session.now_ms();
     // Deferred items are scored by the second they were deferred.
     let oldest_deferred =
@@ -103,8 +111,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
 /// The organization's limits (`DREAMS.LIMIT`, `DREAMS.PAUSE`) as they
 /// stand: each nil when not set, the rate's tokens left, and how long the
 /// current pause has lasted (nil when not paused).
-fn limit_fields(stored: &RedisLimits, now_ms: i64) -> [(&'static str, Reply); 6] {
-    let limits = stored.limits();
+fn limit_fields(limits: &Limits, now_ms: i64) -> [(&'static str, Reply); 6] {
     let optional_count = |value: Option<u64>| value.map_or(Reply::Nil, Reply::count);
     [
         ("limit_concurrency", optional_count(limits.concurrency)),
@@ -133,7 +140,7 @@ pub(crate) fn totals_header(since_ms: Option<i64>, family: Family) -> [(&'static
 /// How many expiry markers (score [`EXPIRED`]) a lease set holds: items
 /// whose lease ran out, back in ready, their late ACK still honoured. One
 /// `ZCOUNT` (O(log n)); the key API could only count them by walking.
-pub(crate) fn expired_markers(session: &Session, leases: &Key, name: &OwnedString) -> u64 {
+pub(crate) fn expired_markers<M: Mode>(session: &Session, leases: &Key<M>, name: &OwnedString) -> u64 {
     match leases.exists() {
         true => call::zcount(session.ctx(), name, c"0", c"0").unwrap_or(0).max(0) as u64,
         false => 0,
@@ -141,7 +148,7 @@ pub(crate) fn expired_markers(session: &Session, leases: &Key, name: &OwnedStrin
 }
 
 /// The lowest score of a sorted set at or above `min`, as an integer.
-pub(crate) fn lowest_score(set: &Key, min: f64) -> Option<i64> {
+pub(crate) fn lowest_score<M: ReadsValues>(set: &Key<M>, min: f64) -> Option<i64> {
     set.zrange_by_score(min, f64::INFINITY, 1).first().map(|(_, score)| *score as i64)
 }
 
@@ -150,7 +157,8 @@ pub(crate) fn optional(value: Option<i64>) -> Reply {
     value.map_or(Reply::Nil, Reply::Integer)
 }
 
-/// Field/value pairs as one flat array (as `CONFIG GET` and `XINFO` reply).
+/// Field/value pairs as `CONFIG GET` and `XINFO` reply them: a map in
+/// RESP3, one flat array in RESP2.
 pub(crate) fn pairs<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Reply {
-    Reply::Array(fields.into_iter().flat_map(|(name, value)| [Reply::Bulk(name.as_bytes().to_vec()), value]).collect())
+    Reply::map(fields)
 }

@@ -11,13 +11,14 @@
 use super::{id_str, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::ReadWrite;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::{Checked, Session};
 use crate::metrics::count;
 use crate::stores::dreams::store::RedisLeases;
-use crate::stores::town::leases::{open_leases, RedisMail};
+use crate::stores::town::leases::{check_leases, MailChecked, RedisMail};
 use crate::town::keys::TownKeys;
 use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 
@@ -48,7 +49,7 @@ const SMALL_BATCH: usize = 32;
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, ids) = parse(argv)?;
-    let mut ack = AckKeys::open(session, &keys, agent)?;
+    let mut ack = AckKeys::check(session, &keys, agent)?.open(session)?;
     // One id, or a small batch over a pending list no longer than it (one
     // consumer acknowledging what it received: each id is found at or
     // near the head), costs least one id after another: at most
@@ -74,15 +75,29 @@ pub struct AckKeys {
     pub leases: RedisLeases,
 }
 
-impl AckKeys {
-    /// Open `agent`'s pending list, inbox and lease set, each checked (ACL,
-    /// then type) in that order before anything is written.
-    pub fn open(session: &Session, keys: &TownKeys, agent: &str) -> Result<Self, CommandError> {
-        let mail = RedisMail::open(session, keys, agent)?;
-        let leases = open_leases(session, keys, agent, Access::Write)?;
-        Ok(Self { mail, leases })
-    }
+/// The keys of an acknowledgement, checked and not yet opened.
+pub struct AckChecked {
+    mail: MailChecked,
+    leases: Checked<ReadWrite>,
+}
 
+impl AckKeys {
+    /// Check `agent`'s pending list, inbox and lease set.
+    pub fn check(session: &Session, keys: &TownKeys, agent: &str) -> Result<AckChecked, CommandError> {
+        Ok(AckChecked { mail: RedisMail::check(session, keys, agent)?, leases: check_leases(session, keys, agent)? })
+    }
+}
+
+impl AckChecked {
+    /// Open them (each type-checked, in that order) before anything is written.
+    pub fn open(self, session: &Session) -> Result<AckKeys, CommandError> {
+        let mail = self.mail.open(session)?;
+        let leases = RedisLeases::open(session, self.leases)?;
+        Ok(AckKeys { mail, leases })
+    }
+}
+
+impl AckKeys {
     /// Acknowledge message `wanted` ([`acknowledge`]); whether a message
     /// was removed. The caller counts what was removed ([`Town::Acked`]),
     /// with whatever else it counts.

@@ -8,14 +8,15 @@
 use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
+use crate::glue::access::{Read, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
-use crate::stores::town::mailbox::open_list;
+use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 use crate::town::keys::TownKeys;
 
@@ -71,8 +72,10 @@ pub(crate) fn parse<'a>(
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, text) = parse(action, argv)?;
     if let Some(text) = text {
-        let log = open_list(session, &keys.activity(&agent), Access::Write)?;
-        let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+        let log = check_list::<Write>(session, &keys.activity(&agent))?;
+        let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
+        let log = open_list(session, log)?;
+        let mailboxes = IdIndex::open(session, mailboxes)?;
         log.push(End::Head, &[text]);
         log.trim_to(KEPT);
         log.expire_at(expires_at(session.now_ms()));
@@ -80,6 +83,6 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
         count::town(&keys, Some(&agent), &[(Town::ActivityLogged, 1)]);
         return Ok(Reply::OK);
     }
-    let log = open_list(session, &keys.activity(&agent), Access::Read)?;
+    let log = open_list(session, check_list::<Read>(session, &keys.activity(&agent))?)?;
     Ok(Reply::bulk_or_nil(recent(&log.range(0, SHOWN))))
 }

@@ -8,10 +8,12 @@
 //! * `SET <town> <agent-id> <field> <value> [...]`: OK; the record becomes
 //!   exactly these fields (absent ones removed); the agent is indexed by
 //!   `name`.
-//! * `GET <town> <agent-id>`: field/value pairs (empty array if none).
+//! * `GET <town> <agent-id>`: field/value pairs as `HGETALL` (a map in
+//!   RESP3, a flat array in RESP2; empty if none).
 //! * `DEL <town> <agent-id>`: deletes the record, inboxes, pending list,
 //!   activity and stop flag; the number of keys deleted.
-//! * `LIST <town>`: every indexed agent (by id) as a field/value array.
+//! * `LIST <town>`: every indexed agent (by id), an array of records each
+//!   as `GET` replies it.
 //! * `BYNAME <town> <name>`: the first agent (lowest id) with that name, or
 //!   empty.
 //! * `INCR <town> <agent-id> ROUNDS|TASKS`: the new `rounds_completed` /
@@ -21,11 +23,12 @@
 
 use super::{id, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
+use crate::glue::access::{Mode, Read, ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::Key;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::tenant_stats::{self, TenantId};
 use crate::stores::town::index::{AgentIndex, IdIndex};
 use crate::stores::town::record;
@@ -162,18 +165,18 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     match request {
         AgentRequest::Set(agent, fields) => set(session, &keys, &agent, &fields),
         AgentRequest::Get(agent) => {
-            let stored = record::open(session, &keys.agent(&agent), Access::Read)?;
-            Ok(record::reply(&stored))
+            let stored = record::check::<Read>(session, &keys.agent(&agent))?;
+            Ok(record::reply(&record::open(session, stored)?))
         }
         AgentRequest::Del(agent) => delete(session, &keys, &agent),
         AgentRequest::List => list(session, &keys),
         AgentRequest::ByName(name) => by_name(session, &keys, name),
         AgentRequest::Incr(agent, counter) => {
-            let stored = existing(session, &keys, &agent)?;
+            let stored = existing::<ReadWrite>(session, &keys, &agent)?;
             Ok(Reply::Integer(stored.hincrby(counter.field(), 1)?))
         }
         AgentRequest::Heartbeat(agent) => {
-            let stored = existing(session, &keys, &agent)?;
+            let stored = existing::<Write>(session, &keys, &agent)?;
             let now = timestamp(session.now_ms());
             stored.hset(&[(LAST_HEARTBEAT, now.as_bytes())]);
             Ok(Reply::OK)
@@ -181,9 +184,9 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     }
 }
 
-/// The record of an agent that must exist, open for writing.
-fn existing(session: &Session, keys: &TownKeys, agent: &str) -> Result<Key, CommandError> {
-    let stored = record::open(session, &keys.agent(agent), Access::Write)?;
+/// The record of an agent that must exist, open in mode `M`.
+fn existing<M: Mode>(session: &Session, keys: &TownKeys, agent: &str) -> Result<Key<M>, CommandError> {
+    let stored = record::open(session, record::check::<M>(session, &keys.agent(agent))?)?;
     if !stored.exists() {
         return Err(CommandError::err(format_args!("no such agent '{agent}'")));
     }
@@ -191,9 +194,12 @@ fn existing(session: &Session, keys: &TownKeys, agent: &str) -> Result<Key, Comm
 }
 
 fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> CommandResult {
-    let stored = record::open(session, &keys.agent(agent), Access::Write)?;
-    let agents = AgentIndex::open(session, keys, Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;
+    let stored = record::check::<Write>(session, &keys.agent(agent))?;
+    let agents = AgentIndex::<Write>::check(session, keys)?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, keys)?;
+    let stored = record::open(session, stored)?;
+    let agents = AgentIndex::open(session, agents)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
     record::replace(&stored, fields);
     agents.set(agent, fields.get(NAME).unwrap_or_default());
     mailboxes.add(agent);
@@ -202,13 +208,18 @@ fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> Co
 
 fn delete(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
     let names = keys.agent_keys(agent);
+    let mut doomed = Vec::new();
     for name in names.all() {
-        session.check(name.as_bytes(), Access::Write)?;
+        doomed.push(session.check::<Write>(name)?);
     }
-    let agents = AgentIndex::open(session, keys, Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, keys, Access::Write)?;
-    let owned: Vec<Key> =
-        names.all().into_iter().map(|name| session.open_unchecked(name.as_bytes(), Access::Write)).collect();
+    let agents = AgentIndex::<Write>::check(session, keys)?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, keys)?;
+    let agents = AgentIndex::open(session, agents)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
+    let mut owned: Vec<Key<Write>> = Vec::with_capacity(doomed.len());
+    for checked in doomed {
+        owned.push(checked.open(session)?);
+    }
     let deleted = owned.iter().filter(|key| key.delete()).count() as u64;
     agents.remove(agent);
     mailboxes.remove(agent);
@@ -217,25 +228,28 @@ fn delete(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
     Ok(Reply::count(deleted))
 }
 
-fn list(session: &Session, keys: &TownKeys) -> CommandResult {
-    let agents = AgentIndex::open(session, keys, Access::Read)?;
-    let mut listed = Vec::new();
-    for (agent, _) in agents.entries() {
-        let stored = record::open(session, &keys.agent(&agent), Access::Read)?;
-        if stored.exists() {
-            listed.push(record::reply(&stored));
-        }
+/// The records of the agents the index names (`pick`ed among its
+/// `(id, name)` entries), each checked before any is read.
+fn indexed_records(
+    session: &Session,
+    keys: &TownKeys,
+    pick: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<Key<Read>>, CommandError> {
+    let index = AgentIndex::<Read>::check(session, keys)?;
+    let mut checked = Vec::new();
+    for (agent, _) in index.peek_entries(session)?.into_iter().filter(|(_, name)| pick(name)) {
+        checked.push(record::check::<Read>(session, &keys.agent(&agent))?);
     }
-    Ok(Reply::Array(listed))
+    checked.into_iter().map(|stored| record::open(session, stored)).collect()
+}
+
+fn list(session: &Session, keys: &TownKeys) -> CommandResult {
+    let listed = indexed_records(session, keys, |_| true)?;
+    Ok(Reply::Array(listed.iter().filter(|stored| stored.exists()).map(record::reply).collect()))
 }
 
 fn by_name(session: &Session, keys: &TownKeys, name: &[u8]) -> CommandResult {
-    let agents = AgentIndex::open(session, keys, Access::Read)?;
-    for (agent, _) in agents.entries().into_iter().filter(|(_, indexed)| indexed == name) {
-        let stored = record::open(session, &keys.agent(&agent), Access::Read)?;
-        if stored.exists() {
-            return Ok(record::reply(&stored));
-        }
-    }
-    Ok(Reply::Array(Vec::new()))
+    let found = indexed_records(session, keys, |indexed| indexed == name)?;
+    // No such agent: an empty record, as `HGETALL` of a missing key.
+    Ok(found.iter().find(|stored| stored.exists()).map_or(Reply::Map(Vec::new()), record::reply))
 }

@@ -7,12 +7,13 @@
 
 use super::{id, town, unknown_subcommand, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
+use crate::glue::access::{Meta, Read, ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
-use crate::stores::town::mailbox::open_list;
+use crate::glue::session::Session;
+use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
@@ -92,24 +93,24 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let name = keys.backlog();
     match (action, task) {
         ("PUSH", Some(task)) => {
-            let backlog = open_list(session, &name, Access::Write)?;
+            let backlog = open_list(session, check_list::<Write>(session, &name)?)?;
             backlog.push(End::Tail, &[task.as_bytes()]);
             Ok(Reply::count(backlog.len()))
         }
         ("REMOVE", Some(task)) => {
-            let backlog = open_list(session, &name, Access::Write)?;
+            let backlog = open_list(session, check_list::<Write>(session, &name)?)?;
             Ok(Reply::Integer(i64::from(backlog.remove_first(task.as_bytes()))))
         }
         ("POP", _) => {
-            let backlog = open_list(session, &name, Access::Write)?;
+            let backlog = open_list(session, check_list::<ReadWrite>(session, &name)?)?;
             Ok(Reply::bulk_or_nil(backlog.pop(End::Head)))
         }
         ("LIST", _) => {
-            let backlog = open_list(session, &name, Access::Read)?;
+            let backlog = open_list(session, check_list::<Read>(session, &name)?)?;
             Ok(Reply::bulks(backlog.all()))
         }
         _ => {
-            let backlog = open_list(session, &name, Access::Read)?;
+            let backlog = open_list(session, check_list::<Meta>(session, &name)?)?;
             Ok(Reply::count(backlog.len()))
         }
     }

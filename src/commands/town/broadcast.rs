@@ -39,8 +39,8 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a [u8]), Co
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, message) = parse(argv)?;
     let channel = keys.broadcast();
-    session.check_publish(channel.as_bytes())?;
-    let receivers = publish(session.ctx(), channel.as_bytes(), message, session.in_cluster());
+    let channel = session.check_publish(channel.as_bytes())?;
+    let receivers = publish(session.ctx(), channel.publish_to(session)?, message, session.in_cluster());
     count::town(&keys, None, &[(Town::Broadcasts, 1)]);
     Ok(Reply::Integer(receivers))
 }

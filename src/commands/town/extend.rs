@@ -7,11 +7,13 @@ use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::lease_secs;
 use crate::dreams::lease::{deadline, extend};
 use crate::entry::entry_point;
+use crate::glue::access::ReadWrite;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
-use crate::stores::town::leases::{self, open_leases};
+use crate::glue::session::Session;
+use crate::stores::dreams::store::RedisLeases;
+use crate::stores::town::leases::{self, check_leases};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -40,7 +42,8 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, message, secs) = parse(argv)?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
-    let mut leases = open_leases(session, &keys, &agent, Access::Write)?;
+    let leases = check_leases::<ReadWrite>(session, &keys, &agent)?;
+    let mut leases = RedisLeases::open(session, leases)?;
     if !extend(&mut leases, message, until) {
         return Ok(Reply::Integer(0));
     }

@@ -2,11 +2,12 @@
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
+use crate::glue::access::Meta;
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
-use crate::stores::town::mailbox::{open_list, Inboxes};
+use crate::glue::session::Session;
+use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -32,8 +33,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String), Comm
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent) = parse(argv)?;
-    let inboxes = Inboxes::open(session, &keys, &agent, Access::Read)?;
-    let pending = open_list(session, &keys.pending(&agent), Access::Read)?;
+    let inboxes = Inboxes::<Meta>::check(session, &keys, &agent)?;
+    let pending = check_list::<Meta>(session, &keys.pending(&agent))?;
+    let inboxes = inboxes.open(session)?;
+    let pending = open_list(session, pending)?;
     Ok(Reply::Array(vec![
         Reply::count(inboxes.inbox.len()),
         Reply::count(inboxes.urgent.len()),

@@ -5,11 +5,12 @@
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
+use crate::glue::access::Read;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
-use crate::stores::town::mailbox::open_list;
+use crate::glue::session::Session;
+use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -36,6 +37,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, u64),
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, count) = parse(argv)?;
-    let inbox = open_list(session, &keys.inbox(&agent), Access::Read)?;
+    let inbox = check_list::<Read>(session, &keys.inbox(&agent))?;
+    let inbox = open_list(session, inbox)?;
     Ok(Reply::bulks(inbox.range(0, count)))
 }

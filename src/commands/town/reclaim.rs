@@ -8,13 +8,14 @@
 use super::{id, town, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::{ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
-use crate::stores::town::mailbox::{open_list, Inboxes};
+use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
 use crate::town::reclaim::{reclaim, OldMail};
 
@@ -45,10 +46,14 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, Strin
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, from, to) = parse(argv)?;
-    let old = Inboxes::open(session, &keys, &from, Access::Write)?;
-    let old_pending = open_list(session, &keys.pending(&from), Access::Write)?;
-    let new = Inboxes::open(session, &keys, &to, Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+    let old = Inboxes::<ReadWrite>::check(session, &keys, &from)?;
+    let old_pending = check_list::<ReadWrite>(session, &keys.pending(&from))?;
+    let new = Inboxes::<Write>::check(session, &keys, &to)?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
+    let old = old.open(session)?;
+    let old_pending = open_list(session, old_pending)?;
+    let new = new.open(session)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
     let mail = OldMail { urgent: old.urgent.all(), pending: old_pending.all(), inbox: old.inbox.all() };
     let moves = reclaim(mail, &to);
     if moves.is_empty() {

@@ -5,9 +5,11 @@
 //!
 //! Without `BLOCK` it never blocks (empty array when there is nothing).
 //! With `BLOCK` (decimal seconds, 0 = forever) it waits like `BLPOP` until
-//! a message arrives, and replies nil on timeout; inside MULTI or a script
-//! it does not block (empty array). Nothing is taken until the reply is
-//! made, so a client that disconnects while blocked loses nothing.
+//! a message arrives, and replies nil on timeout (the null array, `*-1` in
+//! RESP2, as `BLPOP`, `BLMPOP` and `XREADGROUP` do); inside MULTI or a
+//! script it does not block (that nil at once, as `BLPOP` there). Nothing
+//! is taken until the reply is made, so a client that disconnects while
+//! blocked loses nothing.
 //! `RELIABLE` also appends each message to the agent's pending list until
 //! `TOWN.ACK`. `RELIABLE LEASE <secs>` (or the `dreamtown.town-lease`
 //! config when absent and above 0) also leases each message by id: unless
@@ -20,7 +22,8 @@
 //! count, 0 or 1>, <the receive's reply>]`. Every key of both halves is
 //! checked (ACL, type) before the acknowledgement writes, so an error
 //! means nothing changed; once applied (and replicated) it stands whatever
-//! the receive then does: a timeout answers `[<count>, nil]`.
+//! the receive then does: a timeout answers `[<count>, nil]` (that nil the
+//! null array).
 
 use super::ack::AckKeys;
 use super::{id_str, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
@@ -28,19 +31,20 @@ use crate::commands::dreams::lease_secs;
 use crate::dreams::lease::{deadline, grant};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::{Meta, ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
 use crate::metrics::count;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::store::RedisLeases;
 use crate::stores::town::index::IdIndex;
-use crate::stores::town::leases::{self, open_leases};
-use crate::stores::town::mailbox::{open_agent_list, Inboxes};
+use crate::stores::town::leases::{self, check_leases};
+use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
@@ -97,11 +101,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
             }
             "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
             "COUNT" if count.is_none() => {
-                let n = args.unsigned("count", i64::MAX as u64)?;
-                if n == 0 {
-                    return Err(CommandError::err("count must be positive"));
-                }
-                count = Some(n);
+                count = Some(args.unsigned_in("count", 1, i64::MAX as u64)?);
             }
             "URGENT" => once(&mut urgent_only, "URGENT")?,
             "RELIABLE" => once(&mut reliable, "RELIABLE")?,
@@ -128,36 +128,45 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
 /// The keys a receive may write, opened (ACL and type checked) before
 /// anything is written.
 struct ReceiveKeys {
-    inboxes: Inboxes,
-    pending: Option<(Key, IdIndex)>,
+    inboxes: Inboxes<ReadWrite>,
+    pending: Option<(Key<ReadWrite>, IdIndex<Write>)>,
     leases: Option<RedisLeases>,
 }
 
 fn open_keys(session: &Session, request: &Request<'_>) -> Result<ReceiveKeys, CommandError> {
-    let inboxes = Inboxes::open(session, &request.keys, request.agent, Access::Write)?;
+    let inboxes = Inboxes::<ReadWrite>::check(session, &request.keys, request.agent)?;
     let pending = match request.reliable {
         true => Some((
-            open_agent_list(session, &request.keys, AgentKey::Pending, request.agent, Access::Write)?,
-            IdIndex::mailboxes(session, &request.keys, Access::Write)?,
+            check_agent_list::<ReadWrite>(session, &request.keys, AgentKey::Pending, request.agent)?,
+            IdIndex::<Write>::mailboxes(session, &request.keys)?,
         )),
         false => None,
     };
-    let leases = match request.lease {
-        Some(_) => Some(open_leases(session, &request.keys, request.agent, Access::Write)?),
+    let leases = request.lease.map(|_| check_leases::<ReadWrite>(session, &request.keys, request.agent)).transpose()?;
+    let inboxes = inboxes.open(session)?;
+    let pending = match pending {
+        Some((list, index)) => Some((open_list(session, list)?, IdIndex::open(session, index)?)),
         None => None,
     };
+    let leases = leases.map(|leases| RedisLeases::open(session, leases)).transpose()?;
     Ok(ReceiveKeys { inboxes, pending, leases })
 }
 
-/// The keys of `ACK <id>` and of the receive after it, each opened once,
-/// all checked (ACL, then type) before the acknowledgement writes: first
-/// those only the receive uses (the urgent inbox, the mailbox index), then
-/// the acknowledgement's own (pending list, inbox, lease set) as
+/// The keys of `ACK <id>` and of the receive after it, each checked and
+/// opened once, all checked (ACL, then type) before the acknowledgement
+/// writes: the urgent inbox and the mailbox index (the receive's own),
+/// then the acknowledgement's (pending list, inbox, lease set) as
 /// `TOWN.ACK` opens them. The receive reuses the acknowledgement's handles.
-fn open_one_trip(session: &Session, request: &Request<'_>) -> Result<(AckKeys, Key, IdIndex), CommandError> {
-    let urgent = open_agent_list(session, &request.keys, AgentKey::Urgent, request.agent, Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, &request.keys, Access::Write)?;
-    let ack = AckKeys::open(session, &request.keys, request.agent)?;
+fn open_one_trip(
+    session: &Session,
+    request: &Request<'_>,
+) -> Result<(AckKeys, Key<ReadWrite>, IdIndex<Write>), CommandError> {
+    let urgent = check_agent_list::<ReadWrite>(session, &request.keys, AgentKey::Urgent, request.agent)?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, &request.keys)?;
+    let ack = AckKeys::check(session, &request.keys, request.agent)?;
+    let urgent = open_list(session, urgent)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
+    let ack = ack.open(session)?;
     Ok((ack, urgent, mailboxes))
 }
 
@@ -233,7 +242,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         return Ok(answer(Reply::Array(Vec::new())));
     };
     if !session.may_block() {
-        return Ok(answer(Reply::Array(Vec::new())));
+        // Inside MULTI or a script: timed out at once, as `BLPOP` there.
+        return Ok(answer(Reply::NilArray));
     }
     // A blocked call waits with its arguments less the ACK clause.
     let without_ack: Vec<&[u8]>;
@@ -254,6 +264,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         serve,
         due_ms: None,
         before,
+        timeout: Reply::NilArray,
     };
     waiters::block(session, wait_argv, timeout_ms, wait)
 }
@@ -268,7 +279,7 @@ const URGENT: u8 = 2;
 fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let mut mask = 0;
     for (name, kind) in watched.iter().zip([INBOX, URGENT]) {
-        let key = session.open_unchecked(name, Access::Read);
+        let Ok(key) = session.check::<Meta>(&name[..]).and_then(|key| key.open(session)) else { continue };
         if key.kind() != KeyKind::Empty && (key.kind() != KeyKind::List || !key.is_empty()) {
             mask |= kind;
         }

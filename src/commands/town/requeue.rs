@@ -5,15 +5,17 @@
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::{ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
+use crate::stores::dreams::store::RedisLeases;
 use crate::stores::town::index::IdIndex;
-use crate::stores::town::leases::open_leases;
-use crate::stores::town::mailbox::open_list;
+use crate::stores::town::leases::check_leases;
+use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
 
 /// The command.
@@ -39,10 +41,14 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String), Comm
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent) = parse(argv)?;
-    let pending = open_list(session, &keys.pending(&agent), Access::Write)?;
-    let inbox = open_list(session, &keys.inbox(&agent), Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
-    let leases = open_leases(session, &keys, &agent, Access::Write)?;
+    let pending = check_list::<ReadWrite>(session, &keys.pending(&agent))?;
+    let inbox = check_list::<Write>(session, &keys.inbox(&agent))?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
+    let leases = check_leases::<Write>(session, &keys, &agent)?;
+    let pending = open_list(session, pending)?;
+    let inbox = open_list(session, inbox)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
+    let leases = RedisLeases::open(session, leases)?;
     let messages = pending.all();
     // Nothing stays pending, so nothing stays leased.
     leases.clear();

@@ -8,10 +8,11 @@
 use super::{town, unknown_option, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::{ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::{self, TenantId};
 use crate::stores::town::index::{AgentIndex, IdIndex};
@@ -46,24 +47,26 @@ pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, Scope), CommandError> {
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, scope) = parse(argv)?;
     // Read the indexes (type-checked) and let go of them before deleting.
-    let (agents, tasks) = {
-        let agent_index = AgentIndex::open(session, &keys, Access::Write)?;
-        let mailbox_index = IdIndex::mailboxes(session, &keys, Access::Write)?;
-        let task_index = IdIndex::tasks(session, &keys, Access::Write)?;
-        let mut agents: Vec<String> = agent_index.entries().into_iter().map(|(agent, _)| agent).collect();
-        agents.extend(mailbox_index.ids());
-        let tasks = match scope {
-            Scope::All => task_index.ids(),
-            Scope::Agents => Vec::new(),
-        };
-        (agents, tasks)
+    // The indexes name the keys to delete: checked, read (a dry run reads
+    // them too), then every key they name is checked before any opens.
+    let agent_index = AgentIndex::<ReadWrite>::check(session, &keys)?;
+    let mailbox_index = IdIndex::<ReadWrite>::mailboxes(session, &keys)?;
+    let task_index = IdIndex::<ReadWrite>::tasks(session, &keys)?;
+    let mut agents = agent_index.peek_ids(session)?;
+    agents.extend(mailbox_index.peek_ids(session)?);
+    let tasks = match scope {
+        Scope::All => task_index.peek_ids(session)?,
+        Scope::Agents => Vec::new(),
     };
     let names = doomed(&keys, &agents, &tasks, scope);
+    let mut doomed_keys = Vec::with_capacity(names.len());
     for name in &names {
-        session.check(name.as_bytes(), Access::Write)?;
+        doomed_keys.push(session.check::<Write>(name)?);
     }
-    let deleted =
-        names.iter().filter(|name| session.open_unchecked(name.as_bytes(), Access::Write).delete()).count() as u64;
+    let mut deleted = 0u64;
+    for checked in doomed_keys {
+        deleted += u64::from(checked.open(session)?.delete());
+    }
     count::town_server(Town::Resets, 1);
     // The agents' keys are gone: so are their totals (the town's stay).
     tenant_stats::forget_agents(TenantId::of(keys.prefix()), None);

@@ -6,10 +6,11 @@
 use super::{invalid_message, town, unknown_option, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
+use crate::glue::access::Write;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::Inboxes;
@@ -47,8 +48,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a [u8], Env
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, message, envelope, urgent) = parse(argv)?;
     let destination = envelope.destination(urgent);
-    let inboxes = Inboxes::open(session, &keys, &envelope.to, Access::Write)?;
-    let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+    let inboxes = Inboxes::<Write>::check(session, &keys, &envelope.to)?;
+    let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
+    let inboxes = inboxes.open(session)?;
+    let mailboxes = IdIndex::open(session, mailboxes)?;
     let length = inboxes.deliver(destination, message);
     mailboxes.add(&envelope.to);
     count::town(&keys, Some(&envelope.to), &[(Town::Sent, 1)]);

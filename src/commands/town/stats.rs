@@ -15,11 +15,12 @@ use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pa
 use crate::dreams::lease::EXPIRED;
 use crate::entry::entry_point;
 use crate::events::{Town, TOWN_FIELDS};
+use crate::glue::access::Read;
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
@@ -57,14 +58,16 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
 }
 
 /// Check ACL for every name, then open them and check their types.
-fn open_all<const N: usize>(session: &Session, keys: [(String, KeyKind); N]) -> Result<[Key; N], CommandError> {
+fn open_all<const N: usize>(session: &Session, keys: [(String, KeyKind); N]) -> Result<[Key<Read>; N], CommandError> {
     let kinds = keys.each_ref().map(|(_, kind)| *kind);
-    let names = session.check_strings(keys.map(|(name, _)| OwnedString::new(name.as_bytes())), Access::Read)?;
-    let opened = names.map(|name| session.open_checked(name, Access::Read));
-    for (key, kind) in opened.iter().zip(kinds) {
+    let checked = session.check_all::<Read, N>(keys.map(|(name, _)| OwnedString::new(name.as_bytes())))?;
+    let mut opened = Vec::with_capacity(N);
+    for (checked, kind) in checked.into_iter().zip(kinds) {
+        let key = checked.open(session)?;
         key.require(kind)?;
+        opened.push(key);
     }
-    Ok(opened)
+    opened.try_into().map_err(|_| CommandError::err("internal error: keys lost"))
 }
 
 fn town_stats(session: &Session, keys: &TownKeys) -> CommandResult {
@@ -117,7 +120,8 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
         ],
     )?;
     let now_ms = session.now_ms();
-    let head_age = |list: &Key| list.get(0).and_then(|message| created_at_ms(&message)).map(|at| age_ms(now_ms, at));
+    let head_age =
+        |list: &Key<Read>| list.get(0).and_then(|message| created_at_ms(&message)).map(|at| age_ms(now_ms, at));
     // RECV reads the urgent inbox first.
     let next_age = match urgent.is_empty() {
         true => head_age(&inbox),

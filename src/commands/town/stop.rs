@@ -9,11 +9,12 @@
 use super::{id, town, unknown_option, unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
+use crate::glue::access::{Meta, Mode, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::{Checked, Session};
 use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
 use crate::town::keys::TownKeys;
@@ -57,8 +58,8 @@ pub const SPEC: ContainerSpec = ContainerSpec {
     ],
 };
 
-fn open_flag(session: &Session, keys: &TownKeys, agent: &str, access: Access) -> Result<Key, CommandError> {
-    let flag = session.open(keys.stop(agent).as_bytes(), access)?;
+fn open_flag<M: Mode>(session: &Session, checked: Checked<M>) -> Result<Key<M>, CommandError> {
+    let flag = checked.open(session)?;
     flag.require(KeyKind::String)?;
     Ok(flag)
 }
@@ -80,11 +81,7 @@ pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, String, O
     while let Some(option) = args.option() {
         match option.as_str() {
             "TTL" if ttl.is_none() => {
-                let secs = args.unsigned("TTL (seconds)", MAX_TTL_SECS)?;
-                if secs == 0 {
-                    return Err(CommandError::err("TTL must be at least 1 second"));
-                }
-                ttl = Some(secs);
+                ttl = Some(args.unsigned_in("TTL (seconds)", 1, MAX_TTL_SECS)?);
             }
             "TTL" => return Err(CommandError::err("TTL given more than once")),
             other => return Err(unknown_option(other)),
@@ -97,8 +94,10 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, ttl) = parse(action, argv)?;
     match action {
         "REQUEST" => {
-            let flag = open_flag(session, &keys, &agent, Access::Write)?;
-            let mailboxes = IdIndex::mailboxes(session, &keys, Access::Write)?;
+            let flag = session.check::<Write>(&keys.stop(&agent))?;
+            let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
+            let flag = open_flag(session, flag)?;
+            let mailboxes = IdIndex::open(session, mailboxes)?;
             let at = expires_at(session.now_ms(), ttl.unwrap_or(DEFAULT_TTL_SECS));
             flag.set_string_expiring(FLAG, at);
             mailboxes.add(&agent);
@@ -106,11 +105,11 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
             Ok(Reply::OK)
         }
         "CHECK" => {
-            let flag = open_flag(session, &keys, &agent, Access::Read)?;
+            let flag = open_flag(session, session.check::<Meta>(&keys.stop(&agent))?)?;
             Ok(Reply::Integer(i64::from(flag.exists())))
         }
         _ => {
-            let flag = open_flag(session, &keys, &agent, Access::Write)?;
+            let flag = open_flag(session, session.check::<Write>(&keys.stop(&agent))?)?;
             Ok(Reply::Integer(i64::from(flag.delete())))
         }
     }

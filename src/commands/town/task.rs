@@ -5,16 +5,19 @@
 //!
 //! * `SET <town> <task-id> <field> <value> [...]`: OK; the record becomes
 //!   exactly these fields (absent ones removed); the task is indexed.
-//! * `GET <town> <task-id>`: field/value pairs (empty array if none).
+//! * `GET <town> <task-id>`: field/value pairs as `HGETALL` (a map in
+//!   RESP3, a flat array in RESP2; empty if none).
 //! * `DEL <town> <task-id>`: 1 if the task existed, else 0.
-//! * `LIST <town>`: every indexed task (by id) as a field/value array.
+//! * `LIST <town>`: every indexed task (by id), an array of records each
+//!   as `GET` replies it.
 
 use super::{id, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
+use crate::glue::access::{Read, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::Session;
 use crate::stores::town::index::IdIndex;
 use crate::stores::town::record;
 use crate::town::fields::FieldSet;
@@ -103,22 +106,23 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, request) = parse(action, argv)?;
     match request {
         TaskRequest::Set(task, fields) => {
-            let stored = record::open(session, &keys.task(&task), Access::Write)?;
-            let tasks = IdIndex::tasks(session, &keys, Access::Write)?;
+            let stored = record::check::<Write>(session, &keys.task(&task))?;
+            let tasks = IdIndex::<Write>::tasks(session, &keys)?;
+            let stored = record::open(session, stored)?;
+            let tasks = IdIndex::open(session, tasks)?;
             record::replace(&stored, &fields);
             tasks.add(&task);
             Ok(Reply::OK)
         }
         TaskRequest::Get(task) => {
-            let stored = record::open(session, &keys.task(&task), Access::Read)?;
-            Ok(record::reply(&stored))
+            let stored = record::check::<Read>(session, &keys.task(&task))?;
+            Ok(record::reply(&record::open(session, stored)?))
         }
         TaskRequest::Del(task) => {
-            let name = keys.task(&task);
-            session.check(name.as_bytes(), Access::Write)?;
-            let tasks = IdIndex::tasks(session, &keys, Access::Write)?;
-            let stored = session.open_unchecked(name.as_bytes(), Access::Write);
-            let deleted = stored.delete();
+            let stored = session.check::<Write>(&keys.task(&task))?;
+            let tasks = IdIndex::<Write>::tasks(session, &keys)?;
+            let tasks = IdIndex::open(session, tasks)?;
+            let deleted = stored.open(session)?.delete();
             tasks.remove(&task);
             Ok(Reply::Integer(i64::from(deleted)))
         }
@@ -127,10 +131,14 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
 }
 
 fn list(session: &Session, keys: &TownKeys) -> CommandResult {
-    let tasks = IdIndex::tasks(session, keys, Access::Read)?;
+    let index = IdIndex::<Read>::tasks(session, keys)?;
+    let mut checked = Vec::new();
+    for task in index.peek_ids(session)? {
+        checked.push(record::check::<Read>(session, &keys.task(&task))?);
+    }
     let mut listed = Vec::new();
-    for task in tasks.ids() {
-        let stored = record::open(session, &keys.task(&task), Access::Read)?;
+    for stored in checked {
+        let stored = record::open(session, stored)?;
         if stored.exists() {
             listed.push(record::reply(&stored));
         }

@@ -7,7 +7,8 @@ use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::lease::{expire_due_counted, LeaseStore};
 use crate::dreams::region::QueueKeys;
 use crate::events::Dreams;
-use crate::glue::session::{Access, Session};
+use crate::glue::reply::CommandError;
+use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
@@ -34,8 +35,12 @@ pub fn note(session: &Session, org: &str, deadline_ms: i64) {
 /// Expire at most `limit` due leases of `org` (the lease timer's step).
 fn expire(session: &Session, org: &str, now_ms: i64, limit: u64) -> (u64, Option<i64>) {
     // A key of the wrong type (written by something else) is left alone.
-    let Ok(mut queue) = RedisQueue::open(session, org, Access::Write, false) else { return (0, None) };
-    let Ok(mut leases) = RedisLeases::open(session, org, Access::Write) else { return (0, None) };
+    let opened = (|| {
+        let queue = RedisQueue::check(session, org, false)?;
+        let leases = RedisLeases::check(session, org)?;
+        Ok::<_, CommandError>((queue.open(session)?, RedisLeases::open(session, leases)?))
+    })();
+    let Ok((mut queue, mut leases)) = opened else { return (0, None) };
     let (handled, requeued) = expire_due_counted(&mut queue, &mut leases, now_ms, limit);
     if requeued > 0 {
         count::dreams(queue.tenant(), Dreams::LeaseExpired, requeued);
@@ -45,7 +50,8 @@ fn expire(session: &Session, org: &str, now_ms: i64, limit: u64) -> (u64, Option
 }
 
 fn earliest(session: &Session, org: &str) -> Option<i64> {
-    RedisLeases::open(session, org, Access::Read).ok()?.earliest()
+    let checked = RedisLeases::check_read(session, org).ok()?;
+    RedisLeases::open(session, checked).ok()?.earliest_deadline()
 }
 
 #[cfg(test)]

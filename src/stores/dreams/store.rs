@@ -7,12 +7,13 @@ use std::ffi::CStr;
 use super::queue_names::{queue_names, queue_names_and_tenant};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
-use crate::dreams::store::{QueueStore, RegionCounters, RegionStore};
+use crate::dreams::store::{QueueAppend, QueueStore, RegionCounters, RegionStore};
+use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write, Writes};
 use crate::glue::api::api;
 use crate::glue::call;
 use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::glue::reply::CommandError;
-use crate::glue::session::{Access, Session};
+use crate::glue::session::{Checked, EveryKey, Session};
 use crate::glue::string::{KeyName, OwnedString, StaticString};
 use crate::metrics::fire_ages::{self, List};
 use crate::metrics::tenant_stats::TenantId;
@@ -53,25 +54,79 @@ pub struct RedisQueue {
     org: TenantId,
 }
 
+/// An organization's queue keys, checked (ACL, read and write) and not yet
+/// opened: what a [`RedisQueue`] opens.
+pub struct QueueChecked {
+    ready: Checked<ReadWrite>,
+    deferred: Checked<ReadWrite>,
+    processing: Checked<ReadWrite>,
+    dead: Option<Checked<ReadWrite>>,
+    org: TenantId,
+}
+
 impl RedisQueue {
-    /// Open `org`'s queue; `with_dead` also opens the dead-letter list.
-    pub fn open(session: &Session, org: &str, access: Access, with_dead: bool) -> Result<Self, CommandError> {
-        let (names, tenant) = queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
-        let [ready, deferred, processing] = session.check_strings(names, access)?;
+    /// Check `org`'s queue keys (`with_dead`: and its dead-letter list):
+    /// a command that changes a queue reads and writes each (as the seed's
+    /// scripts, whose `EVALSHA` declares them all).
+    pub fn check(session: &Session, org: &str, with_dead: bool) -> Result<QueueChecked, CommandError> {
+        let (names, org_id) = queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let [ready, deferred, processing] = session.check_all(names)?;
         let dead = match with_dead {
-            true => Some(session.check_strings(queue_names(org, [QueueKey::Dead]), access)?),
+            true => {
+                let [dead] = session.check_all(queue_names(org, [QueueKey::Dead]))?;
+                Some(dead)
+            }
             false => None,
         };
-        let queue = Self {
-            ready: session.open_checked(ready, access),
-            deferred: session.open_checked(deferred, access),
-            processing: session.open_checked(processing, access),
-            dead: dead.map(|[dead]| session.open_checked(dead, access)),
-            popped: None,
-            popped_hash: 0,
-            deferred_absent: false,
-            org: tenant,
-        };
+        Ok(QueueChecked { ready, deferred, processing, dead, org: org_id })
+    }
+
+    fn with_keys(ready: Key, deferred: Key, processing: Key, dead: Option<Key>, org: TenantId) -> Self {
+        Self { ready, deferred, processing, dead, popped: None, popped_hash: 0, deferred_absent: false, org }
+    }
+}
+
+impl RedisQueue {
+    /// The lengths of `org`'s ready list, deferred set and in-flight list
+    /// (`DREAMS.LEN`: type and length only, as `LLEN`/`ZCARD`).
+    pub fn lengths(session: &Session, org: &str) -> Result<[u64; 3], CommandError> {
+        let names = queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        let [ready, deferred, processing] = session.check_all::<Meta, 3>(names)?;
+        let keys = [ready.open(session)?, deferred.open(session)?, processing.open(session)?];
+        for (key, kind) in keys.iter().zip([KeyKind::List, KeyKind::ZSet, KeyKind::List]) {
+            key.require(kind)?;
+        }
+        Ok(keys.map(|key| key.len()))
+    }
+
+    /// Check `org`'s in-flight list alone for mode `M`.
+    pub fn check_in_flight<M: Mode>(session: &Session, org: &str) -> Result<Checked<M>, CommandError> {
+        let [processing] = queue_names(org, [QueueKey::Processing]);
+        session.check(processing)
+    }
+
+    /// Every in-flight payload of a checked in-flight list, oldest first.
+    pub fn read_in_flight<M: ReadsValues>(
+        session: &Session,
+        processing: Checked<M>,
+    ) -> Result<Vec<Vec<u8>>, CommandError> {
+        let processing = processing.open(session)?;
+        processing.require(KeyKind::List)?;
+        Ok(processing.all())
+    }
+}
+
+impl QueueChecked {
+    /// Open the queue, refusing keys of another type.
+    pub fn open(self, session: &Session) -> Result<RedisQueue, CommandError> {
+        let dead = self.dead.map(|dead| dead.open(session)).transpose()?;
+        let queue = RedisQueue::with_keys(
+            self.ready.open(session)?,
+            self.deferred.open(session)?,
+            self.processing.open(session)?,
+            dead,
+            self.org,
+        );
         queue.ready.require(KeyKind::List)?;
         queue.deferred.require(KeyKind::ZSet)?;
         queue.processing.require(KeyKind::List)?;
@@ -81,22 +136,53 @@ impl RedisQueue {
         Ok(queue)
     }
 
-    /// Add the dead-letter list to a queue opened for writing with
-    /// [`RedisQueue::open_in_flight`], opened on first use with no checks:
-    /// for a call that has already ACL- and type-checked it (and the ready
-    /// list and deferred set) earlier in the same command, and opened each
-    /// (so any expiry has happened).
-    pub fn with_dead_checked_before(mut self, session: &Session, org: &str) -> Self {
-        let [dead] = queue_names(org, [QueueKey::Dead]);
-        self.dead = Some(Key::unopened(session.ctx(), dead, true));
-        self
+    /// Open the queue for a command that always uses its in-flight list
+    /// and uses the ready list and deferred set (and the dead-letter list)
+    /// on some paths only (an acknowledgement that requeues, or that finds
+    /// its fire back in ready): the in-flight list opens now (type-checked),
+    /// the others on first use; the command calls
+    /// [`RedisQueue::require_waiting_types`] before its first write on a
+    /// path that uses them, or has checked their types itself
+    /// ([`QueueChecked::inspect_for_drain`]).
+    pub fn open_in_flight(self, session: &Session) -> Result<RedisQueue, CommandError> {
+        let dead = self.dead.map(|dead| dead.open_lazily(session)).transpose()?;
+        let queue = RedisQueue::with_keys(
+            self.ready.open_lazily(session)?,
+            self.deferred.open_lazily(session)?,
+            self.processing.open(session)?,
+            dead,
+            self.org,
+        );
+        queue.processing.require(KeyKind::List)?;
+        Ok(queue)
     }
 
+    /// For a one-trip drain, before its acknowledgement writes: the types
+    /// of the keys a drain uses beyond the acknowledgement's (ready,
+    /// deferred, dead), read without opening them for the queue; and
+    /// whether the deferred set is absent (the drain then need not open it
+    /// to find nothing due: usually so, the module defers only inside
+    /// quiet hours).
+    pub fn inspect_for_drain(&self, session: &Session) -> Result<bool, CommandError> {
+        self.ready.peek(session).require(KeyKind::List)?;
+        let deferred = self.deferred.peek(session);
+        deferred.require(KeyKind::ZSet)?;
+        let absent = !deferred.exists();
+        drop(deferred);
+        if let Some(dead) = &self.dead {
+            dead.peek(session).require(KeyKind::List)?;
+        }
+        Ok(absent)
+    }
+}
+
+impl RedisQueue {
     /// Note that this command found the deferred set absent when it
-    /// checked it (opened for reading, before anything was written):
-    /// while this queue has not opened the set since, its length is 0 and
-    /// nothing in it is due, answered without opening it (an absent key's
-    /// write open has no effect anyone sees: no statistics, no events).
+    /// inspected it ([`QueueChecked::inspect_for_drain`], before anything
+    /// was written): while this queue has not opened the set since, its
+    /// length is 0 and nothing in it is due, answered without opening it
+    /// (an absent key's write open has no effect anyone sees: no
+    /// statistics, no events).
     pub fn with_deferred_absent(mut self, absent: bool) -> Self {
         self.deferred_absent = absent;
         self
@@ -121,37 +207,10 @@ impl RedisQueue {
         }
     }
 
-    /// Open `org`'s queue for a command that always uses its in-flight
-    /// list and uses the ready list and deferred set on some paths only
-    /// (an acknowledgement that requeues, or that finds its fire back in
-    /// ready): only the in-flight list is checked and opened now; the
-    /// command calls [`RedisQueue::check_waiting`] before its first write
-    /// on a path that uses the other two. Should a path reach them
-    /// unchecked all the same, they open on first use, unchecked.
-    pub fn open_in_flight(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
-        let ([ready, deferred, processing], tenant) =
-            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
-        let [processing] = session.check_strings([processing], access)?;
-        let write = access == Access::Write;
-        let queue = Self {
-            ready: Key::unopened(session.ctx(), ready, write),
-            deferred: Key::unopened(session.ctx(), deferred, write),
-            processing: session.open_checked(processing, access),
-            dead: None,
-            popped: None,
-            popped_hash: 0,
-            deferred_absent: false,
-            org: tenant,
-        };
-        queue.processing.require(KeyKind::List)?;
-        Ok(queue)
-    }
-
-    /// Check (ACL, then type) and open the ready list and deferred set of
-    /// a queue opened with [`RedisQueue::open_in_flight`].
-    pub fn check_waiting(&self, session: &Session, access: Access) -> Result<(), CommandError> {
-        session.check_name(self.ready.name_string(), access)?;
-        session.check_name(self.deferred.name_string(), access)?;
+    /// Refuse (`WRONGTYPE`) a ready list or deferred set of another type,
+    /// for a queue opened with [`QueueChecked::open_in_flight`] on a path
+    /// that uses them (opening them).
+    pub fn require_waiting_types(&self) -> Result<(), CommandError> {
         self.ready.require(KeyKind::List)?;
         self.deferred.require(KeyKind::ZSet)?;
         Ok(())
@@ -162,11 +221,6 @@ impl RedisQueue {
     /// The organization, as the per-tenant tables know it.
     pub fn tenant(&self) -> TenantId {
         self.org
-    }
-
-    /// Every in-flight payload, oldest first.
-    pub fn in_flight(&self) -> Vec<Vec<u8>> {
-        self.processing.all()
     }
 
     /// Replicate a pop still held back, before the next write.
@@ -183,7 +237,7 @@ impl Drop for RedisQueue {
     }
 }
 
-impl QueueStore for RedisQueue {
+impl QueueAppend for RedisQueue {
     fn ready_len(&self) -> u64 {
         self.ready.len()
     }
@@ -201,6 +255,9 @@ impl QueueStore for RedisQueue {
         self.ready.push(End::Tail, &[payload]);
         fire_ages::entered(self.org, List::Ready, payload, clock_ms());
     }
+}
+
+impl QueueStore for RedisQueue {
     fn push_ready_head(&mut self, payload: &[u8]) {
         self.settle();
         self.ready.push(End::Head, &[payload]);
@@ -210,11 +267,12 @@ impl QueueStore for RedisQueue {
         self.settle();
         let popped = self.ready.take(End::Head)?;
         let payload = popped.as_bytes().to_vec();
+        // A list its last element left is deleted: no length to read.
+        let emptied = popped.emptied();
         self.popped = Some(popped);
         // Hashed once for leaving ready and, usually next, entering flight.
         self.popped_hash = fire_ages::payload_hash(&payload);
-        // A list its last element left is deleted: no length to read.
-        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, !self.ready.exists());
+        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, emptied);
         Some(payload)
     }
     fn push_popped_to_processing(&mut self, payload: &[u8]) {
@@ -301,6 +359,109 @@ impl QueueStore for RedisQueue {
     }
 }
 
+/// An organization's queue as adding work needs it (`DREAMS.FIRE`, a
+/// `DREAMS.RECORD` that fires): the ready list to append to (written, not
+/// read), the lengths of all three lists for the ceiling. As `LPUSH`, a
+/// caller allowed only to write the queue may fire.
+pub struct FireQueue {
+    ready: Key<Write>,
+    deferred: Key<Meta>,
+    processing: Key<Meta>,
+    org: TenantId,
+}
+
+/// [`FireQueue`]'s keys, checked and not yet opened.
+pub enum FireQueueChecked<'a> {
+    /// Each key checked by name.
+    Named { ready: Checked<Write>, deferred: Checked<Meta>, processing: Checked<Meta>, org: TenantId },
+    /// The caller may use every key: named only if opened (a
+    /// `DREAMS.RECORD` that does not fire names no queue key).
+    EveryKey(EveryKey, &'a str),
+}
+
+impl FireQueue {
+    /// Check `org`'s queue keys as adding work uses them.
+    pub fn check<'a>(session: &Session, org: &'a str) -> Result<FireQueueChecked<'a>, CommandError> {
+        if let Some(every) = session.every_key() {
+            return Ok(FireQueueChecked::EveryKey(every, org));
+        }
+        let ([ready, deferred, processing], org_id) =
+            queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+        Ok(FireQueueChecked::Named {
+            ready: session.check(ready)?,
+            deferred: session.check(deferred)?,
+            processing: session.check(processing)?,
+            org: org_id,
+        })
+    }
+
+    /// The organization, as the per-tenant tables know it.
+    pub fn tenant(&self) -> TenantId {
+        self.org
+    }
+}
+
+impl FireQueueChecked<'_> {
+    /// The three proofs, named now if they were not.
+    fn proofs(self) -> (Checked<Write>, Checked<Meta>, Checked<Meta>, TenantId) {
+        match self {
+            Self::Named { ready, deferred, processing, org } => (ready, deferred, processing, org),
+            Self::EveryKey(every, org) => {
+                let ([ready, deferred, processing], org) =
+                    queue_names_and_tenant(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing]);
+                (
+                    Checked::for_every_key(&every, ready),
+                    Checked::for_every_key(&every, deferred),
+                    Checked::for_every_key(&every, processing),
+                    org,
+                )
+            }
+        }
+    }
+
+    /// Open the queue, refusing keys of another type.
+    pub fn open(self, session: &Session) -> Result<FireQueue, CommandError> {
+        let (ready, deferred, processing, org) = self.proofs();
+        // Opened as the write they serve: looking at the lengths counts
+        // no keyspace miss.
+        let queue = FireQueue {
+            ready: ready.open(session)?,
+            deferred: deferred.open_beside_writes(session)?,
+            processing: processing.open_beside_writes(session)?,
+            org,
+        };
+        queue.ready.require(KeyKind::List)?;
+        queue.deferred.require(KeyKind::ZSet)?;
+        queue.processing.require(KeyKind::List)?;
+        Ok(queue)
+    }
+
+    /// Is none of the queue's keys there (ready, in flight, deferred)?
+    /// Looked at without opening them for the queue.
+    pub fn all_absent(self, session: &Session) -> (bool, Self) {
+        let (ready, deferred, processing, org) = self.proofs();
+        let absent =
+            !ready.peek(session).exists() && !processing.peek(session).exists() && !deferred.peek(session).exists();
+        (absent, FireQueueChecked::Named { ready, deferred, processing, org })
+    }
+}
+
+impl QueueAppend for FireQueue {
+    fn ready_len(&self) -> u64 {
+        self.ready.len()
+    }
+    fn deferred_len(&self) -> u64 {
+        self.deferred.len()
+    }
+    fn processing_len(&self) -> u64 {
+        self.processing.len()
+    }
+    fn push_ready(&mut self, payload: &[u8]) {
+        self.ready.push(End::Tail, &[payload]);
+        fire_ages::entered(self.org, List::Ready, payload, clock_ms());
+    }
+}
+
 /// The server clock (unix ms), for timing items as they move.
 fn clock_ms() -> i64 {
     unsafe { api!(RedisModule_Milliseconds)() }
@@ -321,33 +482,45 @@ pub enum EventSet {
 }
 
 /// A lease set: an organization's (`exocortex:dreams:{<org>}:leases`), or
-/// a Town agent's (`tt:{<town>}:leases:<agent>`).
-pub struct RedisLeases {
-    key: Key,
+/// a Town agent's (`tt:{<town>}:leases:<agent>`); read-only (`Read`) for
+/// inspection.
+pub struct RedisLeases<M: Mode = ReadWrite> {
+    key: Key<M>,
 }
 
 impl RedisLeases {
-    /// Open `org`'s lease set with ACL and type checks.
-    pub fn open(session: &Session, org: &str, access: Access) -> Result<Self, CommandError> {
+    /// The name of `org`'s lease set.
+    pub fn name(org: &str) -> KeyName {
         let [name] = queue_names(org, [QueueKey::Leases]);
-        Self::open_name(session, name, access)
+        name
     }
 
-    /// Open `org`'s lease set for writing, with no checks: for a call that
-    /// has already ACL- and type-checked it earlier in the same command.
-    pub fn open_checked_before(session: &Session, org: &str) -> Self {
-        let [name] = queue_names(org, [QueueKey::Leases]);
-        Self { key: session.open_checked(name, Access::Write) }
+    /// Check `org`'s lease set (to read and write).
+    pub fn check(session: &Session, org: &str) -> Result<Checked<ReadWrite>, CommandError> {
+        session.check(Self::name(org))
     }
 
-    /// Open the lease set named `name` (Town keeps one per agent).
-    pub fn open_name(session: &Session, name: impl Into<KeyName>, access: Access) -> Result<Self, CommandError> {
-        let [name] = session.check_strings([name.into()], access)?;
-        let key = session.open_checked(name, access);
+    /// Check `org`'s lease set to read it only.
+    pub fn check_read(session: &Session, org: &str) -> Result<Checked<Read>, CommandError> {
+        session.check(Self::name(org))
+    }
+}
+
+impl<M: Mode> RedisLeases<M> {
+    /// Open a checked lease set, refusing another type.
+    pub fn open(session: &Session, checked: Checked<M>) -> Result<Self, CommandError> {
+        let key = checked.open(session)?;
         key.require(KeyKind::ZSet)?;
         Ok(Self { key })
     }
 
+    /// Is the set absent or empty (no payload leased, none expired)?
+    pub fn is_empty(&self) -> bool {
+        self.key.is_empty()
+    }
+}
+
+impl<M: ReadsValues> RedisLeases<M> {
     /// Every entry, lowest score first (markers, then deadlines).
     pub fn entries(&self) -> Vec<(Vec<u8>, i64)> {
         self.key
@@ -357,9 +530,17 @@ impl RedisLeases {
             .collect()
     }
 
-    /// Is the set absent or empty (no payload leased, none expired)?
-    pub fn is_empty(&self) -> bool {
-        self.key.is_empty()
+    /// The earliest deadline, if any lease is running.
+    pub fn earliest_deadline(&self) -> Option<i64> {
+        self.key.zrange_by_score((EXPIRED + 1) as f64, f64::INFINITY, 1).first().map(|(_, score)| *score as i64)
+    }
+}
+
+impl<M: Writes> RedisLeases<M> {
+    /// Signal the set modified now if written (as closing it would), and
+    /// at close only if written again.
+    pub fn signal_modified_now(&self) {
+        self.key.signal_modified_now();
     }
 
     /// Delete the whole set (everything in flight went back to ready).
@@ -386,7 +567,7 @@ impl LeaseStore for RedisLeases {
             .collect()
     }
     fn earliest(&self) -> Option<i64> {
-        self.key.zrange_by_score((EXPIRED + 1) as f64, f64::INFINITY, 1).first().map(|(_, score)| *score as i64)
+        self.earliest_deadline()
     }
 }
 
@@ -397,7 +578,7 @@ impl LeaseStore for RedisLeases {
 /// looking up an absent field costs `RM_HashGet` a scan of the whole hash
 /// (about 500 instructions) where its field count (`RM_ValueLength`)
 /// costs about 40. Same values either way.
-fn counters_without_pending(counters: &Key, fields: [&StaticString; 4]) -> [Option<OwnedString>; 4] {
+fn counters_without_pending<M: ReadsValues>(counters: &Key<M>, fields: [&StaticString; 4]) -> [Option<OwnedString>; 4] {
     let [memories, edges, success, settled] = fields;
     let [m, e, l] = counters.hget_fields([memories, edges, success]);
     let s = settled_if_held(counters, settled, [&m, &e, &l]);
@@ -408,8 +589,8 @@ fn counters_without_pending(counters: &Key, fields: [&StaticString; 4]) -> [Opti
 /// if the hash holds more fields than those already `found`: when it
 /// holds no others the field is absent, and asking for it would cost a
 /// scan of the whole hash (see [`counters_without_pending`]).
-fn settled_if_held<const N: usize>(
-    counters: &Key,
+fn settled_if_held<M: ReadsValues, const N: usize>(
+    counters: &Key<M>,
     settled: &StaticString,
     found: [&Option<OwnedString>; N],
 ) -> Option<OwnedString> {
@@ -439,42 +620,68 @@ pub struct RedisRegion<'s> {
     event_argument: Option<(*const u8, usize, *mut raw::RedisModuleString)>,
 }
 
-impl<'s> RedisRegion<'s> {
-    /// Open `region`'s keys and read its counters, refusing wrong types and
-    /// non-numeric fields.
-    pub fn open(session: &'s Session, region: &RegionKey, access: Access) -> Result<Self, CommandError> {
-        Self::open_with(session, region.borrowed(), access, EventSet::Open, true)
-    }
+/// A hash's fields and values.
+pub type FieldPairs = Vec<(Vec<u8>, Vec<u8>)>;
 
-    /// [`RedisRegion::open`], using the event set as `events` says, and
-    /// reading the `pending` field only if `read_pending` (else it reads as
-    /// absent until [`RedisRegion::read_pending`]).
-    pub fn open_with(
-        session: &'s Session,
-        region: RegionRef<'_>,
-        access: Access,
-        events: EventSet,
-        read_pending: bool,
-    ) -> Result<Self, CommandError> {
+/// A region's keys, checked (ACL, read and write) and not yet opened: what
+/// a [`RedisRegion`] opens.
+pub struct RegionChecked {
+    counters: Checked<ReadWrite>,
+    /// Written only (`SADD`/`SREM`, through `RM_Call`), as those need.
+    events: Option<Checked<Write>>,
+    use_of_events: EventSet,
+}
+
+impl RedisRegion<'_> {
+    /// Check `region`'s counters hash, and its counted-event set unless
+    /// `events` leaves it untouched.
+    pub fn check(session: &Session, region: RegionRef<'_>, events: EventSet) -> Result<RegionChecked, CommandError> {
         let mut digits = [0u8; 11];
         let [counters_parts, events_parts] = RegionKeys::name_parts(region, &mut digits);
-        let use_of_events = events;
-        let (counters, events) = match use_of_events {
-            EventSet::Untouched => {
-                let [counters] = session.check_strings([OwnedString::concat(&counters_parts)], access)?;
-                (counters, None)
-            }
+        let (counters, checked_events) = match events {
+            EventSet::Untouched => (session.check(OwnedString::concat(&counters_parts))?, None),
             EventSet::Open | EventSet::CheckedByWrite => {
-                let names = [counters_parts, events_parts].map(|parts| OwnedString::concat(&parts));
-                let [counters, events] = session.check_strings(names, access)?;
+                let counters = session.check(OwnedString::concat(&counters_parts))?;
+                let events = session.check(OwnedString::concat(&events_parts))?;
                 (counters, Some(events))
             }
         };
-        let counters = session.open_checked(counters, access);
+        Ok(RegionChecked { counters, events: checked_events, use_of_events: events })
+    }
+
+    /// A region's counter fields as stored (`DREAMS.COUNTERS`): the hash is
+    /// read, the event set's type checked as the seed's scripts do.
+    pub fn read_fields(session: &Session, region: &RegionKey) -> Result<FieldPairs, CommandError> {
+        let keys = RegionKeys::new(region);
+        let counters = session.check::<Read>(keys.counters.as_bytes())?;
+        let events = session.check::<Meta>(keys.events.as_bytes())?;
+        let counters = counters.open(session)?;
         counters.require(KeyKind::Hash)?;
-        if let (EventSet::Open, Some(names)) = (use_of_events, &events) {
-            session.open_checked(names.clone(), Access::Read).require(KeyKind::Set)?;
+        events.open(session)?.require(KeyKind::Set)?;
+        let pairs = counters.hgetall();
+        let value = |name: &str| pairs.iter().find(|(field, _)| field == name.as_bytes()).map(|(_, v)| v.as_slice());
+        RegionCounters::from_values(RegionCounters::FIELDS.map(value)).map_err(|bad| {
+            CommandError::err(format_args!(
+                "Dreams counter metadata is not numeric (field '{}' of {})",
+                bad.0,
+                String::from_utf8_lossy(counters.name())
+            ))
+        })?;
+        Ok(pairs)
+    }
+}
+
+impl RegionChecked {
+    /// Open the region and read its counters, refusing wrong types and
+    /// non-numeric fields; the `pending` field only if `read_pending`
+    /// (else it reads as absent until [`RedisRegion::read_pending`]).
+    pub fn open(self, session: &Session, read_pending: bool) -> Result<RedisRegion<'_>, CommandError> {
+        let counters = self.counters.open(session)?;
+        counters.require(KeyKind::Hash)?;
+        if let (EventSet::Open, Some(events)) = (self.use_of_events, &self.events) {
+            events.peek(session).require(KeyKind::Set)?;
         }
+        let events = self.events.map(|events| events.name_string().clone());
         let [memories, edges, success, settled, pending] = COUNTER_FIELDS.each_ref();
         let (values, pending) = match read_pending {
             true => {
@@ -495,9 +702,11 @@ impl<'s> RedisRegion<'s> {
                     String::from_utf8_lossy(counters.name())
                 ))
             })?;
-        Ok(Self { session, counters, events, fields, refused: None, event_argument: None })
+        Ok(RedisRegion { session, counters, events, fields, refused: None, event_argument: None })
     }
+}
 
+impl RedisRegion<'_> {
     /// `event_id` is the command's argument `string` (its bytes, as the
     /// command read them): a set write of that event id passes the string.
     pub fn event_id_is_argument(&mut self, event_id: &[u8], string: *mut raw::RedisModuleString) {
@@ -522,11 +731,6 @@ impl<'s> RedisRegion<'s> {
     /// set's type, see [`EventSet::CheckedByWrite`]); nothing was written.
     pub fn refused(&mut self) -> Option<CommandError> {
         self.refused.take()
-    }
-
-    /// The counters hash key.
-    pub fn counters_key(&self) -> &Key {
-        &self.counters
     }
 
     /// `SADD`/`SREM` of the counted-event set. Through RM_Call, which fires

@@ -6,88 +6,118 @@
 //! index already says the same, so steady-state traffic replicates nothing
 //! extra.
 
+use super::names;
+use crate::glue::access::{Mode, ReadsValues, Writes};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::CommandError;
-use crate::glue::session::{Access, Session};
-use crate::glue::string::OwnedString;
+use crate::glue::session::{Checked, Session};
 use crate::town::keys::{IndexKey, TownKeys};
 
-fn open(
-    session: &Session,
-    keys: &TownKeys,
-    index: IndexKey,
-    kind: KeyKind,
-    access: Access,
-) -> Result<Key, CommandError> {
-    let [name] = session.check_strings([OwnedString::concat(&keys.index_parts(index))], access)?;
-    let key = session.open_checked(name, access);
+fn check<M: Mode>(session: &Session, keys: &TownKeys, index: IndexKey) -> Result<Checked<M>, CommandError> {
+    session.check(names::index_name(keys, index))
+}
+
+fn open<M: Mode>(session: &Session, checked: Checked<M>, kind: KeyKind) -> Result<Key<M>, CommandError> {
+    let key = checked.open(session)?;
     key.require(kind)?;
     Ok(key)
 }
 
 /// A sorted set of ids (the task index or the mailbox index).
-pub struct IdIndex(Key);
+pub struct IdIndex<M: Mode>(Key<M>);
 
-impl IdIndex {
-    /// The mailbox index of `keys`' town.
-    pub fn mailboxes(session: &Session, keys: &TownKeys, access: Access) -> Result<Self, CommandError> {
-        open(session, keys, IndexKey::Mailboxes, KeyKind::ZSet, access).map(Self)
+/// An index, checked and not yet opened.
+pub struct IndexChecked<M: Mode>(Checked<M>, KeyKind);
+
+impl<M: Mode> IndexChecked<M> {
+    /// Read the index while checking the keys it names (a dry run may).
+    pub fn peek_ids(&self, session: &Session) -> Result<Vec<String>, CommandError>
+    where
+        M: ReadsValues,
+    {
+        let key = self.0.peek_values(session);
+        key.require(self.1)?;
+        Ok(match self.1 {
+            // A hash index by id, as the agent index lists.
+            KeyKind::Hash => {
+                let mut ids: Vec<String> =
+                    key.hgetall().into_iter().filter_map(|(id, _)| String::from_utf8(id).ok()).collect();
+                ids.sort();
+                ids
+            }
+            _ => key.zmembers().into_iter().filter_map(|id| String::from_utf8(id).ok()).collect(),
+        })
+    }
+}
+
+impl<M: ReadsValues> IndexChecked<M> {
+    /// Read a hash index's `(id, value)` entries, by id, while checking the
+    /// keys they name (a dry run may).
+    pub fn peek_entries(&self, session: &Session) -> Result<Vec<(String, Vec<u8>)>, CommandError> {
+        let key = self.0.peek_values(session);
+        key.require(self.1)?;
+        let mut entries: Vec<(String, Vec<u8>)> = key
+            .hgetall()
+            .into_iter()
+            .filter_map(|(id, value)| String::from_utf8(id).ok().map(|id| (id, value)))
+            .collect();
+        entries.sort();
+        Ok(entries)
+    }
+}
+
+impl<M: Mode> IdIndex<M> {
+    /// Check the mailbox index of `keys`' town.
+    pub fn mailboxes(session: &Session, keys: &TownKeys) -> Result<IndexChecked<M>, CommandError> {
+        Ok(IndexChecked(check(session, keys, IndexKey::Mailboxes)?, KeyKind::ZSet))
     }
 
-    /// The task index of `keys`' town.
-    pub fn tasks(session: &Session, keys: &TownKeys, access: Access) -> Result<Self, CommandError> {
-        open(session, keys, IndexKey::Tasks, KeyKind::ZSet, access).map(Self)
+    /// Check the task index of `keys`' town.
+    pub fn tasks(session: &Session, keys: &TownKeys) -> Result<IndexChecked<M>, CommandError> {
+        Ok(IndexChecked(check(session, keys, IndexKey::Tasks)?, KeyKind::ZSet))
     }
 
+    /// Open a checked index.
+    pub fn open(session: &Session, checked: IndexChecked<M>) -> Result<Self, CommandError> {
+        open(session, checked.0, checked.1).map(Self)
+    }
+}
+
+impl<M: Writes> IdIndex<M> {
     /// Make sure `id` is in the index.
     pub fn add(&self, id: &str) {
-        if !self.0.zcontains(id.as_bytes()) {
-            self.0.zadd(0.0, id.as_bytes());
-        }
+        self.0.zadd_absent(0.0, id.as_bytes());
     }
 
     /// Take `id` out of the index.
     pub fn remove(&self, id: &str) {
         self.0.zrem(&[id.as_bytes()]);
     }
-
-    /// Every id, in byte order. Ids are UTF-8 when the module wrote them;
-    /// anything else was written by hand and names no key of ours.
-    pub fn ids(&self) -> Vec<String> {
-        self.0.zmembers().into_iter().filter_map(|id| String::from_utf8(id).ok()).collect()
-    }
 }
 
 /// The agent index: agent id to name.
-pub struct AgentIndex(Key);
+pub struct AgentIndex<M: Mode>(Key<M>);
 
-impl AgentIndex {
-    /// Open the agent index of `keys`' town.
-    pub fn open(session: &Session, keys: &TownKeys, access: Access) -> Result<Self, CommandError> {
-        open(session, keys, IndexKey::Agents, KeyKind::Hash, access).map(Self)
+impl<M: Mode> AgentIndex<M> {
+    /// Check the agent index of `keys`' town.
+    pub fn check(session: &Session, keys: &TownKeys) -> Result<IndexChecked<M>, CommandError> {
+        Ok(IndexChecked(check(session, keys, IndexKey::Agents)?, KeyKind::Hash))
     }
 
+    /// Open a checked agent index.
+    pub fn open(session: &Session, checked: IndexChecked<M>) -> Result<Self, CommandError> {
+        open(session, checked.0, checked.1).map(Self)
+    }
+}
+
+impl<M: Writes> AgentIndex<M> {
     /// Record `agent`'s `name`.
     pub fn set(&self, agent: &str, name: &[u8]) {
-        if self.0.hget(agent.as_bytes()).as_deref() != Some(name) {
-            self.0.hset(&[(agent.as_bytes(), name)]);
-        }
+        self.0.hset_changed(agent.as_bytes(), name);
     }
 
     /// Forget `agent`.
     pub fn remove(&self, agent: &str) {
         self.0.hdel(&[agent.as_bytes()]);
-    }
-
-    /// Every `(agent id, name)`, by agent id.
-    pub fn entries(&self) -> Vec<(String, Vec<u8>)> {
-        let mut entries: Vec<(String, Vec<u8>)> = self
-            .0
-            .hgetall()
-            .into_iter()
-            .filter_map(|(id, name)| String::from_utf8(id).ok().map(|id| (id, name)))
-            .collect();
-        entries.sort();
-        entries
     }
 }

@@ -3,12 +3,13 @@
 //! is that key's name. Expiry moves due pending messages back to the head
 //! of the agent's inbox (state machine: [`crate::town::lease`]).
 
+use super::names;
 use crate::dreams::lease::LeaseStore;
 use crate::events::Town;
+use crate::glue::access::{Mode, ReadWrite};
 use crate::glue::key::{End, Key};
 use crate::glue::reply::CommandError;
-use crate::glue::session::{Access, Session};
-use crate::glue::string::OwnedString;
+use crate::glue::session::{Checked, Session};
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
@@ -16,7 +17,7 @@ use crate::stores::dreams::store::RedisLeases;
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
-use super::mailbox::open_agent_list;
+use super::mailbox::{check_agent_list, open_list};
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };
@@ -47,19 +48,31 @@ pub fn note(session: &Session, keys: &TownKeys, agent: &str, deadline_ms: i64) {
 /// An agent's pending list and inbox.
 pub struct RedisMail {
     /// The pending list.
-    pub pending: Key,
+    pub pending: Key<ReadWrite>,
     /// The inbox.
-    pub inbox: Key,
+    pub inbox: Key<ReadWrite>,
+}
+
+/// An agent's pending list and inbox, checked and not yet opened.
+pub struct MailChecked {
+    pending: Checked<ReadWrite>,
+    inbox: Checked<ReadWrite>,
 }
 
 impl RedisMail {
-    /// Open `agent`'s pending list and inbox (ACL and type checked, in
-    /// that order).
-    pub fn open(session: &Session, keys: &TownKeys, agent: &str) -> Result<Self, CommandError> {
-        Ok(Self {
-            pending: open_agent_list(session, keys, AgentKey::Pending, agent, Access::Write)?,
-            inbox: open_agent_list(session, keys, AgentKey::Inbox, agent, Access::Write)?,
+    /// Check `agent`'s pending list and inbox.
+    pub fn check(session: &Session, keys: &TownKeys, agent: &str) -> Result<MailChecked, CommandError> {
+        Ok(MailChecked {
+            pending: check_agent_list(session, keys, AgentKey::Pending, agent)?,
+            inbox: check_agent_list(session, keys, AgentKey::Inbox, agent)?,
         })
+    }
+}
+
+impl MailChecked {
+    /// Open both lists (type-checked, in that order).
+    pub fn open(self, session: &Session) -> Result<RedisMail, CommandError> {
+        Ok(RedisMail { pending: open_list(session, self.pending)?, inbox: open_list(session, self.inbox)? })
     }
 }
 
@@ -95,22 +108,21 @@ impl AgentMail for RedisMail {
     }
 }
 
-/// Open an agent's lease set.
-pub fn open_leases(
-    session: &Session,
-    keys: &TownKeys,
-    agent: &str,
-    access: Access,
-) -> Result<RedisLeases, CommandError> {
-    RedisLeases::open_name(session, OwnedString::concat(&keys.agent_key_parts(AgentKey::Leases, agent)), access)
+/// Check an agent's lease set for mode `M`.
+pub fn check_leases<M: Mode>(session: &Session, keys: &TownKeys, agent: &str) -> Result<Checked<M>, CommandError> {
+    session.check(names::agent_name(keys, AgentKey::Leases, agent))
 }
 
 /// Expire at most `limit` due leases of an agent (the lease timer's step).
 fn expire(session: &Session, tenant: &str, now_ms: i64, limit: u64) -> (u64, Option<i64>) {
     let Some((town, agent)) = split(tenant) else { return (0, None) };
     let keys = TownKeys::new(town);
-    let Ok(mut leases) = open_leases(session, &keys, agent, Access::Write) else { return (0, None) };
-    let Ok(mut mail) = RedisMail::open(session, &keys, agent) else { return (0, None) };
+    let opened = (|| {
+        let leases = check_leases(session, &keys, agent)?;
+        let mail = RedisMail::check(session, &keys, agent)?;
+        Ok::<_, CommandError>((RedisLeases::open(session, leases)?, mail.open(session)?))
+    })();
+    let Ok((mut leases, mut mail)) = opened else { return (0, None) };
     let (handled, requeued) = expire_due_counted(&mut mail, &mut leases, now_ms, limit);
     if requeued > 0 {
         count::town(&keys, Some(agent), &[(Town::LeaseExpired, requeued)]);
@@ -121,7 +133,8 @@ fn expire(session: &Session, tenant: &str, now_ms: i64, limit: u64) -> (u64, Opt
 
 fn earliest(session: &Session, tenant: &str) -> Option<i64> {
     let (town, agent) = split(tenant)?;
-    open_leases(session, &TownKeys::new(town), agent, Access::Read).ok()?.earliest()
+    let checked = check_leases(session, &TownKeys::new(town), agent).ok()?;
+    RedisLeases::<crate::glue::access::Read>::open(session, checked).ok()?.earliest_deadline()
 }
 
 #[cfg(test)]

@@ -1,22 +1,30 @@
-//! Agent and task records over the key API: a hash opened with ACL and
-//! type checks, replaced whole by an update (absent fields removed, one
-//! `HDEL` and one `HSET`, in one atomic command), read as field/value pairs.
+//! Agent and task records over the key API: a hash checked (ACL) in the
+//! mode its command needs, then opened and type-checked; replaced whole by
+//! an update (absent fields removed, one `HDEL` and one `HSET`, in one
+//! atomic command), read as field/value pairs.
 
+use crate::glue::access::{Mode, ReadsValues, Writes};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, Reply};
-use crate::glue::session::{Access, Session};
+use crate::glue::session::{Checked, Session};
+use crate::glue::string::OwnedString;
 use crate::town::fields::FieldSet;
 
-/// Check ACL for the record `name`, open it and refuse a non-hash.
-pub fn open(session: &Session, name: &str, access: Access) -> Result<Key, CommandError> {
-    let record = session.open(name.as_bytes(), access)?;
+/// Check the record `name` for mode `M`.
+pub fn check<M: Mode>(session: &Session, name: &str) -> Result<Checked<M>, CommandError> {
+    session.check(OwnedString::new(name.as_bytes()))
+}
+
+/// Open a checked record, refusing a non-hash.
+pub fn open<M: Mode>(session: &Session, checked: Checked<M>) -> Result<Key<M>, CommandError> {
+    let record = checked.open(session)?;
     record.require(KeyKind::Hash)?;
     Ok(record)
 }
 
 /// Make the record hold exactly `fields`.
-pub fn replace(record: &Key, fields: &FieldSet) {
-    let stored: Vec<Vec<u8>> = record.hgetall().into_iter().map(|(field, _)| field).collect();
+pub fn replace<M: Writes>(record: &Key<M>, fields: &FieldSet) {
+    let stored = record.hash_field_names();
     let removed = fields.removed(&stored);
     if !removed.is_empty() {
         record.hdel(&removed);
@@ -26,12 +34,8 @@ pub fn replace(record: &Key, fields: &FieldSet) {
     record.hset(&pairs);
 }
 
-/// The record's fields and values (empty array if it does not exist).
-pub fn reply(record: &Key) -> Reply {
-    pairs_reply(record.hgetall())
-}
-
-/// Field/value pairs as a flat array, as `HGETALL` replies.
-pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
-    Reply::Array(pairs.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect())
+/// The record's fields and values as `HGETALL` replies them: a map in
+/// RESP3, a flat array in RESP2 (empty if the record does not exist).
+pub fn reply<M: ReadsValues>(record: &Key<M>) -> Reply {
+    Reply::bulk_map(record.hgetall())
 }

@@ -1,0 +1,76 @@
+//! A command seen by the module's command filter
+//! (`services::command_filter`): its arguments, read and rewritten, and
+//! its client.
+
+use std::os::raw::{c_int, c_void};
+
+use redis_module::raw;
+
+use super::api::api;
+
+/// One filtered command.
+pub struct Filtered(*mut raw::RedisModuleCommandFilterCtx);
+
+impl Filtered {
+    /// The command the filter callback was given.
+    pub fn new(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Self {
+        Self(fctx)
+    }
+
+    /// How many arguments (the name included).
+    pub fn argc(&self) -> usize {
+        usize::try_from(unsafe { api!(RedisModule_CommandFilterArgsCount)(self.0) }).unwrap_or(0)
+    }
+
+    /// Argument `pos` (0: the name; empty if absent).
+    pub fn arg(&self, pos: usize) -> &[u8] {
+        let Ok(pos) = c_int::try_from(pos) else { return &[] };
+        let string = unsafe { api!(RedisModule_CommandFilterArgGet)(self.0, pos) };
+        if string.is_null() {
+            return &[];
+        }
+        let mut len = 0usize;
+        let ptr = unsafe { api!(RedisModule_StringPtrLen)(string, &mut len) };
+        if ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: the argument outlives this callback's use of it.
+        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+    }
+
+    /// Replace argument `pos` with `bytes`.
+    pub fn replace(&self, pos: usize, bytes: &[u8]) {
+        let Ok(pos) = c_int::try_from(pos) else { return };
+        // A string of its own, not auto-memory: the server keeps it.
+        let string =
+            unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) };
+        unsafe { api!(RedisModule_CommandFilterArgReplace)(self.0, pos, string) };
+    }
+
+    /// Delete argument `pos`.
+    pub fn delete(&self, pos: usize) {
+        let Ok(pos) = c_int::try_from(pos) else { return };
+        unsafe { api!(RedisModule_CommandFilterArgDelete)(self.0, pos) };
+    }
+
+    /// The command's client, where the server tells (Redis 7.2+, Valkey 8+).
+    pub fn client_id(&self) -> Option<u64> {
+        let get = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
+        let id = unsafe { get(self.0) };
+        (id != 0).then_some(id)
+    }
+}
+
+/// The flags of client `id` (`REDISMODULE_CLIENTINFO_FLAG_*`), `None` when
+/// there is no such client.
+pub fn client_flags(id: u64) -> Option<u64> {
+    let get = unsafe { raw::RedisModule_GetClientInfoById }?;
+    let mut info = raw::RedisModuleClientInfo { version: 1, flags: 0, id: 0, addr: [0; 46], port: 0, db: 0 };
+    let status = unsafe { get((&raw mut info).cast::<c_void>(), id) };
+    (status == raw::REDISMODULE_OK as c_int).then_some(info.flags)
+}
+
+/// Is client `id` in `MULTI` (queueing)?
+pub fn in_multi(id: u64) -> bool {
+    client_flags(id).is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0)
+}
