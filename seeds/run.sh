@@ -22,7 +22,9 @@
 #
 # Everything lives in target/seeds/ (the builds are cached in
 # target/seeds/target-<crate>). Needs protoc (exocortex-wire's build script).
-# SEEDS_ONLY=exocortex|tinytown runs one seed.
+# SEEDS_ONLY=exocortex|tinytown runs one seed. SEEDS_STEP=fetch stops after
+# step 2: the sources are in target/seeds/src, nothing built or run (make
+# test-deps builds exocortex-wire from there in an empty Debian).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SEEDS=${SEEDS_DIR:-$ROOT/target/seeds}
@@ -32,12 +34,13 @@ CLI=${DREAMTOWN_CLI:-redis-cli}
 PORT=${SEEDS_PORT:-$((20000 + RANDOM % 20000))}
 CARGO=${CARGO:-cargo}
 ONLY=${SEEDS_ONLY:-}
+STEP=${SEEDS_STEP:-all}
 EXO=exocortex-dreams-0.5.4
 STORE=exocortex-storage-0.5.4
 TT=tinytown-0.10.0
 
-command -v protoc >/dev/null || { echo "FAIL test-seeds: protoc is missing (apt-get install protobuf-compiler)"; exit 1; }
-[ -f "$MODULE" ] || { echo "FAIL test-seeds: no module at $MODULE (make build)"; exit 1; }
+command -v protoc >/dev/null || { echo "FAIL test-seeds: protoc is missing (make deps installs protobuf-compiler and libprotobuf-dev)"; exit 1; }
+[ "$STEP" = fetch ] || [ -f "$MODULE" ] || { echo "FAIL test-seeds: no module at $MODULE (make build)"; exit 1; }
 
 start=$(date +%s)
 mkdir -p "$SEEDS/fetch/src" "$SEEDS/src"
@@ -129,7 +132,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = exocortex ]; then
   put "$ROOT/seeds/adapters/dreamtown_bridge.rs" "$SEEDS/src/$EXO/src/dreamtown_bridge.rs"
   manifest "$REG/$EXO/Cargo.toml" rename
   put "$tmp/manifest" "$SEEDS/src/$EXO/Cargo.toml"
-  bin=$(binary "$SEEDS/src/$EXO" fire_live integration,testing)
+  bin=""
+  [ "$STEP" = fetch ] || bin=$(binary "$SEEDS/src/$EXO" fire_live integration,testing)
   SUITES+=("exocortex-dreams|$bin|$ROOT/seeds/exocortex-dreams.tsv|dreams")
 fi
 if [ -z "$ONLY" ] || [ "$ONLY" = tinytown ]; then
@@ -139,10 +143,12 @@ if [ -z "$ONLY" ] || [ "$ONLY" = tinytown ]; then
   manifest "$REG/$TT/Cargo.toml" ""
   put "$tmp/manifest" "$SEEDS/src/$TT/Cargo.toml"
   for test in integration_tests mcp_integration_tests townhall_integration_tests; do
-    bin=$(binary "$SEEDS/src/$TT" $test "")
+    bin=""
+    [ "$STEP" = fetch ] || bin=$(binary "$SEEDS/src/$TT" $test "")
     SUITES+=("tinytown::$test|$bin|$ROOT/seeds/tinytown.tsv|town")
   done
 fi
+if [ "$STEP" = fetch ]; then echo "seeds: fetched into $SEEDS/src in $(( $(date +%s) - start ))s"; exit 0; fi
 echo "seeds: fetched and built in $(( $(date +%s) - start ))s (build $(( $(date +%s) - build_start ))s)"
 
 # The server.

@@ -14,6 +14,14 @@
 //!    or `--password-file` on the tools' command lines);
 //! 3. the environment: `REDIS_USER`, then `REDIS_PASSWORD`, else the file
 //!    named by `REDIS_PASSWORD_FILE` ([`Options::with_env`]).
+//!
+//! Certificates: rustls, the TLS of the `redis` crate here, takes only
+//! X.509 v3 end-entity certificates (a CA may be v1), where `openssl x509
+//! -req` makes v1 unless given `-extfile`. Its error ("invalid peer
+//! certificate: UnsupportedCertVersion") says "peer" even for the client's
+//! own certificate, so a v1 client certificate is refused here, before
+//! connecting, by its path, and [`explain`] names the server's certificate
+//! in a connection's error.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -47,10 +55,11 @@ impl Tls {
     /// The certificates the `redis` crate takes, read from the files.
     fn certificates(&self) -> RedisResult<Option<redis::TlsCertificates>> {
         let client_tls = match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                client_cert: read(cert, "client certificate")?,
-                client_key: read(key, "client key")?,
-            }),
+            (Some(cert), Some(key)) => {
+                let client_cert = read(cert, "client certificate")?;
+                check_v3(&client_cert, cert)?;
+                Some(redis::ClientTlsConfig { client_cert, client_key: read(key, "client key")? })
+            }
             (None, None) => None,
             _ => return Err(invalid("a client certificate needs both its certificate and its key file")),
         };
@@ -64,6 +73,83 @@ impl Tls {
 
 fn read(path: &Path, what: &str) -> RedisResult<Vec<u8>> {
     std::fs::read(path).map_err(|error| invalid_owned(format!("cannot read the {what} {}: {error}", path.display())))
+}
+
+/// Where to read how to make a certificate rustls takes.
+const CERTIFICATE_RECIPE: &str = "docs/client.md#certificates-for-tls";
+
+/// Refuse a client certificate file whose first certificate is not X.509
+/// v3, naming it: rustls would refuse it while building the client, with
+/// an error about a "peer" certificate.
+fn check_v3(pem: &[u8], path: &Path) -> RedisResult<()> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let Some(Ok(first)) = CertificateDer::pem_slice_iter(pem).next() else {
+        return Err(invalid_owned(format!("the client certificate {} holds no PEM certificate", path.display())));
+    };
+    match x509_version(&first) {
+        Some(3) | None => Ok(()),
+        Some(version) => Err(invalid_owned(format!(
+            "the client certificate {} is X.509 v{version}: rustls (this client's TLS) takes only v3 \
+             certificates; make it with `openssl x509 -req ... -extfile <file>` ({CERTIFICATE_RECIPE})",
+            path.display()
+        ))),
+    }
+}
+
+/// The X.509 version of a DER certificate (1, 2 or 3), or None when it
+/// does not read as one (rustls then says what is wrong).
+fn x509_version(der: &[u8]) -> Option<u8> {
+    let (tag, certificate, _) = der_item(der)?;
+    let (tbs_tag, tbs, _) = der_item(certificate)?;
+    if tag != 0x30 || tbs_tag != 0x30 {
+        return None;
+    }
+    // TBSCertificate: `[0] EXPLICIT Version DEFAULT v1`, then the serial.
+    let (tag, explicit, _) = der_item(tbs)?;
+    if tag != 0xa0 {
+        return Some(1);
+    }
+    match der_item(explicit)? {
+        (0x02, [version], _) if *version <= 2 => Some(version + 1),
+        _ => None,
+    }
+}
+
+/// One DER item: its tag, its contents, what follows it.
+fn der_item(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (length, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let octets = usize::from(first & 0x7f);
+        if octets == 0 || octets > 4 {
+            return None;
+        }
+        let (bytes, rest) = rest.split_at_checked(octets)?;
+        (bytes.iter().fold(0usize, |length, &byte| (length << 8) | usize::from(byte)), rest)
+    };
+    let (contents, rest) = rest.split_at_checked(length)?;
+    Some((tag, contents, rest))
+}
+
+/// A connection's error, with the certificate it is about named where
+/// rustls does not: "invalid peer certificate: UnsupportedCertVersion"
+/// from a connection is the server's certificate (or one of its chain's)
+/// being X.509 v1 or v2. Other errors are returned as they are. The
+/// client's own certificate never gets this far (`Options::client`
+/// refuses a v1 one by its path).
+pub fn explain(error: RedisError) -> RedisError {
+    let text = error.to_string();
+    if !text.contains("UnsupportedCertVersion") {
+        return error;
+    }
+    let detail = format!(
+        "the server's TLS certificate (or one of its chain) is not X.509 v3, which rustls (this client's TLS) \
+         requires: the server needs a v3 certificate ({CERTIFICATE_RECIPE}); rustls said: {text}"
+    );
+    RedisError::from((error.kind(), "the server's certificate was refused", detail))
 }
 
 fn invalid(message: &'static str) -> RedisError {
@@ -286,6 +372,50 @@ pub fn redacted(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `openssl x509 -req` without `-extfile`: X.509 v1.
+    const V1_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBEzCBuwIUQ8M1yeRVZLthaxwPEy2VukP5ndYwCgYIKoZIzj0EAwIwDDEKMAgG\nA1UEAwwBdDAgFw0yNjEyMDYyMTMyMTBaGA8yMTI2MTExMjIxMzIxMFowDDEKMAgG\nA1UEAwwBdDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABJxEyafMHFAtKphe8Fyj\njEllHRBOi2xmyIDE/bpQvnJS11yDRhwn/zhKX+VuQ10ke9D1WRBu28FuKD3Azhz9\nOKQwCgYIKoZIzj0EAwIDRwAwRAIgcC7yICE7+zB+HEO8sKSaYdbKpwo+8R0ruhnM\nLVPDfikCIAEjtN7iV04LautP2xwZ1yHBFM7mu6RtgPM1Y8m9bdOD\n-----END CERTIFICATE-----\n";
+    /// The same key and name with `-extfile` (extendedKeyUsage): v3.
+    const V3_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBUDCB+KADAgECAhQdxPQK2fv1Lux/rNhvbttgC1NfJDAKBggqhkjOPQQDAjAM\nMQowCAYDVQQDDAF0MCAXDTI2MTIwNjIxMzIxMFoYDzIxMjYxMTEyMjEzMjEwWjAM\nMQowCAYDVQQDDAF0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEnETJp8wcUC0q\nmF7wXKOMSWUdEE6LbGbIgMT9ulC+clLXXINGHCf/OEpf5W5DXSR70PVZEG7bwW4o\nPcDOHP04pKM2MDQwEwYDVR0lBAwwCgYIKwYBBQUHAwIwHQYDVR0OBBYEFM/cYYEw\nTiFX16zK0r8AUsw52/DYMAoGCCqGSM49BAMCA0cAMEQCICF4iPXcNIVNWp9iY+2j\nMbvAQcakkk+9roB2Ox/GNF8qAiAFMMK1no47H81yF5zp+vMqiqe/6p3WM6i51o5i\nOr83uw==\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn a_v1_client_certificate_is_refused_by_its_path_and_a_v3_one_taken() {
+        let path = Path::new("/etc/redis/client.crt");
+        let refused = check_v3(V1_PEM.as_bytes(), path).expect_err("v1");
+        let text = refused.to_string();
+        assert!(text.contains("the client certificate /etc/redis/client.crt is X.509 v1"), "{text}");
+        assert!(text.contains("-extfile"), "{text}");
+        check_v3(V3_PEM.as_bytes(), path).expect("v3");
+        assert!(check_v3(b"not a certificate", path).expect_err("no PEM").to_string().contains("holds no PEM"));
+    }
+
+    #[test]
+    fn the_version_reader_reads_v1_and_v3_and_never_panics_on_garbage() {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let der = |pem: &str| CertificateDer::pem_slice_iter(pem.as_bytes()).next().unwrap().unwrap().to_vec();
+        let (v1, v3) = (der(V1_PEM), der(V3_PEM));
+        assert_eq!(x509_version(&v1), Some(1));
+        assert_eq!(x509_version(&v3), Some(3));
+        for cut in 0..v3.len() {
+            let _ = x509_version(&v3[..cut]);
+            let mut flipped = v3.clone();
+            flipped[cut] ^= 0xff;
+            let _ = x509_version(&flipped);
+        }
+        assert_eq!(x509_version(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]), None);
+    }
+
+    #[test]
+    fn a_refused_server_certificate_is_named_as_the_servers() {
+        let rustls =
+            RedisError::from((redis::ErrorKind::Io, "TLS", "invalid peer certificate: UnsupportedCertVersion".into()));
+        let text = explain(rustls).to_string();
+        assert!(text.contains("the server's TLS certificate"), "{text}");
+        assert!(text.contains("UnsupportedCertVersion"), "{text}");
+        let other = RedisError::from((redis::ErrorKind::Io, "TLS", "connection refused".into()));
+        assert!(!explain(other).to_string().contains("server's TLS"));
+    }
 
     #[test]
     fn the_urls_credentials_win_then_the_options() {

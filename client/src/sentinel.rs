@@ -127,7 +127,8 @@ impl SentinelConnection {
         if stale.is_some() {
             self.reconnects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let conn = self.shared.client.lock().await.get_async_connection_with_config(&self.config).await?;
+        let conn = self.shared.client.lock().await.get_async_connection_with_config(&self.config).await;
+        let conn = conn.map_err(crate::connect::explain)?;
         let generation = current.1;
         *current = (Some((conn.clone(), generation)), generation + 1);
         Ok((conn, generation))

@@ -593,3 +593,58 @@ fn the_cluster_script_starts_a_working_cluster_and_stops_it() {
     }
     assert!(!dir.exists(), "its state is removed");
 }
+
+/// `MOVED` answers counted by every node since the last `CONFIG RESETSTAT`.
+fn moved_answers(cluster: &Cluster) -> u64 {
+    cluster
+        .nodes
+        .iter()
+        .map(|node| {
+            info_section(&mut node.connect(), "errorstats")
+                .lines()
+                .find_map(|line| line.strip_prefix("errorstat_MOVED:count="))
+                .and_then(|count| count.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+fn reset_stats(cluster: &Cluster) {
+    for node in &cluster.nodes {
+        redis::cmd("CONFIG").arg("RESETSTAT").query::<()>(&mut node.connect()).unwrap();
+    }
+}
+
+/// docs/operations.md's table of cluster clients, the `redis` crate's row:
+/// the crate routes a command it does not know by its first argument, the
+/// tenant for `DREAMS.*`, but the subcommand's name for `TOWN.AGENT GET
+/// <town>` (so most towns' calls are answered MOVED, which the crate
+/// follows), while the same calls routed with `cluster_routing` never are.
+#[tokio::test]
+async fn the_redis_crate_routes_subcommands_by_their_name_and_cluster_routing_by_the_town() {
+    let cluster = Cluster::start(3);
+    let mut conn = cluster.connection().await;
+    let towns: Vec<String> = (0..30).map(|n| format!("routing-{n}")).collect();
+    let set = |town: &str| redis::cmd("TOWN.AGENT").arg("SET").arg(town).arg("a").arg("name").arg("x").clone();
+    let fire = |town: &str| redis::cmd("DREAMS.FIRE").arg(town).arg("web").arg(3).clone();
+
+    reset_stats(&cluster);
+    for town in &towns {
+        assert_eq!(fire(town).query_async::<String>(&mut conn).await.unwrap(), "queued");
+    }
+    assert_eq!(moved_answers(&cluster), 0, "DREAMS.* go by their first argument, the tenant");
+
+    for town in &towns {
+        set(town).query_async::<()>(&mut conn).await.unwrap();
+    }
+    let bounced = moved_answers(&cluster);
+    assert!(bounced > 0, "TOWN.AGENT SET <town> went by \"SET\": some towns live elsewhere");
+
+    reset_stats(&cluster);
+    for town in &towns {
+        let cmd = set(town);
+        let routing = dreamtown_client::cluster_routing(&cmd).expect("a container's subcommand");
+        conn.route_command(cmd, routing).await.unwrap();
+    }
+    assert_eq!(moved_answers(&cluster), 0, "cluster_routing sends each to the town's node (before: {bounced} MOVED)");
+}

@@ -6,7 +6,11 @@
 //! takes a client certificate; an ACL user limited to one tenant works it
 //! over TLS and is refused another's; `dreamtown-exporter` and
 //! `dreamtown-migrate` reach the TLS server with the user and password
-//! from a flag, a file and the environment.
+//! from a flag, a file and the environment. docs/client.md's openssl
+//! recipe, run as written, makes certificates both sides take; a v1
+//! certificate (what `openssl x509 -req` makes without `-extfile`, which
+//! rustls refuses) is named as the client's or the server's, by the client
+//! and by both tools.
 
 mod common;
 
@@ -117,11 +121,22 @@ struct TlsServer {
 
 impl TlsServer {
     fn start(pki: &Pki, auth_clients: bool) -> TlsServer {
+        Self::start_with(pki, auth_clients, "server")
+    }
+
+    /// With `<cert>.crt` and `<cert>.key` as its certificate; it is ready
+    /// when it answers a client that takes any server certificate.
+    fn start_with(pki: &Pki, auth_clients: bool, cert: &str) -> TlsServer {
         let port = free_port();
         let dir = scratch_dir("tls-server", port);
         let child = Command::new(tls_server_bin())
             .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--tls-cert-file", &pki.file("server.crt"), "--tls-key-file", &pki.file("server.key")])
+            .args([
+                "--tls-cert-file",
+                &pki.file(&format!("{cert}.crt")),
+                "--tls-key-file",
+                &pki.file(&format!("{cert}.key")),
+            ])
             .args(["--tls-ca-cert-file", &pki.file("ca.crt")])
             .args(["--tls-auth-clients", if auth_clients { "yes" } else { "no" }])
             .args(["--save", "", "--appendonly", "no", "--enable-debug-command", "yes"])
@@ -135,7 +150,8 @@ impl TlsServer {
             .expect("redis-server on PATH");
         let mut server = TlsServer { child, port, dir };
         let started = Instant::now();
-        let options = pki.options(true);
+        let mut options = pki.options(true);
+        options.tls.insecure = true;
         loop {
             assert!(matches!(server.child.try_wait(), Ok(None)), "redis-server exited (built without TLS?)");
             if let Ok(mut con) = server.admin(&options)
@@ -414,4 +430,136 @@ async fn both_tools_reach_a_tls_server_with_the_password_from_a_flag_a_file_or_t
     let (status, text) = migrate(&args, &[]);
     assert_eq!(status, 3, "a wrong password cannot reach the server: {text}");
     assert!(!text.contains("wrong"), "the password is not printed: {text}");
+}
+
+/// docs/client.md's openssl recipe ("Certificates for TLS"): the `sh`
+/// block that makes the CA.
+fn documented_recipe() -> String {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/client.md");
+    let text = std::fs::read_to_string(&page).expect("docs/client.md");
+    text.split("```sh\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("```").map(|(block, _)| block.to_owned()))
+        .find(|block| block.contains("openssl req -x509"))
+        .expect("docs/client.md has the openssl recipe")
+}
+
+#[tokio::test]
+async fn the_documented_openssl_recipe_makes_v3_certificates_both_sides_take() {
+    let dir = scratch_dir("tls-recipe", 0);
+    let ran = Command::new("bash").args(["-euo", "pipefail", "-c", &documented_recipe()]).current_dir(&dir).output();
+    let ran = ran.expect("bash");
+    assert!(ran.status.success(), "the recipe: {}", String::from_utf8_lossy(&ran.stderr));
+    let pki = Pki { dir };
+    let server = TlsServer::start(&pki, true);
+    let org = tenant("tls-recipe");
+    // Verified against the recipe's CA, with the recipe's client certificate.
+    let conn = multiplexed(&pki.options(true), &server.url()).await.expect("the recipe's certificates");
+    fire_round_trip(conn, &org).await.unwrap();
+    let without =
+        async { multiplexed(&pki.options(false), &server.url()).await?.send_packed_command(&redis::cmd("PING")).await };
+    assert!(without.await.is_err(), "the server asks for the client certificate");
+}
+
+/// `name`.crt: a certificate for `name`.key that the test CA signs without
+/// extensions, which openssl makes X.509 v1.
+fn v1_certificate(pki: &Pki, name: &str) {
+    let (key, csr, crt) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.crt"));
+    openssl(
+        &pki.dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+            "-subj",
+            &format!("/CN={name}"),
+        ],
+    );
+    openssl(
+        &pki.dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &crt,
+            "-days",
+            "2",
+        ],
+    );
+}
+
+/// The exporter run to its end (it stops at once on a bad option): status, stderr.
+fn exporter_refuses(args: &[&str]) -> (i32, String) {
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_dreamtown-exporter")).args(args).output().expect("dreamtown-exporter");
+    (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[tokio::test]
+async fn a_v1_certificate_is_named_as_the_clients_or_the_servers() {
+    let pki = Pki::new("tls-v1");
+    v1_certificate(&pki, "client-v1");
+    v1_certificate(&pki, "server-v1");
+    let (ca, cert, key) = (pki.file("ca.crt"), pki.file("client-v1.crt"), pki.file("client-v1.key"));
+    let url = "rediss://127.0.0.1:6380/";
+
+    // The client's own: refused before connecting, by its path, in the
+    // client crate and both tools.
+    let own = format!("the client certificate {cert} is X.509 v1");
+    let options = Options {
+        tls: Tls {
+            ca_file: Some(ca.clone().into()),
+            cert_file: Some(cert.clone().into()),
+            key_file: Some(key.clone().into()),
+            insecure: false,
+        },
+        ..Options::default()
+    };
+    let refused = options.client(url).expect_err("a v1 client certificate");
+    assert!(refused.to_string().contains(&own), "{refused}");
+    let tls = [
+        "--tls-ca-cert-file",
+        ca.as_str(),
+        "--tls-client-cert-file",
+        cert.as_str(),
+        "--tls-client-key-file",
+        key.as_str(),
+    ];
+    let mut args = vec!["--dry-run", "--from", url];
+    args.extend(tls);
+    args.extend(["dreams", "acme"]);
+    let (status, text) = migrate(&args, &[]);
+    assert!(status != 0 && text.contains(&own), "dreamtown-migrate: {status} {text}");
+    let mut args = vec!["--redis", url];
+    args.extend(tls);
+    let (status, text) = exporter_refuses(&args);
+    assert!(status == 2 && text.contains(&own), "dreamtown-exporter: {status} {text}");
+
+    // The server's: the connection fails, and the error names the server.
+    let server = TlsServer::start_with(&pki, false, "server-v1");
+    let theirs = "the server's TLS certificate (or one of its chain) is not X.509 v3";
+    let raw = multiplexed(&pki.options(false), &server.url()).await.expect_err("a v1 server certificate");
+    let explained = dreamtown_client::connect::explain(raw).to_string();
+    assert!(explained.contains(theirs) && explained.contains("UnsupportedCertVersion"), "{explained}");
+    let server_url = server.url();
+    let mut args = vec!["--dry-run", "--from", server_url.as_str(), "--tls-ca-cert-file", ca.as_str()];
+    args.extend(["dreams", "acme"]);
+    let (status, text) = migrate(&args, &[]);
+    assert!(status != 0 && text.contains(theirs), "dreamtown-migrate: {status} {text}");
+    let text = scrape_once(&["--redis", &server_url, "--tls-ca-cert-file", &ca], &[]);
+    assert!(text.contains(theirs), "dreamtown-exporter's scrape:\n{text}");
 }

@@ -410,12 +410,18 @@ impl Exporter {
 }
 
 /// A connection to `url` with the configured TLS, credentials and
-/// timeouts (connecting, and each reply).
+/// timeouts (connecting, and each reply); a TLS failure says whose
+/// certificate it was (`connect::explain`).
 async fn open(config: &Config, url: &str) -> redis::RedisResult<Connection> {
     let timeouts = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(config.timeout))
         .set_response_timeout(Some(config.timeout));
-    config.connect.client(url)?.get_multiplexed_async_connection_with_config(&timeouts).await
+    config
+        .connect
+        .client(url)?
+        .get_multiplexed_async_connection_with_config(&timeouts)
+        .await
+        .map_err(crate::connect::explain)
 }
 
 /// The masters (`host:port`, sorted) of the cluster `url` belongs to, by

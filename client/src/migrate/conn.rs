@@ -35,7 +35,8 @@ impl Endpoint {
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let mut single = client.get_multiplexed_async_connection_with_config(&config).await?;
+        let mut single =
+            client.get_multiplexed_async_connection_with_config(&config).await.map_err(crate::connect::explain)?;
         let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut single).await?;
         if !info.contains("cluster_enabled:1") {
             return Ok(Self::Single(single));
