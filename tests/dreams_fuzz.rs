@@ -18,7 +18,7 @@ use common::{tenant, wait_until, Server};
 use dreams_support::*;
 use redis::Connection;
 
-const COMMANDS: [&str; 10] = [
+const COMMANDS: [&str; 11] = [
     "DREAMS.FIRE",
     "DREAMS.RECORD",
     "DREAMS.SETTLE",
@@ -29,6 +29,7 @@ const COMMANDS: [&str; 10] = [
     "DREAMS.COUNTERS",
     "DREAMS.EXTEND",
     "DREAMS.INFLIGHT",
+    "DREAMS.REDRIVE",
 ];
 
 /// Timeouts a DRAIN may get: malformed ones, or short enough to keep the
@@ -102,6 +103,8 @@ impl Pool {
             "quiet",
             "OFFSET",
             "NOQUIET",
+            "LIMIT",
+            "COUNT",
             "RETAIN",
             "retain",
             "SUCCESS",

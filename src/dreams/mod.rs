@@ -16,6 +16,7 @@ pub mod lease;
 pub mod message;
 pub mod quiet;
 pub mod record;
+pub mod redrive;
 pub mod region;
 pub mod store;
 pub mod trigger;

@@ -11,6 +11,7 @@ pub mod inflight;
 pub mod len;
 pub mod record;
 pub mod recover;
+pub mod redrive;
 pub mod settle;
 pub mod stats;
 
