@@ -235,12 +235,49 @@ test-python:
 ## per run), BENCH_ONLY (regex of rows), BENCH_PIN=0 (no taskset),
 ## BENCH_STRICT=1 (exit 1 on a missed target), BENCH_PROMOTION=0 (skip the
 ## promotion stall), BENCH_PROMOTION_KEYS ("1000000 5000000"), BENCH_STALL=0
-## (skip the due-at-once stall), BENCH_STALL_LEASES ("20000 100000"). See bench/README.md.
+## (skip the due-at-once stall), BENCH_STALL_LEASES ("20000 100000"),
+## BENCH_PEERS=0 (skip make bench-peers). See bench/README.md.
 bench: build
 	@echo "== benchmark (one $(SERVER), module vs the seed's Lua vs native commands)"
 	python3 bench/run.py --module $(MODULE)
 	@if [ "$(BENCH_PROMOTION)" != "0" ]; then python3 bench/promotion.py --module $(MODULE); fi
 	@if [ "$(BENCH_STALL)" != "0" ]; then python3 bench/stall.py --module $(MODULE); fi
+	@if [ "$(BENCH_PEERS)" != "0" ]; then $(MAKE) --no-print-directory bench-peers; fi
+
+## bench-peers: the same job loop in BullMQ, Redis Streams, Dreams and
+## Town on one server with the module (bench/peers.py; docs/bench.md
+## "Against BullMQ and Redis Streams"): one line per scenario and system,
+## `peer <scenario> <system> jobs_per_s=<x> server_us_per_job=<y>`, the
+## targets, target/bench/peers.{md,json,svg}. Knobs as make bench's
+## (BENCH_REPS, BENCH_SECONDS, BENCH_PIN, BENCH_STRICT), BENCH_PEERS_ONLY
+## (regex over "<scenario> <system>"). Also the last section of make bench
+## (BENCH_PEERS=0 skips it there).
+.PHONY: peer-deps bench-peers test-peers
+bench-peers: build peer-deps
+	@echo "== peers: BullMQ, Redis Streams, Dreams and Town on one $(SERVER)"
+	python3 bench/peers.py --module $(MODULE)
+
+## test-peers: every peer loop once, briefly (a few seconds once built):
+## each prints its parseable line and finds the server holding what its jobs
+## left; server-independent, so CI runs it once (on Debian's redis-server).
+test-peers: build peer-deps
+	@echo "== peers harness smoke test against $(SERVER) (module: $(MODULE))"
+	python3 bench/peers.py --module $(MODULE) --smoke
+
+## peer-deps: BullMQ and its ioredis, pinned with every dependency (versions
+## and integrity hashes) by bench/peers/package-lock.json, installed with
+## `npm ci` into target/node-peers (cached there until the lockfile
+## changes); node and npm must be installed.
+PEERS_NODE_DIR := $(CURDIR)/target/node-peers
+export DREAMTOWN_PEERS_NODE_DIR := $(PEERS_NODE_DIR)
+peer-deps: $(PEERS_NODE_DIR)/.installed
+$(PEERS_NODE_DIR)/.installed: bench/peers/package.json bench/peers/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are needed for BullMQ's side of the peers bench" >&2; exit 1; }
+	@echo "== installing bench/peers/package-lock.json (BullMQ) into $(PEERS_NODE_DIR)"
+	rm -rf $(PEERS_NODE_DIR) && mkdir -p $(PEERS_NODE_DIR)
+	cp bench/peers/package.json bench/peers/package-lock.json $(PEERS_NODE_DIR)/
+	cd $(PEERS_NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 ## partition: not part of `make test` (which runs its durable subset).
 ## Every fault x setting, PARTITION_ROUNDS rounds (3), on a 3+3 cluster of

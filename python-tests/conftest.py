@@ -145,6 +145,25 @@ def r(server):
     return server.client()
 
 
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def r_both(server, request):
+    """A redis-py client speaking RESP2, then (a second run) RESP3: for
+    tests of replies whose shape the protocol decides (field/value pairs
+    are a flat list in RESP2, a dict in RESP3)."""
+    return server.client(protocol=request.param)
+
+
+def as_dict(reply):
+    """Field/value pairs as a dict of text: a RESP3 map (a dict) or a
+    RESP2 flat list."""
+    if isinstance(reply, dict):
+        pairs = list(reply.items())
+    else:
+        pairs = [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
+    text = lambda value: value.decode() if isinstance(value, bytes) else value
+    return {text(field): text(value) for field, value in pairs}
+
+
 _counter = itertools.count()
 
 

@@ -26,7 +26,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from conftest import ROOT
+from conftest import ROOT, as_dict
 
 TENANTS = 60
 
@@ -76,7 +76,8 @@ def test_redis_py_cluster_sends_every_module_command_to_the_owning_node(cluster)
         assert call("TOWN.LEN", tenant, "a")[0] == 1
         assert len(call("TOWN.RECV", tenant, "a")) == 1
         call("TOWN.AGENT", "SET", tenant, "a", "name", f"agent-{tenant}")
-        assert call("TOWN.AGENT", "GET", tenant, "a") == [b"name", f"agent-{tenant}".encode()]
+        # A map in RESP3 (redis-py 8.2's RedisCluster speaks it), a flat list in RESP2.
+        assert as_dict(call("TOWN.AGENT", "GET", tenant, "a")) == {"name": f"agent-{tenant}"}
     total = sum(sent.values())
     assert total >= 500
 

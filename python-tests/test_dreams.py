@@ -13,7 +13,7 @@ import time
 import pytest
 import redis
 
-from conftest import Server, wait_until
+from conftest import Server, as_dict, wait_until
 
 NEVER = 3153600000  # 100 years: an age floor / min interval never reached
 
@@ -33,8 +33,7 @@ def keys(org):
 
 
 def counters(r, org, project, memory_type):
-    pairs = r.execute_command("DREAMS.COUNTERS", org, project, memory_type)
-    return {pairs[i].decode(): pairs[i + 1].decode() for i in range(0, len(pairs), 2)}
+    return as_dict(r.execute_command("DREAMS.COUNTERS", org, project, memory_type))
 
 
 def drain(r, org, timeout=0.01, *options):
@@ -77,7 +76,8 @@ class TestFire:
 
 
 class TestRecord:
-    def test_record_accumulates_then_fires_once(self, r, tenant):
+    def test_record_accumulates_then_fires_once(self, r_both, tenant):
+        r = r_both
         t = trigger(5, 100)
         assert r.execute_command("DREAMS.RECORD", tenant, "p", 1, 3, 1, *t) == [b"accumulated", 3, 1]
         assert r.execute_command("DREAMS.RECORD", tenant, "p", 1, 2, 1, *t) == [b"queued", 5, 2]
@@ -117,7 +117,8 @@ class TestDrainAndAck:
         assert r.execute_command("DREAMS.ACK", tenant, payload, "SUCCESS") == [b"stale", 0, 0]
         assert r.execute_command("DREAMS.LEN", tenant) == [0, 0, 0]
 
-    def test_ack_success_subtracts_the_snapshot_and_failure_retries(self, r, tenant):
+    def test_ack_success_subtracts_the_snapshot_and_failure_retries(self, r_both, tenant):
+        r = r_both
         t = trigger(3, 100)
         r.execute_command("DREAMS.RECORD", tenant, "p", 1, 3, 0, *t)
         r.execute_command("DREAMS.RECORD", tenant, "p", 1, 2, 0, *t)
@@ -131,7 +132,8 @@ class TestDrainAndAck:
         state = counters(r, tenant, "p", 1)
         assert "pending" not in state and state["memories"] == "2"
 
-    def test_drain_times_out_with_none(self, r, tenant):
+    def test_drain_times_out_with_none(self, r_both, tenant):
+        r = r_both
         started = time.monotonic()
         assert drain(r, tenant, 0.2) is None
         assert time.monotonic() - started >= 0.19
@@ -216,6 +218,15 @@ class TestConfigAndInfo:
         finally:
             server.cleanup()
 
+    def test_stats_are_field_value_pairs_in_both_protocols(self, r_both, tenant):
+        r_both.execute_command("DREAMS.FIRE", tenant, "p", 1)
+        reply = r_both.execute_command("DREAMS.STATS", tenant)
+        # A dict in RESP3 (a map, as CONFIG GET), a flat list in RESP2.
+        assert isinstance(reply, dict) == (r_both.get_connection_kwargs().get("protocol") == 3)
+        stats = as_dict(reply)
+        assert (stats["ready"], stats["in_flight"], stats["fired_fire"]) == (1, 0, 1)
+        assert stats["next_lease_deadline_ms"] is None
+
     def test_info_reports_totals(self, r, tenant):
         r.config_set("dreamtown.queue-max", 1)
         r.execute_command("DREAMS.FIRE", tenant, "p", 1)
@@ -241,7 +252,7 @@ class TestErrors:
             (["DREAMS.SETTLE", "o", "p", 1, "e", 0], "generation must be positive"),
             (["DREAMS.DRAIN", "o", -1], "timeout is negative"),
             (["DREAMS.DRAIN", "o", 0, "QUIET", "2-6"], "invalid quiet window"),
-            (["DREAMS.DRAIN", "o", 0, "QUIET", "02-06", "OFFSET", 1440], "UTC offset out of range"),
+            (["DREAMS.DRAIN", "o", 0, "QUIET", "02-06", "OFFSET", 1440], "UTC offset \\(minutes\\) must be an integer from -1439 to 1439"),
             (["DREAMS.DRAIN", "o", 0, "BOGUS"], "unknown option"),
             (["DREAMS.ACK", "o", "not json", "SUCCESS"], "not a Dreams fire message"),
             (["DREAMS.LEN", "o", "extra"], "wrong number of arguments"),

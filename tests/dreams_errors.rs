@@ -357,9 +357,18 @@ fn bad_record_arguments() {
         (vec!["1", "1", "EVENT", "e"], "ERR EVENT <event-id> must be followed by GENERATION"),
         (vec!["1", "1", "EVENT", "e", "NODE", "n"], "ERR EVENT <event-id> must be followed by GENERATION"),
         (vec!["1", "1", "EVENT", "e", "GENERATION"], "ERR missing generation"),
-        (vec!["1", "1", "EVENT", "e", "GENERATION", "-1"], "ERR generation must be an integer"),
-        (vec!["1", "1", "EVENT", "e", "GENERATION", "abc"], "ERR generation must be an integer"),
-        (vec!["1", "1", "EVENT", "e", "GENERATION", "18446744073709551616"], "ERR generation must be an integer"),
+        (
+            vec!["1", "1", "EVENT", "e", "GENERATION", "-1"],
+            "ERR Dreams delivery generation must be positive (an integer from 1 to 18446744073709551615)",
+        ),
+        (
+            vec!["1", "1", "EVENT", "e", "GENERATION", "abc"],
+            "ERR Dreams delivery generation must be positive (an integer from 1 to 18446744073709551615)",
+        ),
+        (
+            vec!["1", "1", "EVENT", "e", "GENERATION", "18446744073709551616"],
+            "ERR Dreams delivery generation must be positive (an integer from 1 to 18446744073709551615)",
+        ),
         (vec!["1", "1", "GENERATION", "3"], "ERR GENERATION needs EVENT"),
         (
             vec!["1", "1", "EVENT", "e", "GENERATION", "1", "EVENT", "f", "GENERATION", "2"],
@@ -400,8 +409,16 @@ fn bad_settle_arguments() {
         &["DREAMS.SETTLE", o, "p", "1", "e-1", "0"],
         "ERR Dreams delivery generation must be positive",
     );
-    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "-2"], "ERR generation must be an integer");
-    refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "x"], "ERR generation must be an integer");
+    refused_str(
+        &mut con,
+        &["DREAMS.SETTLE", o, "p", "1", "e-1", "-2"],
+        "ERR Dreams delivery generation must be positive (an integer from 1 to 18446744073709551615)",
+    );
+    refused_str(
+        &mut con,
+        &["DREAMS.SETTLE", o, "p", "1", "e-1", "x"],
+        "ERR Dreams delivery generation must be positive (an integer from 1 to 18446744073709551615)",
+    );
     refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1", "2", "KEEP"], "ERR unknown option 'KEEP'");
     refused_str(&mut con, &["DREAMS.SETTLE", o, "p", "1", "e-1"], "ERR wrong number of arguments");
 }

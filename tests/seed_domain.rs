@@ -85,7 +85,11 @@ fn generations_take_every_u64() {
     assert_eq!(with_event(&mut dreams, "b", "9223372036854775807"), ("accumulated".into(), 1, 0));
     assert_eq!(dreams.counters("p", 1)["memories"], "1");
     let refused = error_of(dreams.con, &["DREAMS.SETTLE", &org, "p", "1", "a", "18446744073709551616"]);
-    assert!(refused.starts_with("ERR generation must be an integer"), "{refused}");
+    assert!(
+        refused
+            .starts_with("ERR Dreams delivery generation must be positive (an integer from 1 to 18446744073709551615)"),
+        "{refused}"
+    );
 }
 
 #[test]

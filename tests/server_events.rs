@@ -277,6 +277,71 @@ fn deleting_every_lease_set_stops_the_timer() {
     module_unload(&mut con).expect("MODULE UNLOAD once no lease set is left");
 }
 
+/// The lease index's figures (`INFO dreamtown`).
+fn lease_index(con: &mut Connection) -> (u64, u64) {
+    let stats = info(con);
+    (stats["lease_tenants_indexed"], stats["lease_index_bytes"])
+}
+
+#[test]
+fn acknowledging_the_last_lease_forgets_its_tenant_at_once_as_a_del_does() {
+    let server = Server::start_with(&["--enable-module-command", "yes"]);
+    let mut con = server.connect();
+    assert_eq!(lease_index(&mut con), (0, 0));
+    // Many agents, each with one message received under a lease due in an
+    // hour: one index entry each.
+    let agents = 4_000;
+    let town = tenant("acked");
+    let mut commands = Vec::new();
+    for i in 0..agents {
+        let agent = format!("agent-{i}");
+        commands.push(vec!["TOWN.SEND".to_owned(), town.clone(), town_message(&format!("m{i}"), &agent)]);
+        commands.push(["TOWN.RECV", &town, &agent, "RELIABLE", "LEASE", "3600"].map(String::from).to_vec());
+    }
+    pipeline(&mut con, &commands);
+    let (indexed, bytes) = lease_index(&mut con);
+    assert_eq!(indexed, agents as u64);
+    let per_agent = bytes / indexed;
+    // Half by acknowledgement, half by the native way (a DEL of the lease
+    // set), each half in one pipeline: each frees the same at once.
+    let (acked, deleted) = (agents / 2, agents - agents / 2);
+    let acks: Vec<Vec<String>> = (0..acked)
+        .map(|i| ["TOWN.ACK".to_owned(), town.clone(), format!("agent-{i}"), format!("m{i}")].to_vec())
+        .collect();
+    pipeline(&mut con, &acks);
+    let after_acks = lease_index(&mut con);
+    assert_eq!(after_acks.0, deleted as u64, "every acknowledged agent forgotten: {after_acks:?}");
+    let dels: Vec<Vec<String>> =
+        (acked..agents).map(|i| vec!["DEL".to_owned(), format!("tt:{{{town}}}:leases:agent-{i}")]).collect();
+    pipeline(&mut con, &dels);
+    assert_eq!(lease_index(&mut con), (0, 0), "and every deleted one");
+    assert!(bytes - after_acks.1 >= acked as u64 * (per_agent - 2), "the acknowledged half's bytes freed");
+
+    // Dreams: an acknowledgement, a one-trip DRAIN ... ACK and a RECOVER
+    // that take an organization's last lease forget it too.
+    let orgs = leased_orgs(&mut con, "acked-org", 3);
+    assert_eq!(lease_index(&mut con).0, 3);
+    let in_flight = |con: &mut Connection, org: &str| -> String {
+        // `[[payload, lease deadline], ...]`, oldest first.
+        match ok(con, &["DREAMS.INFLIGHT", org]) {
+            Value::Array(items) => match &items[0] {
+                Value::Array(entry) => text(&entry[0]),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    };
+    let payload = in_flight(&mut con, &orgs[0]);
+    ok(&mut con, &["DREAMS.ACK", &orgs[0], &payload, "SUCCESS"]);
+    assert_eq!(lease_index(&mut con).0, 2);
+    let payload = in_flight(&mut con, &orgs[1]);
+    ok(&mut con, &["DREAMS.DRAIN", &orgs[1], "0.01", "NOQUIET", "ACK", &payload, "SUCCESS"]);
+    assert_eq!(lease_index(&mut con).0, 1);
+    ok(&mut con, &["DREAMS.RECOVER", &orgs[2]]);
+    assert_eq!(lease_index(&mut con), (0, 0));
+    module_unload(&mut con).expect("MODULE UNLOAD once no lease is left");
+}
+
 #[test]
 fn a_reloaded_module_starts_from_nothing() {
     let server = Server::start_with(&["--enable-module-command", "yes"]);

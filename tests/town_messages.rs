@@ -202,10 +202,12 @@ fn never_blocks_inside_multi_or_lua() {
         .arg("0")
         .query(&mut con)
         .expect("MULTI/EXEC");
-    assert_eq!(replies, vec![redis::Value::Array(vec![])]);
+    // Timed out at once, as BLPOP there (tests/native_replies.rs compares
+    // the exact nil).
+    assert_eq!(replies, vec![redis::Value::Nil]);
     let script: redis::Value =
         ok(&mut con, &["EVAL", "return redis.call('TOWN.RECV', ARGV[1], 'b', 'BLOCK', '0')", "0", &town]);
-    assert_eq!(script, redis::Value::Array(vec![]));
+    assert_eq!(script, redis::Value::Nil);
     // And inside MULTI a message that is there is still received.
     let sent = message("m", "b", "normal");
     ok::<i64>(&mut con, &["TOWN.SEND", &town, &sent]);

@@ -62,6 +62,7 @@ pub mod keys;
 pub mod measure;
 pub mod options;
 pub mod payload;
+pub mod peers;
 pub mod resp;
 pub mod town;
 

@@ -5,7 +5,7 @@
 //! and in-flight fire), found by a `SCAN` spread over scrapes; beyond
 //! `--max-tenants` it says so; a dead node reads `dreamtown_up 0`; a
 //! cluster is exported from one address (a replica), follows a failover
-//! and outlives its seed; and
+//! and outlives its seed; every name passes `promtool check metrics`; and
 //! Debian's `prometheus` scrapes it and answers PromQL with the values the
 //! test produced.
 
@@ -342,6 +342,62 @@ fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
     names
 }
 
+/// A server with every kind of value present, so every name is exported.
+fn server_with_every_value() -> Server {
+    let server = Server::start();
+    let mut con = server.connect();
+    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
+    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
+    run(&mut con, &["DREAMS.DRAIN", "dash", "0", "NOQUIET", "LEASE", "600"]);
+    // After the drain, which would promote it (due since 1970).
+    run(&mut con, &["ZADD", "exocortex:dreams:{dash}:deferred", "1", "{\"old\":1}"]);
+    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"1","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
+    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"2","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
+    run(&mut con, &["TOWN.RECV", "dash", "w", "RELIABLE", "LEASE", "600"]);
+    drop(con);
+    server
+}
+
+/// Debian's `promtool` (beside `prometheus`), or a panic saying how to
+/// get it; `None` only when `DREAMTOWN_NO_PROMETHEUS` says to skip.
+fn promtool() -> Option<PathBuf> {
+    let found = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
+    if found.is_none() && std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_none() {
+        panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)");
+    }
+    found
+}
+
+#[test]
+fn every_metric_name_passes_promtool_check_metrics() {
+    let Some(promtool) = promtool() else {
+        eprintln!("promtool check skipped");
+        return;
+    };
+    let server = server_with_every_value();
+    let (_exporter, port) = exporter(&["--redis", &server.url()]);
+    let text = http_get(port, "/metrics").expect("/metrics");
+    // Every INFO field, every STATS gauge and total, the exporter's own.
+    assert!(text.contains("dreamtown_node_leases_lease_max_tick_seconds{"), "{text}");
+    assert!(text.contains("dreamtown_dreams_oldest_deferred_age_seconds{"), "{text}");
+    assert!(text.contains("dreamtown_town_agent_messages_received_total{"), "{text}");
+    let mut check = Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    check.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("write to promtool");
+    let output = check.wait_with_output().expect("promtool");
+    assert!(
+        output.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../monitoring");
@@ -357,17 +413,7 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
     assert!(exprs.len() >= 15, "{exprs:?}");
     let alerts = std::fs::read_to_string(root.join("alerts.yml")).unwrap();
 
-    // A server with every kind of value present, so every name is exported.
-    let server = Server::start();
-    let mut con = server.connect();
-    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
-    run(&mut con, &["DREAMS.FIRE", "dash", "web", "3"]);
-    run(&mut con, &["DREAMS.DRAIN", "dash", "0", "NOQUIET", "LEASE", "600"]);
-    // After the drain, which would promote it (due since 1970).
-    run(&mut con, &["ZADD", "exocortex:dreams:{dash}:deferred", "1", "{\"old\":1}"]);
-    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"1","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
-    run(&mut con, &["TOWN.SEND", "dash", r#"{"id":"2","to":"w","created_at":"2025-01-01T00:00:00Z"}"#]);
-    run(&mut con, &["TOWN.RECV", "dash", "w", "RELIABLE", "LEASE", "600"]);
+    let server = server_with_every_value();
     let (_exporter, port) = exporter(&["--redis", &server.url()]);
     let exported = metric_names(&http_get(port, "/metrics").expect("/metrics"));
     for name in metric_names(&exprs.join("\n")).into_iter().chain(metric_names(&alerts)) {
@@ -378,8 +424,7 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
     }
 
     // The rules are valid Prometheus rules.
-    let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
-    match promtool {
+    match promtool() {
         Some(promtool) => {
             let status = Command::new(&promtool)
                 .arg("check")
@@ -398,8 +443,7 @@ fn the_dashboard_and_the_alerts_use_only_exported_metrics() {
                 String::from_utf8_lossy(&output.stdout)
             );
         }
-        None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
-        None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
+        None => eprintln!("promtool check skipped"),
     }
 }
 

@@ -542,7 +542,7 @@ mod tests {
         query.before = last.prev.clone();
         let before = page(rows.clone(), &query);
         assert_eq!(before.rows.len(), 10);
-        assert_eq!(before.rows.last().map(|r| r.name.clone()), Some(seen[14].1.clone()));
+        assert_eq!(before.rows.last().map(|r| r.name.clone()), Some(seen[19].1.clone()));
     }
 
     #[test]

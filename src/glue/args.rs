@@ -67,9 +67,17 @@ impl<'a> Args<'a> {
 
     /// The next argument as an unsigned integer no larger than `max`.
     pub fn unsigned(&mut self, what: &str, max: u64) -> Result<u64, CommandError> {
+        self.unsigned_in(what, 0, max)
+    }
+
+    /// The next argument as an unsigned integer in `min..=max`; any other
+    /// value (too small, too large, not a number) gets the one error that
+    /// states the range.
+    pub fn unsigned_in(&mut self, what: &str, min: u64, max: u64) -> Result<u64, CommandError> {
         let bytes = self.required(what)?;
         parse_unsigned(bytes, max)
-            .ok_or_else(|| CommandError::err(format_args!("{what} must be an integer from 0 to {max}")))
+            .filter(|value| *value >= min)
+            .ok_or_else(|| CommandError::err(format_args!("{what} must be an integer from {min} to {max}")))
     }
 
     /// The next argument as a signed integer in `min..=max`.

@@ -90,16 +90,24 @@ impl End {
     }
 }
 
-/// An element [`Key::take`] popped, its effect not yet replicated.
+/// An element [`Key::take`] popped, its effect not yet replicated nor its
+/// events fired.
 pub struct Taken {
     value: OwnedString,
     end: End,
+    /// The pop took the list's last element (the key is gone).
+    emptied: bool,
 }
 
 impl Taken {
     /// The element.
     pub fn as_bytes(&self) -> &[u8] {
         self.value.as_bytes()
+    }
+
+    /// Was it the list's last element (the key deleted)?
+    pub fn emptied(&self) -> bool {
+        self.emptied
     }
 }
 
@@ -335,12 +343,14 @@ impl<M: Mode> Key<M> {
         Some(taken.as_bytes().to_vec())
     }
 
-    /// Pop one element from `end` for a move: its event fires now (and
-    /// `del` if the list emptied, as `LPOP` would), its effect is replicated
-    /// by what the caller does with it next: [`Key::push_taken`] onto
-    /// another list replicates the pair as one `LMOVE`,
-    /// [`Key::replicate_taken`] as the plain pop. The caller must do one of
-    /// the two before any other write, so the effects keep their order.
+    /// Pop one element from `end` for a move: its effect is replicated,
+    /// and its events fired, by what the caller does with it next:
+    /// [`Key::push_taken`] onto another list replicates the pair as one
+    /// `LMOVE` and fires what `LMOVE` fires (the push first, then the pop
+    /// and `del` if the list emptied: t_list.c `lmoveGenericCommand`, every
+    /// version), [`Key::replicate_taken`] as the plain pop (`lpop`, then
+    /// `del`). The caller must do one of the two before any other write,
+    /// so the effects keep their order.
     pub fn take(&self, end: End) -> Option<Taken>
     where
         M: ReadsValues + Writes,
@@ -349,19 +359,25 @@ impl<M: Mode> Key<M> {
             return None;
         }
         let value = OwnedString::from_raw(unsafe { api!(RedisModule_ListPop)(self.end_handle(), end.code()) })?;
-        let event = match end {
+        self.modified.set(true);
+        Some(Taken { value, end, emptied: !self.exists() })
+    }
+
+    /// Fire a [`Key::take`]'s events, as `LPOP`/`RPOP` fire them: the
+    /// pop's, then `del` if it emptied the list.
+    fn notify_taken(&self, taken: &Taken) {
+        let event = match taken.end {
             End::Head => c"lpop",
             End::Tail => c"rpop",
         };
         notify(self.ctx, Event::List(event), self.name.as_ptr());
-        if !self.exists() {
+        if taken.emptied {
             notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
         }
-        self.modified.set(true);
-        Some(Taken { value, end })
     }
 
-    /// Replicate a [`Key::take`] that went nowhere else as the pop it was.
+    /// Replicate a [`Key::take`] that went nowhere else as the pop it was,
+    /// and fire its events.
     pub fn replicate_taken(&self, taken: &Taken)
     where
         M: ReadsValues + Writes,
@@ -371,12 +387,13 @@ impl<M: Mode> Key<M> {
             End::Tail => c"RPOP",
         };
         replicate_strings(self.ctx, command, self.argv().as_slice());
+        self.notify_taken(taken);
     }
 
     /// Push an element [`Key::take`] popped from `source` onto `end` of this
     /// list (the same Redis string, no copy), replicating pop and push as
-    /// one `LMOVE source this <from> <to>` and firing this key's push event,
-    /// as `LMOVE` does.
+    /// one `LMOVE source this <from> <to>` and firing what `LMOVE` fires:
+    /// this key's push event, then the source's pop (and `del`).
     pub fn push_taken<S>(&self, source: &Key<S>, taken: &Taken, end: End)
     where
         M: Writes,
@@ -392,6 +409,7 @@ impl<M: Mode> Key<M> {
             End::Tail => c"rpush",
         };
         self.effect_argv(c"LMOVE", &argv, Event::List(event));
+        source.notify_taken(taken);
     }
 
     /// Pop up to `count` elements from `end` (as one `LPOP key count` /
@@ -402,7 +420,8 @@ impl<M: Mode> Key<M> {
     where
         M: ReadsValues + Writes,
     {
-        let wanted = count.min(self.len());
+        let length = self.len();
+        let wanted = count.min(length);
         let pop = api!(RedisModule_ListPop);
         let mut values = Vec::new();
         for _ in 0..wanted {
@@ -416,9 +435,16 @@ impl<M: Mode> Key<M> {
         }
         let mut argv = self.argv();
         argv.new_integer(i64::try_from(values.len()).unwrap_or(i64::MAX));
-        match end {
-            End::Head => self.effect_argv(c"LPOP", &argv, Event::List(c"lpop")),
-            End::Tail => self.effect_argv(c"RPOP", &argv, Event::List(c"rpop")),
+        let (command, event) = match end {
+            End::Head => (c"LPOP", Event::List(c"lpop")),
+            End::Tail => (c"RPOP", Event::List(c"rpop")),
+        };
+        self.effect_argv(command, &argv, event);
+        // The API deleted a list its last element left, as `LPOP` does; so
+        // `del` follows, as `LPOP` fires it. Known from the length read
+        // above, without asking the key again.
+        if values.len() as u64 == length {
+            notify(self.ctx, Event::Generic(c"del"), self.name.as_ptr());
         }
         values
     }

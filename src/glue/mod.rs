@@ -3,8 +3,8 @@
 //! keys that replicate and notify their writes (`key`, `effects`),
 //! `RedisModule_Call` (`call`), argument parsing (`args`), replies and
 //! errors (`reply`), sessions with ACL checks (`session`), configuration
-//! (`config`), and command registration with its metadata (`command`,
-//! `acl_category`). Nothing here knows a command family or a background
+//! (`config`), command registration with its metadata (`command`,
+//! `acl_category`), and latency events (`latency`). Nothing here knows a command family or a background
 //! mechanism.
 
 pub mod access;
@@ -18,6 +18,7 @@ pub mod config;
 pub mod effects;
 pub mod filter;
 pub mod key;
+pub mod latency;
 pub mod reply;
 pub mod session;
 pub mod string;

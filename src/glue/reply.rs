@@ -21,10 +21,18 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// An integer.
     Integer(i64),
-    /// The null reply.
+    /// The null reply of one item: `$-1` in RESP2 (as `GET`, or `BLMOVE`
+    /// inside MULTI); `_` in RESP3.
     Nil,
+    /// The null array: `*-1` in RESP2 (as the timeout of `BLPOP`,
+    /// `BLMOVE`, `BLMPOP`, `XREADGROUP`); `_` in RESP3.
+    NilArray,
     /// An array.
     Array(Vec<Reply>),
+    /// Field/value pairs: a map in RESP3, the flat array `[field, value,
+    /// ...]` in RESP2 (as `HGETALL` and `CONFIG GET` reply; the server
+    /// writes it as the client's protocol wants: `RedisModule_ReplyWithMap`).
+    Map(Vec<(Reply, Reply)>),
     /// An array of bulk strings held in Redis strings (elements popped
     /// from a list), sent as they are, not copied into `Vec`s first.
     Strings(Vec<OwnedString>),
@@ -61,6 +69,16 @@ impl Reply {
             (Reply::Counted(status, a, b), Reply::Nil) => Reply::CountedThen(status, a, b, None),
             (first, second) => Reply::Array(vec![first, second]),
         }
+    }
+
+    /// Field/value pairs with text names (see [`Reply::Map`]).
+    pub fn map<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Self {
+        Self::Map(fields.into_iter().map(|(name, value)| (Self::Bulk(name.as_bytes().to_vec()), value)).collect())
+    }
+
+    /// Field/value pairs of bytes (a hash's, see [`Reply::Map`]).
+    pub fn bulk_map(pairs: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Self {
+        Self::Map(pairs.into_iter().map(|(field, value)| (Self::Bulk(field), Self::Bulk(value))).collect())
     }
 
     /// An integer from an unsigned count.
@@ -151,10 +169,20 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
             Reply::Nil => {
                 api!(RedisModule_ReplyWithNull)(ctx);
             }
+            Reply::NilArray => {
+                api!(RedisModule_ReplyWithNullArray)(ctx);
+            }
             Reply::Array(items) => {
                 api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
                 for item in items {
                     send_reply(ctx, item);
+                }
+            }
+            Reply::Map(pairs) => {
+                api!(RedisModule_ReplyWithMap)(ctx, pairs.len() as c_long);
+                for (field, value) in pairs {
+                    send_reply(ctx, field);
+                    send_reply(ctx, value);
                 }
             }
             Reply::Strings(items) => {

@@ -118,6 +118,7 @@ fn deinit(ctx: &Context) -> Status {
         config::unload();
         command::unload();
         crate::stores::dreams::queue_names::unload();
+        crate::stores::town::names::unload();
         free_detached_context();
     });
     Status::Ok

@@ -1,11 +1,12 @@
 //! The module's one keyspace-event subscription, shared by the mechanisms
 //! that listen: waiters (work arriving in a watched list or sorted set),
-//! leases (a lease set arriving by `RESTORE`, or deleted by someone else)
-//! and fire ages (a Dreams list deleted, expired or evicted by someone
-//! else: its timings go with it); a key of a slot this node is importing
-//! by atomic slot migration goes to `slot_migration` only. The module's
-//! own writes are told apart (`effects::own_write`): whoever wrote them
-//! already kept the side tables.
+//! leases (a lease set arriving by `RESTORE`, or gone: its last lease
+//! removed, or the key deleted, expired or evicted) and fire ages (a
+//! Dreams list deleted, expired or evicted by someone else: its timings go
+//! with it); a key of a slot this node is importing by atomic slot
+//! migration goes to `slot_migration` only. The module's own writes are
+//! told apart (`effects::own_write`) where whoever wrote them already kept
+//! the side tables (fire ages).
 //!
 //! Why one: Redis gives every subscriber an event reaches a context of its
 //! own, a temporary client set up and torn down around the callback
@@ -65,7 +66,7 @@ unsafe extern "C" fn on_keyspace_event(
     }
     let own_write = crate::glue::effects::own_write();
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
-    let _ = catch_unwind(AssertUnwindSafe(|| lease_timer::on_keyspace_event(ctx, event, key, own_write)));
+    let _ = catch_unwind(AssertUnwindSafe(|| lease_timer::on_keyspace_event(ctx, event, key)));
     if !own_write {
         let _ = catch_unwind(AssertUnwindSafe(|| fire_ages::on_keyspace_event(ctx, event, key)));
     }

@@ -158,6 +158,12 @@ pub fn set_families(all: Vec<&'static LeaseFamily>) {
     *lock(&FAMILIES) = all;
 }
 
+/// The family and tenant whose lease set `key` names, if any: for each
+/// event that may drop a lease set, without copying the family list.
+pub fn lease_set_tenant(key: &[u8]) -> Option<(usize, String)> {
+    lock(&FAMILIES).iter().enumerate().find_map(|(number, family)| Some((number, (family.tenant_of)(key)?)))
+}
+
 /// `family`'s number in the index.
 pub fn family_index(family: &'static LeaseFamily) -> usize {
     families().iter().position(|known| std::ptr::eq(*known, family)).unwrap_or(usize::MAX)

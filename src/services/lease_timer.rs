@@ -253,37 +253,31 @@ pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
 
 /// Keyspace events (`keyspace_events`). A key arrived by `RESTORE` (a
 /// cluster slot migration, or by hand): if it is a lease set, index its
-/// tenant. A lease set deleted, expired or evicted by someone else than
-/// the module (`DEL`, `UNLINK`, a TTL, eviction; `own_write` is false):
-/// forget its tenant now, O(log n), instead of when its deadline comes,
-/// so the timer stops once no lease is left. (The module's own writes
-/// that empty a lease set leave the entry to its deadline, when the tick
-/// finds nothing due and drops it: nothing is added to the hot commands.)
-pub(super) fn on_keyspace_event(
-    ctx: *mut raw::RedisModuleCtx,
-    event: &[u8],
-    key: *mut raw::RedisModuleString,
-    own_write: bool,
-) {
+/// tenant. A lease set gone: deleted by the module's own write (an
+/// acknowledgement, `TOWN.REQUEUE`, `DREAMS.RECOVER` ... removed its last
+/// lease: `ZREM` fires `del` after it), or by someone else (`DEL`,
+/// `UNLINK`, a TTL, eviction): forget its tenant now, O(log n), instead of
+/// when its old deadline comes, so the index holds only tenants with
+/// leases and the timer stops once none is left. (A lease set that still
+/// holds expiry markers, leases that ran out whose late ACK is honoured,
+/// is not gone: its entry goes when its deadline comes and the tick finds
+/// nothing due.) Every other event returns at the first test, so the hot
+/// commands' own events cost one comparison each here.
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
+    if !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from" | b"restore") {
+        return;
+    }
     if event == b"restore" {
         return index_key(ctx, crate::glue::string::bytes_of(key));
-    }
-    // The module's own writes first (the hot commands'), at one test.
-    if own_write || !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from") {
-        return;
     }
     if with_index(|index| index.is_empty()) {
         return;
     }
-    let name = crate::glue::string::bytes_of(key);
+    let Some((family, tenant)) = lease_index::lease_set_tenant(crate::glue::string::bytes_of(key)) else {
+        return;
+    };
     let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-    let mut forgot = false;
-    for (number, family) in families().into_iter().enumerate() {
-        if let Some(tenant) = (family.tenant_of)(name) {
-            forgot |= with_index(|index| index.forget(&(number, db, tenant)));
-        }
-    }
-    if forgot {
+    if with_index(|index| index.forget(&(family, db, tenant))) {
         disarm_if_idle(ctx);
     }
 }
@@ -318,6 +312,7 @@ unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) 
     let started = Instant::now();
     let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
     MAX_TICK_US.fetch_max(micros(started), Ordering::Relaxed);
+    crate::glue::latency::report(crate::glue::latency::LEASE_TICK, started);
     if let Some(delay) = next {
         let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, delay)));
     }

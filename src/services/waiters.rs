@@ -52,6 +52,7 @@ use redis_module::raw;
 
 use super::migration_guard;
 use crate::glue::api::api;
+use crate::glue::latency;
 use crate::glue::reply::{self, CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::{bytes_of, OwnedString};
@@ -94,6 +95,10 @@ pub struct WaitOn<'a> {
     /// ... ACK`): the waiter is then answered `[before, <served reply or
     /// nil>]`; an error is sent alone. `None`: the reply as it is.
     pub before: Option<Reply>,
+    /// The nil a timeout answers, of the native analogue's type (every
+    /// list-blocking command times out with [`Reply::NilArray`], `*-1` in
+    /// RESP2: `BLPOP`, `BLMOVE`, `BLMPOP`; so does `XREADGROUP`).
+    pub timeout: Reply,
 }
 
 /// Waiters handed an item (or an error).
@@ -130,6 +135,8 @@ struct Ticket {
     delivery: Option<CommandResult>,
     /// [`WaitOn::before`].
     before: Option<Reply>,
+    /// [`WaitOn::timeout`].
+    timeout: Reply,
 }
 
 struct Queue {
@@ -356,6 +363,7 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
         seq,
         delivery: None,
         before: wait.before,
+        timeout: wait.timeout,
     }));
     let mut keys = [private.as_ptr()];
     let bc = unsafe {
@@ -452,13 +460,15 @@ unsafe extern "C" fn on_timeout(
         match delivery {
             Some(result) => reply::send(ctx, &after(before, result)),
             None => {
+                let mut nil = Reply::Nil;
                 if let Some(t) = unsafe { ticket.as_ref() } {
                     let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
                     if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
                         TIMED_OUT.bump();
                     }
+                    nil = t.timeout.clone();
                 }
-                reply::send(ctx, &after(before, Ok(Reply::Nil)));
+                reply::send(ctx, &after(before, Ok(nil)));
             }
         }
     }));
@@ -523,6 +533,7 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
             };
             return;
         }
+        let started = std::time::Instant::now();
         let pending = with_registry(|r| {
             r.timer_armed = false;
             std::mem::take(&mut r.pending)
@@ -530,6 +541,7 @@ unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut
         for id in pending {
             serve_queue(ctx, &id);
         }
+        latency::report(latency::WAITER_PASS, started);
     }));
 }
 
@@ -550,7 +562,9 @@ unsafe extern "C" fn on_due_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
             None => false,
         });
         if present {
+            let started = std::time::Instant::now();
             serve_queue(ctx, &id);
+            latency::report(latency::WAITER_PASS, started);
         }
     }));
 }

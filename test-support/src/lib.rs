@@ -3,7 +3,8 @@
 //! module to run ([`env`]), free loopback ports ([`ports`]), a real server
 //! with the module on one of them, stopped by its own pid when the handle
 //! drops ([`server`]), a local cluster of such servers ([`cluster`]), which
-//! server it is ([`version`]), and waiting for a condition with one deadline
+//! server it is ([`version`]), a raw RESP connection that keeps every
+//! reply's exact type ([`resp`]), and waiting for a condition with one deadline
 //! (here).
 //!
 //! Each test crate's `tests/common/mod.rs` re-exports all of it and adds
@@ -14,12 +15,14 @@ use std::time::{Duration, Instant};
 pub mod cluster;
 pub mod env;
 pub mod ports;
+pub mod resp;
 pub mod server;
 pub mod version;
 
 pub use cluster::{Cluster, SlotOwner};
 pub use env::{cli_bin, module_path, server_bin};
 pub use ports::{free_port, free_port_run, free_ports};
+pub use resp::{Frame, RawConnection};
 pub use server::{Server, scratch_dir};
 pub use version::{ServerKind, ServerVersion, binary_version, info_field, server_version};
 

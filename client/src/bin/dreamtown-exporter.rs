@@ -2,7 +2,6 @@
 //! a Prometheus exporter for dreamtown. The logic is in
 //! [`dreamtown_client::exporter`]; this parses the command line and serves.
 
-use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,8 +43,9 @@ Users and TLS (for every node, discovered ones too):
 
 Metrics: see docs/monitoring.md.";
 
-fn main() -> ExitCode {
-    match run() {
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("dreamtown-exporter: {message}\n\n{USAGE}");
@@ -59,7 +59,7 @@ fn number<T: std::str::FromStr>(option: &str, value: Option<String>) -> Result<T
     value.parse().map_err(|_| format!("{option}: '{value}' is not a valid number"))
 }
 
-fn run() -> Result<(), String> {
+async fn run() -> Result<(), String> {
     let mut config = Config::default();
     let mut listen = "127.0.0.1:9808".to_owned();
     let mut args = std::env::args().skip(1);
@@ -99,8 +99,8 @@ fn run() -> Result<(), String> {
     for url in &config.nodes {
         config.connect.client(url).map_err(|error| format!("--redis {}: {error}", redacted(url)))?;
     }
-    let listener = TcpListener::bind(&listen).map_err(|error| format!("cannot listen on {listen}: {error}"))?;
+    let listener =
+        tokio::net::TcpListener::bind(&listen).await.map_err(|error| format!("cannot listen on {listen}: {error}"))?;
     eprintln!("dreamtown-exporter: serving /metrics on http://{listen}/metrics for {} node(s)", config.nodes.len());
-    http::serve(listener, Exporter::new(config));
-    Ok(())
+    http::serve(listener, Exporter::new(config)).await.map_err(|error| format!("serving /metrics: {error}"))
 }

@@ -59,7 +59,12 @@ impl Scan {
 
     /// Make up to `calls` `SCAN` calls of `count` keys each, stopping at
     /// the end of a pass.
-    pub fn step(&mut self, con: &mut redis::Connection, calls: u32, count: u32) -> redis::RedisResult<()> {
+    pub async fn step(
+        &mut self,
+        con: &mut redis::aio::MultiplexedConnection,
+        calls: u32,
+        count: u32,
+    ) -> redis::RedisResult<()> {
         for _ in 0..calls {
             let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
                 .arg(self.cursor)
@@ -67,7 +72,8 @@ impl Scan {
                 .arg(self.pattern.glob)
                 .arg("COUNT")
                 .arg(count)
-                .query(con)?;
+                .query_async(con)
+                .await?;
             self.calls += 1;
             self.started = true;
             let now = Instant::now();

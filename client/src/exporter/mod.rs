@@ -17,6 +17,14 @@
 //! does); one `--redis` per master works too (the same masters are found
 //! once). Tenants are found by [`discovery`]; see docs/monitoring.md for
 //! every metric.
+//!
+//! Built on well-kept libraries: the async redis client (one multiplexed
+//! connection per node, kept from scrape to scrape; pipelines for the
+//! STATS calls), Prometheus's Rust client for the registry and the text
+//! format ([`text`]) and axum for HTTP ([`http`]). Names follow
+//! Prometheus's conventions (`promtool check metrics` passes): times in
+//! seconds (an INFO field in ms or µs is exported as `_seconds`), totals
+//! as `_total` counters.
 
 pub mod discovery;
 pub mod http;
@@ -70,10 +78,13 @@ impl Default for Config {
     }
 }
 
+/// A connection to one node: async, multiplexed, kept between scrapes.
+type Connection = redis::aio::MultiplexedConnection;
+
 struct Node {
     url: String,
     label: String,
-    connection: Option<redis::Connection>,
+    connection: Option<Connection>,
     dreams: Scan,
     town: Scan,
     errors: u64,
@@ -96,7 +107,7 @@ impl Node {
 struct Seed {
     url: String,
     label: String,
-    connection: Option<redis::Connection>,
+    connection: Option<Connection>,
     /// `host:port` of the masters it listed last (empty: not a cluster).
     masters: Vec<String>,
 }
@@ -110,22 +121,16 @@ pub struct Exporter {
     warned: std::collections::BTreeSet<String>,
 }
 
-/// Field/value pairs of a STATS reply.
+/// Field/value pairs of a STATS reply (a flat array in RESP2, a map in
+/// RESP3), each value a number or none (nil).
 fn pairs(value: &Value) -> Vec<(String, Option<f64>)> {
-    let Value::Array(items) = value else { return Vec::new() };
-    items
-        .chunks(2)
-        .filter_map(|pair| match pair {
-            [Value::BulkString(name), value] => {
-                let number = match value {
-                    Value::Int(n) => Some(*n as f64),
-                    _ => None,
-                };
-                Some((String::from_utf8_lossy(name).into_owned(), number))
-            }
-            _ => None,
-        })
-        .collect()
+    let number = |value: &Value| match value {
+        Value::Int(n) => Some(*n as f64),
+        _ => None,
+    };
+    crate::call::fields(value)
+        .map(|fields| fields.into_iter().map(|(name, value)| (name, number(value))).collect())
+        .unwrap_or_default()
 }
 
 /// The node label of a URL: its `host:port`.
@@ -279,19 +284,23 @@ impl Exporter {
     /// cluster it belongs to, asked again on every scrape (a seed that does
     /// not answer: its masters are asked instead, then the last list is
     /// kept, reading `dreamtown_up 0` where nobody answers).
-    fn rediscover(&mut self, metrics: &mut Metrics, warnings: &mut Vec<String>) {
+    async fn rediscover(&mut self, metrics: &mut Metrics, warnings: &mut Vec<String>) {
         let mut wanted: Vec<(String, String)> = Vec::new();
         for seed in &mut self.seeds {
-            let asked = topology(&self.config, &seed.url, &mut seed.connection).or_else(|error| {
+            let mut asked = topology(&self.config, &seed.url, &mut seed.connection).await;
+            if let Err(error) = asked {
                 // The seed is down (or was a master that failed): any master it listed may answer.
-                seed.masters
-                    .iter()
-                    .find_map(|master| {
-                        let url = crate::migrate::conn::with_host_port(&seed.url, master);
-                        topology(&self.config, &url, &mut None).ok().filter(|masters| !masters.is_empty())
-                    })
-                    .ok_or(error)
-            });
+                asked = Err(error);
+                for master in &seed.masters {
+                    let url = crate::migrate::conn::with_host_port(&seed.url, master);
+                    if let Ok(masters) = topology(&self.config, &url, &mut None).await
+                        && !masters.is_empty()
+                    {
+                        asked = Ok(masters);
+                        break;
+                    }
+                }
+            }
             match asked {
                 Ok(masters) => seed.masters = masters,
                 Err(error) => warnings.push(format!("cluster discovery through {}: {error}", seed.label)),
@@ -330,13 +339,13 @@ impl Exporter {
     }
 
     /// One scrape: the exposition text.
-    pub fn scrape(&mut self) -> String {
+    pub async fn scrape(&mut self) -> String {
         let started = Instant::now();
         let mut metrics = Metrics::default();
         let config = self.config.clone();
         let mut warnings = Vec::new();
         if config.cluster_discovery {
-            self.rediscover(&mut metrics, &mut warnings);
+            self.rediscover(&mut metrics, &mut warnings).await;
             metrics.add(
                 "dreamtown_exporter_topology_changes_total",
                 Kind::Counter,
@@ -346,7 +355,7 @@ impl Exporter {
             );
         }
         for node in &mut self.nodes {
-            let up = match scrape_node(&config, node, &mut metrics, &mut warnings) {
+            let up = match scrape_node(&config, node, &mut metrics, &mut warnings).await {
                 Ok(()) => 1.0,
                 Err(error) => {
                     node.errors += 1;
@@ -387,29 +396,32 @@ impl Exporter {
     }
 }
 
-/// A connection to `url` with the configured TLS, credentials and timeouts.
-fn open(config: &Config, url: &str) -> redis::RedisResult<redis::Connection> {
-    let con = config.connect.client(url)?.get_connection_with_timeout(config.timeout)?;
-    con.set_read_timeout(Some(config.timeout))?;
-    Ok(con)
+/// A connection to `url` with the configured TLS, credentials and
+/// timeouts (connecting, and each reply).
+async fn open(config: &Config, url: &str) -> redis::RedisResult<Connection> {
+    let timeouts = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(config.timeout))
+        .set_response_timeout(Some(config.timeout));
+    config.connect.client(url)?.get_multiplexed_async_connection_with_config(&timeouts).await
 }
 
 /// The masters (`host:port`, sorted) of the cluster `url` belongs to, by
 /// `CLUSTER SLOTS`; empty when the node is not in cluster mode. The
 /// connection is kept in `slot` (dropped on an error).
-fn topology(config: &Config, url: &str, slot: &mut Option<redis::Connection>) -> redis::RedisResult<Vec<String>> {
+async fn topology(config: &Config, url: &str, slot: &mut Option<Connection>) -> redis::RedisResult<Vec<String>> {
     if slot.is_none() {
-        *slot = Some(open(config, url)?);
+        *slot = Some(open(config, url).await?);
     }
     let Some(con) = slot.as_mut() else { return Ok(Vec::new()) };
-    let asked = (|| {
-        let info: String = redis::cmd("INFO").arg("cluster").query(con)?;
+    let asked = async {
+        let info: String = redis::cmd("INFO").arg("cluster").query_async(con).await?;
         if !info.lines().any(|line| line.trim() == "cluster_enabled:1") {
             return Ok(Vec::new());
         }
-        let slots: Value = redis::cmd("CLUSTER").arg("SLOTS").query(con)?;
+        let slots: Value = redis::cmd("CLUSTER").arg("SLOTS").query_async(con).await?;
         Ok(slot_masters(&slots, &node_label(url)))
-    })();
+    }
+    .await;
     if asked.is_err() {
         *slot = None;
     }
@@ -443,21 +455,21 @@ fn slot_masters(slots: &Value, seed: &str) -> Vec<String> {
     masters
 }
 
-fn scrape_node(
+async fn scrape_node(
     config: &Config,
     node: &mut Node,
     metrics: &mut Metrics,
     warnings: &mut Vec<String>,
 ) -> redis::RedisResult<()> {
     if node.connection.is_none() {
-        node.connection = Some(open(config, &node.url)?);
+        node.connection = Some(open(config, &node.url).await?);
     }
     let Some(con) = node.connection.as_mut() else { return Ok(()) };
     let label = node.label.clone();
-    let info: String = redis::cmd("INFO").arg("dreamtown").query(con)?;
+    let info: String = redis::cmd("INFO").arg("dreamtown").query_async(con).await?;
     info_metrics(&info, &label, metrics);
-    node.dreams.step(con, config.scan_calls, config.scan_count)?;
-    node.town.step(con, config.scan_calls, config.scan_count)?;
+    node.dreams.step(con, config.scan_calls, config.scan_count).await?;
+    node.town.step(con, config.scan_calls, config.scan_count).await?;
 
     for (family, scan) in [("dreams", &node.dreams), ("town", &node.town)] {
         let labels = [("node", label.as_str()), ("family", family)];
@@ -507,7 +519,7 @@ fn scrape_node(
         for org in chunk {
             pipe.cmd("DREAMS.STATS").arg(org);
         }
-        let replies: Vec<Value> = pipe.query(con)?;
+        let replies: Vec<Value> = pipe.query_async(con).await?;
         for (org, reply) in chunk.iter().zip(&replies) {
             let labels = [("node", label.as_str()), ("org", org.as_str())];
             if let Value::ServerError(error) = reply {
@@ -526,7 +538,7 @@ fn scrape_node(
         pipe.ignore_errors();
         pipe.cmd("TOWN.STATS").arg(town);
         pipe.cmd("ZRANGE").arg(format!("tt:{{{town}}}:index:mailboxes")).arg(0).arg(config.max_agents as i64);
-        let replies: Vec<Value> = pipe.query(con)?;
+        let replies: Vec<Value> = pipe.query_async(con).await?;
         let [town_reply, agents_reply] = replies.as_slice() else { continue };
         let labels = [("node", label.as_str()), ("town", town.as_str())];
         if let Value::ServerError(error) = town_reply {
@@ -556,7 +568,7 @@ fn scrape_node(
         for agent in &agents {
             pipe.cmd("TOWN.STATS").arg(town).arg(agent);
         }
-        let replies: Vec<Value> = pipe.query(con)?;
+        let replies: Vec<Value> = pipe.query_async(con).await?;
         for (agent, reply) in agents.iter().zip(&replies) {
             let labels = [("node", label.as_str()), ("town", town.as_str()), ("agent", agent.as_str())];
             if let Value::ServerError(error) = reply {
@@ -619,14 +631,24 @@ fn info_metrics(info: &str, node: &str, metrics: &mut Metrics) {
         if !valid(field) || !valid(&section) {
             continue;
         }
-        let (name, kind) = match INFO_GAUGES.contains(&field) {
-            true => (format!("dreamtown_node_{section}_{field}"), Kind::Gauge),
-            // A field already named `..._total` keeps its one suffix.
-            false if field.ends_with("_total") => (format!("dreamtown_node_{section}_{field}"), Kind::Counter),
-            false => (format!("dreamtown_node_{section}_{field}_total"), Kind::Counter),
+        // Times in seconds, Prometheus's base unit: a field in ms or µs
+        // is exported as `_seconds`, its value scaled.
+        let (base, scale) = match (field.strip_suffix("_ms"), field.strip_suffix("_us")) {
+            (Some(stem), _) => (format!("{stem}_seconds"), 1e-3),
+            (_, Some(stem)) => (format!("{stem}_seconds"), 1e-6),
+            _ => (field.to_owned(), 1.0),
         };
-        let help = format!("INFO dreamtown, section dreamtown_{section}, field {field}");
-        metrics.add(&name, kind, &help, &[("node", node)], value);
+        let (name, kind) = match INFO_GAUGES.contains(&field) {
+            true => (format!("dreamtown_node_{section}_{base}"), Kind::Gauge),
+            // A field already named `..._total` keeps its one suffix.
+            false if base.ends_with("_total") => (format!("dreamtown_node_{section}_{base}"), Kind::Counter),
+            false => (format!("dreamtown_node_{section}_{base}_total"), Kind::Counter),
+        };
+        let help = match scale {
+            1.0 => format!("INFO dreamtown, section dreamtown_{section}, field {field}"),
+            _ => format!("INFO dreamtown, section dreamtown_{section}, field {field}, in seconds"),
+        };
+        metrics.add(&name, kind, &help, &[("node", node)], value * scale);
     }
 }
 
@@ -658,12 +680,25 @@ mod tests {
     }
 
     #[test]
+    fn times_in_ms_and_us_are_exported_in_seconds() {
+        let mut metrics = Metrics::default();
+        let info =
+            "# dreamtown_leases\r\ndreamtown_lease_max_tick_us:2500\r\ndreamtown_catch_up_last_duration_ms:1500\r\n";
+        info_metrics(info, "h:1", &mut metrics);
+        let text = metrics.render();
+        assert!(text.contains("dreamtown_node_leases_lease_max_tick_seconds{node=\"h:1\"} 0.0025\n"), "{text}");
+        assert!(text.contains("dreamtown_node_leases_catch_up_last_duration_seconds{node=\"h:1\"} 1.5\n"), "{text}");
+        let samples = text.lines().filter(|line| !line.starts_with('#'));
+        assert!(samples.clone().all(|line| !line.contains("_ms") && !line.contains("_us")), "{text}");
+    }
+
+    #[test]
     fn lease_levels_are_gauges_and_their_totals_counters() {
         let mut metrics = Metrics::default();
         let info = "# dreamtown_leases\r\ndreamtown_lease_tenants_indexed:5\r\ndreamtown_catching_up:1\r\ndreamtown_catch_up_max_turn_cpu_us:900\r\ndreamtown_catch_up_turns_total:7\r\n";
         info_metrics(info, "h:1", &mut metrics);
         let text = metrics.render();
-        for gauge in ["leases_lease_tenants_indexed", "leases_catching_up", "leases_catch_up_max_turn_cpu_us"] {
+        for gauge in ["leases_lease_tenants_indexed", "leases_catching_up", "leases_catch_up_max_turn_cpu_seconds"] {
             assert!(text.contains(&format!("# TYPE dreamtown_node_{gauge} gauge\n")), "{gauge}: {text}");
         }
         assert!(text.contains("# TYPE dreamtown_node_leases_catch_up_turns_total counter\n"), "{text}");

@@ -1,10 +1,16 @@
-//! The Prometheus text exposition format (version 0.0.4): metric families
-//! with `# HELP` and `# TYPE`, samples with escaped label values.
+//! One scrape's samples, exposed through Prometheus's Rust client: each
+//! metric family becomes a `GaugeVec` or `CounterVec` in a registry made
+//! for the scrape (the values are the servers' own, read anew each time,
+//! so nothing is kept between scrapes), written out by its `TextEncoder`
+//! (exposition format 0.0.4). The registry checks every name and label;
+//! a family it refuses is left out and said in a comment.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
-/// A metric's type line.
+use prometheus::core::Collector;
+use prometheus::{CounterVec, Encoder, GaugeVec, Opts, Registry, TextEncoder};
+
+/// A metric's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A value that goes up and down.
@@ -13,40 +19,38 @@ pub enum Kind {
     Counter,
 }
 
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Gauge => "gauge",
-            Kind::Counter => "counter",
-        }
-    }
-}
-
-#[derive(Default)]
 struct Family {
     help: String,
-    kind: Option<Kind>,
-    samples: Vec<(Vec<(String, String)>, f64)>,
+    kind: Kind,
+    label_names: Vec<String>,
+    samples: Vec<(Vec<String>, f64)>,
 }
 
-/// Samples grouped by metric name, written out family by family (the
-/// format wants a family's samples together).
+/// Samples grouped by metric name, written out family by family.
 #[derive(Default)]
 pub struct Metrics {
     families: BTreeMap<String, Family>,
     comments: Vec<String>,
 }
 
+/// The content type of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 impl Metrics {
-    /// Add one sample of `name` (declared with `kind` and `help` on first use).
+    /// Add one sample of `name` (declared with `kind`, `help` and the
+    /// label names of `labels` on first use; a later sample with other
+    /// label names is left out).
     pub fn add(&mut self, name: &str, kind: Kind, help: &str, labels: &[(&str, &str)], value: f64) {
-        let family = self.families.entry(name.to_owned()).or_default();
-        if family.kind.is_none() {
-            family.kind = Some(kind);
-            family.help = help.to_owned();
+        let family = self.families.entry(name.to_owned()).or_insert_with(|| Family {
+            help: help.to_owned(),
+            kind,
+            label_names: labels.iter().map(|(k, _)| (*k).to_owned()).collect(),
+            samples: Vec::new(),
+        });
+        if family.label_names.len() != labels.len() || family.label_names.iter().zip(labels).any(|(a, (b, _))| a != b) {
+            return;
         }
-        let labels = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        family.samples.push((labels, value));
+        family.samples.push((labels.iter().map(|(_, v)| (*v).to_owned()).collect(), value));
     }
 
     /// A `# ` comment line at the top (the format allows them; Prometheus
@@ -55,53 +59,52 @@ impl Metrics {
         self.comments.push(text.replace('\n', " "));
     }
 
-    /// The exposition text.
+    /// The exposition text: the comments, then every family as the
+    /// registry gathers and the text encoder writes it.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for comment in &self.comments {
-            let _ = writeln!(out, "# {comment}");
-        }
+        let registry = Registry::new();
+        let mut refused = Vec::new();
         for (name, family) in &self.families {
-            let _ = writeln!(out, "# HELP {name} {}", escape_help(&family.help));
-            let _ = writeln!(out, "# TYPE {name} {}", family.kind.unwrap_or(Kind::Gauge).name());
-            for (labels, value) in &family.samples {
-                out.push_str(name);
-                if !labels.is_empty() {
-                    out.push('{');
-                    for (i, (key, value)) in labels.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        let _ = write!(out, "{key}=\"{}\"", escape_label(value));
-                    }
-                    out.push('}');
-                }
-                let _ = writeln!(out, " {}", number(*value));
+            if let Err(error) = register(&registry, name, family) {
+                refused.push(format!("metric {name} left out: {error}"));
             }
         }
-        out
+        let mut out = Vec::new();
+        for comment in self.comments.iter().chain(&refused) {
+            out.extend_from_slice(format!("# {comment}\n").as_bytes());
+        }
+        if let Err(error) = TextEncoder::new().encode(&registry.gather(), &mut out) {
+            out.extend_from_slice(format!("# encoding failed: {error}\n").as_bytes());
+        }
+        String::from_utf8_lossy(&out).into_owned()
     }
 }
 
-fn escape_help(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-/// A label value: backslash, double quote and newline escaped.
-pub fn escape_label(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-fn number(value: f64) -> String {
-    if value.is_nan() {
-        "NaN".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "+Inf".into() } else { "-Inf".into() }
-    } else if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{}", value as i64)
-    } else {
-        format!("{value}")
-    }
+/// Make `family` a metric vector of `registry` holding its samples.
+fn register(registry: &Registry, name: &str, family: &Family) -> prometheus::Result<()> {
+    let opts = Opts::new(name, &family.help);
+    let labels: Vec<&str> = family.label_names.iter().map(String::as_str).collect();
+    let collector: Box<dyn Collector> = match family.kind {
+        Kind::Gauge => {
+            let gauges = GaugeVec::new(opts, &labels)?;
+            for (values, value) in &family.samples {
+                let values: Vec<&str> = values.iter().map(String::as_str).collect();
+                gauges.get_metric_with_label_values(&values)?.set(*value);
+            }
+            Box::new(gauges)
+        }
+        Kind::Counter => {
+            let counters = CounterVec::new(opts, &labels)?;
+            for (values, value) in &family.samples {
+                let values: Vec<&str> = values.iter().map(String::as_str).collect();
+                // A total read from the server: the counter starts at it
+                // (a counter cannot go down, so a negative one reads 0).
+                counters.get_metric_with_label_values(&values)?.inc_by(value.max(0.0));
+            }
+            Box::new(counters)
+        }
+    };
+    registry.register(collector)
 }
 
 #[cfg(test)]
@@ -114,10 +117,21 @@ mod tests {
         metrics.add("b_total", Kind::Counter, "B things", &[("org", "a\"b\\c\nd")], 3.0);
         metrics.add("a", Kind::Gauge, "A", &[], 0.25);
         metrics.add("b_total", Kind::Counter, "ignored", &[("org", "x")], 4.0);
+        metrics.add("b_total", Kind::Counter, "other labels: left out", &[("town", "y")], 5.0);
         metrics.comment("hello");
         assert_eq!(
             metrics.render(),
             "# hello\n# HELP a A\n# TYPE a gauge\na 0.25\n# HELP b_total B things\n# TYPE b_total counter\nb_total{org=\"a\\\"b\\\\c\\nd\"} 3\nb_total{org=\"x\"} 4\n"
         );
+    }
+
+    #[test]
+    fn a_name_the_registry_refuses_is_left_out_and_said() {
+        let mut metrics = Metrics::default();
+        metrics.add("bad-name", Kind::Gauge, "x", &[], 1.0);
+        metrics.add("good", Kind::Gauge, "x", &[], 1.0);
+        let text = metrics.render();
+        assert!(text.starts_with("# metric bad-name left out"), "{text}");
+        assert!(text.contains("\ngood 1\n"), "{text}");
     }
 }

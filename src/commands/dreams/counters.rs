@@ -1,5 +1,6 @@
 //! `DREAMS.COUNTERS <org> <project> <memory-type>`: the region's counter
-//! fields as field/value pairs (empty if the region was never written).
+//! fields as field/value pairs, a map in RESP3 (empty if the region was
+//! never written).
 
 use super::region;
 use crate::dreams::region::RegionKey;
@@ -34,5 +35,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let region = parse(argv)?;
     let mut sorted = RedisRegion::read_fields(session, &region)?;
     sorted.sort();
-    Ok(Reply::Array(sorted.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect()))
+    Ok(Reply::bulk_map(sorted))
 }

@@ -15,7 +15,12 @@
 //! hundred items per step, never in one step that grows with it.
 //!
 //! `COUNT <n>`: up to n items in one call, each drained (and leased) as one
-//! drain would; the reply is then an array of payloads (nil on timeout).
+//! drain would; the reply is then an array of payloads.
+//!
+//! The nil of a timeout is the null array (`*-1` in RESP2), as `BLMOVE`'s
+//! and `BLMPOP`'s; inside MULTI or a script, where nothing blocks, a drain
+//! that finds nothing answers `$-1` as `BLMOVE` there does, and with
+//! `COUNT` `*-1` as `BLMPOP` there does (RESP3: `_` for all).
 //!
 //! `ACK <payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` (last): the
 //! one-trip worker loop. The payload is acknowledged exactly as
@@ -125,11 +130,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
         let option = option.map_err(|other| unknown_option(&other))?;
         match option {
             "COUNT" if count.is_none() => {
-                let n = args.unsigned("count", COUNT_MAX)?;
-                if n == 0 {
-                    return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
-                }
-                count = Some(n);
+                count = Some(args.unsigned_in("count", 1, COUNT_MAX)?);
             }
             "ACK" => {
                 let at = args.position().saturating_sub(1);
@@ -143,7 +144,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
                 window = Some(parsed);
             }
             "OFFSET" if offset.is_none() => {
-                let minutes = args.signed("UTC offset (minutes)", i64::MIN, i64::MAX)?;
+                let minutes = args.signed("UTC offset (minutes)", -1439, 1439)?;
                 offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
             }
             "NOQUIET" => no_quiet = true,
@@ -303,12 +304,13 @@ impl Payloads {
     }
 }
 
-/// The drain's own reply: the payload (nil if none), or with `COUNT` the
-/// array of payloads (nil if none, as `BLMPOP`).
+/// The drain's own reply when it does not wait: the payload (nil if none,
+/// `$-1` in RESP2 as `BLMOVE`'s inside MULTI), or with `COUNT` the array
+/// of payloads (nil if none, the null array `*-1` as `BLMPOP`'s).
 fn drained_reply(payloads: Payloads) -> Reply {
     match payloads {
         Payloads::One(payload) => Reply::bulk_or_nil(payload),
-        Payloads::Batch(batch) if batch.is_empty() => Reply::Nil,
+        Payloads::Batch(batch) if batch.is_empty() => Reply::NilArray,
         Payloads::Batch(batch) => Reply::bulks(batch),
     }
 }
@@ -363,6 +365,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         serve,
         due_ms,
         before,
+        // `BLMOVE` and `BLMPOP` alike time out with the null array.
+        timeout: Reply::NilArray,
     };
     let blocked = waiters::block(session, drain_argv, request.timeout_ms, wait);
     if queued_behind {

@@ -12,7 +12,7 @@ use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::Args;
+use crate::glue::args::{parse_unsigned, Args};
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult};
@@ -68,10 +68,15 @@ pub fn delivery<'a>(args: &mut Args<'a>) -> Result<(&'a [u8], i64), CommandError
 /// i64, so those above i64::MAX count as i64::MAX: the one difference from
 /// the seed (whose Lua compares them as doubles), listed in dreams.md.
 pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
-    let value = args.unsigned("generation", u64::MAX)?;
-    if value == 0 {
-        return Err(CommandError::err("Dreams delivery generation must be positive"));
-    }
+    // The seed's words first (its callers match them), then the one range
+    // every bad value gets.
+    let value = args.required("generation")?;
+    let value = parse_unsigned(value, u64::MAX).filter(|value| *value > 0).ok_or_else(|| {
+        CommandError::err(format_args!(
+            "Dreams delivery generation must be positive (an integer from 1 to {})",
+            u64::MAX
+        ))
+    })?;
     Ok(i64::try_from(value).unwrap_or(i64::MAX))
 }
 

@@ -137,7 +137,8 @@ pub(crate) fn optional(value: Option<i64>) -> Reply {
     value.map_or(Reply::Nil, Reply::Integer)
 }
 
-/// Field/value pairs as one flat array (as `CONFIG GET` and `XINFO` reply).
+/// Field/value pairs as `CONFIG GET` and `XINFO` reply them: a map in
+/// RESP3, one flat array in RESP2.
 pub(crate) fn pairs<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Reply {
-    Reply::Array(fields.into_iter().flat_map(|(name, value)| [Reply::Bulk(name.as_bytes().to_vec()), value]).collect())
+    Reply::map(fields)
 }

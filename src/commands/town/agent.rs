@@ -8,10 +8,12 @@
 //! * `SET <town> <agent-id> <field> <value> [...]`: OK; the record becomes
 //!   exactly these fields (absent ones removed); the agent is indexed by
 //!   `name`.
-//! * `GET <town> <agent-id>`: field/value pairs (empty array if none).
+//! * `GET <town> <agent-id>`: field/value pairs as `HGETALL` (a map in
+//!   RESP3, a flat array in RESP2; empty if none).
 //! * `DEL <town> <agent-id>`: deletes the record, inboxes, pending list,
 //!   activity and stop flag; the number of keys deleted.
-//! * `LIST <town>`: every indexed agent (by id) as a field/value array.
+//! * `LIST <town>`: every indexed agent (by id), an array of records each
+//!   as `GET` replies it.
 //! * `BYNAME <town> <name>`: the first agent (lowest id) with that name, or
 //!   empty.
 //! * `INCR <town> <agent-id> ROUNDS|TASKS`: the new `rounds_completed` /
@@ -248,5 +250,6 @@ fn list(session: &Session, keys: &TownKeys) -> CommandResult {
 
 fn by_name(session: &Session, keys: &TownKeys, name: &[u8]) -> CommandResult {
     let found = indexed_records(session, keys, |indexed| indexed == name)?;
-    Ok(found.iter().find(|stored| stored.exists()).map_or(Reply::Array(Vec::new()), record::reply))
+    // No such agent: an empty record, as `HGETALL` of a missing key.
+    Ok(found.iter().find(|stored| stored.exists()).map_or(Reply::Map(Vec::new()), record::reply))
 }

@@ -5,9 +5,11 @@
 //!
 //! Without `BLOCK` it never blocks (empty array when there is nothing).
 //! With `BLOCK` (decimal seconds, 0 = forever) it waits like `BLPOP` until
-//! a message arrives, and replies nil on timeout; inside MULTI or a script
-//! it does not block (empty array). Nothing is taken until the reply is
-//! made, so a client that disconnects while blocked loses nothing.
+//! a message arrives, and replies nil on timeout (the null array, `*-1` in
+//! RESP2, as `BLPOP`, `BLMPOP` and `XREADGROUP` do); inside MULTI or a
+//! script it does not block (that nil at once, as `BLPOP` there). Nothing
+//! is taken until the reply is made, so a client that disconnects while
+//! blocked loses nothing.
 //! `RELIABLE` also appends each message to the agent's pending list until
 //! `TOWN.ACK`. `RELIABLE LEASE <secs>` (or the `dreamtown.town-lease`
 //! config when absent and above 0) also leases each message by id: unless
@@ -20,7 +22,8 @@
 //! count, 0 or 1>, <the receive's reply>]`. Every key of both halves is
 //! checked (ACL, type) before the acknowledgement writes, so an error
 //! means nothing changed; once applied (and replicated) it stands whatever
-//! the receive then does: a timeout answers `[<count>, nil]`.
+//! the receive then does: a timeout answers `[<count>, nil]` (that nil the
+//! null array).
 
 use super::ack::AckKeys;
 use super::{id_str, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
@@ -98,11 +101,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
             }
             "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
             "COUNT" if count.is_none() => {
-                let n = args.unsigned("count", i64::MAX as u64)?;
-                if n == 0 {
-                    return Err(CommandError::err("count must be positive"));
-                }
-                count = Some(n);
+                count = Some(args.unsigned_in("count", 1, i64::MAX as u64)?);
             }
             "URGENT" => once(&mut urgent_only, "URGENT")?,
             "RELIABLE" => once(&mut reliable, "RELIABLE")?,
@@ -243,7 +242,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         return Ok(answer(Reply::Array(Vec::new())));
     };
     if !session.may_block() {
-        return Ok(answer(Reply::Array(Vec::new())));
+        // Inside MULTI or a script: timed out at once, as `BLPOP` there.
+        return Ok(answer(Reply::NilArray));
     }
     // A blocked call waits with its arguments less the ACK clause.
     let without_ack: Vec<&[u8]>;
@@ -264,6 +264,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         serve,
         due_ms: None,
         before,
+        timeout: Reply::NilArray,
     };
     waiters::block(session, wait_argv, timeout_ms, wait)
 }

@@ -81,11 +81,7 @@ pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, String, O
     while let Some(option) = args.option() {
         match option.as_str() {
             "TTL" if ttl.is_none() => {
-                let secs = args.unsigned("TTL (seconds)", MAX_TTL_SECS)?;
-                if secs == 0 {
-                    return Err(CommandError::err("TTL must be at least 1 second"));
-                }
-                ttl = Some(secs);
+                ttl = Some(args.unsigned_in("TTL (seconds)", 1, MAX_TTL_SECS)?);
             }
             "TTL" => return Err(CommandError::err("TTL given more than once")),
             other => return Err(unknown_option(other)),

@@ -5,9 +5,11 @@
 //!
 //! * `SET <town> <task-id> <field> <value> [...]`: OK; the record becomes
 //!   exactly these fields (absent ones removed); the task is indexed.
-//! * `GET <town> <task-id>`: field/value pairs (empty array if none).
+//! * `GET <town> <task-id>`: field/value pairs as `HGETALL` (a map in
+//!   RESP3, a flat array in RESP2; empty if none).
 //! * `DEL <town> <task-id>`: 1 if the task existed, else 0.
-//! * `LIST <town>`: every indexed task (by id) as a field/value array.
+//! * `LIST <town>`: every indexed task (by id), an array of records each
+//!   as `GET` replies it.
 
 use super::{id, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;

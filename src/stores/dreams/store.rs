@@ -270,11 +270,12 @@ impl QueueStore for RedisQueue {
         self.settle();
         let popped = self.ready.take(End::Head)?;
         let payload = popped.as_bytes().to_vec();
+        // A list its last element left is deleted: no length to read.
+        let emptied = popped.emptied();
         self.popped = Some(popped);
         // Hashed once for leaving ready and, usually next, entering flight.
         self.popped_hash = fire_ages::payload_hash(&payload);
-        // A list its last element left is deleted: no length to read.
-        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, !self.ready.exists());
+        fire_ages::left_hashed(self.org, List::Ready, self.popped_hash, emptied);
         Some(payload)
     }
     fn push_popped_to_processing(&mut self, payload: &[u8]) {

@@ -6,15 +6,15 @@
 //! index already says the same, so steady-state traffic replicates nothing
 //! extra.
 
+use super::names;
 use crate::glue::access::{Mode, ReadsValues, Writes};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, Session};
-use crate::glue::string::OwnedString;
 use crate::town::keys::{IndexKey, TownKeys};
 
 fn check<M: Mode>(session: &Session, keys: &TownKeys, index: IndexKey) -> Result<Checked<M>, CommandError> {
-    session.check(OwnedString::concat(&keys.index_parts(index)))
+    session.check(names::index_name(keys, index))
 }
 
 fn open<M: Mode>(session: &Session, checked: Checked<M>, kind: KeyKind) -> Result<Key<M>, CommandError> {

@@ -3,13 +3,13 @@
 //! is that key's name. Expiry moves due pending messages back to the head
 //! of the agent's inbox (state machine: [`crate::town::lease`]).
 
+use super::names;
 use crate::dreams::lease::LeaseStore;
 use crate::events::Town;
 use crate::glue::access::{Mode, ReadWrite};
 use crate::glue::key::{End, Key};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, Session};
-use crate::glue::string::OwnedString;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
@@ -110,7 +110,7 @@ impl AgentMail for RedisMail {
 
 /// Check an agent's lease set for mode `M`.
 pub fn check_leases<M: Mode>(session: &Session, keys: &TownKeys, agent: &str) -> Result<Checked<M>, CommandError> {
-    session.check(OwnedString::concat(&keys.agent_key_parts(AgentKey::Leases, agent)))
+    session.check(names::agent_name(keys, AgentKey::Leases, agent))
 }
 
 /// Expire at most `limit` due leases of an agent (the lease timer's step).

@@ -3,6 +3,7 @@
 //! single lists such as the pending list; each checked (ACL) in the mode
 //! its command needs, then opened and type-checked, before any write.
 
+use super::names;
 use crate::glue::access::{Mode, Writes};
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::CommandError;
@@ -24,7 +25,7 @@ pub fn check_agent_list<M: Mode>(
     key: AgentKey,
     agent: &str,
 ) -> Result<Checked<M>, CommandError> {
-    session.check(OwnedString::concat(&keys.agent_key_parts(key, agent)))
+    session.check(names::agent_name(keys, key, agent))
 }
 
 /// Open a checked list, refusing a non-list.
@@ -51,8 +52,7 @@ pub struct InboxesChecked<M: Mode> {
 impl<M: Mode> Inboxes<M> {
     /// Check `agent`'s inboxes for mode `M`.
     pub fn check(session: &Session, keys: &TownKeys, agent: &str) -> Result<InboxesChecked<M>, CommandError> {
-        let names =
-            [AgentKey::Inbox, AgentKey::Urgent].map(|key| OwnedString::concat(&keys.agent_key_parts(key, agent)));
+        let names = [AgentKey::Inbox, AgentKey::Urgent].map(|key| names::agent_name(keys, key, agent));
         let [inbox, urgent] = session.check_all(names)?;
         Ok(InboxesChecked { inbox, urgent })
     }

@@ -34,12 +34,8 @@ pub fn replace<M: Writes>(record: &Key<M>, fields: &FieldSet) {
     record.hset(&pairs);
 }
 
-/// The record's fields and values (empty array if it does not exist).
+/// The record's fields and values as `HGETALL` replies them: a map in
+/// RESP3, a flat array in RESP2 (empty if the record does not exist).
 pub fn reply<M: ReadsValues>(record: &Key<M>) -> Reply {
-    pairs_reply(record.hgetall())
-}
-
-/// Field/value pairs as a flat array, as `HGETALL` replies.
-pub fn pairs_reply(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Reply {
-    Reply::Array(pairs.into_iter().flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)]).collect())
+    Reply::bulk_map(record.hgetall())
 }
