@@ -21,6 +21,7 @@ pub mod fields;
 pub mod html;
 pub mod org;
 pub mod server;
+pub mod summary;
 pub mod tenants;
 pub mod town;
 

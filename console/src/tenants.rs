@@ -11,35 +11,9 @@ use std::fmt::Write;
 
 use serde::Deserialize;
 
-use crate::directory::{Family, OrgEntry, Snapshot, TownEntry};
+use crate::directory::{Family, Snapshot};
 use crate::html::{age_cell, esc, num_cell, url};
-
-/// One row of the list.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    /// Its family.
-    pub family: Family,
-    /// Its name.
-    pub name: String,
-    /// Waiting work: ready items (a town: its agents' inbox and urgent messages).
-    pub depth: Option<i64>,
-    /// Deferred items (a town: its backlog).
-    pub deferred: Option<i64>,
-    /// Handed out, not yet acknowledged (a town: its agents' pending messages).
-    pub in_flight: Option<i64>,
-    /// Age of the oldest waiting item, ms (a town: of the oldest next message).
-    pub oldest_ms: Option<i64>,
-    /// Dead items (Dreams only).
-    pub dead: Option<i64>,
-    /// Limits as text (`concurrency 2, rate 30/3600 s`), Dreams only.
-    pub limits: Option<String>,
-    /// Paused (Dreams only).
-    pub paused: Option<bool>,
-    /// Agents and tasks of a town, capped notes.
-    pub note: String,
-    /// Why it could not be read.
-    pub error: Option<String>,
-}
+pub use crate::summary::Row;
 
 /// The columns a list sorts by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
@@ -161,108 +135,63 @@ impl ListQuery {
     }
 }
 
-fn org_row(name: &str, entry: &OrgEntry) -> Row {
-    let stats = entry.stats.as_ref();
-    let int = |field: &str| stats.and_then(|s| s.int(field));
-    let limits = stats.and_then(|s| {
-        if !s.has("limit_concurrency") && !s.has("limit_rate_count") {
-            return None;
-        }
-        let mut parts = Vec::new();
-        if let Some(cap) = s.int("limit_concurrency") {
-            parts.push(format!("concurrency {cap}"));
-        }
-        if let (Some(count), Some(secs)) = (s.int("limit_rate_count"), s.int("limit_rate_seconds")) {
-            parts.push(format!("rate {count}/{secs} s"));
-        }
-        Some(if parts.is_empty() { "none".to_owned() } else { parts.join(", ") })
-    });
-    let mut note = String::new();
-    if !entry.regions.is_empty() {
-        let _ = write!(note, "{}{} region(s)", entry.regions.len(), if entry.regions_capped { "+" } else { "" });
-    }
-    Row {
-        family: Family::Dreams,
-        name: name.to_owned(),
-        depth: int("ready"),
-        deferred: int("deferred"),
-        in_flight: int("in_flight"),
-        oldest_ms: int("oldest_ready_age_ms").or_else(|| int("oldest_deferred_age_ms")),
-        dead: int("dead_letters"),
-        limits,
-        paused: stats.filter(|s| s.has("paused")).map(|s| s.int("paused").unwrap_or(0) != 0),
-        note,
-        error: entry.error.clone(),
-    }
-}
-
-fn town_row(name: &str, entry: &TownEntry) -> Row {
-    let stats = entry.stats.as_ref();
-    let sum = |field: &str| -> Option<i64> {
-        if entry.stats.is_none() {
-            return None;
-        }
-        Some(entry.agents.iter().filter_map(|(_, f)| f.int(field)).sum())
-    };
-    let depth = match (sum("inbox"), sum("urgent")) {
-        (Some(inbox), Some(urgent)) => Some(inbox + urgent),
-        _ => None,
-    };
-    let oldest = entry.agents.iter().filter_map(|(_, f)| f.int("next_message_age_ms")).max();
-    let agents = stats.and_then(|s| s.int("mailboxes"));
-    let tasks = stats.and_then(|s| s.int("tasks"));
-    let mut note = String::new();
-    if let Some(agents) = agents {
-        let _ = write!(note, "{agents} agent(s)");
-        if entry.agents_capped {
-            let _ = write!(note, " (sums over the first {})", entry.agents.len());
-        }
-    }
-    if let Some(tasks) = tasks {
-        let _ = write!(note, ", {tasks} task(s)");
-    }
-    Row {
-        family: Family::Town,
-        name: name.to_owned(),
-        depth,
-        deferred: stats.and_then(|s| s.int("backlog")),
-        in_flight: sum("pending"),
-        oldest_ms: oldest,
-        dead: None,
-        limits: None,
-        paused: None,
-        note,
-        error: entry.error.clone(),
-    }
-}
-
-/// Every row of the snapshot matching the query's family and search.
-pub fn rows(snapshot: &Snapshot, query: &ListQuery) -> Vec<Row> {
+/// Every row of the snapshot matching the query's family and search
+/// (made when the directory read the tenant; one not yet read shows dashes).
+pub fn rows<'a>(snapshot: &'a Snapshot, query: &ListQuery) -> Vec<std::borrow::Cow<'a, Row>> {
+    use std::borrow::Cow;
     let needle = query.q.as_deref().map(str::to_lowercase).filter(|q| !q.is_empty());
-    let matches = |name: &str| needle.as_deref().is_none_or(|needle| name.to_lowercase().contains(needle));
+    let matches = |name: &str| match &needle {
+        None => true,
+        Some(needle) if name.is_ascii() => {
+            name.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+        }
+        Some(needle) => name.to_lowercase().contains(needle.as_str()),
+    };
     let family = query.family();
     let mut out = Vec::new();
     if family != Some(Family::Town) {
-        out.extend(snapshot.orgs.iter().filter(|(name, _)| matches(name)).map(|(name, e)| org_row(name, e)));
+        out.extend(snapshot.orgs.iter().filter(|(name, _)| matches(name)).map(|(name, e)| match &e.row {
+            Some(row) => Cow::Borrowed(row),
+            None => Cow::Owned(crate::summary::org_row(name, None, e.error.as_ref(), e.regions.len(), e.regions_capped)),
+        }));
     }
     if family != Some(Family::Dreams) {
-        out.extend(snapshot.towns.iter().filter(|(name, _)| matches(name)).map(|(name, e)| town_row(name, e)));
+        out.extend(snapshot.towns.iter().filter(|(name, _)| matches(name)).map(|(name, e)| match &e.row {
+            Some(row) => Cow::Borrowed(row),
+            None => Cow::Owned(crate::summary::town_row(name, None, &[], false, e.error.as_ref())),
+        }));
     }
     out
 }
 
 /// A position in a sorted list: the sort value, the name, the family.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Position {
+struct Position<N = String> {
     value: i64,
-    name: String,
+    name: N,
     family: Family,
 }
 
-impl Position {
-    fn of(row: &Row, key: SortKey) -> Self {
-        Position { value: key.value(row), name: row.name.clone(), family: row.family }
+impl<'a> Position<&'a str> {
+    fn of(row: &'a Row, key: SortKey) -> Self {
+        Position { value: key.value(row), name: &row.name, family: row.family }
     }
+
+    fn owned(&self) -> Position {
+        Position { value: self.value, name: self.name.to_owned(), family: self.family }
+    }
+}
+
+impl<N: AsRef<str>> Position<N> {
+    /// The list order: by value (reversed when descending), then name, then family.
+    fn cmp<M: AsRef<str>>(&self, other: &Position<M>, descending: bool) -> Ordering {
+        let by_value = self.value.cmp(&other.value);
+        let by_value = if descending { by_value.reverse() } else { by_value };
+        by_value.then_with(|| self.name.as_ref().cmp(other.name.as_ref())).then_with(|| self.family.cmp(&other.family))
+    }
+}
+
+impl Position {
 
     fn encode(&self) -> String {
         format!("{}:{}:{}", self.value, self.family.as_str(), self.name)
@@ -277,13 +206,6 @@ impl Position {
             _ => return None,
         };
         Some(Position { value, family, name: parts.next()?.to_owned() })
-    }
-
-    /// The list order: by value (reversed when descending), then name, then family.
-    fn cmp(&self, other: &Position, descending: bool) -> Ordering {
-        let by_value = self.value.cmp(&other.value);
-        let by_value = if descending { by_value.reverse() } else { by_value };
-        by_value.then_with(|| self.name.cmp(&other.name)).then_with(|| self.family.cmp(&other.family))
     }
 }
 
@@ -300,14 +222,15 @@ pub struct Page {
     pub prev: Option<String>,
 }
 
-/// Sort the matching rows and cut the page the query's cursor names.
-pub fn page(mut rows: Vec<Row>, query: &ListQuery) -> Page {
+/// Sort the matching rows and cut the page the query's cursor names
+/// (only the page's rows are copied).
+pub fn page(rows: Vec<std::borrow::Cow<'_, Row>>, query: &ListQuery) -> Page {
     let key = query.sort;
     let descending = query.descending();
     let size = query.size();
     let matching = rows.len();
-    let mut keyed: Vec<(Position, Row)> = rows.drain(..).map(|row| (Position::of(&row, key), row)).collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0, descending));
+    let mut keyed: Vec<(Position<&str>, &Row)> = rows.iter().map(|row| (Position::of(row, key), row.as_ref())).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0, descending));
     let after = query.after.as_deref().and_then(Position::decode);
     let before = query.before.as_deref().and_then(Position::decode);
     let (start, end) = match (&after, &before) {
@@ -321,9 +244,9 @@ pub fn page(mut rows: Vec<Row>, query: &ListQuery) -> Page {
         }
         (None, None) => (0, size.min(keyed.len())),
     };
-    let next = (end < keyed.len() && end > 0).then(|| keyed[end - 1].0.encode());
-    let prev = (start > 0).then(|| keyed[start].0.encode());
-    let rows = keyed.drain(start..end).map(|(_, row)| row).collect();
+    let next = (end < keyed.len() && end > 0).then(|| keyed[end - 1].0.owned().encode());
+    let prev = (start > 0).then(|| keyed[start].0.owned().encode());
+    let rows = keyed[start..end].iter().map(|(_, row)| (*row).clone()).collect();
     Page { rows, matching, next, prev }
 }
 
@@ -525,7 +448,7 @@ mod tests {
         let mut query = ListQuery { sort: SortKey::Depth, size: Some(10), ..ListQuery::default() };
         let mut seen = Vec::new();
         loop {
-            let page = page(rows.clone(), &query);
+            let page = page(rows.iter().map(std::borrow::Cow::Borrowed).collect(), &query);
             seen.extend(page.rows.iter().map(|r| (r.depth, r.name.clone())));
             match page.next {
                 Some(next) => query.after = Some(next),
@@ -537,10 +460,10 @@ mod tests {
         sorted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         assert_eq!(seen, sorted, "descending by depth, then by name");
         // And back: the page before the last one.
-        let last = page(rows.clone(), &query);
+        let last = page(rows.iter().map(std::borrow::Cow::Borrowed).collect(), &query);
         query.after = None;
         query.before = last.prev.clone();
-        let before = page(rows.clone(), &query);
+        let before = page(rows.iter().map(std::borrow::Cow::Borrowed).collect(), &query);
         assert_eq!(before.rows.len(), 10);
         assert_eq!(before.rows.last().map(|r| r.name.clone()), Some(seen[19].1.clone()));
     }
