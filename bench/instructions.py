@@ -232,6 +232,19 @@ def measure_drain_ack(server, calls, results, log):
     results[onetrip] = server.measure(lambda: [one_trip() for _ in range(calls - 1)], calls - 1, onetrip)
     log(f"   {onetrip:<28} {results[onetrip]['instructions']:>8,} instructions per call")
 
+    # The same loop with the organization's concurrency capped (issue 45):
+    # every drain reads the limits key and checks the in-flight count.
+    capped = "DREAMS.DRAIN ... ACK capped"
+    c.call("FLUSHALL")
+    for reply in c.pipeline(fills):
+        _expect(isinstance(reply, list) and reply[0] == "queued", "fill", reply)
+    _expect(c.call("DREAMS.LIMIT", "SET", w.ORG, "CONCURRENCY", "1") in ("OK", b"OK"), "DREAMS.LIMIT SET", None)
+    last[0] = c.call("DREAMS.DRAIN", w.ORG, "5", "NOQUIET")
+    _expect(isinstance(last[0], bytes), "DREAMS.DRAIN", last[0])
+    one_trip()
+    results[capped] = server.measure(lambda: [one_trip() for _ in range(calls - 1)], calls - 1, capped)
+    log(f"   {capped:<28} {results[capped]['instructions']:>8,} instructions per call")
+
 
 def measure_agent_loop(server, calls, results, log):
     """The reliable agent loop on one agent's inbox, prefilled as

@@ -433,6 +433,8 @@ REGION_ROWS = [
 # ---------------------------------------------------------------- one trip per item (issue 21)
 
 ONE_TRIP_NOTE = "DREAMS.DRAIN ... ACK <last payload>: acknowledge the last and take the next in one round trip"
+CAPPED_NOTE = ("the one-trip loop with the organization's concurrency capped at the number of consumers "
+               "(DREAMS.LIMIT SET ... CONCURRENCY): every drain checks the cap (issue 45)")
 BATCH_NOTE = "DREAMS.DRAIN ... COUNT 10, then the ten DREAMS.ACKs pipelined: 2 round trips per 10 items"
 AGENT_NOTE = "one agent's inbox prefilled (untimed) with tinytown messages; per message, reliable receive + ack"
 AGENT_BATCH_NOTE = ("TOWN.RECV ... COUNT 10 RELIABLE, then one TOWN.ACK of the ten ids: 2 round trips per 10 "
@@ -443,6 +445,8 @@ ONE_TRIP_ROWS = [
     for row in (
         Loop(f"DREAMS.DRAIN...ACK one trip, {consumers} consumer{'s' if consumers > 1 else ''}",
              "dreams-module-onetrip", consumers, note=ONE_TRIP_NOTE),
+        Loop(f"DREAMS.DRAIN...ACK one trip, capped, {consumers} consumer{'s' if consumers > 1 else ''}",
+             "dreams-module-onetrip-capped", consumers, note=CAPPED_NOTE),
         Loop(f"DREAMS.DRAIN COUNT 10+ACKs, {consumers} consumer{'s' if consumers > 1 else ''}",
              "dreams-module-count10", consumers, note=BATCH_NOTE),
         Loop(f"TOWN.RECV...ACK one trip, {consumers} consumer{'s' if consumers > 1 else ''}", "agent-onetrip",
@@ -477,6 +481,9 @@ ONE_TRIP_TARGETS = [
                extra={"by_cpu": True}),
         Target(f"DREAMS.DRAIN...ACK one trip, {_consumers(n)}", f"native BLMOVE+LREM, {_consumers(n)}", 1.0,
                label=f"module one-trip / native two-trip (BLMOVE+LREM), {_consumers(n)}", extra={"by_cpu": True}),
+        Target(f"DREAMS.DRAIN...ACK one trip, capped, {_consumers(n)}", f"DREAMS.DRAIN...ACK one trip, {_consumers(n)}",
+               1 / 1.1, label=f"one trip with a cap / without, {_consumers(n)} (issue 45: at most 1.1x the CPU)",
+               extra={"by_cpu": True}),
         Target(f"DREAMS.DRAIN...ACK one trip, {_consumers(n)}", f"DREAMS.DRAIN+ACK, {_consumers(n)}", None,
                extra={"by_cpu": True}),
         Target(f"DREAMS.DRAIN COUNT 10+ACKs, {_consumers(n)}", f"DREAMS.DRAIN+ACK, {_consumers(n)}", None,

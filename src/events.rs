@@ -46,15 +46,25 @@ pub enum Dreams {
     Recovered,
     /// An item whose lease ran out and went back to ready.
     LeaseExpired,
+    /// A drain that handed out less than it asked for (nothing, or fewer
+    /// than `COUNT`) while work was waiting, because the organization had
+    /// its concurrency cap's worth in flight.
+    ThrottledConcurrency,
+    /// The same, because the organization's rate had no token left.
+    ThrottledRate,
+    /// The same, because the organization was paused.
+    ThrottledPaused,
+    /// Milliseconds an organization was paused, counted when it resumes.
+    PausedMs,
     /// (Server only.) A pending fire `DREAMS.RECORD` found gone with every
     /// queue key of its organization (evicted, deleted) and cleared.
     StalePendingCleared,
 }
 
 /// How many Dreams events there are.
-pub const DREAMS_EVENTS: usize = 17;
+pub const DREAMS_EVENTS: usize = 21;
 /// How many of them are counted per organization (the first ones).
-pub const DREAMS_TENANT_EVENTS: usize = 16;
+pub const DREAMS_TENANT_EVENTS: usize = 20;
 
 /// A Town event. The per-tenant events come first ([`TOWN_TENANT_EVENTS`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,7 +151,7 @@ const fn field<E>(name: &'static str, sum_of: &'static [E], shown: Shown, help: 
 
 /// The Dreams fields: `INFO dreamtown`'s `dreamtown_dreams` section,
 /// `DREAMS.STATS`' totals, `dreamtown_dreams_<name>_total`.
-pub const DREAMS_FIELDS: [Field<Dreams>; 20] = {
+pub const DREAMS_FIELDS: [Field<Dreams>; 25] = {
     use Dreams::*;
     use Shown::*;
     [
@@ -180,6 +190,16 @@ pub const DREAMS_FIELDS: [Field<Dreams>; 20] = {
             "Pending fires cleared because every queue key of their organization was gone",
         ),
         field("leases_expired", &[LeaseExpired], Both, "Fires whose lease ran out"),
+        field(
+            "drains_throttled",
+            &[ThrottledConcurrency, ThrottledRate, ThrottledPaused],
+            Both,
+            "Drains that handed out less than asked while work waited, held back by the organization's limits",
+        ),
+        field("drains_throttled_concurrency", &[ThrottledConcurrency], Both, "Drains held back by the concurrency cap"),
+        field("drains_throttled_rate", &[ThrottledRate], Both, "Drains held back by the rate"),
+        field("drains_throttled_paused", &[ThrottledPaused], Both, "Drains held back by a pause"),
+        field("paused_ms", &[PausedMs], Both, "Milliseconds paused, counted when resumed"),
     ]
 };
 
@@ -237,7 +257,7 @@ mod tests {
     #[test]
     fn the_counts_match_the_enums() {
         assert_eq!(Dreams::StalePendingCleared as usize + 1, DREAMS_EVENTS);
-        assert_eq!(Dreams::LeaseExpired as usize + 1, DREAMS_TENANT_EVENTS);
+        assert_eq!(Dreams::PausedMs as usize + 1, DREAMS_TENANT_EVENTS);
         assert_eq!(Town::ResetKeys as usize + 1, TOWN_EVENTS);
         assert_eq!(Town::Broadcasts as usize + 1, TOWN_TENANT_EVENTS);
     }

@@ -36,11 +36,14 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "TOWN.RECLAIM" => done(town::reclaim::parse(argv).map(drop)),
         "TOWN.BROADCAST" => done(town::broadcast::parse(argv).map(drop)),
         "DREAMS.STATS" => done(dreams::stats::parse(argv).map(drop)),
+        "DREAMS.PAUSE" => done(dreams::pause::parse(argv).map(drop)),
+        "DREAMS.RESUME" => done(dreams::resume::parse(argv).map(drop)),
         "TOWN.STATS" => done(town::stats::parse(argv).map(drop)),
         full => {
             // A subcommand, named as Redis names it: `TOWN.AGENT|GET`.
             let (container, sub) = full.split_once('|')?;
             match container {
+                "DREAMS.LIMIT" => done(dreams::limit::parse(sub, argv).map(drop)),
                 "TOWN.AGENT" => done(town::agent::parse(sub, argv).map(drop)),
                 "TOWN.TASK" => done(town::task::parse(sub, argv).map(drop)),
                 "TOWN.BACKLOG" => done(town::backlog::parse(sub, argv).map(drop)),

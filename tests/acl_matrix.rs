@@ -127,6 +127,55 @@ const CASES: &[Case] = &[
         before: &[],
     },
     Case { rule: "+dreams.stats", prefix: DREAMS, access: Access::Read, call: &["DREAMS.STATS", "{t}"], before: &[] },
+    // Fair shares: the limits key is read and written to change it, read
+    // (with the in-flight list's length) to show it.
+    Case {
+        rule: "+dreams.limit|set",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.LIMIT", "SET", "{t}", "CONCURRENCY", "2"],
+        before: &[],
+    },
+    Case {
+        rule: "+dreams.limit|get",
+        prefix: DREAMS,
+        access: Access::Read,
+        call: &["DREAMS.LIMIT", "GET", "{t}"],
+        before: &[&["DREAMS.LIMIT", "SET", "{t}", "RATE", "5", "60"]],
+    },
+    Case {
+        rule: "+dreams.limit|clear",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.LIMIT", "CLEAR", "{t}"],
+        before: &[&["DREAMS.LIMIT", "SET", "{t}", "CONCURRENCY", "3"]],
+    },
+    Case {
+        rule: "+dreams.pause",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.PAUSE", "{t}"],
+        before: &[],
+    },
+    Case {
+        rule: "+dreams.resume",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.RESUME", "{t}"],
+        before: &[&["DREAMS.PAUSE", "{t}"]],
+    },
+    // A drain of an organization with a cap reads its limits key, and
+    // with a rate writes it: the drain stays a read-and-write (`LMOVE`).
+    Case {
+        rule: "+dreams.drain",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.DRAIN", "{t}", "0.01"],
+        before: &[
+            &["DREAMS.FIRE", "{t}", "q", "1"],
+            &["DREAMS.LIMIT", "SET", "{t}", "CONCURRENCY", "5", "RATE", "100", "1"],
+        ],
+    },
     Case { rule: "+town.send", prefix: TOWN, access: Access::Write, call: &["TOWN.SEND", "{t}", MESSAGE], before: &[] },
     Case {
         rule: "+town.recv",

@@ -18,7 +18,7 @@ use common::{tenant, wait_until, Server};
 use dreams_support::*;
 use redis::Connection;
 
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 14] = [
     "DREAMS.FIRE",
     "DREAMS.RECORD",
     "DREAMS.SETTLE",
@@ -30,7 +30,13 @@ const COMMANDS: [&str; 11] = [
     "DREAMS.EXTEND",
     "DREAMS.INFLIGHT",
     "DREAMS.REDRIVE",
+    "DREAMS.LIMIT",
+    "DREAMS.PAUSE",
+    "DREAMS.RESUME",
 ];
+
+/// What follows `DREAMS.LIMIT`: its subcommands, and not.
+const LIMIT_SUBCOMMANDS: [&str; 5] = ["SET", "GET", "CLEAR", "set", "FROB"];
 
 /// Timeouts a DRAIN may get: malformed ones, or short enough to keep the
 /// run fast (a valid long timeout, or 0 / -0 = forever, would only make
@@ -128,6 +134,12 @@ impl Pool {
             "3153600001",
             "LEASE",
             "lease",
+            "CONCURRENCY",
+            "concurrency",
+            "RATE",
+            "NONE",
+            "1000000",
+            "31536000",
             "0.05",
             "0.001",
             "1e-9",
@@ -203,6 +215,9 @@ fn invocation(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
         };
         args.push(arg);
     }
+    if command == "DREAMS.LIMIT" {
+        args.insert(1, LIMIT_SUBCOMMANDS[rng.below(LIMIT_SUBCOMMANDS.len())].as_bytes().to_vec());
+    }
     args
 }
 
@@ -267,6 +282,15 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
             options.push(trigger(rng));
         }
         "DREAMS.COUNTERS" => args.extend([project.into(), memory_type.into()]),
+        "DREAMS.LIMIT" => {
+            args.insert(1, any(rng, &LIMIT_SUBCOMMANDS).into());
+            options.push(vec!["CONCURRENCY".into(), any(rng, &["1", "2", "0", "NONE", "4294967295"]).into()]);
+            options.push(vec![
+                "RATE".into(),
+                any(rng, &["1000", "1", "0", "NONE"]).into(),
+                any(rng, &["1", "60", "0", "31536000"]).into(),
+            ]);
+        }
         _ => {}
     }
     // A random subset of the options, in random order.
@@ -283,7 +307,10 @@ fn structured(rng: &mut Rng, pool: &Pool, org: &str) -> Vec<Vec<u8>> {
     if rng.percent(50) && bytes.len() > 2 {
         for _ in 0..=rng.below(2) {
             let at = 1 + rng.below(bytes.len() - 1);
-            if !(command == "DREAMS.DRAIN" && at == 2) {
+            // (A subcommand name in invalid UTF-8 comes back in Redis's own
+            // error, which the client cannot read: the server is fine.)
+            let kept = matches!((command, at), ("DREAMS.DRAIN", 2) | ("DREAMS.LIMIT", 1));
+            if !kept {
                 bytes[at] = pool.token(rng);
             }
         }
@@ -296,7 +323,8 @@ fn mutate(con: &mut Connection, rng: &mut Rng, pool: &Pool, keys: &Keys) {
     let counters = keys.counters("p", 1);
     let events = keys.events("p", 1);
     let leases = format!("exocortex:dreams:{{{}}}:leases", keys.org);
-    let all = [&keys.ready, &keys.deferred, &keys.processing, &keys.dead, &counters, &events, &leases];
+    let limits = format!("exocortex:dreams:{{{}}}:limits", keys.org);
+    let all = [&keys.ready, &keys.deferred, &keys.processing, &keys.dead, &counters, &events, &leases, &limits];
     let key = all[rng.below(all.len())].as_str();
     let value = pool.token(rng);
     let field = ["memories", "edges", "last_success", "settled_generation", "pending"][rng.below(5)];
@@ -417,6 +445,16 @@ fn fuzz(server: &Server, seed: u64, rounds: usize, mix: Mix) {
             if rng.percent(30) {
                 // Leased: it runs out during the run and comes back.
                 let _ = call(&mut con, &["DREAMS.DRAIN", &org, "0.001", "NOQUIET", "LEASE", "0.05"]);
+            }
+            // Fair shares: a cap or a fast rate now and then, a pause
+            // seldom and resumed more often, so drains meet every limit.
+            match rng.below(20) {
+                0 => drop(call(&mut con, &["DREAMS.LIMIT", "SET", &org, "CONCURRENCY", ["1", "2", "3"][rng.below(3)]])),
+                1 => drop(call(&mut con, &["DREAMS.LIMIT", "SET", &org, "RATE", "1000", "1"])),
+                2 => drop(call(&mut con, &["DREAMS.PAUSE", &org])),
+                3..=5 => drop(call(&mut con, &["DREAMS.RESUME", &org])),
+                6 => drop(call(&mut con, &["DREAMS.LIMIT", "CLEAR", &org])),
+                _ => {}
             }
         } else {
             let args =

@@ -31,6 +31,17 @@ fn load_script(conn: &mut Conn, dir: &str, name: &str) -> Result<String, String>
     String::from_utf8(sha).map_err(|e| e.to_string())
 }
 
+/// `DREAMS.LIMIT SET <org> CONCURRENCY <consumers>`: a cap every drain
+/// checks (each consumer holds at most one item, so it never holds one
+/// back): what a cap costs the loop.
+fn cap_at_consumers(conn: &mut Conn, o: &Options) -> Result<(), String> {
+    let cap = o.consumers.to_string();
+    match conn.call(&[b"DREAMS.LIMIT", b"SET", o.org.as_bytes(), b"CONCURRENCY", cap.as_bytes()])? {
+        Reply::Status(status) if status == "OK" => Ok(()),
+        other => Err(format!("DREAMS.LIMIT SET replied {other:?}")),
+    }
+}
+
 fn prefill_module(conn: &mut Conn, o: &Options) -> Result<(), String> {
     // min-interval 0 and a memory threshold of 1: the region's first record
     // creates its pending fire.
@@ -303,10 +314,11 @@ fn consume_module_batch(conn: &mut Conn, org: &str, claimed: &AtomicU64, items: 
 }
 
 /// The `dreams-*` modes.
-pub const MODES: [&str; 6] = [
+pub const MODES: [&str; 7] = [
     "dreams-module",
     "dreams-module-lease",
     "dreams-module-onetrip",
+    "dreams-module-onetrip-capped",
     "dreams-module-count10",
     "dreams-seed",
     "dreams-native",
@@ -317,7 +329,7 @@ pub fn run(o: &Options) -> Result<String, String> {
     #[derive(Clone, Copy, PartialEq)]
     enum Kind {
         Module { lease: bool },
-        OneTrip,
+        OneTrip { capped: bool },
         Batch,
         Seed,
         Native,
@@ -325,7 +337,8 @@ pub fn run(o: &Options) -> Result<String, String> {
     let kind = match o.mode.as_str() {
         "dreams-module" => Kind::Module { lease: false },
         "dreams-module-lease" => Kind::Module { lease: true },
-        "dreams-module-onetrip" => Kind::OneTrip,
+        "dreams-module-onetrip" => Kind::OneTrip { capped: false },
+        "dreams-module-onetrip-capped" => Kind::OneTrip { capped: true },
         "dreams-module-count10" => Kind::Batch,
         "dreams-seed" => Kind::Seed,
         "dreams-native" => Kind::Native,
@@ -347,13 +360,16 @@ pub fn run(o: &Options) -> Result<String, String> {
         }
         _ => {
             prefill_module(&mut setup, o)?;
+            if kind == (Kind::OneTrip { capped: true }) {
+                cap_at_consumers(&mut setup, o)?;
+            }
             None
         }
     };
     let scripts = Arc::new(scripts);
     let round_trips = match kind {
         Kind::Seed => "4",
-        Kind::OneTrip => "1",
+        Kind::OneTrip { .. } => "1",
         Kind::Batch => "0.2",
         _ => "2",
     };
@@ -362,7 +378,7 @@ pub fn run(o: &Options) -> Result<String, String> {
         Box::new(move |conn: &mut Conn, claimed: &AtomicU64, items: u64| {
             let mut ids = 0x2545_f491_4f6c_dd1du64.wrapping_add(worker + 1);
             match (kind, scripts.as_ref()) {
-                (Kind::OneTrip, _) => consume_module_onetrip(conn, &org, claimed, items),
+                (Kind::OneTrip { .. }, _) => consume_module_onetrip(conn, &org, claimed, items),
                 (Kind::Batch, _) => consume_module_batch(conn, &org, claimed, items),
                 (Kind::Seed, Some(scripts)) => {
                     each_item(claimed, items, || consume_seed(conn, &org, scripts, &mut ids))

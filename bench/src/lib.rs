@@ -16,6 +16,9 @@
 //!   `LREM` of it, native commands that count and check nothing.
 //! - `dreams-module-onetrip`: `DREAMS.DRAIN ... ACK <last payload>` per
 //!   item (1 round trip: acknowledge the last, take the next).
+//! - `dreams-module-onetrip-capped`: the same with the organization's
+//!   concurrency capped at `--consumers` (`DREAMS.LIMIT SET`): every drain
+//!   checks the cap, none is held back by it.
 //! - `dreams-module-count10`: `DREAMS.DRAIN ... COUNT 10`, then the ten
 //!   `DREAMS.ACK`s pipelined (2 round trips per 10 items).
 //!

@@ -54,6 +54,9 @@ fn case(mode: &str) -> Option<Case> {
             loop_of(2, vec![("dreams.record", N), ("dreams.drain", N), ("dreams.ack", N)])
         }
         "dreams-module-onetrip" => loop_of(2, vec![("dreams.record", N), ("dreams.drain", N), ("dreams.ack", 1)]),
+        "dreams-module-onetrip-capped" => {
+            loop_of(2, vec![("dreams.record", N), ("dreams.limit|set", 1), ("dreams.drain", N), ("dreams.ack", 1)])
+        }
         "dreams-module-count10" => loop_of(2, vec![("dreams.record", N), ("dreams.drain", N / 10), ("dreams.ack", N)]),
         "dreams-seed" => loop_of(2, vec![("evalsha", 3 * N), ("blmove", N), ("llen", N), ("zcard", N)]),
         "dreams-native" => loop_of(2, vec![("rpush", N), ("blmove", N), ("lrem", N)]),

@@ -27,14 +27,14 @@ pub(crate) struct Call {
     cmd: redis::Cmd,
 }
 
-/// The TOWN commands whose first argument is a subcommand, so the tenant
-/// is the second (`TOWN.AGENT GET <town> ...`).
-const CONTAINERS: [&str; 5] = ["TOWN.AGENT", "TOWN.TASK", "TOWN.BACKLOG", "TOWN.ACTIVITY", "TOWN.STOP"];
+/// The commands whose first argument is a subcommand, so the tenant is
+/// the second (`TOWN.AGENT GET <town> ...`, `DREAMS.LIMIT SET <org> ...`).
+const CONTAINERS: [&str; 6] = ["DREAMS.LIMIT", "TOWN.AGENT", "TOWN.TASK", "TOWN.BACKLOG", "TOWN.ACTIVITY", "TOWN.STOP"];
 
 /// Where a cluster connection must send `cmd`, when the redis crate would
-/// route it elsewhere: a `TOWN.AGENT`/`TASK`/`BACKLOG`/`ACTIVITY`/`STOP`
-/// subcommand (`TOWN.AGENT GET <town> ...`) goes to the master of its
-/// town's slot. The redis crate routes a command it does not know by its
+/// route it elsewhere: a `DREAMS.LIMIT` or `TOWN.AGENT`/`TASK`/`BACKLOG`/
+/// `ACTIVITY`/`STOP` subcommand (`TOWN.AGENT GET <town> ...`) goes to the
+/// master of its tenant's slot. The redis crate routes a command it does not know by its
 /// first argument, here the subcommand's name: the call would land on the
 /// wrong node and be redirected (`MOVED`, and the crate then refreshes its
 /// whole slot map) every time. `None` for every other command (routed as
@@ -452,6 +452,10 @@ mod routing_tests {
         get.arg("GET").arg("acme").arg("a");
         let routed = format!("{:?}", cluster_routing(&get));
         assert!(routed.contains(&format!("{}", key_slot(b"acme"))), "{routed}");
+        let mut limit = redis::cmd("dreams.limit");
+        limit.arg("SET").arg("globex").arg("CONCURRENCY").arg(2);
+        let routed = format!("{:?}", cluster_routing(&limit));
+        assert!(routed.contains(&format!("{}", key_slot(b"globex"))), "{routed}");
         let mut send = redis::cmd("TOWN.SEND");
         send.arg("acme").arg("{}");
         assert!(cluster_routing(&send).is_none());

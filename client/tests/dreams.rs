@@ -389,3 +389,44 @@ async fn acknowledge_and_drain_is_one_call_per_item_and_batches_drain_in_order()
     assert_eq!(none, DrainResult::TimedOut);
     assert_eq!(queue.lengths().await.unwrap(), QueueLengths { ready: 0, deferred: 0, processing: 3 });
 }
+
+/// Fair shares through the crate (issue 45): set, read, pause and clear an
+/// organization's limits, over RESP2 and RESP3; drains honour them.
+#[tokio::test]
+async fn limits_are_set_read_and_honoured_through_the_crate() {
+    use dreamtown_client::dreams::{DrainRate, LimitChange, OrgLimits};
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let url = if resp3 { format!("{}?protocol=resp3", server.url()) } else { server.url() };
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        let conn =
+            redis::Client::open(url).unwrap().get_multiplexed_async_connection_with_config(&config).await.unwrap();
+        let org = tenant("crate-limits");
+        let mut queue = RedisFireQueue::new(conn, QuietHours::none(), org.clone());
+        assert_eq!(queue.limits().await.unwrap(), OrgLimits::default());
+        assert!(matches!(queue.set_limits(LimitChange::default()).await, Err(Error::InvalidArgument(_))));
+        let rate = DrainRate { count: 100, seconds: 60 };
+        queue.set_limits(LimitChange::default().concurrency(1).rate(rate)).await.unwrap();
+        for project in ["a", "b"] {
+            queue.fire(&RegionKey::new(org.as_str(), project, 1), "n").await.unwrap();
+        }
+        let first = ready(queue.drain(Duration::from_millis(100)).await.unwrap());
+        assert_eq!(queue.drain(Duration::from_millis(100)).await.unwrap(), DrainResult::TimedOut, "capped at 1");
+        let limits = queue.limits().await.unwrap();
+        assert_eq!(
+            limits,
+            OrgLimits { concurrency: Some(1), rate: Some(rate), in_flight: 1, tokens_left: Some(99), paused: false }
+        );
+        assert!(queue.pause().await.unwrap());
+        assert!(!queue.pause().await.unwrap());
+        queue.acknowledge(&first, true, DreamsTrigger::default(), "n").await.unwrap();
+        assert_eq!(queue.drain(Duration::from_millis(100)).await.unwrap(), DrainResult::TimedOut, "paused");
+        assert!(queue.resume().await.unwrap());
+        let second = ready(queue.drain(Duration::from_millis(100)).await.unwrap());
+        queue.set_limits(LimitChange::default().no_concurrency()).await.unwrap();
+        assert_eq!(queue.limits().await.unwrap().concurrency, None);
+        assert!(queue.clear_limits().await.unwrap());
+        assert!(!queue.clear_limits().await.unwrap());
+        queue.acknowledge(&second, true, DreamsTrigger::default(), "n").await.unwrap();
+    }
+}

@@ -630,3 +630,73 @@ fn one_address_of_a_cluster_exports_every_master_and_follows_a_failover() {
     assert_eq!(sample(&text, "dreamtown_exporter_topology_changes_total", &[]), before, "the same masters: {text}");
     assert!(text.lines().filter(|l| l.starts_with("dreamtown_up{")).all(|l| l.ends_with(" 1")), "{text}");
 }
+
+/// Fair shares (issue 45) per organization: the limits and tokens as
+/// gauges, the throttled drains and the time paused as counters (seconds),
+/// and the node's limits index; `promtool check metrics` accepts the text.
+#[test]
+fn fair_share_figures_are_exported_per_organization() {
+    let server = Server::start();
+    let mut con = server.connect();
+    let org = tenant("exp-limits");
+    for project in ["a", "b", "c"] {
+        run(&mut con, &["DREAMS.FIRE", &org, project, "3"]);
+    }
+    run(&mut con, &["DREAMS.LIMIT", "SET", &org, "CONCURRENCY", "1", "RATE", "10", "60"]);
+    run(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET"]);
+    // Held back by the cap: a throttled drain.
+    assert_eq!(run(&mut con, &["DREAMS.DRAIN", &org, "0.05", "NOQUIET"]), redis::Value::Nil);
+    run(&mut con, &["DREAMS.PAUSE", &org]);
+    let server_ms = |con: &mut redis::Connection| {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query(con).expect("TIME");
+        secs * 1000 + micros / 1000
+    };
+    let paused_at = server_ms(&mut con);
+    wait_until("some time paused on the server clock", || server_ms(&mut con) >= paused_at + 5);
+    run(&mut con, &["DREAMS.RESUME", &org]);
+    run(&mut con, &["DREAMS.PAUSE", &org]);
+    let (_exporter, port) = exporter(&["--redis", &server.url()]);
+    let node = node_of(&server);
+    let mut text = String::new();
+    wait_until("the organization is exported", || {
+        text = http_get(port, "/metrics").unwrap_or_default();
+        sample(&text, "dreamtown_dreams_limit_concurrency", &[("org", &org)]).is_some()
+    });
+    let labels = [("org", org.as_str())];
+    assert_eq!(sample(&text, "dreamtown_dreams_limit_concurrency", &labels), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_limit_rate_fires", &labels), Some(10.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_limit_rate_period_seconds", &labels), Some(60.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_rate_tokens_left", &labels), Some(9.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_paused", &labels), Some(1.0), "{text}");
+    assert!(sample(&text, "dreamtown_dreams_paused_for_seconds", &labels).is_some(), "{text}");
+    assert!(sample(&text, "dreamtown_dreams_paused_seconds_total", &labels).is_some_and(|s| s > 0.0), "{text}");
+    assert!(text.contains("# TYPE dreamtown_dreams_paused_seconds_total counter"), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_drains_throttled_concurrency_total", &labels), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_dreams_drains_throttled_total", &labels), Some(1.0), "{text}");
+    assert!(sample(&text, "dreamtown_node_dreams_paused_seconds_total", &[("node", &node)]).is_some(), "{text}");
+    assert_eq!(sample(&text, "dreamtown_node_limits_limits_indexed_orgs", &[("node", &node)]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "dreamtown_node_limits_limits_index_trusted", &[("node", &node)]), Some(1.0), "{text}");
+    let promtool = prometheus_bin().map(|p| p.with_file_name("promtool")).filter(|p| p.exists());
+    match promtool {
+        Some(promtool) => {
+            let mut check = Command::new(&promtool)
+                .args(["check", "metrics"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("promtool");
+            check.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("write");
+            let output = check.wait_with_output().expect("promtool");
+            let said =
+                format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            let about_limits: Vec<&str> = said
+                .lines()
+                .filter(|line| line.contains("limit") || line.contains("paused") || line.contains("throttled"))
+                .collect();
+            assert!(about_limits.is_empty(), "promtool check metrics: {said}");
+        }
+        None if std::env::var_os("DREAMTOWN_NO_PROMETHEUS").is_some() => eprintln!("promtool check skipped"),
+        None => panic!("this test needs promtool (Debian's prometheus: apt-get install -y prometheus)"),
+    }
+}

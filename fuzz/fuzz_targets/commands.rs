@@ -16,7 +16,8 @@ use libfuzzer_sys::fuzz_target;
 /// name, `TOWN.AGENT|GET`, not in its argv).
 const KEYWORDS: &[&str] = &[
     "NODE", "TRIGGER", "EVENT", "GENERATION", "RETAIN", "SUCCESS", "FAILURE", "QUIET", "OFFSET", "NOQUIET", "LEASE",
-    "BLOCK", "COUNT", "URGENT", "RELIABLE", "TTL", "AGENTS", "ROUNDS", "TASKS", "LIMIT",
+    "BLOCK", "COUNT", "URGENT", "RELIABLE", "TTL", "AGENTS", "ROUNDS", "TASKS", "CONCURRENCY", "RATE", "NONE",
+    "LIMIT",
 ];
 
 /// (command, arguments given) after which one more positional argument is

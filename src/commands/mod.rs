@@ -28,6 +28,8 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &dreams::extend::SPEC,
         &dreams::inflight::SPEC,
         &dreams::stats::SPEC,
+        &dreams::pause::SPEC,
+        &dreams::resume::SPEC,
         &town::send::SPEC,
         &town::recv::SPEC,
         &town::ack::SPEC,
@@ -46,5 +48,12 @@ pub fn all() -> Vec<&'static CommandSpec> {
 /// Every command with subcommands (`TOWN.AGENT GET <town> <agent>`) the
 /// module registers.
 pub fn containers() -> Vec<&'static ContainerSpec> {
-    vec![&town::agent::SPEC, &town::task::SPEC, &town::activity::SPEC, &town::backlog::SPEC, &town::stop::SPEC]
+    vec![
+        &dreams::limit::SPEC,
+        &town::agent::SPEC,
+        &town::task::SPEC,
+        &town::activity::SPEC,
+        &town::backlog::SPEC,
+        &town::stop::SPEC,
+    ]
 }

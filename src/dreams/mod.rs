@@ -13,6 +13,7 @@ pub mod drain;
 pub mod fire;
 pub mod fire_id;
 pub mod lease;
+pub mod limits;
 pub mod message;
 pub mod quiet;
 pub mod record;

@@ -80,6 +80,8 @@ pub enum QueueKey {
     Dead,
     /// The lease set: in-flight payloads scored by deadline (ms).
     Leases,
+    /// The organization's limits (a string: `crate::dreams::limits`).
+    Limits,
 }
 
 /// `exocortex:dreams:{` — every Dreams key starts with it, then the
@@ -87,6 +89,16 @@ pub enum QueueKey {
 const PREFIX: &str = "exocortex:dreams:{";
 
 impl QueueKey {
+    /// The organization whose key of this kind `name` is, if it is one
+    /// (a valid organization name between the prefix and the suffix).
+    pub fn org_of(self, name: &[u8]) -> Option<&str> {
+        let [prefix, _, close, suffix] = self.name_parts("");
+        let inner = name.strip_prefix(prefix.as_bytes())?.strip_suffix(suffix.as_bytes())?;
+        let inner = inner.strip_suffix(close.as_bytes())?;
+        let org = std::str::from_utf8(inner).ok()?;
+        (!org.is_empty() && !org.contains(['{', '}'])).then_some(org)
+    }
+
     /// The name of this key of `org`'s queue, as the parts to concatenate
     /// (so the glue can build it without a `String` in between).
     pub fn name_parts(self, org: &str) -> [&str; 4] {
@@ -96,9 +108,16 @@ impl QueueKey {
             Self::Processing => ":processing",
             Self::Dead => ":dead",
             Self::Leases => ":leases",
+            Self::Limits => ":limits",
         };
         [PREFIX, org, "}", suffix]
     }
+}
+
+/// The organization whose limits key `name` is, if it is one
+/// (`exocortex:dreams:{<org>}:limits`, a valid organization name).
+pub fn org_of_limits_key(name: &[u8]) -> Option<&str> {
+    QueueKey::Limits.org_of(name)
 }
 
 impl QueueKeys {

@@ -997,6 +997,30 @@ impl<M: Mode> Key<M> {
 
     // ---- strings and keys ----
 
+    /// Run `read` on the string value at the key, in place (no copy), if
+    /// the key holds a string.
+    pub fn with_string<R>(&self, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.kind() != KeyKind::String {
+            return None;
+        }
+        let mut len: usize = 0;
+        let start = unsafe { api!(RedisModule_StringDMA)(self.handle(), &mut len, raw::REDISMODULE_READ as c_int) };
+        if start.is_null() {
+            return Some(read(&[]));
+        }
+        // Valid while the key is open and unwritten: `read` runs before
+        // anything else can use this handle.
+        Some(read(unsafe { std::slice::from_raw_parts(start.cast::<u8>(), len) }))
+    }
+
+    /// Set the key to the string `value` (as `SET`: any TTL goes).
+    pub fn set_string(&self, value: &[u8]) {
+        let mut argv = self.argv();
+        let content = argv.new_string(value);
+        unsafe { api!(RedisModule_StringSet)(self.handle(), content) };
+        self.effect_argv(c"SET", &argv, Event::String(c"set"));
+    }
+
     /// Set a string value expiring at `expire_at_ms` (unix ms), replicated
     /// with the absolute time so replicas expire it at the same instant.
     pub fn set_string_expiring(&self, value: &[u8], expire_at_ms: i64)

@@ -458,6 +458,7 @@ impl Session {
 
     /// The context flags as the command found them (read once): only for
     /// flags that stay the same while it runs.
+    #[inline]
     fn start_flags(&self) -> u32 {
         match self.start_flags.get() {
             Some(flags) => flags,
@@ -467,6 +468,12 @@ impl Session {
                 flags
             }
         }
+    }
+
+    /// Is the server a master (as the command found it)?
+    #[inline]
+    pub fn is_master(&self) -> bool {
+        self.start_flags() & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
     }
 
     /// May this call block the client (not in MULTI, Lua or a no-block context)?

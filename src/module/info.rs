@@ -11,7 +11,7 @@ use crate::events::{self, Field};
 use crate::glue::api::api;
 use crate::metrics::totals;
 use crate::metrics::{fire_ages, tenant_stats};
-use crate::services::{lease_timer, slot_migration, waiters, write_gate};
+use crate::services::{lease_timer, limits_index, slot_migration, waiters, write_gate};
 
 /// A section of `INFO dreamtown`: its name and its fields.
 type Section = (&'static CStr, Vec<(CString, u64)>);
@@ -38,6 +38,7 @@ fn sections() -> Vec<Section> {
         (c"waiters", named(waiters::info_fields())),
         (c"tenant_stats", named(tenant_stats_fields())),
         (c"leases", named(lease_timer::info_fields())),
+        (c"limits", named(limits_index::info_fields())),
         (c"cluster", named(slot_migration::info_fields())),
         (c"write_gate", named(write_gate::info_fields())),
     ]

@@ -106,6 +106,7 @@ fn deinit(ctx: &Context) -> Status {
     }
     let _ = std::panic::catch_unwind(|| {
         lease_timer::unload();
+        crate::services::limits_index::unload();
         waiters::unload();
         tenant_stats::forget_all();
         fire_ages::forget_all();

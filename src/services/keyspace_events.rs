@@ -1,7 +1,8 @@
 //! The module's one keyspace-event subscription, shared by the mechanisms
 //! that listen: waiters (work arriving in a watched list or sorted set),
 //! leases (a lease set arriving by `RESTORE`, or gone: its last lease
-//! removed, or the key deleted, expired or evicted) and fire ages (a
+//! removed, or the key deleted, expired or evicted), limits (a limits key
+//! arriving by `RESTORE`, `RENAME`, `COPY` or `MOVE`) and fire ages (a
 //! Dreams list deleted, expired or evicted by someone else: its timings go
 //! with it); a key of a slot this node is importing by atomic slot
 //! migration goes to `slot_migration` only. The module's own writes are
@@ -21,7 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use super::{lease_timer, slot_migration, waiters};
+use super::{lease_timer, limits_index, slot_migration, waiters};
 use crate::glue::api::api;
 use crate::metrics::fire_ages;
 
@@ -67,6 +68,9 @@ unsafe extern "C" fn on_keyspace_event(
     let own_write = crate::glue::effects::own_write();
     let _ = catch_unwind(AssertUnwindSafe(|| waiters::on_keyspace_event(ctx, event, key)));
     let _ = catch_unwind(AssertUnwindSafe(|| lease_timer::on_keyspace_event(ctx, event, key)));
+    if limits_index::wants(event) {
+        let _ = catch_unwind(AssertUnwindSafe(|| limits_index::on_keyspace_event(ctx, key)));
+    }
     if !own_write {
         let _ = catch_unwind(AssertUnwindSafe(|| fire_ages::on_keyspace_event(ctx, event, key)));
     }

@@ -155,6 +155,8 @@ pub fn begin(scope: Scope, now: i64) {
     }
     if scope == Scope::Everything {
         with_index(DeadlineIndex::clear);
+        // It finds every limits key again (limits_index).
+        super::limits_index::clear();
     }
     CATCH_UPS_STARTED.bump();
     RUN_KEYS.store(0, Ordering::Relaxed);
@@ -175,12 +177,14 @@ pub fn stop() {
     }
 }
 
-/// What the scan callback gathers: keys seen, and the names of lease sets.
+/// What the scan callback gathers: keys seen, the names of lease sets,
+/// and the organizations of limits keys (`limits_index`).
 #[derive(Default)]
 struct Gathered {
     examined: u64,
     found: Vec<(usize, String)>,
     families: Vec<&'static LeaseFamily>,
+    limits: Vec<String>,
 }
 
 unsafe extern "C" fn on_scanned(
@@ -199,6 +203,9 @@ unsafe extern "C" fn on_scanned(
             if let Some(tenant) = (family.tenant_of)(name) {
                 gathered.found.push((number, tenant));
             }
+        }
+        if let Some(org) = crate::dreams::region::org_of_limits_key(name) {
+            gathered.limits.push(org.to_owned());
         }
     }));
 }
@@ -239,6 +246,11 @@ pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
         }
         let more = unsafe { scan(ctx, cursor, Some(on_scanned), (&mut gathered as *mut Gathered).cast()) };
         indexed += index_found(session, &scope, db, &mut gathered.found, families);
+        // Every limits key found is noted, whatever the scope: the limits
+        // index may hold more than the keyspace, never less.
+        for org in gathered.limits.drain(..) {
+            super::limits_index::note_found(db, &org);
+        }
         if more == 0 {
             // This database is done: the next one, with the cursor restarted.
             unsafe { api!(RedisModule_ScanCursorRestart)(cursor) };

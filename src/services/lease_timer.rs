@@ -117,8 +117,12 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
     // by a catch-up from the first tick. At startup the dataset loads
     // later, and the loading event starts it then; an empty keyspace has
     // nothing to find (and no timer then keeps `MODULE UNLOAD` waiting).
+    // The limits index is trusted at once only on a master with nothing
+    // to find; else once that catch-up (or a promotion's) completes.
     if is_master(ctx) && !keyspace_is_empty(ctx) {
         restart_catch_up(ctx);
+    } else if is_master(ctx) {
+        super::limits_index::trust();
     }
     Ok(())
 }
@@ -140,6 +144,7 @@ fn keyspace_is_empty(ctx: *mut raw::RedisModuleCtx) -> bool {
 /// Start a full catch-up at the next tick (dropping one under way).
 fn restart_catch_up(ctx: *mut raw::RedisModuleCtx) {
     REBUILD.store(true, Ordering::Relaxed);
+    super::limits_index::untrust();
     arm(ctx, CATCH_UP_MS);
 }
 
@@ -169,6 +174,9 @@ pub fn index_slots(ctx: *mut raw::RedisModuleCtx, ranges: &[SlotRange]) {
         return;
     }
     lease_catch_up::queue_slots(ranges);
+    // Until that catch-up has looked, limits keys of those slots may be
+    // unknown to the limits index.
+    super::limits_index::untrust();
     arm(ctx, CATCH_UP_MS);
 }
 
@@ -244,6 +252,11 @@ pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
             with_index(DeadlineIndex::clear);
             lease_catch_up::stop();
             REBUILD.store(false, Ordering::Relaxed);
+            // No limits key is left anywhere.
+            super::limits_index::clear();
+            if is_master(ctx) {
+                super::limits_index::trust();
+            }
         }
         // A catch-up under way finds nothing in the emptied database.
         Some(db) => with_index(|index| index.forget_where(|(_, in_db, _)| *in_db == db)),
@@ -325,6 +338,7 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
     // load ending) starts one.
     if !is_master(ctx) {
         with_index(DeadlineIndex::clear);
+        super::limits_index::untrust();
         lease_catch_up::stop();
         if !loading(ctx) {
             // A replica's sync ended: nothing to catch up until promoted.
@@ -345,6 +359,10 @@ fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
         lease_catch_up::begin(Scope::Everything, session.now_ms());
     }
     let catching_up = lease_catch_up::turn(&session, &families);
+    if !catching_up && !REBUILD.load(Ordering::Relaxed) && !lease_catch_up::pending() {
+        // Every limits key of the keyspace has been found or noted.
+        super::limits_index::trust();
+    }
     let left_over = expire_due(&session, &families);
     if catching_up || left_over {
         Some(CATCH_UP_MS)

@@ -302,7 +302,7 @@ fn is_redis_8_4_or_newer(name: Option<&str>, version: Option<&str>) -> bool {
 }
 
 unsafe extern "C" fn on_valkey_event(
-    _ctx: *mut raw::RedisModuleCtx,
+    ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     data: *mut c_void,
@@ -311,6 +311,13 @@ unsafe extern "C" fn on_valkey_event(
         let Some(step) = valkey_step(subevent) else { return };
         let ranges = unsafe { ranges_of(data.cast::<MigrationInfo>()) };
         handle(step, &ranges);
+        // The arrived slots' limits keys: the keyspace events of the
+        // import noted those that came by `RESTORE`; a bounded catch-up of
+        // the slots finds every one, whatever the import wrote them with
+        // (the limits index is not trusted until it has).
+        if step == Step::Completed(Side::Import) {
+            lease_timer::index_slots(ctx, &ranges);
+        }
     }));
 }
 
@@ -432,6 +439,9 @@ pub fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> bool {
         return false;
     }
     lease_timer::index_key(ctx, key);
+    if let Some(org) = crate::dreams::region::org_of_limits_key(key) {
+        super::limits_index::note(ctx, org);
+    }
     true
 }
 

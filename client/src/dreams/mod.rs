@@ -30,7 +30,9 @@ mod outcome;
 mod queue;
 mod trigger;
 
-pub use outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLengths, RecordWriteOutcome};
+pub use outcome::{
+    AcknowledgeOutcome, DeliveryFence, DrainRate, DrainResult, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
+};
 pub use queue::RedisFireQueue;
 pub use trigger::DreamsTrigger;
 

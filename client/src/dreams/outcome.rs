@@ -171,3 +171,91 @@ impl QueueLengths {
         self.ready.saturating_add(self.deferred).saturating_add(self.processing)
     }
 }
+
+/// A rate: at most `count` fires handed out per `seconds` (a full bucket
+/// of `count` at once, then one every `seconds / count`; a GCRA on the
+/// server's clock).
+///
+/// ```
+/// use dreamtown_client::dreams::DrainRate;
+/// let rate = DrainRate { count: 60, seconds: 60 };
+/// assert_eq!(rate.per_second(), 1.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DrainRate {
+    /// Fires per period (and the burst).
+    pub count: u64,
+    /// The period, in whole seconds.
+    pub seconds: u64,
+}
+
+impl DrainRate {
+    /// The long-run rate in fires per second.
+    pub fn per_second(&self) -> f64 {
+        self.count as f64 / self.seconds.max(1) as f64
+    }
+}
+
+/// One organization's fair share as it stands (`DREAMS.LIMIT GET`).
+///
+/// ```
+/// use dreamtown_client::dreams::OrgLimits;
+/// let limits = OrgLimits::default();
+/// assert!(limits.concurrency.is_none() && !limits.paused);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OrgLimits {
+    /// Fires in flight at most, if capped.
+    pub concurrency: Option<u64>,
+    /// Fires handed out per period at most, if rated.
+    pub rate: Option<DrainRate>,
+    /// Fires in flight now.
+    pub in_flight: u64,
+    /// Fires the rate lets go now, if rated.
+    pub tokens_left: Option<u64>,
+    /// Paused (`DREAMS.PAUSE`): nothing is handed out.
+    pub paused: bool,
+}
+
+/// A change of an organization's limits (`DREAMS.LIMIT SET`): each field
+/// `None` keeps that limit, `Some(None)` removes it, `Some(Some(..))` sets it.
+///
+/// ```
+/// use dreamtown_client::dreams::{DrainRate, LimitChange};
+/// let change = LimitChange::default().concurrency(4).rate(DrainRate { count: 10, seconds: 60 });
+/// assert_eq!(change.concurrency, Some(Some(4)));
+/// assert_eq!(LimitChange::default().no_rate().rate, Some(None));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LimitChange {
+    /// The concurrency cap to set or remove.
+    pub concurrency: Option<Option<u64>>,
+    /// The rate to set or remove.
+    pub rate: Option<Option<DrainRate>>,
+}
+
+impl LimitChange {
+    /// Cap fires in flight at `cap` (1 or more).
+    pub fn concurrency(mut self, cap: u64) -> Self {
+        self.concurrency = Some(Some(cap));
+        self
+    }
+
+    /// Remove the concurrency cap.
+    pub fn no_concurrency(mut self) -> Self {
+        self.concurrency = Some(None);
+        self
+    }
+
+    /// Limit drains to `rate`.
+    pub fn rate(mut self, rate: DrainRate) -> Self {
+        self.rate = Some(Some(rate));
+        self
+    }
+
+    /// Remove the rate.
+    pub fn no_rate(mut self) -> Self {
+        self.rate = Some(None);
+        self
+    }
+}

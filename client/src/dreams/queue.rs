@@ -12,7 +12,9 @@ use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
-use super::outcome::{AcknowledgeOutcome, DeliveryFence, DrainResult, QueueLengths, RecordWriteOutcome};
+use super::outcome::{
+    AcknowledgeOutcome, DeliveryFence, DrainRate, DrainResult, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
+};
 use crate::call::{Call, Reply, timeout_secs};
 use crate::error::{Error, Result};
 use crate::lease::{Held, renew_period};
@@ -609,6 +611,120 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         } else {
             Err(Error::ForeignRegion { queue: self.org.clone(), region: region.org.clone() })
         }
+    }
+}
+
+/// Fair shares (`DREAMS.LIMIT`, `DREAMS.PAUSE`, `DREAMS.RESUME`): an
+/// operator's calls. `DREAMS.LIMIT <subcommand> <org>` names its
+/// organization second, so over a cluster connection it is routed to the
+/// organization's node by the client ([`crate::cluster_routing`]).
+impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
+    /// Change the organization's fair share (`DREAMS.LIMIT SET`): a cap
+    /// on fires in flight, a rate of drains; what `change` leaves `None`
+    /// stays as it is. Drains of the organization, from every worker, then
+    /// hand out no more than it allows; blocked drains are served, first
+    /// come first served, as capacity returns.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::dreams::{DrainRate, LimitChange, RedisFireQueue};
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// queue.set_limits(LimitChange::default().concurrency(4).rate(DrainRate { count: 60, seconds: 60 })).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_limits(&mut self, change: LimitChange) -> Result<()> {
+        if change == LimitChange::default() {
+            return Err(Error::InvalidArgument("a limit change needs a concurrency or a rate"));
+        }
+        let mut call = Call::new("DREAMS.LIMIT").arg("SET").arg(&self.org);
+        match change.concurrency {
+            Some(Some(cap)) => call = call.arg("CONCURRENCY").arg(cap),
+            Some(None) => call = call.arg("CONCURRENCY").arg("NONE"),
+            None => {}
+        }
+        match change.rate {
+            Some(Some(rate)) => call = call.arg("RATE").arg(rate.count).arg(rate.seconds),
+            Some(None) => call = call.arg("RATE").arg("NONE"),
+            None => {}
+        }
+        call.send_routed(&mut self.conn, self.tryagain_deadline).await?.ok()
+    }
+
+    /// The organization's fair share as it stands, with its fires in
+    /// flight and the rate's tokens left (`DREAMS.LIMIT GET`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::dreams::RedisFireQueue;
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// let limits = queue.limits().await?;
+    /// println!("{} in flight of {:?}", limits.in_flight, limits.concurrency);
+    /// # Ok(()) }
+    /// ```
+    pub async fn limits(&mut self) -> Result<OrgLimits> {
+        let reply = Call::new("DREAMS.LIMIT")
+            .arg("GET")
+            .arg(&self.org)
+            .send_routed(&mut self.conn, self.tryagain_deadline)
+            .await?;
+        let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
+        let get = |name: &str| fields.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
+        let number = |name: &str| -> Result<Option<u64>> {
+            match get(name) {
+                None | Some(redis::Value::Nil) => Ok(None),
+                Some(redis::Value::Int(n)) => u64::try_from(*n).map(Some).map_err(|_| reply.unexpected()),
+                Some(_) => Err(reply.unexpected()),
+            }
+        };
+        let rate = match (number("rate_count")?, number("rate_seconds")?) {
+            (Some(count), Some(seconds)) => Some(DrainRate { count, seconds }),
+            _ => None,
+        };
+        Ok(OrgLimits {
+            concurrency: number("concurrency")?,
+            rate,
+            in_flight: number("in_flight")?.unwrap_or(0),
+            tokens_left: number("tokens_left")?,
+            paused: number("paused")? == Some(1),
+        })
+    }
+
+    /// Remove the organization's concurrency cap and rate
+    /// (`DREAMS.LIMIT CLEAR`; a pause stays); whether it had one.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::dreams::RedisFireQueue;
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// let had_limits = queue.clear_limits().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn clear_limits(&mut self) -> Result<bool> {
+        Call::new("DREAMS.LIMIT")
+            .arg("CLEAR")
+            .arg(&self.org)
+            .send_routed(&mut self.conn, self.tryagain_deadline)
+            .await?
+            .flag()
+    }
+
+    /// Hand out nothing of this organization until [`RedisFireQueue::resume`]
+    /// (`DREAMS.PAUSE`); whether it was running. Work keeps arriving, and
+    /// what is in flight can still be acknowledged.
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::dreams::RedisFireQueue;
+    /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
+    /// queue.pause().await?;
+    /// // ... the organization's model quota is exhausted ...
+    /// queue.resume().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn pause(&mut self) -> Result<bool> {
+        Call::new("DREAMS.PAUSE").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.flag()
+    }
+
+    /// End a pause (`DREAMS.RESUME`): blocked drains are served at once;
+    /// whether it was paused.
+    pub async fn resume(&mut self) -> Result<bool> {
+        Call::new("DREAMS.RESUME").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.flag()
     }
 }
 

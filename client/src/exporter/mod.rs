@@ -141,7 +141,7 @@ fn node_label(url: &str) -> String {
 }
 
 /// INFO fields that are levels (or maxima, or of the last run), not totals.
-const INFO_GAUGES: [&str; 22] = [
+const INFO_GAUGES: [&str; 25] = [
     "waiters",
     "waiter_queues",
     "slot_imports_in_progress",
@@ -164,11 +164,14 @@ const INFO_GAUGES: [&str; 22] = [
     "catch_up_max_turn_us",
     "catch_up_max_turn_cpu_us",
     "writes_paused",
+    "limits_indexed_orgs",
+    "limits_indexed_entries",
+    "limits_index_trusted",
 ];
 
 /// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
 /// become seconds, as Prometheus wants.
-const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
+const DREAMS_FIELDS: [(&str, &str, &str); 19] = [
     ("ready", "dreamtown_dreams_ready", "Fires in the ready list"),
     ("deferred", "dreamtown_dreams_deferred", "Fires deferred by quiet hours"),
     ("in_flight", "dreamtown_dreams_in_flight", "Fires drained and not yet acknowledged"),
@@ -214,6 +217,16 @@ const DREAMS_FIELDS: [(&str, &str, &str); 13] = [
         "dreamtown_dreams_totals_since_timestamp_seconds",
         "When the node started counting the organization's totals (unix time; they start at 0 after a restart or failover)",
     ),
+    (
+        "limit_concurrency",
+        "dreamtown_dreams_limit_concurrency",
+        "The organization's cap on fires in flight (DREAMS.LIMIT; absent when none)",
+    ),
+    ("limit_rate_count", "dreamtown_dreams_limit_rate_fires", "Fires the organization's rate lets go per period"),
+    ("limit_rate_seconds", "dreamtown_dreams_limit_rate_period_seconds", "The period of the organization's rate"),
+    ("tokens_left", "dreamtown_dreams_rate_tokens_left", "Fires the organization's rate lets go now"),
+    ("paused", "dreamtown_dreams_paused", "1 while the organization is paused (DREAMS.PAUSE), else 0"),
+    ("paused_for_ms", "dreamtown_dreams_paused_for_seconds", "How long the organization's current pause has lasted"),
 ];
 
 /// `DREAMS.STATS` totals, exported as `dreamtown_dreams_<field>_total`
@@ -610,7 +623,12 @@ fn tenant_totals(
 ) {
     for (field, help) in known {
         if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
-            metrics.add(&format!("{prefix}_{field}_total"), Kind::Counter, help, labels, *value);
+            // A total of milliseconds (`paused_ms`) is a counter of seconds.
+            let name = match field.strip_suffix("_ms") {
+                Some(stem) => format!("{prefix}_{stem}_seconds_total"),
+                None => format!("{prefix}_{field}_total"),
+            };
+            metrics.add(&name, Kind::Counter, help, labels, scaled(field, *value));
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
+use crate::services::{limits_index, waiters};
 use crate::stores::dreams::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
 
 /// The command.
@@ -46,7 +47,14 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandE
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    acknowledge_now(session, &parse(argv)?)
+    let request = parse(argv)?;
+    let reply = acknowledge_now(session, &request)?;
+    // A place in flight may be free for a limited organization's first
+    // blocked drainer (one flag when nobody waits anywhere).
+    if limits_index::may_be_limited(session, request.org) && waiters::anyone_waits() {
+        super::wake_drainers(session, request.org);
+    }
+    Ok(reply)
 }
 
 /// One acknowledgement: what `DREAMS.ACK` and the `ACK` clause of

@@ -32,13 +32,26 @@
 //! timeout answers `[<ack>, nil]`, a disconnect loses nothing. A call that
 //! finds other drainers already blocked waits behind them (first come,
 //! first served), even for the item its own acknowledgement requeued.
+//!
+//! Limits (`DREAMS.LIMIT`, `DREAMS.PAUSE`: `crate::dreams::limits`): a
+//! drain of a limited organization hands out no more than its concurrency
+//! cap allows in flight and its rate has tokens, and nothing while it is
+//! paused; what it cannot hand out stays ready. A call that can block
+//! then waits (behind any drainer already waiting for the organization)
+//! and is served, first come first served, when capacity returns: an ACK
+//! or a lease expiry frees a place in flight, `DREAMS.RESUME` or
+//! `DREAMS.LIMIT` lifts the limit (each wakes the first waiter), or the
+//! rate's next token is due (a timer of the waiter queue, armed for that
+//! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest, Acknowledged};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::lease::{deadline, grant};
+use crate::dreams::limits::{Allowance, Throttle};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
-use crate::dreams::region::QueueKeys;
+use crate::dreams::region::{QueueKey, QueueKeys};
+use crate::dreams::store::QueueAppend;
 use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::access::{Meta, Read};
@@ -50,8 +63,12 @@ use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
+use crate::metrics::tenant_stats::TenantId;
+use crate::services::limits_index;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
+use crate::stores::dreams::limits::{self, DrainLimits};
+use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 use redis_module::raw;
 use std::os::raw::{c_int, c_void};
@@ -212,19 +229,42 @@ fn open_keys(
     Ok((queue, leases))
 }
 
-/// Drain now, up to `COUNT` items (one without it): the payloads that
-/// should run, each moved in flight and leased as one drain would; and
-/// whether the call stopped at [`SKIP_MAX`] items passed over with ready
-/// not yet looked at (the caller arranges for a drain to go on).
-fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> Result<(Payloads, bool), CommandError> {
+/// What one drain did: the payloads that should run (each moved in flight
+/// and leased as one drain would), whether it stopped at [`SKIP_MAX`] items
+/// passed over with ready not yet looked at (the caller arranges for a
+/// drain to go on), and, when the organization's rate alone held it back,
+/// when its next token is due.
+struct DrainedNow {
+    payloads: Payloads,
+    stopped: bool,
+    /// Held back by the rate alone: when its next token is due (unix ms).
+    next_token_ms: Option<i64>,
+}
+
+/// Drain now, up to `COUNT` items (one without it), within `limits` (the
+/// organization's, checked and read before any key opened: see
+/// [`DrainLimits::check`]).
+fn drain_now(
+    session: &Session,
+    request: &DrainRequest<'_>,
+    opened: Opened,
+    limits: &mut Option<Box<DrainLimits>>,
+) -> Result<DrainedNow, CommandError> {
     let (mut queue, mut leases) = open_keys(session, request, opened)?;
+    if let Some(limits) = limits.as_mut() {
+        limits.open_for_writes(session)?;
+    }
     let now = session.now_secs();
-    let wanted = request.count.unwrap_or(1);
+    let asked = request.count.unwrap_or(1);
     let mut payloads = match request.count {
         Some(_) => Payloads::Batch(Vec::new()),
         None => Payloads::One(None),
     };
     let org = queue.tenant();
+    let (wanted, allowance) = match limits.as_ref() {
+        None => (asked, None),
+        Some(limits) => allowance_now(session, limits, &queue, asked),
+    };
     let mut skip_left = SKIP_MAX;
     let mut stopped = false;
     while payloads.len() < wanted {
@@ -245,7 +285,50 @@ fn drain_now(session: &Session, request: &DrainRequest<'_>, opened: Opened) -> R
         }
         leases::note(session, request.org, until);
     }
-    Ok((payloads, stopped))
+    let next_token_ms = match (limits.as_mut(), allowance) {
+        (Some(limits), Some(allowance)) => settle_limits(session, limits, allowance, &payloads, &queue, org),
+        _ => None,
+    };
+    Ok(DrainedNow { payloads, stopped, next_token_ms })
+}
+
+/// How many of `asked` items a limited organization's drain may hand out
+/// now (out of the hot path: most drains have no limits).
+#[inline(never)]
+fn allowance_now(session: &Session, limits: &DrainLimits, queue: &RedisQueue, asked: u64) -> (u64, Option<Allowance>) {
+    let allowance = limits.limits().allowance(asked, queue.processing_len(), session.now_ms());
+    (allowance.items, Some(allowance))
+}
+
+/// After a limited drain: take the rate's tokens for what it handed out
+/// (written back, replicated as the key's `SET`), and count a drain the
+/// limits held back while work waited. When it handed out nothing because
+/// of the rate alone: when the next token is due.
+#[inline(never)]
+fn settle_limits(
+    session: &Session,
+    limits: &mut DrainLimits,
+    allowance: Allowance,
+    payloads: &Payloads,
+    queue: &RedisQueue,
+    org: TenantId,
+) -> Option<i64> {
+    let now_ms = session.now_ms();
+    let settled = limits.limits_mut().settle_clock(now_ms);
+    let consumed = limits.limits_mut().consume(payloads.len(), now_ms);
+    if settled || consumed {
+        limits.store();
+    }
+    let by = allowance.by?;
+    if payloads.len() >= allowance.items && (queue.ready_len() > 0 || queue.deferred_len() > 0) {
+        let event = match by {
+            Throttle::Concurrency => Dreams::ThrottledConcurrency,
+            Throttle::Rate => Dreams::ThrottledRate,
+            Throttle::Paused => Dreams::ThrottledPaused,
+        };
+        count::dreams(org, event, 1);
+    }
+    allowance.next_token_ms
 }
 
 /// A drain stopped at [`SKIP_MAX`] items passed over and found nothing to
@@ -317,34 +400,60 @@ fn drained_reply(payloads: Payloads) -> Reply {
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
-    let (before, drain_argv) = match &request.ack {
+    // The organization's limits, if it has any (nearly always known
+    // without a look at the keyspace): checked and read first, before any
+    // key opens. Assigned only on the path that reads them: a drain
+    // without limits moves no `DrainLimits` around.
+    let mut limits = None;
+    if limits_index::may_be_limited(session, request.org) {
+        limits = DrainLimits::check_limited(session, request.org)?;
+    }
+    match &request.ack {
+        None => drain_or_wait(session, &request, argv, None, Opened::Here, limits),
         Some((ack, at)) => {
             // Every key of both halves is checked before the
             // acknowledgement writes (it checks the drain's too).
             let mut acked = ack::acknowledge_keeping_queue(session, ack, true)?;
             // Signalled where a separate acknowledgement would close them.
             acked.queue.signal_modified_now();
-            (Some(acked), argv.get(..*at).unwrap_or(argv))
+            let before = std::mem::replace(&mut acked.reply, Reply::Nil);
+            let drain_argv = argv.get(..*at).unwrap_or(argv);
+            drain_or_wait(session, &request, drain_argv, Some(before), Opened::AfterAck(acked), limits)
         }
-        None => (None, argv),
-    };
+    }
+}
+
+/// Drain now, or block the caller (`drain_argv`: the arguments it waits
+/// with) until there is work it may take; `before`: the reply of the
+/// acknowledgement that ran first (`... ACK`). Inlined into both paths of
+/// [`run`], so that a drain without `ACK` moves no queue around.
+#[inline(always)]
+fn drain_or_wait(
+    session: &Session,
+    request: &DrainRequest<'_>,
+    drain_argv: &[&[u8]],
+    before: Option<Reply>,
+    opened: Opened,
+    mut limits: Option<Box<DrainLimits>>,
+) -> CommandResult {
     // First come, first served: with drainers already waiting, this call
     // waits behind them rather than take what arrived for them (the item
-    // its own acknowledgement requeued, say). The key names as Rust
-    // strings are made only when someone waits or this call blocks.
-    let queued_behind = before.is_some()
+    // its own acknowledgement requeued, say, or the place in flight an
+    // acknowledgement freed for a limited organization's first waiter).
+    // The key names as Rust strings are made only when someone waits or
+    // this call blocks.
+    let queued_behind = (before.is_some() || limits.is_some())
         && session.may_block()
         && waiters::anyone_waits()
         && waiters::has_waiters(session, QueueKeys::new(request.org).ready.as_bytes());
-    let (before, opened) = match before {
-        Some(mut acked) => (Some(std::mem::replace(&mut acked.reply, Reply::Nil)), Opened::AfterAck(acked)),
-        None => (None, Opened::Here),
-    };
+    let mut next_token_ms = None;
     if queued_behind {
         // Closed before this call blocks and others are served.
         drop(opened);
+        drop(limits);
     } else {
-        let (payloads, stopped) = drain_now(session, &request, opened)?;
+        let drained = drain_now(session, request, opened, &mut limits)?;
+        let DrainedNow { payloads, stopped, next_token_ms: next } = drained;
         if stopped && payloads.is_empty() && session.may_block() {
             go_on_later(session, request.org);
         }
@@ -355,9 +464,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
                 None => reply,
             });
         }
+        next_token_ms = next;
     }
     let keys = QueueKeys::new(request.org);
-    let due_ms = next_due_ms(session, &keys.deferred);
+    let due_ms = earliest(next_due_ms(session, &keys.deferred), next_token_ms);
     let wait = WaitOn {
         watched: &[(keys.ready.as_bytes(), READY), (keys.deferred.as_bytes(), READY)],
         interest: READY,
@@ -374,6 +484,14 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         waiters::work_arrived(session.ctx(), keys.ready.as_bytes());
     }
     blocked
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The one kind of work a drainer waits for.
@@ -402,19 +520,47 @@ pub(crate) fn due_after(score: f64, now_secs: i64) -> Option<i64> {
 }
 
 /// Is there work for a drainer: anything in ready (garbage included: the
-/// drain that looks at it dead-letters it), or a deferred item due now?
+/// drain that looks at it dead-letters it), or a deferred item due now,
+/// that the organization's limits let a drain hand out now? Held back by
+/// the rate alone, it is due when the next token is.
 fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
     let (Some(ready), Some(deferred)) = (watched.first(), watched.get(1)) else {
         return Available::default();
     };
-    let Ok(ready) = session.check::<Meta>(&ready[..]).and_then(|ready| ready.open(session)) else {
+    let work = work_waiting(session, ready, deferred);
+    if work.mask == 0 {
+        return work;
+    }
+    let Some(org) = QueueKey::Ready.org_of(ready) else { return work };
+    match limits::peek(session, org) {
+        // No limits, or limits that do not parse: the waiter's drain
+        // answers (an item, or the error).
+        Ok(None) | Err(_) => work,
+        Ok(Some(limits)) => {
+            let [processing] = queue_names(org, [QueueKey::Processing]);
+            let in_flight = match session.check::<Meta>(processing) {
+                Ok(processing) => processing.peek(session).len(),
+                Err(_) => return work,
+            };
+            let allowance = limits.allowance(1, in_flight, session.now_ms());
+            match allowance.items {
+                0 => Available { mask: 0, due_ms: earliest(work.due_ms, allowance.next_token_ms) },
+                _ => work,
+            }
+        }
+    }
+}
+
+/// The work in a drainer's ready list and deferred set, limits aside.
+fn work_waiting(session: &Session, ready: &[u8], deferred: &[u8]) -> Available {
+    let Ok(ready) = session.check::<Meta>(ready).and_then(|ready| ready.open(session)) else {
         return Available::default();
     };
     // Another type: the drain replies WRONGTYPE to the waiter, as before.
     if ready.kind() != KeyKind::Empty && (ready.kind() != KeyKind::List || !ready.is_empty()) {
         return Available { mask: READY, due_ms: None };
     }
-    let Ok(deferred) = session.check::<Read>(&deferred[..]).and_then(|deferred| deferred.open(session)) else {
+    let Ok(deferred) = session.check::<Read>(deferred).and_then(|deferred| deferred.open(session)) else {
         return Available::default();
     };
     match deferred.kind() {
@@ -434,20 +580,25 @@ fn probe(session: &Session, watched: &[Vec<u8>]) -> Available {
 }
 
 /// Work arrived while blocked: serve it, or keep waiting if there is
-/// nothing that should run (only dead letters, say).
+/// nothing that should run (only dead letters, say, or nothing the
+/// organization's limits let go now).
 fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     let request = match parse(argv) {
         Ok(request) => request,
         Err(error) => return Some(Err(error)),
     };
-    match drain_now(session, &request, Opened::Here) {
-        Ok((payloads, stopped)) if payloads.is_empty() => {
-            if stopped {
+    let mut limits = match DrainLimits::check(session, request.org) {
+        Ok(limits) => limits,
+        Err(error) => return Some(Err(error)),
+    };
+    match drain_now(session, &request, Opened::Here, &mut limits) {
+        Ok(drained) if drained.payloads.is_empty() => {
+            if drained.stopped {
                 go_on_later(session, request.org);
             }
             None
         }
-        Ok((payloads, _)) => Some(Ok(drained_reply(payloads))),
+        Ok(drained) => Some(Ok(drained_reply(drained.payloads))),
         Err(error) => Some(Err(error)),
     }
 }

@@ -9,18 +9,22 @@ pub mod extend;
 pub mod fire;
 pub mod inflight;
 pub mod len;
+pub mod limit;
+pub mod pause;
 pub mod record;
 pub mod recover;
 pub mod redrive;
+pub mod resume;
 pub mod settle;
 pub mod stats;
 
-use crate::dreams::region::{RegionKey, RegionRef};
+use crate::dreams::region::{QueueKeys, RegionKey, RegionRef};
 use crate::dreams::trigger::Trigger;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind};
 use crate::glue::reply::{CommandError, Reply};
-use crate::glue::session::tenant_str;
+use crate::glue::session::{tenant_str, Session};
+use crate::services::waiters;
 
 pub use crate::dreams::message::DEFAULT_NODE;
 
@@ -117,4 +121,14 @@ pub fn lease_secs(args: &mut Args<'_>) -> Result<f64, CommandError> {
 /// `ERR unknown option`.
 pub fn unknown_option(option: &str) -> CommandError {
     CommandError::err(format_args!("unknown option '{option}'"))
+}
+
+/// Capacity may be back for `org`'s blocked drainers (a limit lifted or
+/// raised, a pause ended, a place in flight freed): the first one is
+/// served after this command if the organization's limits let it (its
+/// waiter queue's pass looks). Nothing when nobody waits anywhere.
+pub fn wake_drainers(session: &Session, org: &str) {
+    if waiters::anyone_waits() {
+        waiters::work_arrived(session.ctx(), QueueKeys::new(org).ready.as_bytes());
+    }
 }

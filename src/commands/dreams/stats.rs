@@ -9,6 +9,7 @@
 
 use super::organization;
 use crate::dreams::lease::EXPIRED;
+use crate::dreams::limits::Limits;
 use crate::dreams::region::QueueKey;
 use crate::entry::entry_point;
 use crate::events::DREAMS_FIELDS;
@@ -22,6 +23,7 @@ use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
 use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
+use crate::stores::dreams::limits;
 use crate::stores::dreams::queue_names::queue_names;
 
 /// The command.
@@ -49,6 +51,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let names =
         queue_names(org, [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases]);
     let [ready, deferred, processing, dead, leases] = session.check_all::<Read, 5>(names)?;
+    let limits = limits::check_read(session, org)?;
     let leases_name = leases.name_string().clone();
     let [ready, deferred, processing, dead, leases] = [
         ready.open(session)?,
@@ -66,6 +69,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     ] {
         key.require(kind)?;
     }
+    let limits = limits::open_read(session, limits)?;
     let now_ms = session.now_ms();
     // Deferred items are scored by the second they were deferred.
     let oldest_deferred =
@@ -91,6 +95,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         ("oldest_in_flight_age_exact", exact(in_flight_age)),
         ("now_ms", Reply::Integer(now_ms)),
     ];
+    fields.extend(limit_fields(&limits, now_ms));
     let totals = tenant_stats::dreams_totals(org_id);
     fields.extend(totals_header(totals.map(|totals| totals.since_ms), Family::Orgs));
     for field in DREAMS_FIELDS.iter().filter(|field| field.per_tenant()) {
@@ -101,6 +106,21 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         tenant_stats::idle_seen(org_id, None);
     }
     Ok(pairs(fields))
+}
+
+/// The organization's limits (`DREAMS.LIMIT`, `DREAMS.PAUSE`) as they
+/// stand: each nil when not set, the rate's tokens left, and how long the
+/// current pause has lasted (nil when not paused).
+fn limit_fields(limits: &Limits, now_ms: i64) -> [(&'static str, Reply); 6] {
+    let optional_count = |value: Option<u64>| value.map_or(Reply::Nil, Reply::count);
+    [
+        ("limit_concurrency", optional_count(limits.concurrency)),
+        ("limit_rate_count", optional_count(limits.rate.map(|rate| rate.count))),
+        ("limit_rate_seconds", optional_count(limits.rate.map(|rate| rate.seconds))),
+        ("tokens_left", optional_count(limits.tokens_at(now_ms))),
+        ("paused", Reply::Integer(i64::from(limits.paused_since_ms.is_some()))),
+        ("paused_for_ms", optional(limits.paused_since_ms.map(|since| now_ms.saturating_sub(since).max(0)))),
+    ]
 }
 
 /// `1` when an age was timed as its item entered the list, `0` when it is

@@ -79,15 +79,22 @@ pub fn queue_names_and_tenant<const N: usize>(org: &str, keys: [QueueKey; N]) ->
             tenant: TenantId::of(org),
         }),
     };
-    (keys.map(|key| KeyName::Shared(Rc::clone(&names.keys[index(key)]))), names.tenant)
+    let name = |key: QueueKey| match index(key) {
+        Some(at) => KeyName::Shared(Rc::clone(&names.keys[at])),
+        None => KeyName::Own(OwnedString::concat(&key.name_parts(org))),
+    };
+    (keys.map(name), names.tenant)
 }
 
-fn index(key: QueueKey) -> usize {
+/// Where the cache keeps `key`'s name; none for the limits key, which only
+/// drains of limited organizations name (made when asked).
+fn index(key: QueueKey) -> Option<usize> {
     match key {
-        QueueKey::Ready => 0,
-        QueueKey::Deferred => 1,
-        QueueKey::Processing => 2,
-        QueueKey::Dead => 3,
-        QueueKey::Leases => 4,
+        QueueKey::Ready => Some(0),
+        QueueKey::Deferred => Some(1),
+        QueueKey::Processing => Some(2),
+        QueueKey::Dead => Some(3),
+        QueueKey::Leases => Some(4),
+        QueueKey::Limits => None,
     }
 }

@@ -1,0 +1,188 @@
+//! The limits index: which organizations have a limits key
+//! (`exocortex:dreams:{<org>}:limits`, `crate::dreams::limits`) in which
+//! database, in memory, so that a drain of an organization without limits
+//! (nearly every drain) opens no extra key: one flag and, when some
+//! organization has limits, one hash lookup.
+//!
+//! The index may hold more than the keyspace (an entry whose key is gone
+//! costs a drain one open, which finds it gone and drops the entry), never
+//! less while it is *trusted*. It is trusted on a master once everything
+//! that may have brought a limits key without a command here noting it
+//! has been looked at:
+//! * commands note every key they write (`DREAMS.LIMIT SET`, `DREAMS.PAUSE`);
+//! * keys that arrive by `RESTORE` (a legacy slot move), `RENAME`, `COPY`
+//!   or `MOVE` are noted from their keyspace event ([`on_keyspace_event`]);
+//! * a load (RDB, AOF, `DEBUG RELOAD`, a replica's sync), a promotion,
+//!   `SWAPDB` or a module load into a populated keyspace restart the lease
+//!   catch-up (`lease_timer`, `lease_catch_up`), which walks the keyspace
+//!   in bounded turns and notes the limits keys it finds beside the lease
+//!   sets; an import of slots by atomic slot migration queues a catch-up of
+//!   those slots. Until it completes the index is not trusted, and every
+//!   drain opens the organization's limits key (`INFO dreamtown`:
+//!   `limits_untrusted_opens`): correct, a few hundred instructions dearer.
+//!
+//! Not seen: a limits key written by a native command (`SET`) on this
+//! master; the module subscribes to no string events (every `SET` of any
+//! key would pay for it). Limits are written with `DREAMS.LIMIT`,
+//! `DREAMS.PAUSE` and `DREAMS.RESUME` (docs/dreams.md).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use redis_module::raw;
+
+use crate::dreams::region::org_of_limits_key;
+use crate::glue::api::api;
+use crate::glue::session::Session;
+use crate::metrics::totals::Total;
+
+thread_local! {
+    /// Organization → the databases where it may have a limits key (main
+    /// thread only: commands, timers and events all run there).
+    static INDEX: RefCell<HashMap<String, Vec<c_int>>> = RefCell::new(HashMap::new());
+}
+
+/// The index holds every limits key of this node's keyspace.
+static TRUSTED: AtomicBool = AtomicBool::new(false);
+/// The index has at least one entry (kept beside it, so that the common
+/// answer, "trusted and empty", costs two loads and no thread-local).
+static ANY: AtomicBool = AtomicBool::new(false);
+
+/// Drains (and waiter passes) that opened a limits key because the index
+/// was not trusted (counted by the store that opens it).
+pub static UNTRUSTED_OPENS: Total = Total::new();
+/// Entries dropped because their key was found gone.
+static DROPPED: Total = Total::new();
+
+fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
+    unsafe { api!(RedisModule_GetSelectedDb)(ctx) }
+}
+
+/// May organization `org` (in the session's database) have limits? False
+/// only when the index is trusted and has no entry for it: the drain then
+/// skips its limits key. Cheap: one load when no organization has limits.
+#[inline]
+pub fn may_be_limited(session: &Session, org: &str) -> bool {
+    if TRUSTED.load(Ordering::Relaxed) && !ANY.load(Ordering::Relaxed) && session.is_master() {
+        return false;
+    }
+    indexed(session, org)
+}
+
+/// [`may_be_limited`] past its first test: the index not trusted (or not
+/// a master), or holding some organization.
+#[inline(never)]
+fn indexed(session: &Session, org: &str) -> bool {
+    if !TRUSTED.load(Ordering::Relaxed) || !session.is_master() {
+        return true;
+    }
+    INDEX.with(|index| index.borrow().get(org).is_some_and(|dbs| dbs.contains(&selected_db(session.ctx()))))
+}
+
+/// Is the index trusted (so that a drain that opens a limits key does so
+/// because the organization is in it)?
+pub fn trusted() -> bool {
+    TRUSTED.load(Ordering::Relaxed)
+}
+
+/// Organization `org` has (or may now have) a limits key in the selected
+/// database of `ctx`.
+pub fn note(ctx: *mut raw::RedisModuleCtx, org: &str) {
+    note_in(selected_db(ctx), org);
+}
+
+fn note_in(db: c_int, org: &str) {
+    INDEX.with(|index| {
+        let mut index = index.borrow_mut();
+        match index.get_mut(org) {
+            Some(dbs) if dbs.contains(&db) => {}
+            Some(dbs) => dbs.push(db),
+            None => {
+                index.insert(org.to_owned(), vec![db]);
+            }
+        }
+        ANY.store(true, Ordering::Relaxed);
+    });
+}
+
+/// `org`'s limits key is gone from the selected database of `ctx` (found
+/// absent by a drain, or cleared by a command).
+pub fn forget(ctx: *mut raw::RedisModuleCtx, org: &str) {
+    let db = selected_db(ctx);
+    let dropped = INDEX.with(|index| {
+        let mut index = index.borrow_mut();
+        let Some(dbs) = index.get_mut(org) else { return false };
+        let before = dbs.len();
+        dbs.retain(|known| *known != db);
+        let dropped = dbs.len() != before;
+        if dbs.is_empty() {
+            index.remove(org);
+        }
+        ANY.store(!index.is_empty(), Ordering::Relaxed);
+        dropped
+    });
+    if dropped {
+        DROPPED.bump();
+    }
+}
+
+/// A catch-up found the limits key of `org` in database `db`.
+pub fn note_found(db: c_int, org: &str) {
+    note_in(db, org);
+}
+
+/// Drop every entry (a full catch-up starts: it finds them all again; or
+/// every database was emptied).
+pub fn clear() {
+    INDEX.with(|index| index.borrow_mut().clear());
+    ANY.store(false, Ordering::Relaxed);
+}
+
+/// The index may now miss keys (a catch-up is due or running, the server
+/// became a replica): every drain opens its limits key until [`trust`].
+pub fn untrust() {
+    TRUSTED.store(false, Ordering::Relaxed);
+}
+
+/// Everything that could bring a limits key unseen has been looked at.
+pub fn trust() {
+    TRUSTED.store(true, Ordering::Relaxed);
+}
+
+/// Can keyspace event `event` bring a limits key (`RESTORE`, `RENAME`,
+/// `COPY`, `MOVE`)? Asked before [`on_keyspace_event`], so that the hot
+/// commands' own events (pushes, pops, removals) end at this test.
+#[inline]
+pub(super) fn wants(event: &[u8]) -> bool {
+    matches!(event, b"restore" | b"rename_to" | b"copy_to" | b"move_to")
+}
+
+/// Keyspace events (`keyspace_events`) that [`wants`]: the key is noted
+/// if it is a limits key.
+pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) {
+    if let Some(org) = org_of_limits_key(crate::glue::string::bytes_of(key)) {
+        note(ctx, org);
+    }
+}
+
+/// `MODULE UNLOAD`: forget everything.
+pub fn unload() {
+    clear();
+    untrust();
+}
+
+/// The `dreamtown_limits` section of `INFO dreamtown`.
+pub fn info_fields() -> Vec<(&'static CStr, u64)> {
+    let (orgs, entries) =
+        INDEX.with(|index| index.borrow().values().fold((0u64, 0u64), |(o, e), dbs| (o + 1, e + dbs.len() as u64)));
+    vec![
+        (c"limits_indexed_orgs", orgs),
+        (c"limits_indexed_entries", entries),
+        (c"limits_index_trusted", u64::from(TRUSTED.load(Ordering::Relaxed))),
+        (c"limits_untrusted_opens", UNTRUSTED_OPENS.get()),
+        (c"limits_entries_dropped", DROPPED.get()),
+    ]
+}
