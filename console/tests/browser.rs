@@ -494,6 +494,7 @@ async fn the_console_in_a_browser() {
     assert_eq!(server.digest(), before, "nothing changed");
 
     // ---- Actions: dry run, confirm, and the twin runs the command itself.
+    #[allow(clippy::too_many_arguments)]
     async fn act_and_compare(
         page: &Page<'_>,
         con: &mut Connection,
@@ -504,7 +505,24 @@ async fn the_console_in_a_browser() {
         command: &[&str],
         shot: &str,
     ) {
+        act_and_compare_filled(page, con, twin, open, &[], button, expected_dry_run, command, shot).await;
+    }
+    #[allow(clippy::too_many_arguments)]
+    async fn act_and_compare_filled(
+        page: &Page<'_>,
+        con: &mut Connection,
+        twin: &mut Connection,
+        open: &str,
+        fill: &[(&str, &str)],
+        button: &str,
+        expected_dry_run: Option<(&str, &str)>,
+        command: &[&str],
+        shot: &str,
+    ) {
         page.goto(open).await;
+        for (css, value) in fill {
+            page.client.find(Locator::Css(css)).await.unwrap().send_keys(value).await.unwrap();
+        }
         page.click(button).await;
         if let Some((command_line, moved)) = expected_dry_run {
             page.wait_for("#dryrun").await;
@@ -529,6 +547,41 @@ async fn the_console_in_a_browser() {
     assert_eq!(page.text("#agents tr[data-agent='w2'] td[data-field='stop']").await, "requested");
     page.screenshot("town-after-actions").await;
     act_and_compare(&page, &mut con, &mut twin_con, "/town?name=twintown", "#agents tr[data-agent='w2'] button[data-op='clear_stop']", None, &["TOWN.STOP", "CLEAR", "twintown", "w2"], "").await;
+
+    // Fair shares (DREAMS.LIMIT, PAUSE, RESUME).
+    act_and_compare_filled(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/org?name=twin",
+        &[("#limit-concurrency", "2"), ("#limit-rate-count", "30"), ("#limit-rate-seconds", "3600")],
+        "#act-limits",
+        None,
+        &["DREAMS.LIMIT", "SET", "twin", "CONCURRENCY", "2", "RATE", "30", "3600"],
+        "",
+    )
+    .await;
+    assert_eq!(page.value("#org-figures td[data-field='limit_concurrency']").await, "2");
+    assert_eq!(page.value("#org-figures td[data-field='limit_rate']").await, "30/3600");
+    // A pause notes when it began (the server's clock): the two agree on what LIMIT GET says.
+    page.goto("/org?name=twin").await;
+    page.click("#act-pause").await;
+    page.wait_for("#flash").await;
+    assert_eq!(page.text("#flash").await, "DREAMS.PAUSE twin → paused");
+    ok(&mut twin_con, &["DREAMS.PAUSE", "twin"]);
+    let limits = |con: &mut Connection| {
+        let reply = ok(con, &["DREAMS.LIMIT", "GET", "twin"]);
+        ["concurrency", "rate_count", "rate_seconds", "paused"].map(|name| field(&reply, name))
+    };
+    assert_eq!(limits(&mut con), limits(&mut twin_con));
+    assert_eq!(limits(&mut con)[3], Value::Int(1));
+    assert_eq!(page.value("#org-figures td[data-field='paused']").await, "1");
+    page.goto("/?family=dreams&q=twin").await;
+    assert_eq!(page.text("tr[data-tenant='twin'] td[data-field='paused']").await, "paused");
+    assert_eq!(page.text("tr[data-tenant='twin'] td[data-field='limits']").await, "concurrency 2, rate 30/3600 s");
+    page.screenshot("tenants-paused").await;
+    act_and_compare(&page, &mut con, &mut twin_con, "/org?name=twin", "#act-resume", None, &["DREAMS.RESUME", "twin"], "").await;
+    act_and_compare(&page, &mut con, &mut twin_con, "/org?name=twin", "#act-clear-limits", None, &["DREAMS.LIMIT", "CLEAR", "twin"], "").await;
 
     // ---- Signed in as an ACL user who may only read: the server refuses.
     page.click("#logout").await;
