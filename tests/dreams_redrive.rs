@@ -14,7 +14,9 @@ use dreams_support::*;
 use redis::{Connection, Value};
 
 fn fire_of(org: &str, project: &str) -> String {
-    format!(r#"{{"region":{{"org":"{org}","project":"{project}","memory_type":3}},"fired_by":"ops","fire_id":"id-{project}"}}"#)
+    format!(
+        r#"{{"region":{{"org":"{org}","project":"{project}","memory_type":3}},"fired_by":"ops","fire_id":"id-{project}"}}"#
+    )
 }
 
 fn list(con: &mut Connection, key: &str) -> Vec<String> {
@@ -51,12 +53,18 @@ fn fires_of_the_organization_go_back_in_order_and_the_rest_stays_dead() {
     let mut ready = ready_before.clone();
     ready.push(fire_of(&org, "a"));
     assert_eq!(list(&mut con, &keys.ready), ready);
-    assert_eq!(list(&mut con, &keys.dead), vec![fire_of(&org, "c"), "more garbage".into(), "garbage".into(), fire_of("someone-else", "b")]);
+    assert_eq!(
+        list(&mut con, &keys.dead),
+        vec![fire_of(&org, "c"), "more garbage".into(), "garbage".into(), fire_of("someone-else", "b")]
+    );
     // The default count looks at every one left, once.
     assert_eq!(ints(&ok(&mut con, &["DREAMS.REDRIVE", &org])), vec![1, 3, 3]);
     ready.push(fire_of(&org, "c"));
     assert_eq!(list(&mut con, &keys.ready), ready);
-    assert_eq!(list(&mut con, &keys.dead), vec!["more garbage".to_owned(), "garbage".into(), fire_of("someone-else", "b")]);
+    assert_eq!(
+        list(&mut con, &keys.dead),
+        vec!["more garbage".to_owned(), "garbage".into(), fire_of("someone-else", "b")]
+    );
     // The moved fires are drained as any other.
     let mut dreams = Dreams::new(&mut con, &org);
     dreams.take_one();
@@ -125,7 +133,7 @@ fn events(server: &Server, org: &str, run: impl FnOnce(&mut Connection)) -> Vec<
     loop {
         let message: Value = sub.recv_response().expect("a message");
         let parts: Vec<String> = match message {
-            Value::Array(items) | Value::Push { data: items, .. } => items.iter().map(|i| text(i)).collect(),
+            Value::Array(items) | Value::Push { data: items, .. } => items.iter().map(text).collect(),
             other => panic!("unexpected {other:?}"),
         };
         match parts.first().map(String::as_str) {
@@ -142,7 +150,12 @@ fn events_are_lmoves_and_a_blocked_drain_is_served() {
     let mut con = server.connect();
     let org = tenant("redrive-events");
     let native_org = tenant("redrive-native");
-    for (o, item) in [(&org, "junk".to_owned()), (&org, fire_of(&org, "a")), (&native_org, "junk".into()), (&native_org, fire_of(&native_org, "a"))] {
+    for (o, item) in [
+        (&org, "junk".to_owned()),
+        (&org, fire_of(&org, "a")),
+        (&native_org, "junk".into()),
+        (&native_org, fire_of(&native_org, "a")),
+    ] {
         ok(&mut con, &["RPUSH", &Keys::new(o).dead, &item]);
     }
     let module = events(&server, &org, |con| {
@@ -228,8 +241,11 @@ fn inflight_pages_are_slices_of_the_whole_listing() {
     // Each entry's deadline is the lease set's score, or nil when not leased.
     for entry in &whole {
         let Value::Array(pair) = entry else { panic!("a pair") };
-        let score: Option<i64> =
-            redis::cmd("ZSCORE").arg(format!("exocortex:dreams:{{{org}}}:leases")).arg(text(&pair[0])).query(&mut con).unwrap();
+        let score: Option<i64> = redis::cmd("ZSCORE")
+            .arg(format!("exocortex:dreams:{{{org}}}:leases"))
+            .arg(text(&pair[0]))
+            .query(&mut con)
+            .unwrap();
         assert_eq!(pair[1], score.map_or(Value::Nil, Value::Int));
     }
     let items: Vec<String> = list(&mut con, &Keys::new(&org).processing);
@@ -239,11 +255,20 @@ fn inflight_pages_are_slices_of_the_whole_listing() {
         let expected: Vec<Value> = whole.iter().skip(offset).take(count).cloned().collect();
         assert_eq!(page, expected, "LIMIT {offset} {count}");
         let payloads: Vec<String> = items.iter().skip(offset).take(count).cloned().collect();
-        let listed: Vec<String> = page.iter().map(|e| match e { Value::Array(p) => text(&p[0]), _ => panic!() }).collect();
+        let listed: Vec<String> = page
+            .iter()
+            .map(|e| match e {
+                Value::Array(p) => text(&p[0]),
+                _ => panic!(),
+            })
+            .collect();
         assert_eq!(listed, payloads, "as LRANGE {offset} {}", offset + count);
     }
     assert_eq!(error_of(&mut con, &["DREAMS.INFLIGHT", &org, "LIMIT", "1"]), "ERR missing count");
-    assert_eq!(error_of(&mut con, &["DREAMS.INFLIGHT", &org, "LIMIT", "-1", "2"]), "ERR offset must be an integer from 0 to 9223372036854775807");
+    assert_eq!(
+        error_of(&mut con, &["DREAMS.INFLIGHT", &org, "LIMIT", "-1", "2"]),
+        "ERR offset must be an integer from 0 to 9223372036854775807"
+    );
     assert_eq!(error_of(&mut con, &["DREAMS.INFLIGHT", &org, "LIMIT", "1", "2", "3"]), "ERR syntax error");
     assert_eq!(error_of(&mut con, &["DREAMS.INFLIGHT", &org, "COUNT", "2"]), "ERR syntax error");
 }

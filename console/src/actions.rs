@@ -235,13 +235,37 @@ impl Action {
                 }
                 _ => format!("{reply:?}"),
             },
-            Action::Pause(_) => if int == Some(1) { "paused".into() } else { "was already paused".into() },
-            Action::Resume(_) => if int == Some(1) { "resumed".into() } else { "was not paused".into() },
+            Action::Pause(_) => {
+                if int == Some(1) {
+                    "paused".into()
+                } else {
+                    "was already paused".into()
+                }
+            }
+            Action::Resume(_) => {
+                if int == Some(1) {
+                    "resumed".into()
+                } else {
+                    "was not paused".into()
+                }
+            }
             Action::Limits { .. } => "limits set".into(),
-            Action::ClearLimits(_) => if int == Some(1) { "limits cleared".into() } else { "had no limits".into() },
+            Action::ClearLimits(_) => {
+                if int == Some(1) {
+                    "limits cleared".into()
+                } else {
+                    "had no limits".into()
+                }
+            }
             Action::Requeue(..) => format!("{} message(s) handed back to the inbox", int.unwrap_or(0)),
             Action::Stop(..) => "stop requested".into(),
-            Action::ClearStop(..) => if int == Some(1) { "stop request cleared".into() } else { "no stop was requested".into() },
+            Action::ClearStop(..) => {
+                if int == Some(1) {
+                    "stop request cleared".into()
+                } else {
+                    "no stop was requested".into()
+                }
+            }
         };
         format!("{line} → {outcome}")
     }
@@ -379,9 +403,7 @@ fn sample(title: &str, items: &[Vec<u8>]) -> String {
 /// The confirm form of a dry run: the same fields, `confirm=1`.
 pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
     let mut out = String::from("<form method=\"post\" action=\"/act\" id=\"confirm-form\">");
-    let hidden = |name: &str, value: &str| {
-        format!("<input type=\"hidden\" name=\"{name}\" value=\"{}\">", esc(value))
-    };
+    let hidden = |name: &str, value: &str| format!("<input type=\"hidden\" name=\"{name}\" value=\"{}\">", esc(value));
     out.push_str(&hidden("csrf", csrf));
     out.push_str(&hidden("op", &form.op));
     out.push_str(&hidden("name", &form.name));
@@ -398,7 +420,8 @@ pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
         }
     }
     out.push_str(&hidden("confirm", "1"));
-    let _ = write!(out, "<button id=\"confirm\">run it</button> <a id=\"cancel\" href=\"{}\">cancel</a></form>", esc(back));
+    let _ =
+        write!(out, "<button id=\"confirm\">run it</button> <a id=\"cancel\" href=\"{}\">cancel</a></form>", esc(back));
     out
 }
 

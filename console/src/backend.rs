@@ -172,7 +172,8 @@ impl Backend {
         match &self.inner.target {
             Target::Sentinel { sentinels, master } => {
                 let client = self.inner.options.sentinel_client(sentinels, master)?;
-                let conn = SentinelConnection::connect_with_config(client, self.config()).await?
+                let conn = SentinelConnection::connect_with_config(client, self.config())
+                    .await?
                     .with_reconnect_deadline(self.inner.timeout);
                 Ok(Conn::Sentinel(conn))
             }
@@ -504,7 +505,11 @@ mod tests {
         let reply = Value::Array(vec![Value::Array(vec![
             Value::Int(0),
             Value::Int(5460),
-            Value::Array(vec![Value::BulkString(b"127.0.0.1".to_vec()), Value::Int(7001), Value::BulkString(b"id".to_vec())]),
+            Value::Array(vec![
+                Value::BulkString(b"127.0.0.1".to_vec()),
+                Value::Int(7001),
+                Value::BulkString(b"id".to_vec()),
+            ]),
         ])]);
         assert_eq!(cluster_slots(&reply), Some(vec![(0, 5460, "127.0.0.1".to_owned(), 7001)]));
         assert_eq!(cluster_slots(&Value::Nil), None);

@@ -97,7 +97,8 @@ pub struct OrgEntry {
 
 impl OrgEntry {
     fn summarize(&mut self, name: &str) {
-        self.row = Some(org_row(name, self.stats.as_ref(), self.error.as_ref(), self.regions.len(), self.regions_capped));
+        self.row =
+            Some(org_row(name, self.stats.as_ref(), self.error.as_ref(), self.regions.len(), self.regions_capped));
     }
 }
 
@@ -155,6 +156,9 @@ pub struct Snapshot {
     /// Errors of the last pass (a node that could not be read).
     pub errors: Vec<String>,
 }
+
+/// An organization a pass found: its node, its regions, more regions than kept.
+type SeenOrg = (NodeId, BTreeSet<(u32, String)>, bool);
 
 /// The tenant directory (clones share it).
 #[derive(Clone)]
@@ -282,13 +286,8 @@ impl Directory {
     pub async fn pass(&self) {
         let started = Instant::now();
         self.update(|s| s.pass_started = Some(started));
-        let mut report = PassReport {
-            finished: SystemTime::now(),
-            took: Duration::ZERO,
-            scan_calls: 0,
-            keys: 0,
-            commands: 0,
-        };
+        let mut report =
+            PassReport { finished: SystemTime::now(), took: Duration::ZERO, scan_calls: 0, keys: 0, commands: 0 };
         let mut errors = Vec::new();
         let nodes = match self.inner.backend.nodes().await {
             Ok(nodes) => nodes,
@@ -300,7 +299,7 @@ impl Directory {
                 return;
             }
         };
-        let mut seen_orgs: BTreeMap<String, (NodeId, BTreeSet<(u32, String)>, bool)> = BTreeMap::new();
+        let mut seen_orgs: BTreeMap<String, SeenOrg> = BTreeMap::new();
         let mut seen_towns: BTreeMap<String, NodeId> = BTreeMap::new();
         for (node, label) in &nodes {
             let node = *node;

@@ -81,7 +81,11 @@ pub fn age_cell(field: &str, ms: Option<i64>) -> String {
 
 /// A deadline (unix ms) relative to `now_ms`: `in 25.0 s` or `overdue 3.0 s`.
 pub fn deadline(deadline_ms: i64, now_ms: i64) -> String {
-    if deadline_ms >= now_ms { format!("in {}", age(deadline_ms - now_ms)) } else { format!("overdue {}", age(now_ms - deadline_ms)) }
+    if deadline_ms >= now_ms {
+        format!("in {}", age(deadline_ms - now_ms))
+    } else {
+        format!("overdue {}", age(now_ms - deadline_ms))
+    }
 }
 
 /// Unix ms as UTC text, `2025-01-01 09:05:00 UTC`.

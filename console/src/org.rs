@@ -205,12 +205,20 @@ fn items_of(list: List, offset: u64, value: &Value) -> Vec<Item> {
                         entries
                             .iter()
                             .map(|entry| match entry {
-                                Value::Array(pair) => (strings(&Value::Array(pair.clone())).into_iter().next(), pair.get(1).and_then(score)),
+                                Value::Array(pair) => (
+                                    strings(&Value::Array(pair.clone())).into_iter().next(),
+                                    pair.get(1).and_then(score),
+                                ),
                                 _ => (None, None),
                             })
                             .collect()
                     } else {
-                        entries.chunks(2).map(|pair| (strings(&Value::Array(pair.to_vec())).into_iter().next(), pair.get(1).and_then(score))).collect()
+                        entries
+                            .chunks(2)
+                            .map(|pair| {
+                                (strings(&Value::Array(pair.to_vec())).into_iter().next(), pair.get(1).and_then(score))
+                            })
+                            .collect()
                     };
                 for (i, (member, score)) in pairs.into_iter().enumerate() {
                     if let Some(member) = member {
@@ -289,13 +297,12 @@ fn figures(stats: &Fields) -> String {
         );
     }
     out.push_str("</tbody></table>");
-    let totals: Vec<(String, String)> = stats
-        .pairs()
-        .into_iter()
-        .skip_while(|(name, _)| name != "totals_tracked")
-        .collect();
+    let totals: Vec<(String, String)> =
+        stats.pairs().into_iter().skip_while(|(name, _)| name != "totals_tracked").collect();
     if !totals.is_empty() {
-        out.push_str("<details id=\"org-totals\"><summary>totals on this node (not replicated)</summary><table><tbody>");
+        out.push_str(
+            "<details id=\"org-totals\"><summary>totals on this node (not replicated)</summary><table><tbody>",
+        );
         for (name, value) in totals {
             let _ = write!(
                 out,

@@ -275,7 +275,8 @@ async fn logout(State(app): State<App>, headers: HeaderMap, Form(form): Form<Csr
 }
 
 fn refused(app: &App, headers: &HeaderMap, status: StatusCode, why: &str) -> Response {
-    let body = format!("<h1>Refused</h1><p class=\"refused\" id=\"refused\">{}</p><p>Nothing was changed.</p>", esc(why));
+    let body =
+        format!("<h1>Refused</h1><p class=\"refused\" id=\"refused\">{}</p><p>Nothing was changed.</p>", esc(why));
     let mut response = app.render(headers, "refused", &body);
     *response.status_mut() = status;
     response

@@ -36,7 +36,13 @@ pub struct Row {
 }
 
 /// The row of an organization from its `DREAMS.STATS` and what the scan found.
-pub fn org_row(name: &str, stats: Option<&Fields>, error: Option<&String>, regions: usize, regions_capped: bool) -> Row {
+pub fn org_row(
+    name: &str,
+    stats: Option<&Fields>,
+    error: Option<&String>,
+    regions: usize,
+    regions_capped: bool,
+) -> Row {
     let int = |field: &str| stats.and_then(|s| s.int(field));
     let limits = stats.and_then(|s| {
         if !s.has("limit_concurrency") && !s.has("limit_rate_count") {
@@ -113,4 +119,3 @@ pub fn town_row(
         error: error.cloned(),
     }
 }
-

@@ -152,7 +152,9 @@ pub fn rows<'a>(snapshot: &'a Snapshot, query: &ListQuery) -> Vec<std::borrow::C
     if family != Some(Family::Town) {
         out.extend(snapshot.orgs.iter().filter(|(name, _)| matches(name)).map(|(name, e)| match &e.row {
             Some(row) => Cow::Borrowed(row),
-            None => Cow::Owned(crate::summary::org_row(name, None, e.error.as_ref(), e.regions.len(), e.regions_capped)),
+            None => {
+                Cow::Owned(crate::summary::org_row(name, None, e.error.as_ref(), e.regions.len(), e.regions_capped))
+            }
         }));
     }
     if family != Some(Family::Dreams) {
@@ -192,7 +194,6 @@ impl<N: AsRef<str>> Position<N> {
 }
 
 impl Position {
-
     fn encode(&self) -> String {
         format!("{}:{}:{}", self.value, self.family.as_str(), self.name)
     }
@@ -229,7 +230,8 @@ pub fn page(rows: Vec<std::borrow::Cow<'_, Row>>, query: &ListQuery) -> Page {
     let descending = query.descending();
     let size = query.size();
     let matching = rows.len();
-    let mut keyed: Vec<(Position<&str>, &Row)> = rows.iter().map(|row| (Position::of(row, key), row.as_ref())).collect();
+    let mut keyed: Vec<(Position<&str>, &Row)> =
+        rows.iter().map(|row| (Position::of(row, key), row.as_ref())).collect();
     keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0, descending));
     let after = query.after.as_deref().and_then(Position::decode);
     let before = query.before.as_deref().and_then(Position::decode);

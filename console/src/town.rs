@@ -113,7 +113,8 @@ pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
     let keys = TownKeys::new(town);
     let offset = query.offset.unwrap_or(0);
     let last = offset + query.size() - 1;
-    let mut data = TownData { stats: Err(String::new()), agents: Vec::new(), tasks: Vec::new(), backlog: Vec::new(), error: None };
+    let mut data =
+        TownData { stats: Err(String::new()), agents: Vec::new(), tasks: Vec::new(), backlog: Vec::new(), error: None };
     let list_cmd = match query.list {
         List::Agents => redis::cmd("ZRANGE").arg(keys.mailbox_index()).arg(offset).arg(last).clone(),
         List::Tasks => redis::cmd("ZRANGE").arg(keys.task_index()).arg(offset).arg(last).clone(),
@@ -204,9 +205,17 @@ fn figures(stats: &Fields) -> String {
     let totals: Vec<(String, String)> =
         stats.pairs().into_iter().skip_while(|(name, _)| name != "totals_tracked").collect();
     if !totals.is_empty() {
-        out.push_str("<details id=\"town-totals\"><summary>totals on this node (not replicated)</summary><table><tbody>");
+        out.push_str(
+            "<details id=\"town-totals\"><summary>totals on this node (not replicated)</summary><table><tbody>",
+        );
         for (name, value) in totals {
-            let _ = write!(out, "<tr><th>{}</th><td class=\"n\" data-field=\"{}\">{}</td></tr>", esc(&name), esc(&name), esc(&value));
+            let _ = write!(
+                out,
+                "<tr><th>{}</th><td class=\"n\" data-field=\"{}\">{}</td></tr>",
+                esc(&name),
+                esc(&name),
+                esc(&value)
+            );
         }
         out.push_str("</tbody></table></details>");
     }
@@ -289,7 +298,11 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
                     if agent.error.is_some() { " class=\"error\"" } else { "" },
                     esc(&agent.id),
                     esc(&agent.record.text("name").unwrap_or_else(|| "–".into())),
-                    esc(&agent.record.text("state").unwrap_or_else(|| if agent.record.0.is_empty() { "no record".into() } else { "–".into() }))
+                    esc(&agent.record.text("state").unwrap_or_else(|| if agent.record.0.is_empty() {
+                        "no record".into()
+                    } else {
+                        "–".into()
+                    }))
                 );
                 for field in ["inbox", "urgent", "pending", "leased"] {
                     out.push_str(&num_cell(field, agent.stats.int(field)));
@@ -312,7 +325,7 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
                     esc(&agent.record.text("last_heartbeat").unwrap_or_else(|| "–".into()))
                 );
                 let activity = match agent.activity.split_first() {
-                    Some((newest, older)) if older.is_empty() => esc(newest),
+                    Some((newest, [])) => esc(newest),
                     Some((newest, older)) => format!(
                         "<details><summary>{}</summary>{}</details>",
                         esc(newest),
@@ -347,7 +360,11 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
                     esc(&record.text("state").unwrap_or_else(|| "–".into())),
                     esc(&record.text("assigned_to").unwrap_or_else(|| "–".into())),
                     esc(&record.text("description").unwrap_or_else(|| "–".into())),
-                    if rest.is_empty() { "–".to_owned() } else { format!("<details><summary>fields</summary>{rest}</details>") }
+                    if rest.is_empty() {
+                        "–".to_owned()
+                    } else {
+                        format!("<details><summary>fields</summary>{rest}</details>")
+                    }
                 );
             }
             if data.tasks.is_empty() {
@@ -359,7 +376,12 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
             out.push_str("<table id=\"backlog\"><thead><tr><th class=\"n\">#</th><th>task id</th></tr></thead><tbody>");
             let offset = query.offset.unwrap_or(0);
             for (i, id) in data.backlog.iter().enumerate() {
-                let _ = write!(out, "<tr><td class=\"n\">{}</td><td class=\"mono\" data-field=\"task\">{}</td></tr>", offset + i as u64, esc(id));
+                let _ = write!(
+                    out,
+                    "<tr><td class=\"n\">{}</td><td class=\"mono\" data-field=\"task\">{}</td></tr>",
+                    offset + i as u64,
+                    esc(id)
+                );
             }
             if data.backlog.is_empty() {
                 out.push_str("<tr><td colspan=\"2\">empty</td></tr>");
@@ -371,7 +393,11 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
     let offset = query.offset.unwrap_or(0);
     let size = query.size();
     if offset > 0 {
-        let _ = write!(out, "<a id=\"prev\" href=\"{}\">‹ previous</a>", esc(&query.link(query.list, offset.saturating_sub(size))));
+        let _ = write!(
+            out,
+            "<a id=\"prev\" href=\"{}\">‹ previous</a>",
+            esc(&query.link(query.list, offset.saturating_sub(size)))
+        );
     }
     let end = offset + shown as u64;
     let _ = write!(out, "<span>{}–{end} of {}</span>", if shown == 0 { offset } else { offset + 1 }, num(total));

@@ -171,7 +171,9 @@ fn seed_twin(con: &mut Connection, org: &str, town: &str, deadline_ms: i64) {
     ok(con, &["ZADD", &q("leases"), &deadline_ms.to_string(), &fire(org, "f1")]);
     ok(con, &["RPUSH", &q("dead"), "not a fire", &fire(org, "d1"), &fire("elsewhere", "d2")]);
     let t = |suffix: &str| format!("tt:{{{town}}}:{suffix}");
-    let message = |id: &str| format!(r#"{{"id":"{id}","from":"lead","to":"w1","type":"task","created_at":"2025-01-01T00:00:00Z"}}"#);
+    let message = |id: &str| {
+        format!(r#"{{"id":"{id}","from":"lead","to":"w1","type":"task","created_at":"2025-01-01T00:00:00Z"}}"#)
+    };
     ok(con, &["TOWN.AGENT", "SET", town, "w1", "id", "w1", "name", "backend", "state", "working"]);
     ok(con, &["TOWN.AGENT", "SET", town, "w2", "id", "w2", "name", "frontend", "state", "idle"]);
     ok(con, &["RPUSH", &t("inbox:w1"), &message("m3")]);
@@ -303,15 +305,51 @@ async fn the_console_in_a_browser() {
         ok(&mut con, &["DREAMS.FIRE", &format!("org-{i:02}"), "p", "1"]);
     }
     let town = "london";
-    ok(&mut con, &["TOWN.AGENT", "SET", town, "w1", "id", "w1", "name", "backend", "state", "working", "last_heartbeat", "2025-01-01T09:05:00.000+00:00"]);
+    ok(
+        &mut con,
+        &[
+            "TOWN.AGENT",
+            "SET",
+            town,
+            "w1",
+            "id",
+            "w1",
+            "name",
+            "backend",
+            "state",
+            "working",
+            "last_heartbeat",
+            "2025-01-01T09:05:00.000+00:00",
+        ],
+    );
     ok(&mut con, &["TOWN.AGENT", "SET", town, "w2", "id", "w2", "name", "frontend", "state", "idle"]);
     for id in ["m1", "m2", "m3"] {
-        let message = format!(r#"{{"id":"{id}","from":"lead","to":"w1","type":"task","created_at":"2025-01-01T00:00:00Z"}}"#);
+        let message =
+            format!(r#"{{"id":"{id}","from":"lead","to":"w1","type":"task","created_at":"2025-01-01T00:00:00Z"}}"#);
         ok(&mut con, &["TOWN.SEND", town, &message]);
     }
     ok(&mut con, &["TOWN.RECV", town, "w1", "RELIABLE", "LEASE", "600"]);
-    ok(&mut con, &["TOWN.TASK", "SET", town, "t-1", "id", "t-1", "description", "Write the parser", "state", "pending"]);
-    ok(&mut con, &["TOWN.TASK", "SET", town, "t-2", "id", "t-2", "description", "Review", "state", "assigned", "assigned_to", "w1"]);
+    ok(
+        &mut con,
+        &["TOWN.TASK", "SET", town, "t-1", "id", "t-1", "description", "Write the parser", "state", "pending"],
+    );
+    ok(
+        &mut con,
+        &[
+            "TOWN.TASK",
+            "SET",
+            town,
+            "t-2",
+            "id",
+            "t-2",
+            "description",
+            "Review",
+            "state",
+            "assigned",
+            "assigned_to",
+            "w1",
+        ],
+    );
     ok(&mut con, &["TOWN.BACKLOG", "PUSH", town, "t-1"]);
     ok(&mut con, &["TOWN.ACTIVITY", "LOG", town, "w1", "round 1: read the spec"]);
     ok(&mut con, &["TOWN.ACTIVITY", "LOG", town, "w1", "round 2: wrote the parser"]);
@@ -324,7 +362,22 @@ async fn the_console_in_a_browser() {
     assert_eq!(tenant_digest(&mut con, "twin"), tenant_digest(&mut twin_con, "twin"));
 
     // An ACL user who may read and nothing else.
-    ok(&mut con, &["ACL", "SETUSER", "viewer", "on", ">viewer-password", "~*", "+@read", "+ping", "+dreams.stats", "+dreams.inflight", "+town.stats"]);
+    ok(
+        &mut con,
+        &[
+            "ACL",
+            "SETUSER",
+            "viewer",
+            "on",
+            ">viewer-password",
+            "~*",
+            "+@read",
+            "+ping",
+            "+dreams.stats",
+            "+dreams.inflight",
+            "+town.stats",
+        ],
+    );
 
     // ---- The console, in process, sweeping every second.
     let dir = std::env::temp_dir().join(format!("dreamtown-console-test-{}", std::process::id()));
@@ -349,7 +402,9 @@ async fn the_console_in_a_browser() {
     page.goto("/?family=dreams&q=acme").await;
     page.wait_value("tr[data-tenant='acme'] td[data-field='in_flight']", "acme's row", |v| v == "3").await;
     let stats = ok(&mut con, &["DREAMS.STATS", org]);
-    for (cell, name) in [("depth", "ready"), ("in_flight", "in_flight"), ("dead", "dead_letters"), ("deferred", "deferred")] {
+    for (cell, name) in
+        [("depth", "ready"), ("in_flight", "in_flight"), ("dead", "dead_letters"), ("deferred", "deferred")]
+    {
         let css = format!("tr[data-tenant='acme'] td[data-field='{cell}']");
         assert_eq!(page.value(&css).await, int(&field(&stats, name)).to_string(), "acme's {cell}");
     }
@@ -451,7 +506,11 @@ async fn the_console_in_a_browser() {
     }
     assert_eq!(page.text("#agents tr[data-agent='w1'] td[data-field='state']").await, "working");
     assert_eq!(page.text("#agents tr[data-agent='w2'] td[data-field='state']").await, "idle");
-    assert!(page.text("#agents tr[data-agent='w1'] td[data-field='activity']").await.starts_with("round 2: wrote the parser"));
+    assert!(
+        page.text("#agents tr[data-agent='w1'] td[data-field='activity']")
+            .await
+            .starts_with("round 2: wrote the parser")
+    );
     assert_eq!(page.value("#town-figures td[data-field='tasks']").await, "2");
     page.screenshot("town-agents").await;
     page.click("#tab-tasks").await;
@@ -484,7 +543,10 @@ async fn the_console_in_a_browser() {
     page.click("#sign-in").await;
     page.wait_for("#whoami").await;
     assert_eq!(page.text("#whoami").await, "operator");
-    assert_eq!(page.fetch_post(&[("op", "recover"), ("name", "twin"), ("confirm", "1"), ("csrf", "forged")]).await, 403);
+    assert_eq!(
+        page.fetch_post(&[("op", "recover"), ("name", "twin"), ("confirm", "1"), ("csrf", "forged")]).await,
+        403
+    );
     let cookie = client.get_named_cookie("dreamtown_console").await.expect("the session cookie");
     page.goto("/org?name=twin").await;
     let csrf = client.find(Locator::Css("input[name='csrf']")).await.unwrap().attr("value").await.unwrap().unwrap();
@@ -537,16 +599,66 @@ async fn the_console_in_a_browser() {
         assert_eq!(tenant_digest(con, "twin"), tenant_digest(twin, "twin"), "{command:?} on the twin");
         assert_eq!(tenant_digest(con, "twintown"), tenant_digest(twin, "twintown"), "{command:?} on the twin");
     }
-    act_and_compare(&page, &mut con, &mut twin_con, "/org?name=twin", "#act-recover", Some(("DREAMS.RECOVER twin", "3")), &["DREAMS.RECOVER", "twin"], "dryrun-recover").await;
-    act_and_compare(&page, &mut con, &mut twin_con, "/org?name=twin", "#act-redrive", Some(("DREAMS.REDRIVE twin COUNT 100", "1")), &["DREAMS.REDRIVE", "twin", "COUNT", "100"], "dryrun-redrive").await;
-    act_and_compare(&page, &mut con, &mut twin_con, "/town?name=twintown", "#agents tr[data-agent='w1'] button[data-op='requeue']", Some(("TOWN.REQUEUE twintown w1", "2")), &["TOWN.REQUEUE", "twintown", "w1"], "dryrun-requeue").await;
-    act_and_compare(&page, &mut con, &mut twin_con, "/town?name=twintown", "#agents tr[data-agent='w2'] button[data-op='stop']", None, &["TOWN.STOP", "REQUEST", "twintown", "w2", "TTL", "3600"], "").await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/org?name=twin",
+        "#act-recover",
+        Some(("DREAMS.RECOVER twin", "3")),
+        &["DREAMS.RECOVER", "twin"],
+        "dryrun-recover",
+    )
+    .await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/org?name=twin",
+        "#act-redrive",
+        Some(("DREAMS.REDRIVE twin COUNT 100", "1")),
+        &["DREAMS.REDRIVE", "twin", "COUNT", "100"],
+        "dryrun-redrive",
+    )
+    .await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/town?name=twintown",
+        "#agents tr[data-agent='w1'] button[data-op='requeue']",
+        Some(("TOWN.REQUEUE twintown w1", "2")),
+        &["TOWN.REQUEUE", "twintown", "w1"],
+        "dryrun-requeue",
+    )
+    .await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/town?name=twintown",
+        "#agents tr[data-agent='w2'] button[data-op='stop']",
+        None,
+        &["TOWN.STOP", "REQUEST", "twintown", "w2", "TTL", "3600"],
+        "",
+    )
+    .await;
     let ttl = int(&ok(&mut con, &["TTL", "tt:{twintown}:stop:w2"]));
     assert!((3590..=3600).contains(&ttl), "the stop flag's TTL: {ttl}");
     page.goto("/town?name=twintown").await;
     assert_eq!(page.text("#agents tr[data-agent='w2'] td[data-field='stop']").await, "requested");
     page.screenshot("town-after-actions").await;
-    act_and_compare(&page, &mut con, &mut twin_con, "/town?name=twintown", "#agents tr[data-agent='w2'] button[data-op='clear_stop']", None, &["TOWN.STOP", "CLEAR", "twintown", "w2"], "").await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/town?name=twintown",
+        "#agents tr[data-agent='w2'] button[data-op='clear_stop']",
+        None,
+        &["TOWN.STOP", "CLEAR", "twintown", "w2"],
+        "",
+    )
+    .await;
 
     // Fair shares (DREAMS.LIMIT, PAUSE, RESUME).
     act_and_compare_filled(
@@ -580,8 +692,28 @@ async fn the_console_in_a_browser() {
     assert_eq!(page.text("tr[data-tenant='twin'] td[data-field='paused']").await, "paused");
     assert_eq!(page.text("tr[data-tenant='twin'] td[data-field='limits']").await, "concurrency 2, rate 30/3600 s");
     page.screenshot("tenants-paused").await;
-    act_and_compare(&page, &mut con, &mut twin_con, "/org?name=twin", "#act-resume", None, &["DREAMS.RESUME", "twin"], "").await;
-    act_and_compare(&page, &mut con, &mut twin_con, "/org?name=twin", "#act-clear-limits", None, &["DREAMS.LIMIT", "CLEAR", "twin"], "").await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/org?name=twin",
+        "#act-resume",
+        None,
+        &["DREAMS.RESUME", "twin"],
+        "",
+    )
+    .await;
+    act_and_compare(
+        &page,
+        &mut con,
+        &mut twin_con,
+        "/org?name=twin",
+        "#act-clear-limits",
+        None,
+        &["DREAMS.LIMIT", "CLEAR", "twin"],
+        "",
+    )
+    .await;
 
     // ---- Signed in as an ACL user who may only read: the server refuses.
     page.click("#logout").await;

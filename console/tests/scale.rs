@@ -74,8 +74,13 @@ async fn pages_at_scale() {
     let mut con = server.connect();
     let seeding = Instant::now();
     pipeline(&mut con, (0..orgs).map(|i| cmd(&["DREAMS.FIRE", &format!("org-{i:05}"), "web", &(i % 7).to_string()])));
-    pipeline(&mut con, (0..orgs).step_by(10).map(|i| cmd(&["DREAMS.RECORD", &format!("org-{i:05}"), "api", "1", "3", "1"])));
-    let message = |to: &str| format!(r#"{{"id":"m","from":"lead","to":"{to}","type":"task","created_at":"2025-01-01T00:00:00Z"}}"#);
+    pipeline(
+        &mut con,
+        (0..orgs).step_by(10).map(|i| cmd(&["DREAMS.RECORD", &format!("org-{i:05}"), "api", "1", "3", "1"])),
+    );
+    let message = |to: &str| {
+        format!(r#"{{"id":"m","from":"lead","to":"{to}","type":"task","created_at":"2025-01-01T00:00:00Z"}}"#)
+    };
     pipeline(
         &mut con,
         (0..towns).flat_map(|i| {
@@ -84,7 +89,11 @@ async fn pages_at_scale() {
         }),
     );
     pipeline(&mut con, (0..in_flight).map(|i| cmd(&["DREAMS.FIRE", "big", &format!("p{i}"), "1"])));
-    pipeline(&mut con, (0..in_flight.div_ceil(1000)).map(|_| cmd(&["DREAMS.DRAIN", "big", "1", "NOQUIET", "LEASE", "3600", "COUNT", "1000"])));
+    pipeline(
+        &mut con,
+        (0..in_flight.div_ceil(1000))
+            .map(|_| cmd(&["DREAMS.DRAIN", "big", "1", "NOQUIET", "LEASE", "3600", "COUNT", "1000"])),
+    );
     let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     println!(
         "seeded {orgs} organizations, {towns} towns (2 agents each), {in_flight} fires in flight in one organization: {keys} keys, {:.1} s",

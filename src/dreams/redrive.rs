@@ -69,8 +69,10 @@ mod tests {
 
     #[test]
     fn fires_of_the_organization_go_back_and_the_rest_rotates() {
-        let mut queue = MemoryQueue::default();
-        queue.dead = vec![b"garbage".to_vec(), fire("acme", "a"), fire("other", "b"), fire("acme", "c")];
+        let mut queue = MemoryQueue {
+            dead: vec![b"garbage".to_vec(), fire("acme", "a"), fire("other", "b"), fire("acme", "c")],
+            ..MemoryQueue::default()
+        };
         let done = redrive(&mut queue, "acme", 3, 1000);
         assert_eq!(done, Redriven { moved: 1, kept: 2, at_ceiling: false });
         assert_eq!(queue.ready, vec![fire("acme", "a")]);
@@ -84,9 +86,11 @@ mod tests {
 
     #[test]
     fn it_stops_at_the_ceiling() {
-        let mut queue = MemoryQueue::default();
-        queue.processing = vec![fire("acme", "x")];
-        queue.dead = vec![fire("acme", "a"), fire("acme", "b"), fire("acme", "c")];
+        let mut queue = MemoryQueue {
+            processing: vec![fire("acme", "x")],
+            dead: vec![fire("acme", "a"), fire("acme", "b"), fire("acme", "c")],
+            ..MemoryQueue::default()
+        };
         let done = redrive(&mut queue, "acme", 10, 3);
         assert_eq!(done, Redriven { moved: 2, kept: 0, at_ceiling: true });
         assert_eq!(queue.dead, vec![fire("acme", "c")]);

@@ -28,10 +28,7 @@ pub const SPEC: CommandSpec = CommandSpec {
         Arg::tenant("org"),
         Arg::new(
             "limit",
-            ArgKind::Block(&[
-                Arg::new("offset", ArgKind::Integer).token("LIMIT"),
-                Arg::new("count", ArgKind::Integer),
-            ]),
+            ArgKind::Block(&[Arg::new("offset", ArgKind::Integer).token("LIMIT"), Arg::new("count", ArgKind::Integer)]),
         )
         .optional(),
     ],
