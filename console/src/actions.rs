@@ -288,7 +288,6 @@ pub async fn dry_run(backend: &Backend, action: &Action) -> String {
         "<div class=\"dryrun\" id=\"dryrun\"><h2>Dry run: nothing has changed yet</h2><p>Command: <code id=\"dryrun-command\">{}</code></p>",
         esc(&action.command_line())
     );
-    let (family, tenant) = action.tenant();
     match action {
         Action::Recover(org) => {
             let cmds = [crate::directory::stats_cmd(org), crate::org::inflight_cmd(org, 0, 10)];
@@ -383,7 +382,6 @@ pub async fn dry_run(backend: &Backend, action: &Action) -> String {
         }
         _ => {}
     }
-    let _ = (family, tenant);
     out.push_str("</div>");
     out
 }

@@ -394,9 +394,9 @@ impl Backend {
         }
     }
 
-    /// Check that the target can be reached and the module is loaded
-    /// (one `PING` and `MODULE LIST`-free probe: `DREAMS.LEN` of a name no
-    /// one uses would need ACL rights, so `COMMAND INFO DREAMS.STATS`).
+    /// Check that every master can be reached and has the module loaded
+    /// (`COMMAND INFO DREAMS.STATS` answers the command's entry), for a
+    /// warning at start.
     pub async fn probe(&self) -> Result<()> {
         let nodes = self.nodes().await?;
         for (node, label) in nodes {

@@ -284,6 +284,12 @@ fn figures(stats: &Fields) -> String {
             "<tr><th>paused</th><td data-field=\"paused\" data-value=\"{}\">{shown}</td></tr>",
             i64::from(paused)
         );
+        if let Some(tokens) = stats.int("tokens_left") {
+            let _ = write!(
+                out,
+                "<tr><th>rate tokens left</th><td class=\"n\" data-field=\"tokens_left\" data-value=\"{tokens}\">{tokens}</td></tr>"
+            );
+        }
         let cap = stats.int("limit_concurrency");
         let rate = stats.int("limit_rate_count").zip(stats.int("limit_rate_seconds"));
         let _ = write!(
@@ -334,7 +340,7 @@ fn fire_cells(payload: &[u8]) -> String {
 }
 
 /// The live part.
-pub fn live(query: &OrgQuery, data: &OrgData, csrf: Option<&str>) -> String {
+pub fn live(query: &OrgQuery, data: &OrgData) -> String {
     let mut out = String::new();
     let stats = match &data.stats {
         Ok(stats) => {
@@ -485,7 +491,6 @@ pub fn live(query: &OrgQuery, data: &OrgData, csrf: Option<&str>) -> String {
         let _ = write!(out, "<a id=\"next\" href=\"{}\">next ›</a>", esc(&query.link(query.list, shown_end)));
     }
     out.push_str("</nav>");
-    let _ = csrf;
     out
 }
 

@@ -148,7 +148,7 @@ async fn org_page(State(app): State<App>, headers: HeaderMap, Query(query): Quer
     let session = app.session(&headers);
     let csrf = session.as_ref().map(|(_, s)| s.csrf.clone());
     let data = org::load(&app.inner.backend, &app.inner.directory, &query).await;
-    let live = org::live(&query, &data, csrf.as_deref());
+    let live = org::live(&query, &data);
     if query.part.as_deref() == Some("live") {
         return fragment(live);
     }

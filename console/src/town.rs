@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::backend::{Backend, text};
 use crate::fields::{Fields, error_text, int, strings};
-use crate::html::{age, age_cell, deadline, esc, num, num_cell, url, utc};
+use crate::html::{age_cell, deadline, esc, num, num_cell, url, utc};
 
 /// The lists of a town.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
@@ -405,7 +405,6 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
         let _ = write!(out, "<a id=\"next\" href=\"{}\">next ›</a>", esc(&query.link(query.list, end)));
     }
     out.push_str("</nav>");
-    let _ = age;
     out
 }
 
