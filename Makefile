@@ -275,7 +275,8 @@ deps-console:
 ## unit tests and the browser test (headless Chromium driven over
 ## WebDriver against $(SERVER) with the module: every view's figures,
 ## live refresh, refused writes, each action against the command itself;
-## a screenshot per view in target/ci/console/). Server-independent: CI
+## a screenshot per view in target/ci/console/), and the console pointed
+## at a cluster and a Sentinel set (over HTTP). Server-independent: CI
 ## runs it once. make deps-console installs Chromium.
 test-console: build
 	@echo "== console: unit tests and the browser test against $(SERVER) (module: $(MODULE))"

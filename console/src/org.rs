@@ -68,6 +68,11 @@ impl OrgQuery {
         self.size.unwrap_or(50).clamp(1, 500)
     }
 
+    /// The position asked for, at most 2^62 (so offsets add without overflow).
+    fn offset(&self) -> u64 {
+        self.offset.unwrap_or(0).min(1 << 62)
+    }
+
     fn link(&self, list: List, offset: u64) -> String {
         let mut out = format!("/org?name={}&list={}", url(&self.name), list.as_str());
         if offset > 0 {
@@ -81,7 +86,7 @@ impl OrgQuery {
 
     /// The `data-src` of the live part.
     pub fn live_src(&self) -> String {
-        format!("{}&part=live", self.link(self.list, self.offset.unwrap_or(0)))
+        format!("{}&part=live", self.link(self.list, self.offset()))
     }
 }
 
@@ -118,7 +123,7 @@ pub fn inflight_cmd(org: &str, offset: u64, count: u64) -> redis::Cmd {
 pub async fn load(backend: &Backend, directory: &Directory, query: &OrgQuery) -> OrgData {
     let org = query.name.as_str();
     let keys = QueueKeys::new(org);
-    let offset = query.offset.unwrap_or(0);
+    let offset = query.offset();
     let size = query.size();
     let last = offset + size - 1;
     let mut cmds = vec![crate::directory::stats_cmd(org)];
@@ -371,7 +376,7 @@ pub fn live(query: &OrgQuery, data: &OrgData) -> String {
         );
     }
     out.push_str("</nav>");
-    let offset = query.offset.unwrap_or(0);
+    let offset = query.offset();
     let total = match query.list {
         List::Inflight => count("in_flight"),
         List::Ready => count("ready"),

@@ -60,6 +60,11 @@ impl TownQuery {
         self.size.unwrap_or(50).clamp(1, 500)
     }
 
+    /// The position asked for, at most 2^62 (so offsets add without overflow).
+    fn offset(&self) -> u64 {
+        self.offset.unwrap_or(0).min(1 << 62)
+    }
+
     fn link(&self, list: List, offset: u64) -> String {
         let mut out = format!("/town?name={}&list={}", url(&self.name), list.as_str());
         if offset > 0 {
@@ -73,7 +78,7 @@ impl TownQuery {
 
     /// The `data-src` of the live part.
     pub fn live_src(&self) -> String {
-        format!("{}&part=live", self.link(self.list, self.offset.unwrap_or(0)))
+        format!("{}&part=live", self.link(self.list, self.offset()))
     }
 }
 
@@ -111,7 +116,7 @@ pub struct TownData {
 pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
     let town = query.name.as_str();
     let keys = TownKeys::new(town);
-    let offset = query.offset.unwrap_or(0);
+    let offset = query.offset();
     let last = offset + query.size() - 1;
     let mut data =
         TownData { stats: Err(String::new()), agents: Vec::new(), tasks: Vec::new(), backlog: Vec::new(), error: None };
@@ -374,7 +379,7 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
         }
         List::Backlog => {
             out.push_str("<table id=\"backlog\"><thead><tr><th class=\"n\">#</th><th>task id</th></tr></thead><tbody>");
-            let offset = query.offset.unwrap_or(0);
+            let offset = query.offset();
             for (i, id) in data.backlog.iter().enumerate() {
                 let _ = write!(
                     out,
@@ -390,7 +395,7 @@ pub fn live(query: &TownQuery, data: &TownData, csrf: Option<&str>) -> String {
         }
     };
     out.push_str("</tbody></table><nav class=\"pager\">");
-    let offset = query.offset.unwrap_or(0);
+    let offset = query.offset();
     let size = query.size();
     if offset > 0 {
         let _ = write!(
