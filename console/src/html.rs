@@ -148,7 +148,10 @@ pub fn page(frame: &Frame<'_>, body: &str) -> String {
     }
     out.push_str("</span></header><main>");
     if let Some(flash) = frame.flash {
-        let _ = write!(out, "<p class=\"flash\" id=\"flash\">{}</p>", esc(flash));
+        // An action's outcome: green, or red when the server refused it or it could not be sent.
+        let failed = flash.contains(" → refused: ") || flash.contains(" → not sent: ");
+        let class = if failed { "flash refused" } else { "flash" };
+        let _ = write!(out, "<p class=\"{class}\" id=\"flash\">{}</p>", esc(flash));
     }
     out.push_str(body);
     out.push_str(
@@ -171,7 +174,7 @@ th, td { padding: .3em .6em; border-bottom: 1px solid #e3e6eb; text-align: left;
 th { background: #eef0f4; font-weight: 600; white-space: nowrap; } td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.paused td { background: #fff7e0; } tr.error td { background: #fdecec; }
 .flash { background: #e7f5e9; border: 1px solid #9fd3a8; padding: .5em .8em; }
-.error, .refused { background: #fdecec; border: 1px solid #f1a7a7; padding: .5em .8em; }
+.error, .refused, .flash.refused { background: #fdecec; border: 1px solid #f1a7a7; padding: .5em .8em; }
 .dryrun { background: #fff; border: 2px solid #e0a800; padding: .8em 1em; max-width: 60em; }
 code, .mono { font-family: ui-monospace, monospace; font-size: 12px; }
 form.inline { display: inline; margin: 0; } .actions form { display: inline-block; margin: 0 .6em .4em 0; }
