@@ -94,6 +94,8 @@ help:
 	@echo "make bench-peers  - the same job loop in BullMQ, Redis Streams, Dreams and Town on one server (docs/bench.md)"
 	@echo "make test-peers   - every peer loop briefly: the bench-peers harness's smoke test"
 	@echo "make peer-deps    - BullMQ and ioredis, pinned by bench/peers/package-lock.json, into target/node-peers"
+	@echo "make test-console - the web console's unit tests and its browser test (headless Chromium; make deps-console installs it)"
+	@echo "make bench-console - the console's page times at 10,000 tenants and 100,000 fires in flight"
 	@echo "make partition    - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make partition-plant - the partition subset with a planted bug, which must fail"
 	@echo "make fuzz         - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding"
@@ -283,6 +285,42 @@ bench: build
 ## (BENCH_REPS, BENCH_SECONDS, BENCH_PIN, BENCH_STRICT), BENCH_PEERS_ONLY
 ## (regex over "<scenario> <system>"). Also the last section of make bench
 ## (BENCH_PEERS=0 skips it there).
+## deps-console: Debian's chromium and chromium-driver (chromedriver),
+## for the console's browser test (root: apt), if missing.
+CONSOLE_APT_PACKAGES := chromium chromium-driver
+.PHONY: deps-console test-console bench-console
+deps-console:
+	@missing=""; \
+	for pkg in $(CONSOLE_APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "== installing:$$missing"; \
+	  if [ "$$(id -u)" -ne 0 ]; then echo "run as root, or install:$$missing" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else echo "== console prerequisites present: $(CONSOLE_APT_PACKAGES)"; fi
+	@chromedriver --version
+
+## test-console: the web console (console/, crate dreamtown-console): its
+## unit tests and the browser test (headless Chromium driven over
+## WebDriver against $(SERVER) with the module: every view's figures,
+## live refresh, refused writes, each action against the command itself;
+## a screenshot per view in target/ci/console/), and the console pointed
+## at a cluster and a Sentinel set (over HTTP). Server-independent: CI
+## runs it once. make deps-console installs Chromium.
+test-console: build
+	@echo "== console: unit tests and the browser test against $(SERVER) (module: $(MODULE))"
+	$(CARGO) test -p dreamtown-console
+	@echo "== console: screenshots in target/ci/console/: $$(ls target/ci/console 2>/dev/null | tr '\n' ' ')"
+
+## bench-console: the console's pages at scale (10,000 organizations,
+## 10,000 towns, 100,000 fires in flight in one organization): the time
+## of each page over HTTP and of a directory pass; a measurement, not a
+## test (docs/console.md). Knobs: CONSOLE_BENCH_ORGS, _TOWNS, _IN_FLIGHT.
+bench-console: build
+	$(CARGO) test --release -p dreamtown-console --test scale -- --ignored --nocapture
+
 .PHONY: peer-deps bench-peers test-peers
 bench-peers: build peer-deps
 	@echo "== peers: BullMQ, Redis Streams, Dreams and Town on one $(SERVER)"

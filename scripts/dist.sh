@@ -6,7 +6,7 @@
 #
 # Both hold:
 #   /usr/lib/redis/modules/dreamtown.so     the module (Redis 7.0+, Valkey 8+)
-#   /usr/bin/dreamtown-migrate, dreamtown-exporter   the tools
+#   /usr/bin/dreamtown-migrate, dreamtown-exporter, dreamtown-console   the tools
 #   /etc/dreamtown/dreamtown.conf           loadmodule + every dreamtown.* config, commented
 #   /usr/share/man/man1/*.1.gz              the tools' pages (from their --help)
 #   /usr/share/doc/dreamtown/               README, CHANGELOG, docs/, copyright
@@ -33,9 +33,10 @@ STAGE="$OUT/dreamtown_${VERSION}_${ARCH}"
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cargo build --release -p dreamtown
   cargo build --release -p dreamtown-client --bins
+  cargo build --release -p dreamtown-console --bins
 fi
 REL="${CARGO_TARGET_DIR:-target}/release"
-for built in "$REL/libdreamtown.so" "$REL/dreamtown-migrate" "$REL/dreamtown-exporter"; do
+for built in "$REL/libdreamtown.so" "$REL/dreamtown-migrate" "$REL/dreamtown-exporter" "$REL/dreamtown-console"; do
   [[ -x "$built" || -f "$built" ]] || { echo "dist: $built is missing (cargo build --release first)" >&2; exit 1; }
 done
 
@@ -47,9 +48,10 @@ mkdir -p "$STAGE/DEBIAN" "$STAGE/usr/lib/redis/modules" "$STAGE/usr/bin" "$STAGE
 # profiling (Debian ships it apart). The module is 0755: Redis and Valkey
 # refuse to load a module file without execute permission.
 install -m 0755 "$REL/libdreamtown.so" "$STAGE/usr/lib/redis/modules/dreamtown.so"
-install -m 0755 "$REL/dreamtown-migrate" "$REL/dreamtown-exporter" "$STAGE/usr/bin/"
+install -m 0755 "$REL/dreamtown-migrate" "$REL/dreamtown-exporter" "$REL/dreamtown-console" "$STAGE/usr/bin/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/lib/redis/modules/dreamtown.so"
-strip --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/dreamtown-migrate" "$STAGE/usr/bin/dreamtown-exporter"
+strip --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/dreamtown-migrate" "$STAGE/usr/bin/dreamtown-exporter" \
+  "$STAGE/usr/bin/dreamtown-console"
 
 install -m 0644 packaging/dreamtown.conf "$STAGE/etc/dreamtown/dreamtown.conf"
 
@@ -66,6 +68,7 @@ manpage() {
 }
 manpage dreamtown-migrate "move exocortex-dreams and tinytown data onto dreamtown's layout, and back"
 manpage dreamtown-exporter "Prometheus exporter for the dreamtown Redis module"
+manpage dreamtown-console "operator's web console for the dreamtown Redis module"
 
 DOC="$STAGE/usr/share/doc/dreamtown"
 install -m 0644 README.md "$DOC/README.md"
@@ -84,7 +87,7 @@ SHLIBS_DIR=$(mktemp -d)
 mkdir -p "$SHLIBS_DIR/debian"
 printf 'Source: dreamtown\n\nPackage: dreamtown\nArchitecture: any\n' >"$SHLIBS_DIR/debian/control"
 DEPENDS=$(cd "$SHLIBS_DIR" && dpkg-shlibdeps -O -e"$STAGE/usr/lib/redis/modules/dreamtown.so" \
-  -e"$STAGE/usr/bin/dreamtown-migrate" -e"$STAGE/usr/bin/dreamtown-exporter" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+  -e"$STAGE/usr/bin/dreamtown-migrate" -e"$STAGE/usr/bin/dreamtown-exporter" -e"$STAGE/usr/bin/dreamtown-console" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$SHLIBS_DIR"
 [[ -n "$DEPENDS" ]] || { echo "dist: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
@@ -107,9 +110,10 @@ Description: Redis module with native fire-queue and agent-channel commands
  agent and task state, activity logs and backlog).
  .
  The package installs the module, a commented configuration snippet to
- include from redis.conf or valkey.conf, and two tools: dreamtown-migrate
+ include from redis.conf or valkey.conf, and three tools: dreamtown-migrate
  (moves exocortex-dreams and tinytown data onto dreamtown's layout and
- back) and dreamtown-exporter (a Prometheus exporter).
+ back), dreamtown-exporter (a Prometheus exporter) and dreamtown-console
+ (an operator's web console).
 CONTROL
 echo /etc/dreamtown/dreamtown.conf >"$STAGE/DEBIAN/conffiles"
 (cd "$STAGE" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) >"$STAGE/DEBIAN/md5sums"

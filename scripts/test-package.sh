@@ -3,14 +3,15 @@
 # operator would, and use it (root: dpkg; Debian's redis-server 7.0).
 #
 #  1. lintian, if installed, finds nothing to say (errors and warnings).
-#  2. dpkg -i; both tools answer --version with the release's version.
+#  2. dpkg -i; the three tools answer --version with the release's version.
 #  3. Debian's redis-server started with a redis.conf that only adds
 #     `include /etc/dreamtown/dreamtown.conf` (the packaged snippet) loads
 #     the module: MODULE LIST shows the version; the snippet's settings are
 #     the defaults.
 #  4. A smoke run of both families (fire, drain with a lease, ack; send,
-#     reliable receive, ack; agent state), the exporter scraped once, and
-#     dreamtown-migrate --dry-run against the server.
+#     reliable receive, ack; agent state), the exporter scraped once, the
+#     console's tenant list served once, and dreamtown-migrate --dry-run
+#     against the server.
 #  5. Data written, SAVE, the server stopped, dpkg --purge: the module,
 #     tools and snippet are gone; the same redis-server without the module
 #     loads the RDB and every key is there and readable.
@@ -54,8 +55,11 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 EXPORTER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 PID=""
 EXPORTER_PID=""
+CONSOLE_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+CONSOLE_PID=""
 cleanup() {
   [[ -n "$EXPORTER_PID" ]] && kill "$EXPORTER_PID" 2>/dev/null
+  [[ -n "$CONSOLE_PID" ]] && kill "$CONSOLE_PID" 2>/dev/null
   [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
   dpkg --purge dreamtown >/dev/null 2>&1
   rm -rf "$WORK"
@@ -88,6 +92,7 @@ check "the module is at the standard path" test -f /usr/lib/redis/modules/dreamt
 check "the snippet is a conffile" bash -c "dpkg-query -W -f='\${Conffiles}' dreamtown | grep -q /etc/dreamtown/dreamtown.conf"
 check "dreamtown-migrate --version" equals "$(dreamtown-migrate --version)" "dreamtown-migrate $VERSION"
 check "dreamtown-exporter --version" equals "$(dreamtown-exporter --version)" "dreamtown-exporter $VERSION"
+check "dreamtown-console --version" equals "$(dreamtown-console --version)" "dreamtown-console $VERSION"
 check "man pages" bash -c "zcat /usr/share/man/man1/dreamtown-migrate.1.gz | grep -q dreamtown-migrate"
 
 # An operator's redis.conf: Debian's defaults and one include line.
@@ -135,6 +140,19 @@ check "dreamtown-migrate --dry-run reaches the server" dreamtown-migrate --dry-r
 # Data that must outlive the package: a ready fire and a pending message.
 cli DREAMS.FIRE keep notes 7 >/dev/null
 cli TOWN.SEND hq '{"id":"00000000-0000-4000-8000-000000000002","from":"conductor","to":"w2","type":"task","description":"stay","priority":"normal","created_at":"2026-12-06T00:00:00Z","correlation_id":null}' >/dev/null
+# The console lists the organization and the town (read-only: no token given).
+dreamtown-console --redis "redis://127.0.0.1:$PORT" --listen "127.0.0.1:$CONSOLE_PORT" 2>"$WORK/console.log" &
+CONSOLE_PID=$!
+tenants() {
+  for _ in $(seq 50); do
+    curl -fsS "http://127.0.0.1:$CONSOLE_PORT/?part=live" 2>/dev/null | grep -q 'data-tenant="keep"' && curl -fsS "http://127.0.0.1:$CONSOLE_PORT/?part=live" | grep -q 'data-tenant="hq"' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "the console lists the organization and the town" bash -c "$(declare -f tenants); CONSOLE_PORT=$CONSOLE_PORT; tenants"
+kill "$CONSOLE_PID" 2>/dev/null
+CONSOLE_PID=""
 KEYS_BEFORE=$(cli DBSIZE)
 check "SAVE" equals "$(cli SAVE)" OK
 stop_server

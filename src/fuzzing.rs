@@ -27,6 +27,7 @@ pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
         "DREAMS.LEN" => done(dreams::len::parse(argv).map(drop)),
         "DREAMS.INFLIGHT" => done(dreams::inflight::parse(argv).map(drop)),
         "DREAMS.RECOVER" => done(dreams::recover::parse(argv).map(drop)),
+        "DREAMS.REDRIVE" => done(dreams::redrive::parse(argv).map(drop)),
         "DREAMS.COUNTERS" => done(dreams::counters::parse(argv).map(drop)),
         "TOWN.ACK" => done(town::ack::parse(argv).map(drop)),
         "TOWN.REQUEUE" => done(town::requeue::parse(argv).map(drop)),

@@ -104,6 +104,13 @@ const CASES: &[Case] = &[
         call: &["DREAMS.RECOVER", "{t}"],
         before: &[],
     },
+    Case {
+        rule: "+dreams.redrive",
+        prefix: DREAMS,
+        access: Access::ReadWrite,
+        call: &["DREAMS.REDRIVE", "{t}"],
+        before: &[&["RPUSH", "exocortex:dreams:{{t}}:dead", "x"]],
+    },
     Case { rule: "+dreams.len", prefix: DREAMS, access: Access::Meta, call: &["DREAMS.LEN", "{t}"], before: &[] },
     Case {
         rule: "+dreams.counters",

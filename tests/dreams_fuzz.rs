@@ -18,7 +18,7 @@ use common::{tenant, wait_until, Server};
 use dreams_support::*;
 use redis::Connection;
 
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 14] = [
     "DREAMS.FIRE",
     "DREAMS.RECORD",
     "DREAMS.SETTLE",
@@ -29,6 +29,7 @@ const COMMANDS: [&str; 13] = [
     "DREAMS.COUNTERS",
     "DREAMS.EXTEND",
     "DREAMS.INFLIGHT",
+    "DREAMS.REDRIVE",
     "DREAMS.LIMIT",
     "DREAMS.PAUSE",
     "DREAMS.RESUME",
@@ -108,6 +109,8 @@ impl Pool {
             "quiet",
             "OFFSET",
             "NOQUIET",
+            "LIMIT",
+            "COUNT",
             "RETAIN",
             "retain",
             "SUCCESS",

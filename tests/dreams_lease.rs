@@ -356,7 +356,7 @@ fn leases_are_checked_against_acl() {
 fn the_new_commands_are_described_and_routed_by_tenant() {
     let server = Server::start();
     let mut con = server.connect();
-    for (name, arity) in [("DREAMS.EXTEND", 4), ("DREAMS.INFLIGHT", 2), ("DREAMS.DRAIN", -3)] {
+    for (name, arity) in [("DREAMS.EXTEND", 4), ("DREAMS.INFLIGHT", -2), ("DREAMS.DRAIN", -3)] {
         let info = ok(&mut con, &["COMMAND", "INFO", name]);
         let Value::Array(entries) = info else { panic!("{info:?}") };
         let Some(Value::Array(fields)) = entries.first() else { panic!("{name} not registered") };

@@ -17,6 +17,7 @@ use libfuzzer_sys::fuzz_target;
 const KEYWORDS: &[&str] = &[
     "NODE", "TRIGGER", "EVENT", "GENERATION", "RETAIN", "SUCCESS", "FAILURE", "QUIET", "OFFSET", "NOQUIET", "LEASE",
     "BLOCK", "COUNT", "URGENT", "RELIABLE", "TTL", "AGENTS", "ROUNDS", "TASKS", "CONCURRENCY", "RATE", "NONE",
+    "LIMIT",
 ];
 
 /// (command, arguments given) after which one more positional argument is

@@ -22,6 +22,7 @@ pub fn all() -> Vec<&'static CommandSpec> {
         &dreams::drain::SPEC,
         &dreams::ack::SPEC,
         &dreams::recover::SPEC,
+        &dreams::redrive::SPEC,
         &dreams::len::SPEC,
         &dreams::counters::SPEC,
         &dreams::extend::SPEC,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::collections::BTreeMap;
 
 use super::lease::{LeaseStore, EXPIRED};
-use super::store::{QueueAppend, QueueStore, RegionCounters, RegionStore};
+use super::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
 
 /// A queue held in vectors; `deferred` keeps (score, member) pairs.
 #[derive(Debug, Default)]
@@ -29,6 +29,24 @@ impl QueueAppend for MemoryQueue {
     }
     fn push_ready(&mut self, payload: &[u8]) {
         self.ready.push(payload.to_vec());
+    }
+}
+
+impl DeadLetters for MemoryQueue {
+    fn dead_len(&self) -> u64 {
+        self.dead.len() as u64
+    }
+    fn move_dead_head(&mut self, to_ready: &mut dyn FnMut(&[u8]) -> bool) -> Option<bool> {
+        if self.dead.is_empty() {
+            return None;
+        }
+        let payload = self.dead.remove(0);
+        let ready = to_ready(&payload);
+        match ready {
+            true => self.ready.push(payload),
+            false => self.dead.push(payload),
+        }
+        Some(ready)
     }
 }
 

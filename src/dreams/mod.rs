@@ -17,6 +17,7 @@ pub mod limits;
 pub mod message;
 pub mod quiet;
 pub mod record;
+pub mod redrive;
 pub mod region;
 pub mod store;
 pub mod trigger;

@@ -65,6 +65,18 @@ pub trait QueueStore: QueueAppend {
     fn push_dead(&mut self, payload: &[u8]);
 }
 
+/// What moving dead items back needs (`DREAMS.REDRIVE`): the queue's
+/// lengths (the ceiling) and the dead-letter list's head.
+pub trait DeadLetters: QueueAppend {
+    /// Items in the dead-letter list.
+    fn dead_len(&self) -> u64;
+    /// Look at the head of the dead-letter list and move it: to the tail
+    /// of ready when `to_ready` says so of its bytes, else to the tail of
+    /// the dead-letter list (where it stays, if it is the only one).
+    /// Whether it went to ready; `None` when the list is empty.
+    fn move_dead_head(&mut self, to_ready: &mut dyn FnMut(&[u8]) -> bool) -> Option<bool>;
+}
+
 /// The counter fields of one region, as read when the store was opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RegionCounters {

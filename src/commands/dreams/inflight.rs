@@ -1,13 +1,16 @@
-//! `DREAMS.INFLIGHT <org>`: for operators, every in-flight item, oldest
-//! first, each as `[payload, deadline-ms]` (nil deadline: not leased).
-//! Expired items back in ready are not in flight and not listed.
+//! `DREAMS.INFLIGHT <org> [LIMIT <offset> <count>]`: for operators, the
+//! in-flight items, oldest first, each as `[payload, deadline-ms]` (nil
+//! deadline: not leased); with `LIMIT`, `count` of them from position
+//! `offset` (as `ZRANGEBYSCORE ... LIMIT`), so a console pages through
+//! 100,000 items in flight without a reply of them all. Expired items
+//! back in ready are not in flight and not listed.
 
 use super::organization;
 use crate::dreams::lease::EXPIRED;
 use crate::entry::entry_point;
 use crate::glue::access::Read;
 use crate::glue::args::Args;
-use crate::glue::command::{Arg, CommandSpec, TenantUse};
+use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
@@ -18,33 +21,46 @@ pub const SPEC: CommandSpec = CommandSpec {
     entry: entry_point!(run),
     flags: "readonly",
     tenant: TenantUse::Read,
-    arity: 2,
-    summary: "List the in-flight fires with their lease deadlines (unix ms, nil when not leased)",
-    complexity: "O(N log M) where N is the number of in-flight items and M of leased ones",
-    args: &[Arg::tenant("org")],
+    arity: -2,
+    summary: "List the in-flight fires with their lease deadlines (unix ms, nil when not leased), all or a range",
+    complexity: "O(S + N log M) where S is the offset, N the number of items listed and M of leased ones",
+    args: &[
+        Arg::tenant("org"),
+        Arg::new(
+            "limit",
+            ArgKind::Block(&[Arg::new("offset", ArgKind::Integer).token("LIMIT"), Arg::new("count", ArgKind::Integer)]),
+        )
+        .optional(),
+    ],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
+/// The largest offset and count `LIMIT` takes.
+const LIMIT_MAX: u64 = i64::MAX as u64;
+
+/// What to list: `(org, offset, count)`.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a str, u64, u64), CommandError> {
     let mut args = Args::new(argv);
     let org = organization(&mut args)?;
+    let (mut offset, mut count) = (0, u64::MAX);
+    if args.keyword("LIMIT") {
+        offset = args.unsigned("offset", LIMIT_MAX)?;
+        count = args.unsigned("count", LIMIT_MAX)?;
+    }
     args.end()?;
-    Ok(org)
+    Ok((org, offset, count))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
-    let org = parse(argv)?;
+    let (org, offset, count) = parse(argv)?;
     let processing = RedisQueue::check_in_flight::<Read>(session, org)?;
     let leases = RedisLeases::check_read(session, org)?;
-    let in_flight = RedisQueue::read_in_flight(session, processing)?;
+    let in_flight = RedisQueue::read_in_flight(session, processing, offset, count)?;
     let leases = RedisLeases::open(session, leases)?;
-    let deadlines: std::collections::HashMap<Vec<u8>, i64> =
-        leases.entries().into_iter().filter(|(_, score)| *score > EXPIRED).collect();
     let items = in_flight
         .into_iter()
         .map(|payload| {
-            let deadline = deadlines.get(&payload).map_or(Reply::Nil, |ms| Reply::Integer(*ms));
-            Reply::Array(vec![Reply::Bulk(payload), deadline])
+            let deadline = leases.score_of(&payload).filter(|score| *score > EXPIRED);
+            Reply::Array(vec![Reply::Bulk(payload), deadline.map_or(Reply::Nil, Reply::Integer)])
         })
         .collect();
     Ok(Reply::Array(items))

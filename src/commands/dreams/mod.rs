@@ -13,6 +13,7 @@ pub mod limit;
 pub mod pause;
 pub mod record;
 pub mod recover;
+pub mod redrive;
 pub mod resume;
 pub mod settle;
 pub mod stats;

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use super::queue_names::{queue_names, queue_names_and_tenant};
 use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
-use crate::dreams::store::{QueueAppend, QueueStore, RegionCounters, RegionStore};
+use crate::dreams::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
 use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write, Writes};
 use crate::glue::api::api;
 use crate::glue::call;
@@ -105,14 +105,17 @@ impl RedisQueue {
         session.check(processing)
     }
 
-    /// Every in-flight payload of a checked in-flight list, oldest first.
+    /// Up to `count` in-flight payloads of a checked in-flight list from
+    /// position `start` (0 = the oldest), oldest first.
     pub fn read_in_flight<M: ReadsValues>(
         session: &Session,
         processing: Checked<M>,
+        start: u64,
+        count: u64,
     ) -> Result<Vec<Vec<u8>>, CommandError> {
         let processing = processing.open(session)?;
         processing.require(KeyKind::List)?;
-        Ok(processing.all())
+        Ok(processing.range(start, count))
     }
 }
 
@@ -359,6 +362,31 @@ impl QueueStore for RedisQueue {
     }
 }
 
+impl DeadLetters for RedisQueue {
+    fn dead_len(&self) -> u64 {
+        self.dead.as_ref().map_or(0, |dead| dead.len())
+    }
+    fn move_dead_head(&mut self, to_ready: &mut dyn FnMut(&[u8]) -> bool) -> Option<bool> {
+        self.settle();
+        let dead = self.dead.as_ref()?;
+        let len = dead.len();
+        let head = dead.get(0)?;
+        let ready = to_ready(&head);
+        // Moved as `LMOVE dead queue LEFT RIGHT` (or `dead dead LEFT
+        // RIGHT`): one replicated command, the events LMOVE fires. A lone
+        // item that stays is left where it is (the same list either way).
+        if ready {
+            let taken = dead.take(End::Head)?;
+            self.ready.push_taken(dead, &taken, End::Tail);
+            fire_ages::entered(self.org, List::Ready, taken.as_bytes(), clock_ms());
+        } else if len > 1 {
+            let taken = dead.take(End::Head)?;
+            dead.push_taken(dead, &taken, End::Tail);
+        }
+        Some(ready)
+    }
+}
+
 /// An organization's queue as adding work needs it (`DREAMS.FIRE`, a
 /// `DREAMS.RECORD` that fires): the ready list to append to (written, not
 /// read), the lengths of all three lists for the ceiling. As `LPUSH`, a
@@ -521,13 +549,9 @@ impl<M: Mode> RedisLeases<M> {
 }
 
 impl<M: ReadsValues> RedisLeases<M> {
-    /// Every entry, lowest score first (markers, then deadlines).
-    pub fn entries(&self) -> Vec<(Vec<u8>, i64)> {
-        self.key
-            .zrange_by_score(f64::NEG_INFINITY, f64::INFINITY, u64::MAX)
-            .into_iter()
-            .map(|(member, score)| (member, score as i64))
-            .collect()
+    /// The score of `payload` (its deadline, or the expiry marker), if listed.
+    pub fn score_of(&self, payload: &[u8]) -> Option<i64> {
+        self.key.zscore(payload).map(|score| score as i64)
     }
 
     /// The earliest deadline, if any lease is running.
