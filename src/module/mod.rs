@@ -25,6 +25,17 @@ type Allocator = std::alloc::System;
 const ALLOCATOR: Allocator = std::alloc::System;
 
 fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
+    let status = set_up(ctx, args);
+    if status == Status::Err {
+        // A failed load is unmapped without `OnUnload` (`deinit`): the
+        // detached context the macro made before calling us would be lost
+        // with its client (~17.5 KB a failed `MODULE LOAD`).
+        let _ = std::panic::catch_unwind(free_detached_context);
+    }
+    status
+}
+
+fn set_up(ctx: &Context, args: &[RedisString]) -> Status {
     let arguments: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
     if let Err(error) = config::check_module_args(&arguments) {
         ctx.log_warning(&format!("dreamtown: {error}"));

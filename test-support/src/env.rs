@@ -1,7 +1,9 @@
 //! Which server, command-line client and module the tests run, from the
 //! environment `make test SERVER=...` sets (`DREAMTOWN_SERVER`,
 //! `DREAMTOWN_CLI`, `DREAMTOWN_MODULE`), so both test crates, the Python
-//! tests, `scripts/cluster.sh` and `bench/` always run the same binaries.
+//! tests, `scripts/cluster.sh` and `bench/` always run the same binaries;
+//! and whether that server is a sanitized build (`DREAMTOWN_SANITIZED`,
+//! set by `make test-asan`).
 
 use std::path::PathBuf;
 
@@ -44,4 +46,12 @@ pub fn module_path() -> PathBuf {
         .unwrap_or_else(|| {
             panic!("build the module first (cargo build --release -p dreamtown), or set DREAMTOWN_MODULE")
         })
+}
+
+/// Is the server under test built with a sanitizer (`DREAMTOWN_SANITIZED=1`,
+/// set by `make test-asan`, scripts/test-asan.sh)? Then a [`crate::Server`]
+/// is stopped with `SHUTDOWN` rather than killed, so that the sanitizer's
+/// checks at exit (LeakSanitizer) run.
+pub fn sanitized() -> bool {
+    std::env::var("DREAMTOWN_SANITIZED").is_ok_and(|value| value == "1")
 }

@@ -20,7 +20,7 @@ pub mod server;
 pub mod version;
 
 pub use cluster::{Cluster, SlotOwner};
-pub use env::{cli_bin, module_path, server_bin};
+pub use env::{cli_bin, module_path, sanitized, server_bin};
 pub use ports::{free_port, free_port_run, free_ports};
 pub use resp::{Frame, RawConnection};
 pub use server::{Server, scratch_dir};

@@ -1,12 +1,13 @@
 //! One real server process ([`crate::server_bin`]) on a free loopback port,
 //! with the module loaded or not, in its own scratch directory; killed by
-//! its own pid, and its directory removed, when the handle drops.
+//! its own pid (a sanitized build: shut down first), and its directory
+//! removed, when the handle drops.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{CONNECT_TIMEOUT, DEADLINE, POLL, free_ports, module_path, server_bin, wait_until};
+use crate::{CONNECT_TIMEOUT, DEADLINE, POLL, free_ports, module_path, sanitized, server_bin, wait_until};
 
 /// Arguments every test server gets: loopback only, nothing written to disk
 /// unless a test saves, `DEBUG` allowed (DIGEST, RELOAD, SLEEP...).
@@ -257,8 +258,37 @@ impl Server {
     }
 }
 
+impl Server {
+    /// `SHUTDOWN NOSAVE NOW FORCE` (no save, no wait for lagging replicas,
+    /// whatever the errors), and wait for the process to exit: a
+    /// sanitized server then runs its checks at exit (LeakSanitizer). A
+    /// server that does not let the harness in (an ACL test changed the
+    /// default user), or has not exited by the [`DEADLINE`], is killed
+    /// after all, unchecked.
+    fn shut_down(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        let Ok(mut con) = self.try_connect() else { return };
+        let _ = con.set_read_timeout(Some(DEADLINE));
+        // A server that shuts down closes the connection; an error reply
+        // (NOAUTH, NOPERM) means it will not.
+        match redis::cmd("SHUTDOWN").arg("NOSAVE").arg("NOW").arg("FORCE").query::<redis::Value>(&mut con) {
+            Err(error) if !error.is_io_error() && !error.is_connection_dropped() => return,
+            _ => {}
+        }
+        let started = Instant::now();
+        while matches!(self.child.try_wait(), Ok(None)) && started.elapsed() < DEADLINE {
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
+        if sanitized() {
+            self.shut_down();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
