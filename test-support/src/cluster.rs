@@ -143,7 +143,8 @@ impl Cluster {
         let asked = std::time::Instant::now();
         while !took_over() {
             assert!(asked.elapsed() < crate::DEADLINE * 2, "the replica never took over slot {slot}");
-            let reply: String = redis::cmd("CLUSTER").arg("FAILOVER").query(&mut node.connect()).expect("CLUSTER FAILOVER");
+            let reply: String =
+                redis::cmd("CLUSTER").arg("FAILOVER").query(&mut node.connect()).expect("CLUSTER FAILOVER");
             assert_eq!(reply, "OK");
             let attempt = std::time::Instant::now();
             while !took_over() && attempt.elapsed() < std::time::Duration::from_secs(12) {
