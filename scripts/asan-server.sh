@@ -139,9 +139,11 @@ started=$SECONDS
   log "the build failed (log: $build/make.log)"
   exit 1
 }
-nm -D "$build/src/src/redis-server" | grep -q __asan_init ||
-  nm "$build/src/src/redis-server" | grep -q __asan_init ||
-  ldd "$build/src/src/redis-server" | grep -q libasan || { log "the binary is not sanitized"; exit 1; }
+# Whole outputs read into variables: `grep -q` stops reading at its first
+# match, and under pipefail the writer's SIGPIPE would fail the check.
+symbols="$(nm -D "$build/src/src/redis-server" 2>/dev/null || true)"
+libraries="$(ldd "$build/src/src/redis-server" 2>/dev/null || true)"
+[[ "$symbols" == *__asan_init* || "$libraries" == *libasan* ]] || { log "the binary is not sanitized"; exit 1; }
 
 dir="$ROOT/redis-$version"
 rm -rf "$ROOT"/redis-*

@@ -49,6 +49,7 @@ SAMPLES = [
     ("dreams.extend", None, ["%s", FIRE, "30"]),
     ("dreams.inflight", None, ["%s"]),
     ("dreams.recover", None, ["%s"]),
+    ("dreams.redrive", None, ["%s"]),
     ("dreams.len", None, ["%s"]),
     ("dreams.counters", None, ["%s", "web", "3"]),
     ("dreams.stats", None, ["%s"]),
@@ -125,6 +126,7 @@ ACCESS = {
     ("dreams.len", None): META,
     ("dreams.counters", None): READ,
     ("dreams.inflight", None): READ,
+    ("dreams.redrive", None): READWRITE,
     ("dreams.stats", None): READ,
     ("dreams.limit", "set"): READWRITE,
     ("dreams.limit", "get"): READ,
@@ -296,7 +298,12 @@ class User:
         found = []
         for s in self.selectors:
             for _, _, _, pattern in s.keys:
-                for t in re.findall(r"\{([^{}*?\[\]]+)\}", pattern):
+                named = re.findall(r"\{([^{}*?\[\]]+)\}", pattern)
+                # A pattern over a whole family (`exocortex:dreams:*`, `tt:*`)
+                # covers every tenant: one stands for them all.
+                if not named and re.fullmatch(r"(exocortex:dreams:|tt:)\*", pattern):
+                    named = ["any-tenant"]
+                for t in named:
                     if t not in found:
                         found.append(t)
         return found
