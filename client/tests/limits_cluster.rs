@@ -311,10 +311,7 @@ fn a_cap_holds_across_a_coordinated_failover_under_load() {
         })
         .collect();
     wait_until("some work done before the failover", || delivered.lock().unwrap().len() >= 20);
-    let reply: String =
-        redis::cmd("CLUSTER").arg("FAILOVER").query(&mut cluster.nodes[replica].connect()).expect("CLUSTER FAILOVER");
-    assert_eq!(reply, "OK");
-    wait_until("the replica took over", || cluster.owner_of_slot(slot_of(&org)) == replica);
+    cluster.fail_over_to(replica, slot_of(&org));
     wait_until("every fire delivered", || delivered.lock().unwrap().len() >= fired.len());
     stop.store(true, Ordering::Relaxed);
     for handle in workers.into_iter().chain(samplers) {
