@@ -78,3 +78,33 @@ pub fn zcount(ctx: *mut raw::RedisModuleCtx, key: &OwnedString, min: &CStr, max:
     unsafe { api!(RedisModule_FreeCallReply)(reply) };
     value
 }
+
+/// `EXISTS first second` in `ctx`, for its routing check only (the reply
+/// is not read): `None` when the call gave no reply (a refusal by
+/// cluster routing on 7.0, or a passed dry run), else whether it answered
+/// an error. `dry_run`: with the `D` flag (Redis 7.2+), no command runs.
+pub fn exists_is_refused(ctx: *mut raw::RedisModuleCtx, first: &[u8], second: &[u8], dry_run: bool) -> Option<bool> {
+    let format = if dry_run { c"bbD" } else { c"bb" };
+    // SAFETY: `ctx` is the running callback's live context; the format
+    // names two binary-safe strings, each given as a pointer and a length
+    // that stay valid for the call.
+    let reply = unsafe {
+        api!(RedisModule_Call)(
+            ctx,
+            c"EXISTS".as_ptr(),
+            format.as_ptr(),
+            first.as_ptr().cast::<std::os::raw::c_char>(),
+            first.len(),
+            second.as_ptr().cast::<std::os::raw::c_char>(),
+            second.len(),
+        )
+    };
+    if reply.is_null() {
+        return None;
+    }
+    // SAFETY: `reply` is the call's live reply, freed once right after.
+    let is_error = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
+    // SAFETY: as above; not used after.
+    unsafe { api!(RedisModule_FreeCallReply)(reply) };
+    Some(is_error)
+}

@@ -70,6 +70,11 @@ pub fn client_flags(id: u64) -> Option<u64> {
     (status == raw::REDISMODULE_OK as c_int).then_some(info.flags)
 }
 
+/// Is client `id` blocked (in a blocking command)?
+pub fn is_blocked(id: u64) -> bool {
+    client_flags(id).is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_BLOCKED) != 0)
+}
+
 /// Is client `id` in `MULTI` (queueing)?
 pub fn in_multi(id: u64) -> bool {
     client_flags(id).is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0)
