@@ -21,12 +21,6 @@ impl ContextFlags {
         Self(unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32)
     }
 
-    /// Flags made of `bits` (`REDISMODULE_CTX_FLAGS_*`), for tests.
-    #[cfg(test)]
-    pub fn from_bits(bits: u32) -> Self {
-        Self(bits)
-    }
-
     /// The server is a master.
     #[inline]
     pub fn is_master(self) -> bool {

@@ -3,7 +3,7 @@
 //! clock, the log. Only glue reads through a context; the layers above
 //! hold it and hand it back.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::os::raw::c_int;
 
 use redis_module::raw;
@@ -35,7 +35,17 @@ pub fn milliseconds() -> i64 {
 
 /// Write `message` to the server log at level `warning`.
 pub fn log_warning(ctx: Ctx, message: &CStr) {
-    // SAFETY: both strings are NUL-terminated and outlive the call; `ctx`
-    // is live (or null, which the server accepts: it logs as the module).
-    unsafe { raw::RedisModule_Log.map(|log| log(ctx, c"warning".as_ptr(), message.as_ptr())) };
+    // SAFETY: the strings are NUL-terminated and outlive the call; the
+    // format takes exactly the one string given (a `%` in the message is
+    // printed, not read as a format); `ctx` is live (or null, which the
+    // server accepts: it logs as the module).
+    unsafe { raw::RedisModule_Log.map(|log| log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr())) };
+}
+
+/// [`log_warning`] of a Rust string (a NUL in it ends the message there).
+pub fn log_warning_text(ctx: Ctx, message: &str) {
+    let text = message.split('\0').next().unwrap_or_default();
+    if let Ok(message) = CString::new(text) {
+        log_warning(ctx, &message);
+    }
 }

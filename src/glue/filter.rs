@@ -1,22 +1,55 @@
-//! A command seen by the module's command filter
-//! (`services::command_filter`): its arguments, read and rewritten, and
-//! its client.
+//! The command filter (`RedisModule_RegisterCommandFilter`): a filter
+//! sees every command before it runs (not the module's own calls), reads
+//! and rewrites its arguments, and asks about its client. Registered with
+//! [`register`], called under `catch_unwind`.
 
 use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
 use super::api::api;
 
+use super::ctx::Ctx;
+
+/// Who filters commands.
+pub trait CommandFilter {
+    /// `command` is about to run.
+    fn on_command(command: &Filtered);
+}
+
+/// Register `F` as the module's filter, if the server has every API a
+/// filter uses; false (nothing registered) otherwise.
+pub fn register<F: CommandFilter>(ctx: Ctx) -> bool {
+    // SAFETY: reads the API table's entries, filled once at load.
+    let apis = unsafe {
+        (
+            raw::RedisModule_RegisterCommandFilter,
+            raw::RedisModule_CommandFilterArgsCount,
+            raw::RedisModule_CommandFilterArgGet,
+            raw::RedisModule_CommandFilterArgReplace,
+            raw::RedisModule_CommandFilterArgDelete,
+            raw::RedisModule_GetClientInfoById,
+        )
+    };
+    let (Some(register), Some(_), Some(_), Some(_), Some(_), Some(_)) = apis else {
+        return false;
+    };
+    // NOSELF: the module's own `RM_Call`s (`ACL GETUSER`, ...) are not filtered.
+    // SAFETY: `ctx` is the load's live context; `on_command::<F>` has the
+    // callback's signature and lives as long as the library.
+    let filter = unsafe { register(ctx, Some(on_command::<F>), raw::REDISMODULE_CMDFILTER_NOSELF as c_int) };
+    !filter.is_null()
+}
+
+extern "C" fn on_command<F: CommandFilter>(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    let _ = catch_unwind(AssertUnwindSafe(|| F::on_command(&Filtered(fctx))));
+}
+
 /// One filtered command.
 pub struct Filtered(*mut raw::RedisModuleCommandFilterCtx);
 
 impl Filtered {
-    /// The command the filter callback was given.
-    pub fn new(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Self {
-        Self(fctx)
-    }
-
     /// How many arguments (the name included).
     pub fn argc(&self) -> usize {
         usize::try_from(unsafe { api!(RedisModule_CommandFilterArgsCount)(self.0) }).unwrap_or(0)

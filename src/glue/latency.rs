@@ -33,3 +33,13 @@ pub fn report(event: &'static CStr, started: Instant) {
         unsafe { add(event.as_ptr(), ms) };
     }
 }
+
+/// CPU time used by the calling thread so far (µs).
+pub fn thread_cpu_us() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid, writable timespec for the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return 0;
+    }
+    u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000) + u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000
+}
