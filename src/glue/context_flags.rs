@@ -69,6 +69,7 @@ impl ContextFlags {
 
 /// Should the module write nothing of its own now (a `FAILOVER` or
 /// `CLIENT PAUSE WRITE` under way: `RedisModule_AvoidReplicaTraffic`)?
+#[inline]
 pub fn avoid_replica_traffic() -> bool {
     // SAFETY: takes no argument; the API table was filled at load.
     unsafe { api!(RedisModule_AvoidReplicaTraffic)() != 0 }

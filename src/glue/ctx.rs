@@ -21,6 +21,7 @@ pub type Ctx = *mut raw::RedisModuleCtx;
 pub type RawString = *mut raw::RedisModuleString;
 
 /// The database selected in `ctx`.
+#[inline]
 pub fn selected_db(ctx: Ctx) -> c_int {
     // SAFETY: `ctx` is a live context the server passed to the running
     // callback (the contract of `Ctx`); the call only reads its client's db.
@@ -28,6 +29,7 @@ pub fn selected_db(ctx: Ctx) -> c_int {
 }
 
 /// The server clock in unix milliseconds.
+#[inline]
 pub fn milliseconds() -> i64 {
     // SAFETY: takes no argument; the API table was filled at load.
     unsafe { api!(RedisModule_Milliseconds)() }

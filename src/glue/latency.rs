@@ -29,7 +29,9 @@ pub fn report(event: &'static CStr, started: Instant) {
         // Below any threshold the server takes (at least 1 ms).
         return;
     }
+    // SAFETY: reads the API table's entry, filled once at load.
     if let Some(add) = unsafe { raw::RedisModule_LatencyAddSample } {
+        // SAFETY: the event name is NUL-terminated; the server copies it.
         unsafe { add(event.as_ptr(), ms) };
     }
 }

@@ -218,6 +218,8 @@ impl Session {
         if self.argv.is_null() {
             return None;
         }
+        // SAFETY: the command's `argc` arguments at `argv` (not null here), which the server keeps
+        // for the whole command.
         let all = unsafe { std::slice::from_raw_parts(self.argv, self.argc) };
         all.get(index.checked_add(1)?).copied()
     }
@@ -296,6 +298,8 @@ impl Session {
         if !user.is_null() {
             let object = OwnedString::new(full_name.as_bytes());
             let reason = raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD;
+            // SAFETY: `self.ctx` is live, `user` a live module user (not null here) and `object` a
+            // live string.
             unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
         }
         Err(CommandError::coded(
@@ -436,6 +440,7 @@ impl Session {
                 Object::Key(_) => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
                 Object::Channel => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL,
             };
+            // SAFETY: as above.
             unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
         }
         CommandError::coded(
@@ -528,6 +533,7 @@ impl Drop for Session {
             | Caller::Refused { user, owned, .. } => (*user, *owned),
         };
         if owned && !user.is_null() {
+            // SAFETY: a user this session looked up and owns (`owned`), freed once.
             unsafe { api!(RedisModule_FreeModuleUser)(user) };
         }
     }
@@ -546,6 +552,7 @@ static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_
 pub fn unload() {
     let user = DEFAULT_USER.swap(ptr::null_mut(), Ordering::Relaxed);
     if !user.is_null() {
+        // SAFETY: the kept `default` user, taken out of the static, freed once.
         unsafe { api!(RedisModule_FreeModuleUser)(user) };
     }
 }
@@ -558,6 +565,8 @@ fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: ContextFlags) -> Caller 
     if flags.replicated() || flags.loading() {
         return Caller::Server;
     }
+    // SAFETY: `ctx` is the running command's live context; the name is a new string `OwnedString`
+    // frees.
     let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }) else {
         return Caller::Server;
     };
@@ -602,6 +611,7 @@ fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
         }
     }
     let string = OwnedString::new(name);
+    // SAFETY: `string` is live; the user (or null) is freed by its owner.
     let user = unsafe { api!(RedisModule_GetModuleUserFromUserName)(string.as_ptr()) };
     if user.is_null() {
         return None;
