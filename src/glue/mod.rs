@@ -1,11 +1,19 @@
 //! The Redis glue: thin, safe wrappers over the module API that every
-//! command and service is built from. The API table (`api`), strings,
-//! keys that replicate and notify their writes (`key`, `effects`),
-//! `RedisModule_Call` (`call`), argument parsing (`args`), replies and
-//! errors (`reply`), sessions with ACL checks (`session`), configuration
+//! command and service is built from, and the only place that talks to it
+//! (`unsafe`, `redis_module::raw` and `api!` appear nowhere else:
+//! `scripts/check-layers.py`). The API table (`api`), strings, keys that
+//! replicate and notify their writes (`key`, `effects`), `RedisModule_Call`
+//! (`call`), argument parsing (`args`, `argv`), replies and errors
+//! (`reply`), sessions with ACL checks (`session`), configuration
 //! (`config`), command registration with its metadata (`command`,
-//! `acl_category`), and latency events (`latency`). Nothing here knows a command family or a background
-//! mechanism.
+//! `acl_category`), latency events (`latency`); the module's entry points
+//! (`load`), contexts and what they tell (`ctx`, `context_flags`,
+//! `db_scope`, `server_info`), timers (`timer`), blocked clients
+//! (`blocked`), server, keyspace and slot-migration events
+//! (`server_events`, `keyspace_events`, `slot_migration_events`), the
+//! command filter (`filter`), key scans (`scan`), `INFO` (`info`), module
+//! options (`module_options`) and main-thread statics (`main_thread`).
+//! Nothing here knows a command family or a background mechanism.
 
 pub mod access;
 pub mod acl;

@@ -23,9 +23,10 @@ impl Timer {
         self.0
     }
 
-    /// The timer of `id`, as [`Timer::id`] gave it. Only plain timers have
-    /// such ids: stopping any other id frees nothing and stops nothing of
-    /// ours wrongly (a timer with data is a [`TimerWith`]).
+    /// The timer of `id`, as [`Timer::id`] gave it. Keep only plain
+    /// timers' ids this way: [`stop`] frees no data, so stopping a timer
+    /// made by [`after_with`] through it would leak that timer's data
+    /// (never more: its id is kept as a [`TimerWith`], not a number).
     pub fn from_id(id: u64) -> Self {
         Self(id)
     }
