@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The architecture check of `make lint`: no import cycle among the files of
-src/, and every file imports only from its own layer or the layers below.
+src/, every file imports only from its own layer or the layers below, and
+the module API's FFI is used only in `glue/`.
 
 It reads every `use` statement and every `crate::` / `super::` / `self::`
 path in the code (inline `#[cfg(test)]` modules left out: tests may reach
@@ -10,7 +11,14 @@ and builds the graph of file -> file imports. Then it fails on:
 * a cycle: a set of files that import each other in a circle (printed as
   one path round the circle), and
 * a layer violation: a file importing from a layer above its own
-  (LAYERS below, lowest first; docs/operations.md, "How it is built").
+  (LAYERS below, lowest first; docs/operations.md, "How it is built"), and
+* FFI outside glue: `unsafe`, `redis_module::raw` (or a `raw::` path other
+  than `std::os::raw::`) or the `api!` macro in a file outside `src/glue/`
+  (comments and strings left out; tests included), unless FFI_EXCEPTIONS
+  names the file and why.
+
+Each run first checks itself on a made-up tree that breaks every rule
+(each must be reported), so a check that could no longer fail fails.
 
 Usage: scripts/check-layers.py [--graph] [src-dir]
 """
@@ -31,6 +39,20 @@ LAYERS = [
     ("stores", ["stores/"]),
     ("commands", ["commands/"]),
     ("module", ["module/", "fuzzing.rs"]),
+]
+
+# Files outside glue/ allowed to use the module API's FFI, each with why.
+# Empty: the load path (`RedisModule_OnLoad`/`OnUnload`) is made by
+# `glue::load::entry_points!`, command entry points by `entry.rs`'s macros
+# over `glue::argv`, and every callback is a typed glue trampoline.
+FFI_EXCEPTIONS = {}
+
+# What counts as FFI outside glue (on code without comments and strings).
+FFI_PATTERNS = [
+    ("unsafe", re.compile(r"\bunsafe\b")),
+    ("redis_module::raw", re.compile(r"\bredis_module\s*::\s*raw\b")),
+    ("a raw:: path", re.compile(r"(?<!os::)(?<![A-Za-z0-9_])raw\s*::")),
+    ("api!", re.compile(r"\bapi\s*!")),
 ]
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -141,10 +163,82 @@ def resolve(path, current, modules):
     return found
 
 
+def ffi_problems(rel, text):
+    """FFI outside glue in one file (its text without comments and strings)."""
+    if rel.startswith("glue/") or rel in FFI_EXCEPTIONS:
+        return []
+    problems = []
+    for what, pattern in FFI_PATTERNS:
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(f"ffi: {rel}:{line}: {what} outside src/glue/ (put it behind a safe glue function)")
+    return problems
+
+
+def self_test():
+    """Run the check on a made-up tree that breaks every rule; each break
+    must be reported. Returns a list of what was not."""
+    import tempfile
+
+    tree = {
+        "lib.rs": "mod glue;\nmod services;\nmod commands;\n",
+        "glue/mod.rs": "pub mod timer;\n",
+        "glue/timer.rs": "use redis_module::raw;\npub fn f() { unsafe { api!(X)() }; raw::Y; }\n",
+        "services/mod.rs": "pub mod a;\npub mod b;\n",
+        # A cycle (a <-> b) and an upward import (services -> commands).
+        "services/a.rs": "use super::b;\nuse crate::commands::c;\n",
+        "services/b.rs": "use super::a;\n",
+        "commands/mod.rs": "pub mod c;\n",
+        # FFI outside glue, each form; std::os::raw and comments are fine.
+        "commands/c.rs": "use std::os::raw::c_int;\n// unsafe raw:: api!\n"
+        "use redis_module::raw;\nfn f() { let x = unsafe { api!(RedisModule_Milliseconds)() }; }\n"
+        "fn g() -> u32 { raw::REDISMODULE_OK }\n",
+    }
+    expected = [
+        "layer: services/a.rs (services) imports commands/c.rs (commands)",
+        "cycle of 2 files",
+        "ffi: commands/c.rs:3: redis_module::raw",
+        "ffi: commands/c.rs:4: unsafe",
+        "ffi: commands/c.rs:4: api!",
+        "ffi: commands/c.rs:5: a raw:: path",
+    ]
+    with tempfile.TemporaryDirectory() as root:
+        for rel, text in tree.items():
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        problems, _ = check(root)
+    missed = [e for e in expected if not any(p.startswith(e) for p in problems)]
+    unexpected = [p for p in problems if "glue/" in p.split(":")[1] or "c_int" in p]
+    return missed + [f"reported by mistake: {p}" for p in unexpected]
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     show_graph = "--graph" in sys.argv
     root = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "src")
+    missed = self_test()
+    if missed:
+        print("check-layers: its self-test failed; not reported:\n  " + "\n  ".join(missed), file=sys.stderr)
+        return 1
+    problems, graph = check(root)
+    if show_graph:
+        for rel in sorted(graph):
+            print(f"{rel}: {' '.join(sorted(graph[rel]))}")
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        print(f"check-layers: {len(problems)} problem(s) in {len(graph)} files", file=sys.stderr)
+        return 1
+    print(
+        f"check-layers: {len(graph)} files, no import cycle, every import within its layer or below,"
+        " FFI only in glue/"
+    )
+    return 0
+
+
+def check(root):
+    """(problems, import graph) of the tree under `root`."""
     files = {}
     for directory, _, names in os.walk(root):
         for name in names:
@@ -154,9 +248,12 @@ def main():
     modules = {tuple(module_path(rel)): rel for rel in files}
 
     graph = {rel: set() for rel in files}
+    ffi = []
     for rel, full in files.items():
         with open(full, encoding="utf-8") as handle:
-            text = strip_test_modules(strip_comments_and_strings(handle.read()))
+            code = strip_comments_and_strings(handle.read())
+        ffi.extend(ffi_problems(rel, code))
+        text = strip_test_modules(code)
         current = module_path(rel)
         paths = []
         for statement in re.finditer(r"\buse\s+([^;]+);", text):
@@ -228,16 +325,8 @@ def main():
             node = step
         problems.append(f"cycle of {len(component)} files: " + " -> ".join(path + [start]))
 
-    if show_graph:
-        for rel in sorted(graph):
-            print(f"{rel}: {' '.join(sorted(graph[rel]))}")
-    if problems:
-        print("\n".join(problems), file=sys.stderr)
-        print(f"check-layers: {len(problems)} problem(s) in {len(files)} files", file=sys.stderr)
-        return 1
-    print(f"check-layers: {len(files)} files, no import cycle, every import within its layer or below")
-    return 0
-
+    problems.extend(sorted(ffi))
+    return problems, graph
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,21 +10,20 @@
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_module::raw;
-
+use crate::glue::argv::{skip_subcommand, with_arguments, Argv, STATUS_ERR, STATUS_OK};
 use crate::glue::command::{Handler, BUG};
+use crate::glue::ctx::{selected_db, Ctx};
 use crate::glue::reply::{self, CommandResult};
 use crate::glue::session::Session;
-use crate::glue::string::bytes_of;
 use crate::services::{migration_guard, server_events};
 
 /// Wrap a [`Handler`] as a command's [`Entry`](crate::glue::command::Entry):
 /// its C entry point, and the handler for dry runs.
 macro_rules! entry_point {
     ($handler:path) => {{
-        unsafe extern "C" fn __dreamtown_entry(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
+        extern "C" fn __dreamtown_entry(
+            ctx: $crate::glue::ctx::Ctx,
+            argv: $crate::glue::argv::Argv,
             argc: std::os::raw::c_int,
         ) -> std::os::raw::c_int {
             $crate::entry::dispatch(ctx, argv, argc, $handler)
@@ -42,9 +41,9 @@ pub(crate) use entry_point;
 /// after the subcommand's name, at the tenant.
 macro_rules! subcommand_entry_point {
     ($run:path, $word:literal) => {{
-        unsafe extern "C" fn __dreamtown_subcommand_entry(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
+        extern "C" fn __dreamtown_subcommand_entry(
+            ctx: $crate::glue::ctx::Ctx,
+            argv: $crate::glue::argv::Argv,
             argc: std::os::raw::c_int,
         ) -> std::os::raw::c_int {
             $crate::entry::dispatch_subcommand(ctx, argv, argc, |session, args| $run(session, $word, args))
@@ -57,44 +56,14 @@ macro_rules! subcommand_entry_point {
 }
 pub(crate) use subcommand_entry_point;
 
-/// Run `run` with the arguments after the first `SKIP` (the command's
-/// name, and a subcommand's), as bytes: up to
-/// 16 in a stack array (every call reads its arguments; most have a few,
-/// the longest hot form, RECORD with every option, 16). The array is
-/// filled whole before use, so its size is paid on every call: 32 slots
-/// cost FIRE about 100 instructions more than 16.
-fn with_arguments<const SKIP: usize, R>(
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    run: impl FnOnce(&[&[u8]]) -> R,
-) -> R {
-    const INLINE: usize = 16;
-    let count = usize::try_from(argc).unwrap_or(0);
-    if argv.is_null() || count == 0 {
-        return run(&[]);
-    }
-    let all = unsafe { std::slice::from_raw_parts(argv, count) };
-    let after_name = all.get(SKIP..).unwrap_or_default();
-    if after_name.len() <= INLINE {
-        let mut inline: [&[u8]; INLINE] = [&[]; INLINE];
-        for (slot, arg) in inline.iter_mut().zip(after_name) {
-            *slot = bytes_of(*arg);
-        }
-        run(inline.get(..after_name.len()).unwrap_or_default())
-    } else {
-        let args: Vec<&[u8]> = after_name.iter().map(|arg| bytes_of(*arg)).collect();
-        run(&args)
-    }
-}
-
 /// Wrap a handler of a command with no tenant (`DREAMTOWN.DRYRUN`) as its
 /// [`Entry`](crate::glue::command::Entry): no migration guard, and no dry
 /// run of it.
 macro_rules! plain_entry_point {
     ($handler:path) => {{
-        unsafe extern "C" fn __dreamtown_plain_entry(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
+        extern "C" fn __dreamtown_plain_entry(
+            ctx: $crate::glue::ctx::Ctx,
+            argv: $crate::glue::argv::Argv,
             argc: std::os::raw::c_int,
         ) -> std::os::raw::c_int {
             $crate::entry::dispatch_plain(ctx, argv, argc, $handler)
@@ -108,23 +77,13 @@ macro_rules! plain_entry_point {
 pub(crate) use plain_entry_point;
 
 /// Run `handler` for one call and send its reply.
-pub fn dispatch(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    handler: Handler,
-) -> c_int {
+pub fn dispatch(ctx: Ctx, argv: Argv, argc: c_int, handler: Handler) -> c_int {
     guarded::<1>(ctx, argv, argc, |session, args| Some(handler(session, args)))
 }
 
 /// Run `handler`, a command with no tenant, for one call and send its
 /// reply: under `catch_unwind`, without the migration guard.
-pub fn dispatch_plain(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    handler: Handler,
-) -> c_int {
+pub fn dispatch_plain(ctx: Ctx, argv: Argv, argc: c_int, handler: Handler) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         with_arguments::<1, _>(argv, argc, |args| {
             let flags = Session::context_flags(ctx);
@@ -136,14 +95,14 @@ pub fn dispatch_plain(
     if outcome.is_err() {
         reply::send_error(ctx, BUG);
     }
-    raw::REDISMODULE_OK as c_int
+    STATUS_OK
 }
 
 /// Run the subcommand `run` for one call (its arguments start at the
 /// tenant, after the subcommand's name) and send its reply.
 pub fn dispatch_subcommand(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
+    ctx: Ctx,
+    argv: Argv,
     argc: c_int,
     run: impl FnOnce(&Session, &[&[u8]]) -> CommandResult,
 ) -> c_int {
@@ -155,8 +114,8 @@ pub fn dispatch_subcommand(
 /// what it answers. In a cluster, a call whose tenant's slot this node may
 /// not touch now answers `-TRYAGAIN` without running (`migration_guard`).
 fn guarded<const SKIP: usize>(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
+    ctx: Ctx,
+    argv: Argv,
     argc: c_int,
     run: impl FnOnce(&Session, &[&[u8]]) -> Option<CommandResult>,
 ) -> c_int {
@@ -177,7 +136,7 @@ fn guarded<const SKIP: usize>(
             let (call, call_len) = (argv, usize::try_from(argc).unwrap_or(0));
             let (argv, argc) = skip_subcommand::<SKIP>(argv, argc);
             // Which databases the per-tenant tables may describe (`FLUSHDB`).
-            server_events::note_db(unsafe { crate::glue::api::api!(RedisModule_GetSelectedDb)(ctx) });
+            server_events::note_db(selected_db(ctx));
             let session = Session::for_command(ctx, flags, argv, argc, call, call_len);
             let result = run(&session, args);
             if let Some(result) = &result {
@@ -187,26 +146,11 @@ fn guarded<const SKIP: usize>(
         })
     }));
     match outcome {
-        Ok(true) => raw::REDISMODULE_OK as c_int,
-        Ok(false) => raw::REDISMODULE_ERR as c_int,
+        Ok(true) => STATUS_OK,
+        Ok(false) => STATUS_ERR,
         Err(_) => {
             reply::send_error(ctx, BUG);
-            raw::REDISMODULE_OK as c_int
+            STATUS_OK
         }
     }
-}
-
-/// `argv`/`argc` without the subcommand's name when `SKIP` is 2 (the
-/// command's name stays first, as a session expects).
-fn skip_subcommand<const SKIP: usize>(
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> (*mut *mut raw::RedisModuleString, usize) {
-    let count = usize::try_from(argc).unwrap_or(0);
-    let extra = SKIP.saturating_sub(1);
-    if argv.is_null() || count <= extra {
-        return (argv, count);
-    }
-    // In bounds: argv holds `count` > `extra` pointers.
-    (unsafe { argv.add(extra) }, count - extra)
 }

@@ -21,10 +21,12 @@ pub const NAME: &str = "dreamtown";
 /// the commands' categories should include it; `Ok(false)`: this server
 /// has no module categories.
 pub fn add(ctx: *mut raw::RedisModuleCtx) -> Result<bool, String> {
+    // SAFETY: reads the API table's entry, filled once at load.
     let Some(add_category) = (unsafe { raw::RedisModule_AddACLCategory }) else {
         return Ok(false);
     };
     let name = c"dreamtown";
+    // SAFETY: `ctx` is the load's live context and `name` NUL-terminated.
     if unsafe { add_category(ctx, name.as_ptr()) } == raw::REDISMODULE_OK as c_int {
         return Ok(true);
     }

@@ -9,6 +9,8 @@ use redis_module::raw;
 macro_rules! api {
     ($name:ident) => {{
         #[allow(unused_unsafe)]
+        // SAFETY: reads an entry of the API table, written once by `Export_RedisModule_Init` at
+        // load, before any command or callback runs.
         let function = unsafe { redis_module::raw::$name };
         match function {
             Some(function) => function,
@@ -28,6 +30,7 @@ macro_rules! required {
         /// The names of required API functions this server lacks.
         pub(crate) fn missing_apis() -> Vec<&'static str> {
             let mut missing = Vec::new();
+            // SAFETY: as above: reads the API table, filled at load.
             $( if unsafe { raw::$name }.is_none() { missing.push(stringify!($name)); } )*
             missing
         }

@@ -242,10 +242,13 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
     let mut arena = Arena::default();
     let name = arena.text(spec.name);
     let flags = arena.text(spec.flags);
+    // SAFETY: `ctx` is the load's live context; `name` and `flags` are NUL-terminated strings of
+    // the arena, which outlives the registration (the server copies them).
     let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry.raw), flags, 0, 0, 0) };
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not create command {}", spec.name));
     }
+    // SAFETY: `ctx` is live and `name` NUL-terminated.
     let command = unsafe { api!(RedisModule_GetCommand)(ctx, name) };
     if command.is_null() {
         return Err(format!("could not find command {}", spec.name));
@@ -273,20 +276,26 @@ pub fn register_container(
     // No handler: a pure container, as Redis requires of a parent. Redis
     // answers a bare `TOWN.AGENT` (arity) and an unknown subcommand ("unknown
     // subcommand '...'. Try TOWN.AGENT HELP.") itself.
+    // SAFETY: as above, for a container command (no entry point).
     let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, None, arena.text(""), 0, 0, 0) };
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not create command {}", spec.name));
     }
+    // SAFETY: `ctx` is live and `name` NUL-terminated.
     let parent = unsafe { api!(RedisModule_GetCommand)(ctx, name) };
     if parent.is_null() {
         return Err(format!("could not find command {}", spec.name));
     }
+    // SAFETY: a C struct of pointers and integers, for which all zeros is the documented "unset"
+    // value.
     let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
     info.version = &INFO_VERSION;
     info.summary = arena.text(spec.summary);
     info.complexity = arena.text("Depends on subcommand.");
     info.since = arena.text(env!("CARGO_PKG_VERSION"));
     info.arity = -2;
+    // SAFETY: `parent` is the command just made; `info` and every string it points at live in the
+    // arena until the server has copied them.
     if unsafe { api!(RedisModule_SetCommandInfo)(parent, &info) } != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not describe command {}", spec.name));
     }
@@ -302,10 +311,12 @@ pub fn register_container(
     for (sub, tenant_at) in subcommands {
         let full = format!("{}|{}", spec.name, sub.name).to_ascii_lowercase();
         let sub_name = arena.text(&sub.name.to_ascii_lowercase());
+        // SAFETY: `parent` is a live command; the strings are the arena's, NUL-terminated.
         let created = unsafe { create(parent, sub_name, Some(sub.entry.raw), arena.text(sub.flags), 0, 0, 0) };
         if created != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not create subcommand {full}"));
         }
+        // SAFETY: `ctx` is live and the name NUL-terminated.
         let command = unsafe { api!(RedisModule_GetCommand)(ctx, arena.text(&full)) };
         if command.is_null() {
             return Err(format!("could not find subcommand {full}"));
@@ -328,6 +339,8 @@ fn describe(
     module_category: bool,
 ) -> Result<(), String> {
     let info = command_info(arena, spec, tenant_at);
+    // SAFETY: `command` is live; `info` and its strings live in the arena until the server has
+    // copied them.
     if unsafe { api!(RedisModule_SetCommandInfo)(command, &info) } != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not describe command {full_name}"));
     }
@@ -350,9 +363,11 @@ fn set_categories(
     categories: &str,
     full_name: &str,
 ) -> Result<(), String> {
+    // SAFETY: reads the API table's entry, filled once at load.
     let Some(set) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else {
         return Ok(());
     };
+    // SAFETY: `command` is live and the categories NUL-terminated.
     if unsafe { set(command, arena.text(categories)) } != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not set the ACL categories of command {full_name}"));
     }
@@ -385,6 +400,7 @@ unsafe extern "C" fn help_entry(
         if argv.is_null() || count == 0 {
             return None;
         }
+        // SAFETY: the server passes `argc` (> 0 here) live strings at `argv` (not null here).
         let all = unsafe { std::slice::from_raw_parts(argv, count) };
         let name = bytes_of(*all.first()?);
         let container =
@@ -393,8 +409,10 @@ unsafe extern "C" fn help_entry(
     }));
     match lines {
         Ok(Some(lines)) => {
+            // SAFETY: `ctx` is the running command's live context.
             unsafe { api!(RedisModule_ReplyWithArray)(ctx, lines.len() as std::os::raw::c_long) };
             for line in &lines {
+                // SAFETY: `ctx` is live and `line` NUL-terminated.
                 unsafe { api!(RedisModule_ReplyWithSimpleString)(ctx, line.as_ptr()) };
             }
         }
@@ -509,6 +527,8 @@ fn command_info(arena: &mut Arena, spec: &CommandSpec, tenant_at: c_int) -> raw:
     };
     let key_specs = if tenant_at > 0 {
         // One spec for the tenant and the zeroed terminator.
+        // SAFETY: a C struct of integers, pointers and unions, all zeros being its "unset" value;
+        // the second one ends the list.
         let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = vec![unsafe { std::mem::zeroed() }; 2];
         let notes = arena.text("the tenant: keys are derived from it with it as hash tag");
         if let Some(tenant) = key_specs.first_mut() {
@@ -542,6 +562,7 @@ fn command_info(arena: &mut Arena, spec: &CommandSpec, tenant_at: c_int) -> raw:
 
 fn arg_tree(arena: &mut Arena, args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
     let mut tree: Vec<raw::RedisModuleCommandArg> = args.iter().map(|arg| arg_node(arena, arg)).collect();
+    // SAFETY: an all-zeros `RedisModuleCommandArg` is the list's terminator.
     tree.push(unsafe { std::mem::zeroed() });
     let pointer = tree.as_mut_ptr();
     arena.args.push(tree);
@@ -566,6 +587,7 @@ fn arg_node(arena: &mut Arena, arg: &Arg) -> raw::RedisModuleCommandArg {
     if arg.multiple {
         flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE;
     }
+    // SAFETY: a C struct of pointers and integers, all zeros being "unset".
     let mut node: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
     node.name = arena.text(arg.name);
     node.type_ = type_;

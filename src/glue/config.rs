@@ -195,6 +195,8 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), Str
             .unwrap_or(default);
         let c_name = CString::new(name).map_err(|_| format!("bad setting name {name}"))?;
         let privdata = std::ptr::from_ref::<AtomicI64>(variable).cast_mut().cast::<c_void>();
+        // SAFETY: `ctx` is the load's live context; the name is NUL-terminated; `privdata` points
+        // at a `static` `AtomicI64`, which the callbacks read as one.
         let done = unsafe {
             api!(RedisModule_RegisterNumericConfig)(
                 ctx,
@@ -215,6 +217,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), Str
     }
     let default = given("quiet-hours").map_or_else(|| QUIET_HOURS_DEFAULT.as_bytes().to_vec(), <[u8]>::to_vec);
     let default = CString::new(default).map_err(|_| "quiet-hours must be text like 02-06".to_owned())?;
+    // SAFETY: `ctx` is live; the name and default are NUL-terminated (the server copies them).
     let done = unsafe {
         api!(RedisModule_RegisterStringConfig)(
             ctx,
@@ -230,6 +233,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), Str
     if done != raw::REDISMODULE_OK as c_int {
         return Err("could not register the setting quiet-hours".into());
     }
+    // SAFETY: `ctx` is the load's live context.
     if unsafe { api!(RedisModule_LoadConfigs)(ctx) } != raw::REDISMODULE_OK as c_int {
         return Err("a configured value was refused".into());
     }
@@ -237,6 +241,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), Str
 }
 
 unsafe extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
+    // SAFETY: `privdata` is the `&'static AtomicI64` registered with this setting.
     let variable = unsafe { privdata.cast::<AtomicI64>().as_ref() };
     variable.map_or(0, |variable| variable.load(Ordering::Relaxed))
 }
@@ -248,6 +253,7 @@ unsafe extern "C" fn set_numeric(
     _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // The server checked the range.
+    // SAFETY: as above.
     if let Some(variable) = unsafe { privdata.cast::<AtomicI64>().as_ref() } {
         variable.store(value, Ordering::Relaxed);
     }
@@ -274,6 +280,8 @@ fn returned(string: *mut raw::RedisModuleString) {
     let mut kept = RETURNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let previous = std::mem::replace(&mut kept.0, string);
     if !previous.is_null() {
+        // SAFETY: `previous` is the string the last get made (no context: not auto-memory), freed
+        // once here.
         unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), previous) };
     }
 }
@@ -286,6 +294,8 @@ pub fn unload() {
 unsafe extern "C" fn get_quiet_hours(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
     catch_unwind(|| {
         let text = QUIET_HOURS.text();
+        // SAFETY: a pointer and length valid for the call; no context, so the string is ours (kept
+        // by `returned`).
         let string = unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) };
         returned(string);
         string
@@ -306,6 +316,8 @@ unsafe extern "C" fn set_quiet_hours(
         Err(message) => {
             if !err.is_null() {
                 // The server frees it (module.c `propagateErrorString`).
+                // SAFETY: `err` is the server's non-null out-pointer for an error string, which it
+                // frees; the message's pointer and length are valid for the call.
                 unsafe {
                     *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len())
                 };

@@ -56,6 +56,8 @@ impl Event {
 pub fn replicate_strings(ctx: *mut raw::RedisModuleCtx, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
     let replicate = api!(RedisModule_Replicate);
     let name = command.as_ptr();
+    // SAFETY: `ctx` is the running command's live context; each format has one `s` per live string
+    // passed (or `v` with a live array and its length).
     unsafe {
         match *argv {
             [a] => replicate(ctx, name, c"s".as_ptr(), a),
@@ -78,6 +80,7 @@ pub fn notify(ctx: *mut raw::RedisModuleCtx, event: Event, key: *mut raw::RedisM
     // module's writes (whose side tables the writer keeps itself) from
     // everyone else's by this flag (`keyspace_events`).
     OWN_WRITE.store(true, Ordering::Relaxed);
+    // SAFETY: `ctx` is live, the event name NUL-terminated and `key` a live string.
     unsafe { notify(ctx, event.class(), event.name().as_ptr(), key) };
     OWN_WRITE.store(false, Ordering::Relaxed);
 }
@@ -99,10 +102,12 @@ pub fn own_write() -> bool {
 pub fn publish(ctx: *mut raw::RedisModuleCtx, channel: &[u8], message: &[u8], in_cluster: bool) -> i64 {
     let channel_string = OwnedString::new(channel);
     let message_string = OwnedString::new(message);
+    // SAFETY: `ctx` is live and both strings are live for the call.
     let receivers = unsafe { api!(RedisModule_PublishMessage)(ctx, channel_string.as_ptr(), message_string.as_ptr()) };
     if !in_cluster {
         let argv = [channel_string.as_ptr(), message_string.as_ptr()];
         // "A": keep it out of the AOF (a replayed message reaches no one).
+        // SAFETY: `ctx` is live; `vA` takes a live array of strings and its length.
         unsafe { api!(RedisModule_Replicate)(ctx, c"PUBLISH".as_ptr(), c"vA".as_ptr(), argv.as_ptr(), argv.len()) };
     }
     i64::from(receivers)

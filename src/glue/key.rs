@@ -156,6 +156,8 @@ impl<M: Mode> Key<M> {
     /// allows (see `session::Checked::open_beside_writes`).
     pub(super) fn open_name_as(ctx: *mut raw::RedisModuleCtx, name: KeyName, write: bool) -> Self {
         let mode = open_mode(write);
+        // SAFETY: `ctx` is the command's live context and `name` a live string; the handle (or
+        // null) is closed once, by `Drop` or `reopen`.
         let handle = unsafe { api!(RedisModule_OpenKey)(ctx, name.as_ptr(), mode) };
         Self::with_handle(ctx, name, mode, handle)
     }
@@ -204,6 +206,8 @@ impl<M: Mode> Key<M> {
         if self.handle().is_null() {
             return KeyKind::Empty;
         }
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (not null here).
         KeyKind::of(unsafe { api!(RedisModule_KeyType)(self.handle()) })
     }
 
@@ -232,6 +236,8 @@ impl<M: Mode> Key<M> {
         if handle.is_null() {
             return 0;
         }
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (not null here).
         unsafe { api!(RedisModule_ValueLength)(handle) as u64 }
     }
 
@@ -293,6 +299,9 @@ impl<M: Mode> Key<M> {
             // One value (every queue push): its string and the key's name
             // are the whole effect, without building an `Argv`.
             let element = OwnedString::new(value);
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode: never null); `element` is live and the
+            // server takes its own reference.
             unsafe { push(self.list_handle(), end.code(), element.as_ptr()) };
             let argv = [self.name.as_ptr(), element.as_ptr()];
             match end {
@@ -304,6 +313,9 @@ impl<M: Mode> Key<M> {
         let mut argv = self.argv();
         for value in values {
             let element = argv.new_string(value);
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode: never null); `element` is a live string of
+            // `argv`.
             unsafe { push(self.end_handle(), end.code(), element) };
         }
         match end {
@@ -325,6 +337,8 @@ impl<M: Mode> Key<M> {
         let mut argv = self.argv();
         for value in values {
             argv.borrowed(value.as_ptr());
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode: never null); `value` is live.
             unsafe { push(self.end_handle(), end.code(), value.as_ptr()) };
         }
         match end {
@@ -358,6 +372,8 @@ impl<M: Mode> Key<M> {
         if self.is_empty() {
             return None;
         }
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; the server checks the type and hands back a new string we own.
         let value = OwnedString::from_raw(unsafe { api!(RedisModule_ListPop)(self.end_handle(), end.code()) })?;
         self.modified.set(true);
         Some(Taken { value, end, emptied: !self.exists() })
@@ -399,6 +415,8 @@ impl<M: Mode> Key<M> {
         M: Writes,
         S: ReadsValues + Writes,
     {
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode); `taken.value` is live.
         unsafe { api!(RedisModule_ListPush)(self.end_handle(), end.code(), taken.value.as_ptr()) };
         let mut argv = source.argv();
         argv.borrowed(self.name.as_ptr());
@@ -425,6 +443,8 @@ impl<M: Mode> Key<M> {
         let pop = api!(RedisModule_ListPop);
         let mut values = Vec::new();
         for _ in 0..wanted {
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it; a popped element is a new string we own.
             match OwnedString::from_raw(unsafe { pop(self.end_handle(), end.code()) }) {
                 Some(value) => values.push(value),
                 None => break,
@@ -464,6 +484,9 @@ impl<M: Mode> Key<M> {
     /// of the list's own, so it outlives a delete).
     fn element(&self, index: u64) -> Option<OwnedString> {
         let at = c_long::try_from(index).ok()?;
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; the server checks the type and `at`, and hands back a new string
+        // we own.
         OwnedString::from_raw(unsafe { api!(RedisModule_ListGet)(self.list_handle(), at) })
     }
 
@@ -516,6 +539,8 @@ impl<M: Mode> Key<M> {
         let Ok(at) = c_long::try_from(index) else {
             return false;
         };
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode); the server checks `at`.
         unsafe { api!(RedisModule_ListDelete)(self.list_handle(), at) };
         // A lease expiry removes many items from one list: the next list
         // operation starts afresh (see `list_iterator_spent`). Unless that
@@ -558,6 +583,8 @@ impl<M: Mode> Key<M> {
         if index >= self.len() {
             return false;
         }
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode); the server checks `at`.
         unsafe { api!(RedisModule_ListDelete)(self.list_handle(), at) };
         // As in `remove_first_where`: the next list operation starts afresh.
         self.list_iterator_spent.set(self.exists());
@@ -586,6 +613,8 @@ impl<M: Mode> Key<M> {
         let delete = api!(RedisModule_ListDelete);
         let handle = self.list_handle();
         for _ in keep..len {
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode), a list of at least `len` elements.
             unsafe { delete(handle, -1) };
         }
         self.list_iterator_spent.set(true);
@@ -611,6 +640,8 @@ impl<M: Mode> Key<M> {
         }
         let element = argv.new_string(member);
         let mut flags: c_int = 0;
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode); `element` is live and `flags` writable.
         unsafe { api!(RedisModule_ZsetAdd)(self.handle(), score, element, &mut flags) };
         self.effect_argv(c"ZADD", &argv, Event::ZSet(c"zadd"));
     }
@@ -629,6 +660,8 @@ impl<M: Mode> Key<M> {
         for member in members {
             let element = argv.new_string(member);
             let mut deleted: c_int = 0;
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode); `element` is live.
             unsafe { remove(self.handle(), element, &mut deleted) };
             removed += u64::from(deleted != 0);
         }
@@ -648,21 +681,32 @@ impl<M: Mode> Key<M> {
             return found;
         }
         let first = api!(RedisModule_ZsetFirstInScoreRange);
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it and holds a sorted set (checked above).
         if unsafe { first(self.handle(), min, max, 0, 0) } != raw::REDISMODULE_OK as c_int {
             return found;
         }
         let ended = api!(RedisModule_ZsetRangeEndReached);
         let current = api!(RedisModule_ZsetRangeCurrentElement);
         let next = api!(RedisModule_ZsetRangeNext);
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; its range was started above.
         while (found.len() as u64) < limit && unsafe { ended(self.handle()) } == 0 {
             let mut score = 0f64;
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it; `score` is writable; the member is a new string
+            // `take_bytes` frees.
             if let Some(member) = take_bytes(unsafe { current(self.handle(), &mut score) }) {
                 found.push((member, score));
             }
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it; its range is under way.
             if unsafe { next(self.handle()) } == 0 {
                 break;
             }
         }
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; ends the range started above.
         unsafe { api!(RedisModule_ZsetRangeStop)(self.handle()) };
         found
     }
@@ -685,6 +729,9 @@ impl<M: Mode> Key<M> {
         }
         let element = OwnedString::new(member);
         let mut score = 0f64;
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; the server checks the type; `element` is live and `score`
+        // writable.
         let found = unsafe { api!(RedisModule_ZsetScore)(self.handle(), element.as_ptr(), &mut score) };
         (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
@@ -710,6 +757,9 @@ impl<M: Mode> Key<M> {
         }
         let element = OwnedString::new(member);
         let mut score = 0f64;
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; the server checks the type; `element` is live and `score`
+        // writable.
         let found = unsafe { api!(RedisModule_ZsetScore)(self.handle(), element.as_ptr(), &mut score) };
         (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
@@ -736,6 +786,10 @@ impl<M: Mode> Key<M> {
             let get = api!(RedisModule_HashGet);
             let (key, none, end) = (self.handle(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
             for (names, slots) in fields.chunks(5).zip(values.chunks_mut(5)) {
+                // SAFETY: the key's handle, opened in the command's live context, stays open until
+                // `Drop` or `reopen` closes it and holds a hash; each field name is a live string,
+                // each out-slot writable, and the list ends with the null marker the variadic call
+                // expects.
                 unsafe {
                     match (names, slots) {
                         ([a], [va]) => get(key, none, a.as_ptr(), va as *mut _, end),
@@ -794,6 +848,9 @@ impl<M: Mode> Key<M> {
         let set = api!(RedisModule_HashSet);
         let (key, none, end) = (self.handle(), raw::REDISMODULE_HASH_NONE as c_int, ptr::null_mut::<c_void>());
         for chunk in pairs.chunks(6) {
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode); fields and values are live strings, and
+            // the list ends with the null marker the variadic call expects.
             unsafe {
                 match *chunk {
                     [f1, v1] => set(key, none, f1, v1, end),
@@ -902,6 +959,9 @@ impl<M: Mode> Key<M> {
             // REDISMODULE_HASH_DELETE is the pointer value 1: a marker,
             // never dereferenced, so an address without provenance.
             let delete_marker = ptr::without_provenance_mut::<raw::RedisModuleString>(1);
+            // SAFETY: the key's handle, opened in the command's live context, stays open until
+            // `Drop` or `reopen` closes it (write mode); `name` is live, `REDISMODULE_HASH_DELETE`
+            // is the server's own marker (never dereferenced), and the list is null-terminated.
             let count = unsafe {
                 api!(RedisModule_HashSet)(
                     self.handle(),
@@ -952,6 +1012,9 @@ impl<M: Mode> Key<M> {
         let name = OwnedString::new(field);
         let mut value: *mut raw::RedisModuleString = ptr::null_mut();
         let get = api!(RedisModule_HashGet);
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it and holds a hash; `name` is live, `value` writable, and the list
+        // null-terminated.
         unsafe {
             get(
                 self.handle(),
@@ -984,14 +1047,21 @@ impl<M: Mode> Key<M> {
             value: *mut raw::RedisModuleString,
             privdata: *mut c_void,
         ) {
+            // SAFETY: `scan` passes a pointer to its `F`, alive and not otherwise borrowed during
+            // the `ScanKey` call that runs this.
             let visit = unsafe { &mut *privdata.cast::<F>() };
             let value = if value.is_null() { None } else { Some(bytes_of(value)) };
             visit(bytes_of(field), value);
         }
+        // SAFETY: no argument; the cursor is destroyed below.
         let cursor = unsafe { api!(RedisModule_ScanCursorCreate)() };
         let scan = api!(RedisModule_ScanKey);
         let privdata = (&mut visit as *mut F).cast::<c_void>();
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it; `cursor` is live and `privdata` points at `visit`, of type `F`, as
+        // `each::<F>` reads it.
         while unsafe { scan(self.handle(), cursor, Some(each::<F>), privdata) } != 0 {}
+        // SAFETY: made above, destroyed once.
         unsafe { api!(RedisModule_ScanCursorDestroy)(cursor) };
     }
 
@@ -1004,12 +1074,16 @@ impl<M: Mode> Key<M> {
             return None;
         }
         let mut len: usize = 0;
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it and holds a string; `len` is writable.
         let start = unsafe { api!(RedisModule_StringDMA)(self.handle(), &mut len, raw::REDISMODULE_READ as c_int) };
         if start.is_null() {
             return Some(read(&[]));
         }
         // Valid while the key is open and unwritten: `read` runs before
         // anything else can use this handle.
+        // SAFETY: the server's buffer of `len` bytes, valid while the key is open and unwritten:
+        // `read` runs before anything else can use this handle.
         Some(read(unsafe { std::slice::from_raw_parts(start.cast::<u8>(), len) }))
     }
 
@@ -1017,6 +1091,8 @@ impl<M: Mode> Key<M> {
     pub fn set_string(&self, value: &[u8]) {
         let mut argv = self.argv();
         let content = argv.new_string(value);
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode); `content` is a live string.
         unsafe { api!(RedisModule_StringSet)(self.handle(), content) };
         self.effect_argv(c"SET", &argv, Event::String(c"set"));
     }
@@ -1029,7 +1105,10 @@ impl<M: Mode> Key<M> {
     {
         let mut argv = self.argv();
         let content = argv.new_string(value);
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode); `content` is a live string.
         unsafe { api!(RedisModule_StringSet)(self.handle(), content) };
+        // SAFETY: as above, on the key just written.
         unsafe { api!(RedisModule_SetAbsExpire)(self.handle(), expire_at_ms) };
         argv.new_string(b"PXAT");
         argv.new_integer(expire_at_ms);
@@ -1047,6 +1126,8 @@ impl<M: Mode> Key<M> {
         if !self.exists() {
             return;
         }
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode).
         unsafe { api!(RedisModule_SetAbsExpire)(self.handle(), expire_at_ms) };
         let mut argv = self.argv();
         argv.new_integer(expire_at_ms);
@@ -1064,6 +1145,8 @@ impl<M: Mode> Key<M> {
         // RM_DeleteKey leaves a list iterator (left by `get`) dangling, which
         // trips an assertion when the key closes on Redis 7.0: start afresh.
         self.reopen();
+        // SAFETY: the key's handle, opened in the command's live context, stays open until `Drop`
+        // or `reopen` closes it (write mode).
         unsafe { api!(RedisModule_DeleteKey)(self.handle()) };
         self.effect(c"DEL", &[], Event::Generic(c"del"));
         true
@@ -1076,6 +1159,7 @@ impl<M: Mode> Key<M> {
     /// handle kept open past the point where the command used to close it.
     pub fn signal_modified_now(&self) {
         if self.modified.get() && !self.handle.get().is_null() {
+            // SAFETY: `self.ctx` is the command's live context and the name a live string.
             unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.as_ptr()) };
             self.modified.set(false);
         }
@@ -1083,8 +1167,11 @@ impl<M: Mode> Key<M> {
 
     fn reopen(&self) {
         if !self.handle.get().is_null() {
+            // SAFETY: a non-null handle of this key, closed once here and replaced below.
             unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
         }
+        // SAFETY: `self.ctx` is live and the name a live string; the new handle is closed once, by
+        // `Drop` or another `reopen`.
         let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx, self.name.as_ptr(), self.mode) };
         self.handle.set(handle);
         self.list_iterator_spent.set(false);
@@ -1128,8 +1215,10 @@ impl<M: Mode> Drop for Key<M> {
             return;
         }
         if self.modified.get() {
+            // SAFETY: `self.ctx` is live and the name a live string.
             unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.as_ptr()) };
         }
+        // SAFETY: the key's non-null handle, closed once: the key is being dropped.
         unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };
     }
 }

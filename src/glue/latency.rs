@@ -29,7 +29,19 @@ pub fn report(event: &'static CStr, started: Instant) {
         // Below any threshold the server takes (at least 1 ms).
         return;
     }
+    // SAFETY: reads the API table's entry, filled once at load.
     if let Some(add) = unsafe { raw::RedisModule_LatencyAddSample } {
+        // SAFETY: the event name is NUL-terminated; the server copies it.
         unsafe { add(event.as_ptr(), ms) };
     }
+}
+
+/// CPU time used by the calling thread so far (µs).
+pub fn thread_cpu_us() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid, writable timespec for the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return 0;
+    }
+    u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000) + u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000
 }

@@ -151,10 +151,13 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, result: &CommandResult) {
 pub fn send_error(ctx: *mut raw::RedisModuleCtx, message: &str) {
     let clean: String = message.chars().map(|c| if c == '\r' || c == '\n' || c == '\0' { ' ' } else { c }).collect();
     let text = CString::new(clean).unwrap_or_default();
+    // SAFETY: `ctx` is the running command's live context and `text` NUL-terminated.
     unsafe { api!(RedisModule_ReplyWithError)(ctx, text.as_ptr()) };
 }
 
 fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
+    // SAFETY: `ctx` is the live context of the command (or blocked client) replying; every string
+    // passed is NUL-terminated or given with its length, valid for the call.
     unsafe {
         match reply {
             Reply::Status(status) => {

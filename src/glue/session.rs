@@ -28,6 +28,7 @@ use redis_module::raw;
 use super::access::{Meta, Mode, Read, ReadsValues};
 use super::acl::{self, Selectors, Shape};
 use super::api::api;
+use super::context_flags::ContextFlags;
 use super::key::Key;
 use super::reply::CommandError;
 use super::string::{KeyName, OwnedString};
@@ -141,7 +142,7 @@ pub struct Session {
     /// The context flags as the command found them, once read: for the
     /// flags that cannot change while it runs (MULTI, Lua, no-block,
     /// cluster). `OOM` can, and is always read afresh.
-    start_flags: Cell<Option<u32>>,
+    start_flags: Cell<Option<ContextFlags>>,
     /// The command's arguments as Redis passed them (its name first), or
     /// none (a timer's session): for a command that hands an argument on
     /// as the string it is instead of copying it into a new one.
@@ -178,7 +179,7 @@ impl Session {
     /// subcommand's container name first).
     pub fn for_command(
         ctx: *mut raw::RedisModuleCtx,
-        flags: u32,
+        flags: ContextFlags,
         argv: *mut *mut raw::RedisModuleString,
         argc: usize,
         call: *mut *mut raw::RedisModuleString,
@@ -197,7 +198,7 @@ impl Session {
         }
     }
 
-    fn for_caller(ctx: *mut raw::RedisModuleCtx, caller: Caller, flags: Option<u32>) -> Self {
+    fn for_caller(ctx: *mut raw::RedisModuleCtx, caller: Caller, flags: Option<ContextFlags>) -> Self {
         Self {
             ctx,
             caller,
@@ -217,13 +218,16 @@ impl Session {
         if self.argv.is_null() {
             return None;
         }
+        // SAFETY: the command's `argc` arguments at `argv` (not null here), which the server keeps
+        // for the whole command.
         let all = unsafe { std::slice::from_raw_parts(self.argv, self.argc) };
         all.get(index.checked_add(1)?).copied()
     }
 
     /// The context flags of `ctx`, now.
-    pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
-        unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 }
+    #[inline]
+    pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> ContextFlags {
+        ContextFlags::of(ctx)
     }
 
     /// A session of the server itself (a module timer): no ACL user, as
@@ -294,6 +298,8 @@ impl Session {
         if !user.is_null() {
             let object = OwnedString::new(full_name.as_bytes());
             let reason = raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD;
+            // SAFETY: `self.ctx` is live, `user` a live module user (not null here) and `object` a
+            // live string.
             unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
         }
         Err(CommandError::coded(
@@ -434,6 +440,7 @@ impl Session {
                 Object::Key(_) => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
                 Object::Channel => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL,
             };
+            // SAFETY: as above.
             unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
         }
         CommandError::coded(
@@ -448,18 +455,18 @@ impl Session {
 
     /// Is the server running as a cluster node?
     pub fn in_cluster(&self) -> bool {
-        self.start_flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+        self.start_flags().in_cluster()
     }
 
     /// The context flags.
-    pub fn flags(&self) -> u32 {
+    pub fn flags(&self) -> ContextFlags {
         Self::context_flags(self.ctx)
     }
 
     /// The context flags as the command found them (read once): only for
     /// flags that stay the same while it runs.
     #[inline]
-    fn start_flags(&self) -> u32 {
+    fn start_flags(&self) -> ContextFlags {
         match self.start_flags.get() {
             Some(flags) => flags,
             None => {
@@ -473,20 +480,17 @@ impl Session {
     /// Is the server a master (as the command found it)?
     #[inline]
     pub fn is_master(&self) -> bool {
-        self.start_flags() & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+        self.start_flags().is_master()
     }
 
     /// May this call block the client (not in MULTI, Lua or a no-block context)?
     pub fn may_block(&self) -> bool {
-        let forbidding = raw::REDISMODULE_CTX_FLAGS_MULTI
-            | raw::REDISMODULE_CTX_FLAGS_LUA
-            | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
-        self.start_flags() & forbidding == 0
+        !self.start_flags().forbids_blocking()
     }
 
     /// The server clock in unix milliseconds.
     pub fn now_ms(&self) -> i64 {
-        unsafe { api!(RedisModule_Milliseconds)() }
+        super::ctx::milliseconds()
     }
 
     /// The server clock in unix seconds.
@@ -529,6 +533,7 @@ impl Drop for Session {
             | Caller::Refused { user, owned, .. } => (*user, *owned),
         };
         if owned && !user.is_null() {
+            // SAFETY: a user this session looked up and owns (`owned`), freed once.
             unsafe { api!(RedisModule_FreeModuleUser)(user) };
         }
     }
@@ -547,6 +552,7 @@ static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_
 pub fn unload() {
     let user = DEFAULT_USER.swap(ptr::null_mut(), Ordering::Relaxed);
     if !user.is_null() {
+        // SAFETY: the kept `default` user, taken out of the static, freed once.
         unsafe { api!(RedisModule_FreeModuleUser)(user) };
     }
 }
@@ -555,10 +561,12 @@ pub fn unload() {
 /// `flags` just read): the server itself for the replication link and AOF
 /// loading; else the client's ACL user, refused (fail closed) when the
 /// module cannot look it up (a user of another module's own).
-fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Caller {
-    if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
+fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: ContextFlags) -> Caller {
+    if flags.replicated() || flags.loading() {
         return Caller::Server;
     }
+    // SAFETY: `ctx` is the running command's live context; the name is a new string `OwnedString`
+    // frees.
     let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }) else {
         return Caller::Server;
     };
@@ -567,6 +575,13 @@ fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: u32) -> Caller {
         owned: false,
         why: format!("the client's user '{}' is not an ACL user", String::from_utf8_lossy(name.as_bytes())),
     })
+}
+
+/// The name of the ACL user of the client running in `ctx`, if any.
+pub fn current_user_name(ctx: *mut raw::RedisModuleCtx) -> Option<Vec<u8>> {
+    // SAFETY: `ctx` is the running callback's live context; the name is a
+    // new string the caller owns (freed by `OwnedString`'s drop).
+    OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec())
 }
 
 /// The caller for ACL user `name`, with its selectors' shape; `None` when
@@ -596,6 +611,7 @@ fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
         }
     }
     let string = OwnedString::new(name);
+    // SAFETY: `string` is live; the user (or null) is freed by its owner.
     let user = unsafe { api!(RedisModule_GetModuleUserFromUserName)(string.as_ptr()) };
     if user.is_null() {
         return None;

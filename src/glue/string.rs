@@ -20,6 +20,8 @@ impl OwnedString {
     /// A new string holding `bytes` (any bytes, NUL included).
     pub fn new(bytes: &[u8]) -> Self {
         let create = api!(RedisModule_CreateString);
+        // SAFETY: a pointer and length valid for the call; no context, so no auto-memory: the
+        // string is freed by `Drop`.
         Self(unsafe { create(ptr::null_mut(), bytes.as_ptr().cast::<c_char>(), bytes.len()) })
     }
 
@@ -83,6 +85,8 @@ impl PartialEq for OwnedString {
 impl Clone for OwnedString {
     /// Another reference to the same string (a reference count, no copy).
     fn clone(&self) -> Self {
+        // SAFETY: `self.0` is live (we hold a reference); the new reference is released by the
+        // clone's `Drop`.
         unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.0) };
         Self(self.0)
     }
@@ -91,6 +95,7 @@ impl Clone for OwnedString {
 impl Drop for OwnedString {
     fn drop(&mut self) {
         let free = api!(RedisModule_FreeString);
+        // SAFETY: releases the one reference this value holds.
         unsafe { free(ptr::null_mut(), self.0) };
     }
 }
@@ -189,6 +194,8 @@ impl StaticString {
             return made;
         }
         let create = api!(RedisModule_CreateString);
+        // SAFETY: a pointer and length valid for the call; the string is kept for the server's life
+        // (a static name).
         let made = unsafe { create(ptr::null_mut(), self.bytes.as_ptr().cast::<c_char>(), self.bytes.len()) };
         self.string.store(made, Ordering::Relaxed);
         made
@@ -202,10 +209,12 @@ pub fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
     }
     let mut len = 0usize;
     let ptr_len = api!(RedisModule_StringPtrLen);
+    // SAFETY: `string` is a live server string (not null here), per the caller's contract.
     let data = unsafe { ptr_len(string, &mut len) };
     if data.is_null() || len == 0 {
         &[]
     } else {
+        // SAFETY: the string's own buffer of `len` bytes, valid for `'a` per the caller's contract.
         unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
     }
 }
@@ -411,6 +420,7 @@ impl Drop for Argv {
         let spilled = self.spilled.iter().map(|(string, owned)| (string, owned));
         for (string, owned) in inline.chain(spilled) {
             if *owned {
+                // SAFETY: a string this `Argv` made (`owned`), freed once.
                 unsafe { free(ptr::null_mut(), *string) };
             }
         }

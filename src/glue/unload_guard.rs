@@ -13,8 +13,6 @@
 //! (`tests/server_events.rs`, `tests/acl.rs`); to remove it from a Valkey
 //! 8.1 server, restart the server without it.
 
-use std::ffi::CStr;
-
 use redis_module::raw;
 
 /// Why this server must keep the module loaded, if it must.
@@ -29,15 +27,6 @@ pub fn refusal(ctx: *mut raw::RedisModuleCtx) -> Option<&'static str> {
 
 /// `valkey_version` of `INFO server`, on Valkey (Redis has no such field).
 fn valkey_version(ctx: *mut raw::RedisModuleCtx) -> Option<String> {
-    let (get, field, free) = unsafe {
-        (raw::RedisModule_GetServerInfo?, raw::RedisModule_ServerInfoGetFieldC?, raw::RedisModule_FreeServerInfo?)
-    };
-    let info = unsafe { get(ctx, c"server".as_ptr()) };
-    if info.is_null() {
-        return None;
-    }
-    let value = unsafe { field(info, c"valkey_version".as_ptr()) };
-    let version = (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned());
-    unsafe { free(ctx, info) };
+    let [version] = super::server_info::fields(ctx, c"server", [c"valkey_version"])?;
     version
 }

@@ -254,11 +254,7 @@ fn list_of(name: &[u8]) -> Option<(TenantId, List)> {
 /// A keyspace event of someone else's write (`keyspace_events`): a ready or
 /// in-flight list that is gone takes its timings with it. A cheap prefix
 /// check for any other key.
-pub fn on_keyspace_event(
-    _ctx: *mut redis_module::raw::RedisModuleCtx,
-    event: &[u8],
-    key: *mut redis_module::raw::RedisModuleString,
-) {
+pub fn on_keyspace_event(_ctx: crate::glue::ctx::Ctx, event: &[u8], key: crate::glue::ctx::RawString) {
     if !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from") {
         return;
     }

@@ -3,12 +3,9 @@
 //! per-tenant tables, the waiters, the leases, the cluster, the write gate).
 
 use std::ffi::{CStr, CString};
-use std::os::raw::c_int;
-
-use redis_module::raw;
 
 use crate::events::{self, Field};
-use crate::glue::api::api;
+use crate::glue::info::{Info, InfoProvider};
 use crate::metrics::totals;
 use crate::metrics::{fire_ages, tenant_stats};
 use crate::services::{lease_timer, limits_index, slot_migration, waiters, write_gate};
@@ -52,20 +49,21 @@ fn tenant_stats_fields() -> Vec<(&'static CStr, u64)> {
 }
 
 /// The INFO callback: one section per concern, `dreamtown_<section>`.
-pub unsafe extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let outcome = std::panic::catch_unwind(|| {
+pub struct DreamtownInfo;
+
+impl InfoProvider for DreamtownInfo {
+    fn fill(info: &Info) {
         // `dreamtown_build`: which release this server runs (MODULE LIST
         // shows it as a number, MMmmpp).
-        unsafe { api!(RedisModule_InfoAddSection)(ctx, c"build".as_ptr()) };
+        info.section(c"build");
         if let Ok(version) = std::ffi::CString::new(crate::version::VERSION) {
-            unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"version".as_ptr(), version.as_ptr()) };
+            info.text(c"version", &version);
         }
         for (name, fields) in sections() {
-            unsafe { api!(RedisModule_InfoAddSection)(ctx, name.as_ptr()) };
+            info.section(name);
             for (field, value) in fields {
-                unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, field.as_ptr(), value) };
+                info.number(&field, value);
             }
         }
-    });
-    let _ = outcome;
+    }
 }

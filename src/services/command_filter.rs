@@ -13,61 +13,48 @@
 //! before comparing names: `ACL`, `EXEC`, `CLUSTER`, `DISCARD`, `SLAVEOF`,
 //! `REPLICAOF`.
 
-use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use redis_module::raw;
-
 use super::{acl_watch, slot_memo};
-use crate::glue::filter::Filtered;
+use crate::glue::ctx::Ctx;
+use crate::glue::filter::{self, CommandFilter, Filtered};
 
 /// Register the filter (module load). Without the filter API the module
 /// still works: `ACL DRYRUN` then answers for module commands as Redis
 /// does (the command alone), ACL changes are seen only through the
 /// per-user re-read on every call (see `acl_watch::register`), and in a
 /// cluster every command gets the migration guard's full check.
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let apis = unsafe {
-        (
-            raw::RedisModule_RegisterCommandFilter,
-            raw::RedisModule_CommandFilterArgsCount,
-            raw::RedisModule_CommandFilterArgGet,
-            raw::RedisModule_CommandFilterArgReplace,
-            raw::RedisModule_CommandFilterArgDelete,
-            raw::RedisModule_GetClientInfoById,
-        )
-    };
-    let (Some(register), Some(_), Some(_), Some(_), Some(_), Some(_)) = apis else {
-        return false;
-    };
-    // NOSELF: the module's own `RM_Call`s (`ACL GETUSER`, ...) are not filtered.
-    let filter = unsafe { register(ctx, Some(on_command), raw::REDISMODULE_CMDFILTER_NOSELF as c_int) };
-    !filter.is_null()
+pub fn register(ctx: Ctx) -> bool {
+    filter::register::<Filter>(ctx)
 }
 
-unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let command = Filtered::new(fctx);
-        let name = command.arg(0);
-        if !matches!(name.len(), 3 | 4 | 7 | 9)
-            || !matches!(
-                name.first(),
-                Some(b'a' | b'A' | b'c' | b'C' | b'e' | b'E' | b'd' | b'D' | b's' | b'S' | b'r' | b'R')
-            )
-        {
-            return;
-        }
-        if name.eq_ignore_ascii_case(b"ACL") {
-            acl_watch::on_acl(&command);
-            return;
-        }
-        if name.eq_ignore_ascii_case(b"EXEC") {
-            acl_watch::on_exec(command.client_id());
-        } else if name.eq_ignore_ascii_case(b"DISCARD") {
-            acl_watch::on_discard(command.client_id());
-        }
-        if slot_memo::is_active() {
-            slot_memo::on_command(&command, name);
-        }
-    }));
+/// The module's command filter.
+struct Filter;
+
+impl CommandFilter for Filter {
+    fn on_command(command: &Filtered) {
+        on_command(command);
+    }
+}
+
+fn on_command(command: &Filtered) {
+    let name = command.arg(0);
+    if !matches!(name.len(), 3 | 4 | 7 | 9)
+        || !matches!(
+            name.first(),
+            Some(b'a' | b'A' | b'c' | b'C' | b'e' | b'E' | b'd' | b'D' | b's' | b'S' | b'r' | b'R')
+        )
+    {
+        return;
+    }
+    if name.eq_ignore_ascii_case(b"ACL") {
+        acl_watch::on_acl(command);
+        return;
+    }
+    if name.eq_ignore_ascii_case(b"EXEC") {
+        acl_watch::on_exec(command.client_id());
+    } else if name.eq_ignore_ascii_case(b"DISCARD") {
+        acl_watch::on_discard(command.client_id());
+    }
+    if slot_memo::is_active() {
+        slot_memo::on_command(command, name);
+    }
 }

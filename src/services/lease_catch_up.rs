@@ -11,16 +11,15 @@
 //! (`dreamtown_leases`) shows its progress and its longest turn.
 
 use std::ffi::CStr;
-use std::os::raw::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use redis_module::raw;
-
 use super::lease_index::{lock, with_index, DeadlineIndex, LeaseFamily, SlotRange};
-use crate::glue::api::api;
+use crate::glue::db_scope::DbScope;
+use crate::glue::latency::thread_cpu_us;
+use crate::glue::scan::ScanCursor;
 use crate::glue::session::Session;
 use crate::metrics::totals::Total;
 
@@ -59,18 +58,11 @@ impl Scope {
     }
 }
 
-/// A `RedisModule_Scan` cursor (a server pointer, used on the main thread
-/// only; the mutex needs `Send`).
-struct Cursor(*mut raw::RedisModuleScanCursor);
-// SAFETY: only touched from the server's main thread (timer callbacks and
-// commands), under the CATCH_UP mutex.
-unsafe impl Send for Cursor {}
-
 /// A catch-up under way.
 struct Running {
     scope: Scope,
     db: c_int,
-    cursor: Cursor,
+    cursor: ScanCursor,
     started_ms: i64,
 }
 
@@ -125,15 +117,6 @@ pub fn unload() {
     *lock(&CATCH_UP) = None;
 }
 
-/// CPU time used by the calling thread so far (µs).
-fn thread_cpu_us() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
-        return 0;
-    }
-    u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000) + u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000
-}
-
 /// Microseconds since `since` (the catch-up's turns, the timer's ticks).
 pub fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
@@ -142,16 +125,15 @@ pub fn micros(since: Instant) -> u64 {
 /// Start a catch-up of `scope`, dropping one under way (a full one clears
 /// the index and the queued slot ranges: it covers them).
 pub fn begin(scope: Scope, now: i64) {
-    let cursor = unsafe { api!(RedisModule_ScanCursorCreate)() };
+    let cursor = ScanCursor::new();
     let dropped = with_catch_up(|catch_up| {
         if scope == Scope::Everything {
             catch_up.queued_slots.clear();
         }
-        catch_up.running.replace(Running { scope: scope.clone(), db: 0, cursor: Cursor(cursor), started_ms: now })
+        catch_up.running.replace(Running { scope: scope.clone(), db: 0, cursor, started_ms: now })
     });
-    if let Some(dropped) = dropped {
+    if dropped.is_some() {
         CATCH_UPS_ABANDONED.bump();
-        unsafe { api!(RedisModule_ScanCursorDestroy)(dropped.cursor.0) };
     }
     if scope == Scope::Everything {
         with_index(DeadlineIndex::clear);
@@ -171,9 +153,8 @@ pub fn stop() {
         catch_up.queued_slots.clear();
         catch_up.running.take()
     });
-    if let Some(dropped) = dropped {
+    if dropped.is_some() {
         CATCH_UPS_ABANDONED.bump();
-        unsafe { api!(RedisModule_ScanCursorDestroy)(dropped.cursor.0) };
     }
 }
 
@@ -187,27 +168,20 @@ struct Gathered {
     limits: Vec<String>,
 }
 
-unsafe extern "C" fn on_scanned(
-    _ctx: *mut raw::RedisModuleCtx,
-    name: *mut raw::RedisModuleString,
-    _key: *mut raw::RedisModuleKey,
-    data: *mut c_void,
-) {
-    // Only names are read here: opening other keys inside the scan could
-    // rehash the dictionary under it.
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let Some(gathered) = (unsafe { data.cast::<Gathered>().as_mut() }) else { return };
-        gathered.examined += 1;
-        let name = crate::glue::string::bytes_of(name);
-        for (number, family) in gathered.families.iter().enumerate() {
+impl Gathered {
+    /// One key of a scan step. Only names are read here: opening other
+    /// keys inside the scan could rehash the dictionary under it.
+    fn take(&mut self, name: &[u8]) {
+        self.examined += 1;
+        for (number, family) in self.families.iter().enumerate() {
             if let Some(tenant) = (family.tenant_of)(name) {
-                gathered.found.push((number, tenant));
+                self.found.push((number, tenant));
             }
         }
         if let Some(org) = crate::dreams::region::org_of_limits_key(name) {
-            gathered.limits.push(org.to_owned());
+            self.limits.push(org.to_owned());
         }
-    }));
+    }
 }
 
 /// One bounded turn of the catch-up, if one runs (or slot ranges are
@@ -219,41 +193,40 @@ pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
             let ranges = std::mem::take(&mut catch_up.queued_slots);
             return Some(Err(ranges));
         }
-        catch_up.running.as_ref().map(|running| Ok((running.scope.clone(), running.db, running.cursor.0)))
+        catch_up.running.as_ref().map(|running| Ok((running.scope.clone(), running.db, running.cursor.clone())))
     })
     .and_then(|next| match next {
         Ok(running) => Some(running),
         Err(ranges) => {
             begin(Scope::Slots(ranges), session.now_ms());
-            with_catch_up(|catch_up| catch_up.running.as_ref().map(|r| (r.scope.clone(), r.db, r.cursor.0)))
+            with_catch_up(|catch_up| catch_up.running.as_ref().map(|r| (r.scope.clone(), r.db, r.cursor.clone())))
         }
     }) else {
         return false;
     };
     let started = Instant::now();
     let cpu_started = thread_cpu_us();
-    let select = api!(RedisModule_SelectDb);
-    let scan = api!(RedisModule_Scan);
+    let scope_db = DbScope::new(ctx);
     let mut gathered = Gathered { families: families.to_vec(), ..Gathered::default() };
     let mut indexed = 0u64;
     let mut finished = false;
     let limit = keys_per_turn();
     loop {
-        if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+        if !scope_db.select(db) {
             // Past the last database.
             finished = true;
             break;
         }
-        let more = unsafe { scan(ctx, cursor, Some(on_scanned), (&mut gathered as *mut Gathered).cast()) };
+        let more = cursor.step(ctx, |name| gathered.take(name));
         indexed += index_found(session, &scope, db, &mut gathered.found, families);
         // Every limits key found is noted, whatever the scope: the limits
         // index may hold more than the keyspace, never less.
         for org in gathered.limits.drain(..) {
             super::limits_index::note_found(db, &org);
         }
-        if more == 0 {
+        if !more {
             // This database is done: the next one, with the cursor restarted.
-            unsafe { api!(RedisModule_ScanCursorRestart)(cursor) };
+            cursor.restart();
             db += 1;
             continue;
         }
@@ -261,7 +234,7 @@ pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
             break;
         }
     }
-    unsafe { select(ctx, 0) };
+    drop(scope_db);
     let took = micros(started);
     KEYS_EXAMINED.add(gathered.examined);
     TURNS.bump();
@@ -282,7 +255,7 @@ pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
         }
     });
     if let Some(done) = done {
-        unsafe { api!(RedisModule_ScanCursorDestroy)(done.cursor.0) };
+        drop(cursor);
         CATCH_UPS_COMPLETED.bump();
         let now = session.now_ms();
         LAST_DURATION_MS.store(u64::try_from(now.saturating_sub(done.started_ms)).unwrap_or(0), Ordering::Relaxed);

@@ -29,18 +29,20 @@
 //! is dropped when it comes due anyway; forgetting keeps the index small).
 
 use std::ffi::CStr;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use redis_module::raw;
-
 use super::lease_catch_up::{self, micros, Scope};
 use super::lease_index::{self, families, family_index, with_index, DeadlineIndex, LeaseFamily, SlotRange, Tenant};
 use super::migration_guard;
-use crate::glue::api::api;
+use crate::glue::context_flags::ContextFlags;
+use crate::glue::ctx::{selected_db, Ctx, RawString};
+use crate::glue::db_scope::DbScope;
+use crate::glue::server_events::{self, ServerEvent, ServerEventHandler, Subscription};
 use crate::glue::session::Session;
+use crate::glue::timer::{self, Timer};
 
 /// How often the timer looks for due leases (ms): expiry is exact to this.
 pub const TICK_MS: i64 = 100;
@@ -81,7 +83,7 @@ static MAX_TICK_LEASES: AtomicU64 = AtomicU64::new(0);
 /// A command granted or extended a lease of `tenant` (of `family`, in the
 /// session's database) due at `deadline_ms`.
 pub fn note(session: &Session, family: &'static LeaseFamily, tenant: &str, deadline_ms: i64) {
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(session.ctx()) };
+    let db = selected_db(session.ctx());
     with_index(|index| index.note((family_index(family), db, tenant.to_owned()), deadline_ms));
     arm(session.ctx(), TICK_MS);
 }
@@ -96,23 +98,15 @@ pub fn wake_receivers(session: &Session, key: &[u8]) {
 /// Register the families, subscribe to the server events that call for a
 /// catch-up and start one (a module loaded into a running server). Called
 /// once when the module loads.
-pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> Result<(), String> {
+pub fn start(ctx: Ctx, all: Vec<&'static LeaseFamily>) -> Result<(), String> {
     lease_index::set_families(all);
-    let (Some(subscribe), Some(_)) =
-        (unsafe { raw::RedisModule_SubscribeToServerEvent }, unsafe { raw::RedisModule_CreateTimer })
-    else {
+    if !server_events::available() || !timer::available() {
         return Err("this server lacks module timers or server events (needed for leases)".into());
-    };
-    for id in [
-        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
-        raw::REDISMODULE_EVENT_LOADING,
-        raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD,
-    ] {
-        let event = raw::RedisModuleEvent { id, dataver: 1 };
-        if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not subscribe to server event {id}"));
-        }
     }
+    server_events::subscribe::<RoleAndLoadEvents>(
+        ctx,
+        &[Subscription::ReplicationRoleChanged, Subscription::Loading, Subscription::ReplAsyncLoad],
+    )?;
     // Loaded into a running server (MODULE LOAD): its leases are indexed
     // by a catch-up from the first tick. At startup the dataset loads
     // later, and the loading event starts it then; an empty keyspace has
@@ -128,21 +122,19 @@ pub fn start(ctx: *mut raw::RedisModuleCtx, all: Vec<&'static LeaseFamily>) -> R
 }
 
 /// Does no database hold a key? O(databases).
-fn keyspace_is_empty(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let select = api!(RedisModule_SelectDb);
-    let size = api!(RedisModule_DbSize);
+fn keyspace_is_empty(ctx: Ctx) -> bool {
+    let scope = DbScope::new(ctx);
     let mut db = 0;
     let mut empty = true;
-    while empty && unsafe { select(ctx, db) } == raw::REDISMODULE_OK as c_int {
-        empty = unsafe { size(ctx) } == 0;
+    while empty && scope.select(db) {
+        empty = scope.size() == 0;
         db += 1;
     }
-    unsafe { select(ctx, 0) };
     empty
 }
 
 /// Start a full catch-up at the next tick (dropping one under way).
-fn restart_catch_up(ctx: *mut raw::RedisModuleCtx) {
+fn restart_catch_up(ctx: Ctx) {
     REBUILD.store(true, Ordering::Relaxed);
     super::limits_index::untrust();
     arm(ctx, CATCH_UP_MS);
@@ -151,7 +143,7 @@ fn restart_catch_up(ctx: *mut raw::RedisModuleCtx) {
 /// Slot-migration hook: a key arrived in the selected database of `ctx`
 /// (a `RESTORE`, an imported key): index its tenant if it is a lease set.
 /// O(log n) in the lease set; a no-op on a replica.
-pub fn index_key(ctx: *mut raw::RedisModuleCtx, name: &[u8]) {
+pub fn index_key(ctx: Ctx, name: &[u8]) {
     if !is_master(ctx) {
         return;
     }
@@ -169,7 +161,7 @@ pub fn index_key(ctx: *mut raw::RedisModuleCtx, name: &[u8]) {
 /// slots, in bounded turns like every catch-up (it walks the keyspace:
 /// the module API has no per-slot scan on every server). Nothing happens
 /// on a replica. Calls made while one runs are merged and run after it.
-pub fn index_slots(ctx: *mut raw::RedisModuleCtx, ranges: &[SlotRange]) {
+pub fn index_slots(ctx: Ctx, ranges: &[SlotRange]) {
     if ranges.is_empty() {
         return;
     }
@@ -194,50 +186,45 @@ pub fn forget_slots(ranges: &[SlotRange]) {
 }
 
 /// Schedule a tick in `delay_ms` unless one is scheduled.
-fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
+fn arm(ctx: Ctx, delay_ms: i64) {
     if ARMED.swap(true, Ordering::Relaxed) {
         return;
     }
-    if let Some(create) = unsafe { raw::RedisModule_CreateTimer } {
-        let timer = unsafe { create(ctx, delay_ms, Some(on_tick), std::ptr::null_mut()) };
-        TIMER.store(timer, Ordering::Relaxed);
+    TIMER.store(timer::after(ctx, delay_ms, on_tick).id(), Ordering::Relaxed);
+}
+
+fn is_master(ctx: Ctx) -> bool {
+    let flags = ContextFlags::of(ctx);
+    flags.is_master() && !flags.loading()
+}
+
+fn loading(ctx: Ctx) -> bool {
+    ContextFlags::of(ctx).loading()
+}
+
+/// Promotions and the ends of loads restart the catch-up.
+struct RoleAndLoadEvents;
+
+impl ServerEventHandler for RoleAndLoadEvents {
+    fn on_event(ctx: Ctx, event: ServerEvent) {
+        if restarts_catch_up(event) {
+            restart_catch_up(ctx);
+        }
     }
 }
 
-fn is_master(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
-    flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && flags & raw::REDISMODULE_CTX_FLAGS_LOADING == 0
-}
-
-fn loading(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) as u32 };
-    flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0
-}
-
-unsafe extern "C" fn on_server_event(
-    ctx: *mut raw::RedisModuleCtx,
-    event: raw::RedisModuleEvent,
-    subevent: u64,
-    _data: *mut c_void,
-) {
-    let becomes_master = event.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
-        && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER;
-    let loaded = event.id == raw::REDISMODULE_EVENT_LOADING && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED;
+fn restarts_catch_up(event: ServerEvent) -> bool {
     // An async (swapdb) load that completed swapped the whole dataset; one
     // that was aborted left the old one. Only a replica loads async and a
     // replica keeps no index, so either way the next promotion's catch-up
     // is what counts; restarting here keeps the rule "a dataset swap
     // restarts the catch-up" without a case of its own.
-    let swapped = event.id == raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD
-        && subevent != raw::REDISMODULE_SUBEVENT_REPL_ASYNC_LOAD_STARTED;
-    if becomes_master || loaded || swapped {
-        let _ = catch_unwind(AssertUnwindSafe(|| restart_catch_up(ctx)));
-    }
+    matches!(event, ServerEvent::BecameMaster | ServerEvent::LoadingEnded | ServerEvent::AsyncLoadEnded)
 }
 
 /// `SWAPDB` (`server_events`) exchanged two databases under the index's
 /// database numbers (and under a catch-up's cursor): index them again.
-pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx) {
+pub fn databases_swapped(ctx: Ctx) {
     restart_catch_up(ctx);
 }
 
@@ -246,7 +233,7 @@ pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx) {
 /// After a `FLUSHALL` there is nothing to catch up with either: a pending
 /// or running catch-up is dropped. When nothing is left, the timer is
 /// stopped at once, so that `MODULE UNLOAD` is not refused for it.
-pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
+pub fn flushed(ctx: Ctx, db: Option<c_int>) {
     match db {
         None => {
             with_index(DeadlineIndex::clear);
@@ -276,7 +263,7 @@ pub fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
 /// is not gone: its entry goes when its deadline comes and the tick finds
 /// nothing due.) Every other event returns at the first test, so the hot
 /// commands' own events cost one comparison each here.
-pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
+pub(super) fn on_keyspace_event(ctx: Ctx, event: &[u8], key: RawString) {
     if !matches!(event, b"del" | b"expired" | b"evicted" | b"move_from" | b"rename_from" | b"restore") {
         return;
     }
@@ -289,7 +276,7 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
     let Some((family, tenant)) = lease_index::lease_set_tenant(crate::glue::string::bytes_of(key)) else {
         return;
     };
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let db = selected_db(ctx);
     if with_index(|index| index.forget(&(family, db, tenant))) {
         disarm_if_idle(ctx);
     }
@@ -297,14 +284,12 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
 
 /// Stop the scheduled tick if nothing is left for it to do: no tenant
 /// indexed, no catch-up running, queued or due to start.
-fn disarm_if_idle(ctx: *mut raw::RedisModuleCtx) {
+fn disarm_if_idle(ctx: Ctx) {
     let idle = with_index(|index| index.is_empty()) && !REBUILD.load(Ordering::Relaxed) && !lease_catch_up::pending();
     if !idle || !ARMED.swap(false, Ordering::Relaxed) {
         return;
     }
-    let timer = TIMER.swap(0, Ordering::Relaxed);
-    let mut data: *mut c_void = std::ptr::null_mut();
-    unsafe { api!(RedisModule_StopTimer)(ctx, timer, &mut data) };
+    timer::stop(ctx, Timer::from_id(TIMER.swap(0, Ordering::Relaxed)));
 }
 
 /// `MODULE UNLOAD` (the server refuses it while a tick is scheduled, so
@@ -319,7 +304,7 @@ pub fn unload() {
     TIMER.store(0, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+fn on_tick(ctx: Ctx) {
     ARMED.store(false, Ordering::Relaxed);
     TIMER.store(0, Ordering::Relaxed);
     let started = Instant::now();
@@ -332,7 +317,7 @@ unsafe extern "C" fn on_tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) 
 }
 
 /// One tick; when the next is needed (ms), if at all.
-fn tick(ctx: *mut raw::RedisModuleCtx) -> Option<i64> {
+fn tick(ctx: Ctx) -> Option<i64> {
     // Only a master expires; a replica applies its master's expiries. A
     // replica keeps no index and runs no catch-up: becoming master (or a
     // load ending) starts one.
@@ -380,7 +365,7 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
     let started = Instant::now();
     let now = session.now_ms();
     let in_cluster = session.in_cluster();
-    let select = api!(RedisModule_SelectDb);
+    let scope = DbScope::new(ctx);
     let mut left_over = false;
     let mut handled = 0u64;
     'batches: loop {
@@ -398,7 +383,7 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
                 break 'batches;
             }
             let Some(lease_family) = families.get(family) else { continue };
-            if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+            if !scope.select(db) {
                 continue;
             }
             // In a cluster, leave a tenant alone while its slot moves or
@@ -424,7 +409,7 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
             }
         }
     }
-    unsafe { select(ctx, 0) };
+    drop(scope);
     MAX_TICK_LEASES.fetch_max(handled, Ordering::Relaxed);
     left_over
 }

@@ -32,10 +32,8 @@ use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use redis_module::raw;
-
 use crate::dreams::region::org_of_limits_key;
-use crate::glue::api::api;
+use crate::glue::ctx::{selected_db, Ctx, RawString};
 use crate::glue::session::Session;
 use crate::metrics::totals::Total;
 
@@ -56,10 +54,6 @@ static ANY: AtomicBool = AtomicBool::new(false);
 pub static UNTRUSTED_OPENS: Total = Total::new();
 /// Entries dropped because their key was found gone.
 static DROPPED: Total = Total::new();
-
-fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
-    unsafe { api!(RedisModule_GetSelectedDb)(ctx) }
-}
 
 /// May organization `org` (in the session's database) have limits? False
 /// only when the index is trusted and has no entry for it: the drain then
@@ -90,7 +84,7 @@ pub fn trusted() -> bool {
 
 /// Organization `org` has (or may now have) a limits key in the selected
 /// database of `ctx`.
-pub fn note(ctx: *mut raw::RedisModuleCtx, org: &str) {
+pub fn note(ctx: Ctx, org: &str) {
     note_in(selected_db(ctx), org);
 }
 
@@ -110,7 +104,7 @@ fn note_in(db: c_int, org: &str) {
 
 /// `org`'s limits key is gone from the selected database of `ctx` (found
 /// absent by a drain, or cleared by a command).
-pub fn forget(ctx: *mut raw::RedisModuleCtx, org: &str) {
+pub fn forget(ctx: Ctx, org: &str) {
     let db = selected_db(ctx);
     let dropped = INDEX.with(|index| {
         let mut index = index.borrow_mut();
@@ -162,7 +156,7 @@ pub(super) fn wants(event: &[u8]) -> bool {
 
 /// Keyspace events (`keyspace_events`) that [`wants`]: the key is noted
 /// if it is a limits key.
-pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) {
+pub(super) fn on_keyspace_event(ctx: Ctx, key: RawString) {
     if let Some(org) = org_of_limits_key(crate::glue::string::bytes_of(key)) {
         note(ctx, org);
     }

@@ -89,13 +89,13 @@
 //!   while Valkey 9's atomic slot migration imports or exports the slot,
 //!   which the slot table does not show: `slot_migration`).
 
-use std::os::raw::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use redis_module::raw;
-
-use crate::glue::api::api;
+use crate::glue::call;
+use crate::glue::context_flags::ContextFlags;
+use crate::glue::ctx::Ctx;
 use crate::glue::reply::CommandError;
+use crate::glue::server_info;
 
 /// What follows `{<tenant>` in the two names the guard asks about: the
 /// tenant is their hash tag, so they hash to its slot whatever the
@@ -121,8 +121,8 @@ fn guard_names(tenant: &[u8]) -> [Vec<u8>; 2] {
 static DRY_RUN: AtomicBool = AtomicBool::new(false);
 
 /// Decide at load whether the full check can be a dry run.
-pub fn init(ctx: *mut raw::RedisModuleCtx, filter_registered: bool) {
-    let version = unsafe { raw::RedisModule_GetServerVersion }.map_or(0, |get| unsafe { get() });
+pub fn init(ctx: Ctx, filter_registered: bool) {
+    let version = server_info::version();
     DRY_RUN.store(version >= 0x00_07_02_00, Ordering::Relaxed);
     super::slot_memo::activate(ctx, filter_registered);
 }
@@ -136,7 +136,7 @@ fn guardable(tenant: &[u8]) -> bool {
 /// May a tenant's keys be touched here, per the slot table? `None` for a
 /// tenant argument that is not a valid tenant (the command refuses it
 /// before opening anything, so there is nothing to guard).
-fn serves(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Option<bool> {
+fn serves(ctx: Ctx, tenant: &[u8]) -> Option<bool> {
     if !guardable(tenant) {
         return None;
     }
@@ -146,39 +146,24 @@ fn serves(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> Option<bool> {
     // looks keys up for routing only in a migrating or importing slot, and
     // then without statistics or keyspace events).
     let dry_run = DRY_RUN.load(Ordering::Relaxed);
-    let format = if dry_run { c"bbD" } else { c"bb" };
-    let reply = unsafe {
-        api!(RedisModule_Call)(
-            ctx,
-            c"EXISTS".as_ptr(),
-            format.as_ptr(),
-            first.as_ptr().cast::<c_char>(),
-            first.len(),
-            second.as_ptr().cast::<c_char>(),
-            second.len(),
-        )
-    };
     // A dry run that passed every check answers no reply; a refused one an
     // error reply. Without a dry run, a refusal by cluster routing gives
     // no reply (7.0).
-    if reply.is_null() {
-        return Some(dry_run);
+    match call::exists_is_refused(ctx, &first, &second, dry_run) {
+        None => Some(dry_run),
+        Some(is_error) => Some(!is_error),
     }
-    let is_error = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
-    unsafe { api!(RedisModule_FreeCallReply)(reply) };
-    Some(!is_error)
 }
 
 /// Would a guarded call in `ctx` need the check? Only in cluster mode, and
 /// not for what the replication link or a load replays (those must apply).
-fn needed(ctx: *mut raw::RedisModuleCtx) -> bool {
-    needed_by(unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32)
+fn needed(ctx: Ctx) -> bool {
+    needed_by(ContextFlags::of(ctx))
 }
 
 /// [`needed`], from the context flags already read.
-fn needed_by(flags: u32) -> bool {
-    flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
-        && flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0
+fn needed_by(flags: ContextFlags) -> bool {
+    flags.in_cluster() && !flags.replicated() && !flags.loading()
 }
 
 /// The error a command answers while its tenant's slot is moving (or,
@@ -197,7 +182,7 @@ pub fn moving(tenant: &[u8]) -> CommandError {
 /// call it before a command or a wake-up opens any key. `flags`: the
 /// context flags of `ctx` (`RedisModule_GetContextFlags`), which the
 /// caller reads once for this and for its session.
-pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result<(), CommandError> {
+pub fn check(ctx: Ctx, flags: ContextFlags, tenant: &[u8]) -> Result<(), CommandError> {
     if !needed_by(flags) {
         return Ok(());
     }
@@ -206,8 +191,7 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
     // slot importing or migrating happened since a full check passed
     // (`slot_memo`).
     // Replicas (READONLY reads) and invalid tenants never use the memo.
-    let memo_slot = (flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && guardable(tenant))
-        .then(|| super::slot_memo::tenant_slot(tenant));
+    let memo_slot = (flags.is_master() && guardable(tenant)).then(|| super::slot_memo::tenant_slot(tenant));
     if memo_slot.is_some_and(super::slot_memo::is_settled) {
         return Ok(());
     }
@@ -231,7 +215,7 @@ pub fn check(ctx: *mut raw::RedisModuleCtx, flags: u32, tenant: &[u8]) -> Result
 /// another node owns it; true outside cluster mode. A timer that gets
 /// false must leave the tenant alone (the node that owns the slot when the
 /// move completes runs its own timers on the keys it then holds).
-pub fn may_touch(ctx: *mut raw::RedisModuleCtx, tenant: &[u8]) -> bool {
+pub fn may_touch(ctx: Ctx, tenant: &[u8]) -> bool {
     !needed(ctx) || (!super::slot_moves::tenant_is_moving(tenant) && serves(ctx, tenant).unwrap_or(false))
 }
 

@@ -28,14 +28,13 @@
 //! age when its list is deleted or next seen empty, a tenant's totals when
 //! a crowded table sees it idle).
 
-use std::os::raw::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redis_module::raw;
-
 use super::{lease_timer, waiters};
-use crate::glue::api::api;
+use crate::glue::ctx::Ctx;
+use crate::glue::db_scope::DbScope;
+use crate::glue::server_events::{self, ServerEvent, ServerEventHandler, Subscription};
 use crate::metrics::{fire_ages, tenant_stats};
 
 /// The databases module commands ran in since the tables were last
@@ -56,17 +55,11 @@ pub fn note_db(db: c_int) {
 }
 
 /// Subscribe (module load).
-pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToServerEvent }) else {
+pub fn subscribe(ctx: Ctx) -> Result<(), String> {
+    if !server_events::available() {
         return Err("this server lacks server events".into());
-    };
-    for id in [raw::REDISMODULE_EVENT_FLUSHDB, raw::REDISMODULE_EVENT_SWAPDB] {
-        let event = raw::RedisModuleEvent { id, dataver: 1 };
-        if unsafe { subscribe(ctx, event, Some(on_server_event)) } != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not subscribe to server event {id}"));
-        }
     }
-    Ok(())
+    server_events::subscribe::<FlushAndSwap>(ctx, &[Subscription::FlushDb, Subscription::SwapDb])
 }
 
 /// Forget what a previous load of the module noted (`MODULE UNLOAD`: the
@@ -75,28 +68,21 @@ pub fn unload() {
     DBS_SERVED.store(0, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn on_server_event(
-    ctx: *mut raw::RedisModuleCtx,
-    event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if data.is_null() {
-            return;
+/// The subscriber of `FLUSHDB`/`FLUSHALL` and `SWAPDB`.
+struct FlushAndSwap;
+
+impl ServerEventHandler for FlushAndSwap {
+    fn on_event(ctx: Ctx, event: ServerEvent) {
+        match event {
+            ServerEvent::Flushed { db } => flushed(ctx, db),
+            ServerEvent::Swapped { a, b } => swapped(ctx, a, b),
+            _ => {}
         }
-        if event.id == raw::REDISMODULE_EVENT_FLUSHDB && subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
-            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
-            flushed(ctx, (info.dbnum >= 0).then_some(info.dbnum));
-        } else if event.id == raw::REDISMODULE_EVENT_SWAPDB {
-            let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-            swapped(ctx, info.dbnum_first, info.dbnum_second);
-        }
-    }));
+    }
 }
 
 /// Database `db` (`None`: every database) was emptied.
-fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
+fn flushed(ctx: Ctx, db: Option<c_int>) {
     lease_timer::flushed(ctx, db);
     if tables_describe_nothing(ctx, db) {
         tenant_stats::forget_all();
@@ -108,37 +94,34 @@ fn flushed(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) {
 /// After emptying `db` (`None`: all), can the per-tenant tables describe
 /// anything still in the keyspace? Not when every database the module
 /// served, other than `db`, is empty: O(databases served).
-fn tables_describe_nothing(ctx: *mut raw::RedisModuleCtx, db: Option<c_int>) -> bool {
+fn tables_describe_nothing(ctx: Ctx, db: Option<c_int>) -> bool {
     let Some(db) = db else { return true };
     let others = DBS_SERVED.load(Ordering::Relaxed) & !db_bit(db);
     if others == 0 {
         return true;
     }
-    let select = api!(RedisModule_SelectDb);
-    let size = api!(RedisModule_DbSize);
-    let before = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let scope = DbScope::new(ctx);
     let mut empty = true;
     for other in (0..64).filter(|n| others & (1u64 << n) != 0) {
         if other == 63 {
             // 63 and above share a bit: look at every one of them.
             let mut n = 63;
-            while empty && unsafe { select(ctx, n) } == raw::REDISMODULE_OK as c_int {
-                empty = n == db || unsafe { size(ctx) } == 0;
+            while empty && scope.select(n) {
+                empty = n == db || scope.size() == 0;
                 n += 1;
             }
-        } else if unsafe { select(ctx, other) } == raw::REDISMODULE_OK as c_int {
-            empty = unsafe { size(ctx) } == 0;
+        } else if scope.select(other) {
+            empty = scope.size() == 0;
         }
         if !empty {
             break;
         }
     }
-    unsafe { select(ctx, before) };
     empty
 }
 
 /// Databases `a` and `b` swapped contents.
-fn swapped(ctx: *mut raw::RedisModuleCtx, a: c_int, b: c_int) {
+fn swapped(ctx: Ctx, a: c_int, b: c_int) {
     // What the module served in one is now in the other.
     let (bit_a, bit_b) = (db_bit(a), db_bit(b));
     let served = DBS_SERVED.load(Ordering::Relaxed);

@@ -48,15 +48,14 @@
 //! came from `SETSLOT`s its filter saw on the replication link (Valkey 8+)
 //! or are stable (Redis). Outside cluster mode nothing is registered.
 
-use std::os::raw::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use redis_module::raw;
-
-use crate::glue::api::api;
-use crate::glue::filter::{client_flags, in_multi, Filtered};
+use crate::glue::context_flags::ContextFlags;
+use crate::glue::ctx::Ctx;
+use crate::glue::filter::{in_multi, is_blocked, Filtered};
+use crate::glue::timer;
 
 /// One bit a slot (16,384 slots).
 static SETTLED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
@@ -109,7 +108,7 @@ fn position(slot: u16) -> (usize, u64) {
 /// A full check just passed for `slot` on this master: settle it, unless a
 /// `SETSLOT` may still be on its way to being applied (then make sure the
 /// timer that clears pending clients runs).
-pub fn settle(ctx: *mut raw::RedisModuleCtx, slot: u16) {
+pub fn settle(ctx: Ctx, slot: u16) {
     if !ACTIVE.load(Ordering::Relaxed) {
         return;
     }
@@ -140,10 +139,9 @@ pub fn forget_all() {
 /// Start remembering when the server runs in cluster mode and the
 /// module's command filter is registered (module load). Without it
 /// nothing ever settles and the guard checks every command, as before.
-pub fn activate(ctx: *mut raw::RedisModuleCtx, filter_registered: bool) {
+pub fn activate(ctx: Ctx, filter_registered: bool) {
     forget_all();
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
-    ACTIVE.store(filter_registered && flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0, Ordering::Relaxed);
+    ACTIVE.store(filter_registered && ContextFlags::of(ctx).in_cluster(), Ordering::Relaxed);
 }
 
 /// Is the memo in use (cluster mode, filter registered)?
@@ -298,16 +296,16 @@ fn make_pending(id: u64) {
     ANY_PENDING.store(true, Ordering::Relaxed);
 }
 
-fn arm_timer(ctx: *mut raw::RedisModuleCtx) {
+fn arm_timer(ctx: Ctx) {
     if TIMER_ARMED.swap(true, Ordering::Relaxed) {
         return;
     }
-    unsafe { api!(RedisModule_CreateTimer)(ctx, PENDING_POLL_MS, Some(on_timer), std::ptr::null_mut()) };
+    timer::after(ctx, PENDING_POLL_MS, on_timer);
 }
 
 /// Clear pending clients seen not blocked twice in a row; run again while
 /// any is left.
-unsafe extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+fn on_timer(ctx: Ctx) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         TIMER_ARMED.store(false, Ordering::Relaxed);
         if !ACTIVE.load(Ordering::Relaxed) {
@@ -315,8 +313,7 @@ unsafe extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void)
         }
         let mut pending = lock(&PENDING);
         for (id, quiet) in pending.iter_mut() {
-            let blocked =
-                client_flags(*id).is_some_and(|flags| flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_BLOCKED) != 0);
+            let blocked = is_blocked(*id);
             *quiet = if blocked { 0 } else { quiet.saturating_add(1) };
         }
         pending.retain(|(_, quiet)| *quiet < 2);

@@ -74,97 +74,17 @@
 //! decoding and the gate are unit-tested. Older Redis and every Valkey
 //! are untouched by this part.
 
-use std::os::raw::{c_char, c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use redis_module::raw;
 
 use super::lease_timer;
 use super::slot_moves::{self, Side};
+use crate::glue::ctx::Ctx;
+use crate::glue::server_info;
+use crate::glue::slot_migration_events::{
+    self, Direction, MigrationStep, SlotMigrationHandler, OPTION_HANDLE_ATOMIC_SLOT_MIGRATION,
+};
 use crate::metrics::totals::Total;
-
-/// `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (valkeymodule.h).
-const OPTION_HANDLE_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
-/// `VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION` and its subevents.
-const EVENT_ATOMIC_SLOT_MIGRATION: u64 = 19;
-const IMPORT_STARTED: u64 = 0;
-const EXPORT_STARTED: u64 = 1;
-const IMPORT_ABORTED: u64 = 2;
-const EXPORT_ABORTED: u64 = 3;
-const IMPORT_COMPLETED: u64 = 4;
-const EXPORT_COMPLETED: u64 = 5;
-
-/// `ValkeyModuleSlotRange`.
-#[repr(C)]
-struct SlotRange {
-    start: c_int,
-    end: c_int,
-}
-
-/// `ValkeyModuleAtomicSlotMigrationInfoV1`.
-#[repr(C)]
-struct MigrationInfo {
-    version: u64,
-    job_name: [c_char; 41],
-    slot_ranges: *const SlotRange,
-    num_slot_ranges: u32,
-}
-
-/// Redis 8.4's events, from its `redismodule.h` (Redis 8.4.0, as carried
-/// by the `redis-module` 2.0.8 crate): the ids clash with Valkey's (19 is
-/// Valkey's `AtomicSlotMigration` but Redis's trim event), hence the gate
-/// on the server's name and version before subscribing.
-mod redis84 {
-    /// `REDISMODULE_EVENT_CLUSTER_SLOT_MIGRATION`.
-    pub const EVENT_SLOT_MIGRATION: u64 = 18;
-    /// `REDISMODULE_EVENT_CLUSTER_SLOT_MIGRATION_TRIM`.
-    pub const EVENT_TRIM: u64 = 19;
-    /// `REDISMODULE_SUBEVENT_CLUSTER_SLOT_MIGRATION_*`.
-    pub const IMPORT_STARTED: u64 = 0;
-    pub const IMPORT_FAILED: u64 = 1;
-    pub const IMPORT_COMPLETED: u64 = 2;
-    pub const MIGRATE_STARTED: u64 = 3;
-    pub const MIGRATE_FAILED: u64 = 4;
-    pub const MIGRATE_COMPLETED: u64 = 5;
-    // 6, MIGRATE_MODULE_PROPAGATE: a chance to add commands to the
-    // stream; dreamtown has nothing to add (its state is in keys).
-    /// `REDISMODULE_SUBEVENT_CLUSTER_SLOT_MIGRATION_TRIM_*`.
-    pub const TRIM_STARTED: u64 = 0;
-    pub const TRIM_COMPLETED: u64 = 1;
-    pub const TRIM_BACKGROUND: u64 = 2;
-
-    /// `RedisModuleSlotRange`.
-    #[repr(C)]
-    pub struct SlotRange {
-        pub start: u16,
-        pub end: u16,
-    }
-
-    /// `RedisModuleSlotRangeArray`: a count, then the ranges inline.
-    #[repr(C)]
-    pub struct SlotRangeArray {
-        pub num_ranges: i32,
-        pub ranges: [SlotRange; 0],
-    }
-
-    /// `RedisModuleClusterSlotMigrationInfoV1`.
-    #[repr(C)]
-    pub struct MigrationInfo {
-        pub version: u64,
-        pub source_node_id: [std::os::raw::c_char; 41],
-        pub destination_node_id: [std::os::raw::c_char; 41],
-        pub task_id: *const std::os::raw::c_char,
-        pub slots: *const SlotRangeArray,
-    }
-
-    /// `RedisModuleClusterSlotMigrationTrimInfoV1`.
-    #[repr(C)]
-    pub struct TrimInfo {
-        pub version: u64,
-        pub slots: *const SlotRangeArray,
-    }
-}
 
 /// One step of a move, as either server reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +102,23 @@ enum Step {
     TrimmedInBackground,
 }
 
+impl Step {
+    fn of(step: MigrationStep) -> Self {
+        let side = |direction| match direction {
+            Direction::Import => Side::Import,
+            Direction::Export => Side::Export,
+        };
+        match step {
+            MigrationStep::Started(direction) => Step::Started(side(direction)),
+            MigrationStep::Aborted(direction) => Step::Aborted(side(direction)),
+            MigrationStep::Completed(direction) => Step::Completed(side(direction)),
+            MigrationStep::TrimStarted => Step::TrimStarted,
+            MigrationStep::TrimCompleted => Step::TrimCompleted,
+            MigrationStep::TrimmedInBackground => Step::TrimmedInBackground,
+        }
+    }
+}
+
 /// Does this module handle atomic slot migration here (declared on Valkey
 /// 9+, events subscribed on Redis 8.4+)?
 static HANDLED: AtomicBool = AtomicBool::new(false);
@@ -195,7 +132,7 @@ static EXPORTS_ABORTED: Total = Total::new();
 /// claim on Valkey 9 or newer (with the event subscribed), nothing
 /// elsewhere; on Redis 8.4 or newer, which asks for no claim, the events
 /// are subscribed here too. Called once when the module loads.
-pub fn options(ctx: *mut raw::RedisModuleCtx) -> c_int {
+pub fn options(ctx: Ctx) -> c_int {
     let server = server_info(ctx);
     if is_valkey_9_or_newer(server.name.as_deref(), server.valkey_version.as_deref()) {
         return declare_for_valkey(ctx);
@@ -206,9 +143,8 @@ pub fn options(ctx: *mut raw::RedisModuleCtx) -> c_int {
     0
 }
 
-fn declare_for_valkey(ctx: *mut raw::RedisModuleCtx) -> c_int {
-    let event = raw::RedisModuleEvent { id: EVENT_ATOMIC_SLOT_MIGRATION, dataver: 1 };
-    if !subscribe(ctx, event, on_valkey_event) {
+fn declare_for_valkey(ctx: Ctx) -> c_int {
+    if !slot_migration_events::subscribe_valkey::<Moves>(ctx) {
         // Without the events the claim would be false: leave it out, and
         // Valkey keeps refusing MIGRATESLOTS.
         return 0;
@@ -221,24 +157,10 @@ fn declare_for_valkey(ctx: *mut raw::RedisModuleCtx) -> c_int {
 /// knows them (`RedisModule_IsSubEventSupported`). Without the migration
 /// event nothing is handled (as before 8.4); without the trim event the
 /// moves are still followed.
-fn subscribe_on_redis(ctx: *mut raw::RedisModuleCtx) {
-    let Some(supported) = (unsafe { raw::RedisModule_IsSubEventSupported }) else { return };
-    let migration = raw::RedisModuleEvent { id: redis84::EVENT_SLOT_MIGRATION, dataver: 1 };
-    let trim = raw::RedisModuleEvent { id: redis84::EVENT_TRIM, dataver: 1 };
-    if unsafe { supported(migration, redis84::MIGRATE_COMPLETED) } == 0 || !subscribe(ctx, migration, on_redis_event) {
-        return;
+fn subscribe_on_redis(ctx: Ctx) {
+    if slot_migration_events::subscribe_redis::<Moves>(ctx) {
+        HANDLED.store(true, Ordering::Relaxed);
     }
-    HANDLED.store(true, Ordering::Relaxed);
-    if unsafe { supported(trim, redis84::TRIM_BACKGROUND) } != 0 {
-        subscribe(ctx, trim, on_redis_event);
-    }
-}
-
-type EventHandler = unsafe extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
-
-fn subscribe(ctx: *mut raw::RedisModuleCtx, event: raw::RedisModuleEvent, handler: EventHandler) -> bool {
-    let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToServerEvent }) else { return false };
-    unsafe { subscribe(ctx, event, Some(handler)) == raw::REDISMODULE_OK as c_int }
 }
 
 /// The `dreamtown_cluster` section of `INFO dreamtown`.
@@ -262,28 +184,11 @@ struct ServerInfo {
     redis_version: Option<String>,
 }
 
-fn server_info(ctx: *mut raw::RedisModuleCtx) -> ServerInfo {
-    let unknown = ServerInfo { name: None, valkey_version: None, redis_version: None };
-    let (Some(get), Some(field), Some(free)) = (unsafe {
-        (raw::RedisModule_GetServerInfo, raw::RedisModule_ServerInfoGetFieldC, raw::RedisModule_FreeServerInfo)
-    }) else {
-        return unknown;
-    };
-    let info = unsafe { get(ctx, c"server".as_ptr()) };
-    if info.is_null() {
-        return unknown;
+fn server_info(ctx: Ctx) -> ServerInfo {
+    match server_info::fields(ctx, c"server", [c"server_name", c"valkey_version", c"redis_version"]) {
+        Some([name, valkey_version, redis_version]) => ServerInfo { name, valkey_version, redis_version },
+        None => ServerInfo { name: None, valkey_version: None, redis_version: None },
     }
-    let text = |name: &std::ffi::CStr| {
-        let value = unsafe { field(info, name.as_ptr()) };
-        (!value.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(value) }.to_string_lossy().into_owned())
-    };
-    let server = ServerInfo {
-        name: text(c"server_name"),
-        valkey_version: text(c"valkey_version"),
-        redis_version: text(c"redis_version"),
-    };
-    unsafe { free(ctx, info) };
-    server
 }
 
 /// Valkey 9.0 or newer (`server_name:valkey`, `valkey_version:9.x`).
@@ -301,99 +206,24 @@ fn is_redis_8_4_or_newer(name: Option<&str>, version: Option<&str>) -> bool {
     name.is_none_or(|n| n == "redis") && (major, minor) >= (8, 4)
 }
 
-unsafe extern "C" fn on_valkey_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let Some(step) = valkey_step(subevent) else { return };
-        let ranges = unsafe { ranges_of(data.cast::<MigrationInfo>()) };
-        handle(step, &ranges);
+/// The subscriber of either server's migration events.
+struct Moves;
+
+impl SlotMigrationHandler for Moves {
+    fn on_step(ctx: Ctx, step: MigrationStep, ranges: &[(u16, u16)]) {
+        let step = Step::of(step);
+        handle(step, ranges);
         // The arrived slots' limits keys: the keyspace events of the
         // import noted those that came by `RESTORE`; a bounded catch-up of
         // the slots finds every one, whatever the import wrote them with
-        // (the limits index is not trusted until it has).
+        // (the limits index is not trusted until it has). On Redis 8.4,
+        // how an import's snapshot reaches the target is not something
+        // this module can see (untested): the same catch-up indexes the
+        // arrived slots' lease sets there.
         if step == Step::Completed(Side::Import) {
-            lease_timer::index_slots(ctx, &ranges);
+            lease_timer::index_slots(ctx, ranges);
         }
-    }));
-}
-
-unsafe extern "C" fn on_redis_event(
-    ctx: *mut raw::RedisModuleCtx,
-    event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let Some(step) = redis_step(event.id, subevent) else { return };
-        let slots = if event.id == redis84::EVENT_TRIM {
-            unsafe { data.cast::<redis84::TrimInfo>().as_ref() }.map(|info| info.slots)
-        } else {
-            unsafe { data.cast::<redis84::MigrationInfo>().as_ref() }.map(|info| info.slots)
-        };
-        let ranges = unsafe { redis_ranges_of(slots.unwrap_or(std::ptr::null())) };
-        handle(step, &ranges);
-        // How Redis 8.4 streams an import's snapshot to the target is not
-        // something this module can see here (untested): index the
-        // arrived slots' lease sets by a bounded catch-up as well.
-        if step == Step::Completed(Side::Import) {
-            lease_timer::index_slots(ctx, &ranges);
-        }
-    }));
-}
-
-fn valkey_step(subevent: u64) -> Option<Step> {
-    Some(match subevent {
-        IMPORT_STARTED => Step::Started(Side::Import),
-        EXPORT_STARTED => Step::Started(Side::Export),
-        IMPORT_ABORTED => Step::Aborted(Side::Import),
-        EXPORT_ABORTED => Step::Aborted(Side::Export),
-        IMPORT_COMPLETED => Step::Completed(Side::Import),
-        EXPORT_COMPLETED => Step::Completed(Side::Export),
-        _ => return None,
-    })
-}
-
-fn redis_step(event: u64, subevent: u64) -> Option<Step> {
-    use redis84::*;
-    Some(match (event, subevent) {
-        (EVENT_SLOT_MIGRATION, IMPORT_STARTED) => Step::Started(Side::Import),
-        (EVENT_SLOT_MIGRATION, IMPORT_FAILED) => Step::Aborted(Side::Import),
-        (EVENT_SLOT_MIGRATION, IMPORT_COMPLETED) => Step::Completed(Side::Import),
-        (EVENT_SLOT_MIGRATION, MIGRATE_STARTED) => Step::Started(Side::Export),
-        (EVENT_SLOT_MIGRATION, MIGRATE_FAILED) => Step::Aborted(Side::Export),
-        (EVENT_SLOT_MIGRATION, MIGRATE_COMPLETED) => Step::Completed(Side::Export),
-        (EVENT_TRIM, TRIM_STARTED) => Step::TrimStarted,
-        (EVENT_TRIM, TRIM_COMPLETED) => Step::TrimCompleted,
-        (EVENT_TRIM, TRIM_BACKGROUND) => Step::TrimmedInBackground,
-        _ => return None,
-    })
-}
-
-/// The slot ranges of a Valkey event's info, checked.
-unsafe fn ranges_of(info: *const MigrationInfo) -> Vec<(u16, u16)> {
-    let Some(info) = (unsafe { info.as_ref() }) else { return Vec::new() };
-    if info.slot_ranges.is_null() || info.version < 1 {
-        return Vec::new();
     }
-    let all = unsafe { std::slice::from_raw_parts(info.slot_ranges, info.num_slot_ranges as usize) };
-    valid(all.iter().filter_map(|r| Some((u16::try_from(r.start).ok()?, u16::try_from(r.end).ok()?))))
-}
-
-/// The slot ranges of a Redis 8.4 `RedisModuleSlotRangeArray`, checked.
-unsafe fn redis_ranges_of(array: *const redis84::SlotRangeArray) -> Vec<(u16, u16)> {
-    let Some(header) = (unsafe { array.as_ref() }) else { return Vec::new() };
-    let Ok(count) = usize::try_from(header.num_ranges) else { return Vec::new() };
-    let first = unsafe { std::ptr::addr_of!((*array).ranges) }.cast::<redis84::SlotRange>();
-    let all = unsafe { std::slice::from_raw_parts(first, count) };
-    valid(all.iter().map(|r| (r.start, r.end)))
-}
-
-fn valid(ranges: impl Iterator<Item = (u16, u16)>) -> Vec<(u16, u16)> {
-    ranges.filter(|(start, end)| start <= end && *end < 16_384).collect()
 }
 
 fn handle(step: Step, ranges: &[(u16, u16)]) {
@@ -434,7 +264,7 @@ fn handle(step: Step, ranges: &[(u16, u16)]) {
 /// it brought (lease sets) and say so, for the caller to hand it to no
 /// other listener (no client of the slot is blocked here, and nothing
 /// acts on the slot until it is ours).
-pub fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> bool {
+pub fn on_keyspace_event(ctx: Ctx, key: &[u8]) -> bool {
     if !slot_moves::key_is_importing(key) {
         return false;
     }
@@ -475,62 +305,6 @@ mod tests {
     }
 
     #[test]
-    fn redis_subevents_map_to_the_same_steps() {
-        use redis84::*;
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, IMPORT_STARTED), Some(Step::Started(Side::Import)));
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, IMPORT_FAILED), Some(Step::Aborted(Side::Import)));
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, IMPORT_COMPLETED), Some(Step::Completed(Side::Import)));
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, MIGRATE_STARTED), Some(Step::Started(Side::Export)));
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, MIGRATE_FAILED), Some(Step::Aborted(Side::Export)));
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, MIGRATE_COMPLETED), Some(Step::Completed(Side::Export)));
-        assert_eq!(redis_step(EVENT_SLOT_MIGRATION, 6), None, "MIGRATE_MODULE_PROPAGATE is ignored");
-        assert_eq!(redis_step(EVENT_TRIM, TRIM_STARTED), Some(Step::TrimStarted));
-        assert_eq!(redis_step(EVENT_TRIM, TRIM_COMPLETED), Some(Step::TrimCompleted));
-        assert_eq!(redis_step(EVENT_TRIM, TRIM_BACKGROUND), Some(Step::TrimmedInBackground));
-        assert_eq!(redis_step(EVENT_TRIM, 3), None);
-        assert_eq!(redis_step(17, 0), None);
-        // Valkey's numbering differs: its 1 is an export start, Redis's an import failure.
-        assert_eq!(valkey_step(EXPORT_STARTED), Some(Step::Started(Side::Export)));
-        assert_eq!(valkey_step(IMPORT_ABORTED), Some(Step::Aborted(Side::Import)));
-        assert_eq!(valkey_step(6), None);
-    }
-
-    /// The layout Redis 8.4 hands over: a count, then the ranges inline.
-    #[repr(C)]
-    struct ThreeRanges {
-        num_ranges: i32,
-        ranges: [redis84::SlotRange; 3],
-    }
-
-    #[test]
-    fn redis_slot_range_arrays_are_read_and_checked() {
-        use redis84::SlotRange as R;
-        let array = ThreeRanges {
-            num_ranges: 3,
-            ranges: [R { start: 0, end: 100 }, R { start: 300, end: 200 }, R { start: 16_383, end: 16_383 }],
-        };
-        let pointer = std::ptr::addr_of!(array).cast::<redis84::SlotRangeArray>();
-        // The reversed range is dropped, the others kept in order.
-        assert_eq!(unsafe { redis_ranges_of(pointer) }, vec![(0, 100), (16_383, 16_383)]);
-        let none = ThreeRanges {
-            num_ranges: -1,
-            ranges: [R { start: 0, end: 1 }, R { start: 0, end: 1 }, R { start: 0, end: 1 }],
-        };
-        assert!(unsafe { redis_ranges_of(std::ptr::addr_of!(none).cast()) }.is_empty());
-        assert!(unsafe { redis_ranges_of(std::ptr::null()) }.is_empty());
-        let out_of_range = ThreeRanges {
-            num_ranges: 1,
-            ranges: [R { start: 10, end: 16_384 }, R { start: 0, end: 1 }, R { start: 0, end: 1 }],
-        };
-        assert!(unsafe { redis_ranges_of(std::ptr::addr_of!(out_of_range).cast()) }.is_empty());
-        // The info structs put the array pointer where redismodule.h does.
-        assert_eq!(std::mem::offset_of!(redis84::MigrationInfo, task_id), 96);
-        assert_eq!(std::mem::offset_of!(redis84::MigrationInfo, slots), 104);
-        assert_eq!(std::mem::offset_of!(redis84::TrimInfo, slots), 8);
-        assert_eq!(std::mem::offset_of!(redis84::SlotRangeArray, ranges), 4);
-    }
-
-    #[test]
     fn moves_are_tracked_per_direction() {
         let _serial = SERIAL.lock();
         handle(Step::Started(Side::Export), &[(100, 200)]);
@@ -549,15 +323,15 @@ mod tests {
     fn a_redis_trim_keeps_the_slots_out_of_reach_until_it_ends() {
         let _serial = SERIAL.lock();
         let export = [(5_000, 5_010)];
-        handle(redis_step(redis84::EVENT_SLOT_MIGRATION, redis84::MIGRATE_STARTED).unwrap(), &export);
+        handle(Step::Started(Side::Export), &export);
         assert!(slot_moves::moving(5_005, Some(false)));
-        handle(redis_step(redis84::EVENT_SLOT_MIGRATION, redis84::MIGRATE_COMPLETED).unwrap(), &export);
+        handle(Step::Completed(Side::Export), &export);
         assert!(!slot_moves::moving(5_005, None));
-        handle(redis_step(redis84::EVENT_TRIM, redis84::TRIM_STARTED).unwrap(), &export);
+        handle(Step::TrimStarted, &export);
         assert!(slot_moves::moving(5_005, None) && !slot_moves::moving(5_005, Some(true)), "a trim is no import");
-        handle(redis_step(redis84::EVENT_TRIM, redis84::TRIM_COMPLETED).unwrap(), &export);
+        handle(Step::TrimCompleted, &export);
         assert!(!slot_moves::moving(5_005, None));
-        handle(redis_step(redis84::EVENT_TRIM, redis84::TRIM_BACKGROUND).unwrap(), &export);
+        handle(Step::TrimmedInBackground, &export);
         assert!(!slot_moves::any_moving(), "a background trim holds nothing");
     }
 

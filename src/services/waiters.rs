@@ -43,19 +43,20 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr;
-
-use redis_module::raw;
 
 use super::migration_guard;
-use crate::glue::api::api;
+use crate::glue::blocked::{self, Blocked, BlockedClient};
+use crate::glue::context_flags::ContextFlags;
+use crate::glue::ctx::{log_warning, milliseconds, selected_db, Ctx, RawString};
+use crate::glue::db_scope::DbScope;
 use crate::glue::latency;
 use crate::glue::reply::{self, CommandError, CommandResult, Reply};
-use crate::glue::session::Session;
+use crate::glue::session::{current_user_name, Session};
 use crate::glue::string::{bytes_of, OwnedString};
+use crate::glue::timer::{self, TimerWith};
 use crate::metrics::totals::Total;
 
 /// Run a blocked command's work for a woken waiter: `Some` is its reply
@@ -116,8 +117,7 @@ pub static UNDELIVERED: Total = Total::new();
 type QueueId = (c_int, Vec<u8>);
 
 struct Waiter {
-    bc: *mut raw::RedisModuleBlockedClient,
-    ticket: *mut Ticket,
+    client: BlockedClient<Ticket>,
     user: Option<Vec<u8>>,
     /// The command's name as the client sent it: with `args`, the call
     /// the ACL checks again when it is served.
@@ -146,7 +146,7 @@ struct Queue {
     probe: Probe,
     pending_mask: u8,
     serving: bool,
-    due_timer: Option<(raw::RedisModuleTimerID, i64)>,
+    due_timer: Option<(TimerWith<QueueId>, i64)>,
 }
 
 impl Queue {
@@ -171,7 +171,7 @@ struct Registry {
 
 impl Registry {
     /// Take `seq` out of its queue; drop the queue when it empties.
-    fn remove(&mut self, ctx: *mut raw::RedisModuleCtx, id: &QueueId, interest: u8, seq: u64) -> Option<Waiter> {
+    fn remove(&mut self, ctx: Ctx, id: &QueueId, interest: u8, seq: u64) -> Option<Waiter> {
         let queue = self.queues.get_mut(id)?;
         let waiter = queue.fifos.iter_mut().find(|(i, _)| *i == interest).and_then(|(_, fifo)| fifo.remove(&seq))?;
         self.waiters = self.waiters.saturating_sub(1);
@@ -179,7 +179,7 @@ impl Registry {
         Some(waiter)
     }
 
-    fn drop_if_idle(&mut self, ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+    fn drop_if_idle(&mut self, ctx: Ctx, id: &QueueId) {
         let idle = self.queues.get(id).is_some_and(|q| q.len() == 0 && !q.serving);
         if !idle {
             return;
@@ -241,12 +241,11 @@ fn adds_work(event: &[u8]) -> bool {
 }
 
 /// A keyspace event (`keyspace_events`): work may have arrived in `key`.
-pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key: *mut raw::RedisModuleString) {
+pub(super) fn on_keyspace_event(ctx: Ctx, event: &[u8], key: RawString) {
     if with_registry(|r| r.watched.is_empty()) || !adds_work(event) {
         return;
     }
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-    work_arrived_in(ctx, db, bytes_of(key));
+    work_arrived_in(ctx, selected_db(ctx), bytes_of(key));
 }
 
 /// THE wake-up: call after putting work into a watched key (a Dreams
@@ -256,12 +255,11 @@ pub(super) fn on_keyspace_event(ctx: *mut raw::RedisModuleCtx, event: &[u8], key
 /// current command. Writes through the module's keys fire keyspace events
 /// that already call this, as do native pushes; calling it again is cheap
 /// and harmless (one pass per queue, whatever the number of calls).
-pub fn work_arrived(ctx: *mut raw::RedisModuleCtx, key: &[u8]) {
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-    work_arrived_in(ctx, db, key);
+pub fn work_arrived(ctx: Ctx, key: &[u8]) {
+    work_arrived_in(ctx, selected_db(ctx), key);
 }
 
-fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
+fn work_arrived_in(ctx: Ctx, db: c_int, key: &[u8]) {
     let arm = with_registry(|r| {
         let Some((first, mask)) = r.watched.get(&db).and_then(|names| names.get(key)).cloned() else {
             return false;
@@ -283,7 +281,7 @@ fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
         true
     });
     if arm {
-        unsafe { api!(RedisModule_CreateTimer)(ctx, 0, Some(on_pending_timer), ptr::null_mut()) };
+        timer::after(ctx, 0, on_pending_timer);
     }
 }
 
@@ -293,7 +291,7 @@ fn work_arrived_in(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8]) {
 /// it (all its kinds of work), and one pass serves whoever finds work now,
 /// after the command, as Redis serves a `BLPOP` blocked on a swapped
 /// database. O(queues).
-pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx, a: c_int, b: c_int) {
+pub fn databases_swapped(ctx: Ctx, a: c_int, b: c_int) {
     let arm = with_registry(|r| {
         let mut marked = false;
         for (id, queue) in r.queues.iter_mut() {
@@ -313,7 +311,7 @@ pub fn databases_swapped(ctx: *mut raw::RedisModuleCtx, a: c_int, b: c_int) {
         true
     });
     if arm {
-        unsafe { api!(RedisModule_CreateTimer)(ctx, 0, Some(on_pending_timer), ptr::null_mut()) };
+        timer::after(ctx, 0, on_pending_timer);
     }
 }
 
@@ -338,7 +336,7 @@ pub fn has_waiters(session: &Session, first: &[u8]) -> bool {
         if r.queues.is_empty() {
             return false;
         }
-        let db = unsafe { api!(RedisModule_GetSelectedDb)(session.ctx()) };
+        let db = selected_db(session.ctx());
         r.queues.get(&(db, first.to_vec())).is_some_and(|queue| queue.len() > 0)
     })
 }
@@ -351,43 +349,26 @@ pub fn block(session: &Session, argv: &[&[u8]], timeout_ms: i64, wait: WaitOn<'_
     let Some(&(first, _)) = wait.watched.first() else {
         return Err(CommandError::err("nothing to wait for"));
     };
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let db = selected_db(ctx);
     let seq = with_registry(|r| {
         r.next_seq += 1;
         r.next_seq
     });
     let private = OwnedString::new(&private_key(first, seq));
-    let ticket = Box::into_raw(Box::new(Ticket {
+    let ticket = Ticket {
         queue: (db, first.to_vec()),
         interest: wait.interest,
         seq,
         delivery: None,
         before: wait.before,
         timeout: wait.timeout,
-    }));
-    let mut keys = [private.as_ptr()];
-    let bc = unsafe {
-        api!(RedisModule_BlockClientOnKeys)(
-            ctx,
-            Some(keep_waiting),
-            Some(on_timeout),
-            Some(free_ticket),
-            timeout_ms,
-            keys.as_mut_ptr(),
-            1,
-            ticket.cast(),
-        )
     };
-    if bc.is_null() {
-        drop(unsafe { Box::from_raw(ticket) });
+    let Some(client) = blocked::block_on_key(ctx, &private, timeout_ms, ticket) else {
         return Err(CommandError::err("could not block the client"));
-    }
-    unsafe { api!(RedisModule_SetDisconnectCallback)(bc, Some(on_disconnect)) };
-    let user =
-        OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec());
+    };
+    let user = current_user_name(ctx);
     let command = session.command_name().unwrap_or_default();
-    let waiter =
-        Waiter { bc, ticket, user, command, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
+    let waiter = Waiter { client, user, command, args: argv.iter().map(|a| a.to_vec()).collect(), serve: wait.serve };
     let arm_due = with_registry(|r| {
         let id = (db, first.to_vec());
         if !r.queues.contains_key(&id) {
@@ -433,49 +414,51 @@ fn private_key(first: &[u8], seq: u64) -> Vec<u8> {
     name
 }
 
-/// Someone wrote the never-created private key: not our signal.
-unsafe extern "C" fn keep_waiting(
-    _ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
-    raw::REDISMODULE_ERR as c_int
-}
-
-fn ticket_of(ctx: *mut raw::RedisModuleCtx) -> *mut Ticket {
-    unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast()
-}
-
-/// The timeout callback: a pass handing over a reply (synchronously, from
-/// `RedisModule_UnblockClient`), or a real timeout (also `CLIENT UNBLOCK`).
-unsafe extern "C" fn on_timeout(
-    ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let ticket = ticket_of(ctx);
-        let delivery = unsafe { ticket.as_mut() }.and_then(|t| t.delivery.take());
-        let before = unsafe { ticket.as_mut() }.and_then(|t| t.before.take());
-        match delivery {
-            Some(result) => reply::send(ctx, &after(before, result)),
-            None => {
-                let mut nil = Reply::Nil;
-                if let Some(t) = unsafe { ticket.as_ref() } {
-                    let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
+impl Blocked for Ticket {
+    /// A pass handing over a reply (synchronously, from
+    /// `RedisModule_UnblockClient`), or a real timeout (also `CLIENT UNBLOCK`).
+    fn on_timeout(ctx: Ctx, ticket: &mut Ticket) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let delivery = ticket.delivery.take();
+            let before = ticket.before.take();
+            match delivery {
+                Some(result) => reply::send(ctx, &after(before, result)),
+                None => {
+                    let (id, interest, seq) = (ticket.queue.clone(), ticket.interest, ticket.seq);
                     if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
                         TIMED_OUT.bump();
                     }
-                    nil = t.timeout.clone();
+                    let nil = ticket.timeout.clone();
+                    reply::send(ctx, &after(before, Ok(nil)));
                 }
-                reply::send(ctx, &after(before, Ok(nil)));
             }
+        }));
+        if outcome.is_err() {
+            reply::send_error(ctx, "internal error in a blocked call; please report this as a dreamtown bug");
         }
-    }));
-    if outcome.is_err() {
-        reply::send_error(ctx, "internal error in a blocked call; please report this as a dreamtown bug");
     }
-    raw::REDISMODULE_OK as c_int
+
+    /// The client went away while waiting: leave the queue now.
+    fn on_disconnect(ctx: Ctx, ticket: &mut Ticket) {
+        let (id, interest, seq) = (ticket.queue.clone(), ticket.interest, ticket.seq);
+        if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
+            GONE.bump();
+        }
+    }
+
+    /// The blocked client is freed: make sure its entry is gone.
+    fn on_free(ctx: Ctx, ticket: &mut Ticket) {
+        if with_registry(|r| r.remove(ctx, &ticket.queue, ticket.interest, ticket.seq)).is_some() {
+            GONE.bump();
+        }
+        if ticket.delivery.is_some() {
+            // The client was freed between the pass and its reply (7.4
+            // replies just before the event loop sleeps): a Dreams item
+            // stays in flight (DREAMS.RECOVER), as for a worker that died.
+            UNDELIVERED.bump();
+            log_warning(ctx, c"dreamtown: a served waiter went away before its reply was sent");
+        }
+    }
 }
 
 /// A waiter's answer: `result`, after the reply of what ran before it
@@ -487,90 +470,46 @@ fn after(before: Option<Reply>, result: CommandResult) -> CommandResult {
     }
 }
 
-/// The client went away while waiting: leave the queue now.
-unsafe extern "C" fn on_disconnect(ctx: *mut raw::RedisModuleCtx, _bc: *mut raw::RedisModuleBlockedClient) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if let Some(t) = unsafe { ticket_of(ctx).as_ref() } {
-            let (id, interest, seq) = (t.queue.clone(), t.interest, t.seq);
-            if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
-                GONE.bump();
-            }
-        }
-    }));
+fn on_pending_timer(ctx: Ctx) {
+    // Writes paused (write_gate): every pending queue keeps its mark
+    // and its place, and the timer (still armed) looks again soon; O(1)
+    // however many queues wait.
+    if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
+        super::write_gate::HELD_WAITER_PASSES.bump();
+        timer::after(ctx, super::write_gate::POLL_MS, on_pending_timer);
+        return;
+    }
+    let started = std::time::Instant::now();
+    let pending = with_registry(|r| {
+        r.timer_armed = false;
+        std::mem::take(&mut r.pending)
+    });
+    for id in pending {
+        serve_queue(ctx, &id);
+    }
+    latency::report(latency::WAITER_PASS, started);
 }
 
-/// The blocked client is freed: make sure its entry is gone, free the ticket.
-unsafe extern "C" fn free_ticket(ctx: *mut raw::RedisModuleCtx, privdata: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let ticket: *mut Ticket = privdata.cast();
-        if ticket.is_null() {
-            return;
+fn on_due_timer(ctx: Ctx, id: QueueId) {
+    let present = with_registry(|r| match r.queues.get_mut(&id) {
+        Some(queue) => {
+            queue.due_timer = None;
+            // Due work is whatever the first watched key's kind is.
+            queue.pending_mask |= queue.watched.iter().fold(0, |all, (_, m)| all | m);
+            r.pending.retain(|p| *p != id);
+            true
         }
-        let ticket = unsafe { Box::from_raw(ticket) };
-        if with_registry(|r| r.remove(ctx, &ticket.queue, ticket.interest, ticket.seq)).is_some() {
-            GONE.bump();
-        }
-        if ticket.delivery.is_some() {
-            // The client was freed between the pass and its reply (7.4
-            // replies just before the event loop sleeps): a Dreams item
-            // stays in flight (DREAMS.RECOVER), as for a worker that died.
-            UNDELIVERED.bump();
-            let message = c"dreamtown: a served waiter went away before its reply was sent";
-            unsafe { raw::RedisModule_Log.map(|log| log(ctx, c"warning".as_ptr(), message.as_ptr())) };
-        }
-    }));
-}
-
-unsafe extern "C" fn on_pending_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // Writes paused (write_gate): every pending queue keeps its mark
-        // and its place, and the timer (still armed) looks again soon; O(1)
-        // however many queues wait.
-        if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
-            super::write_gate::HELD_WAITER_PASSES.bump();
-            unsafe {
-                api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut())
-            };
-            return;
-        }
+        None => false,
+    });
+    if present {
         let started = std::time::Instant::now();
-        let pending = with_registry(|r| {
-            r.timer_armed = false;
-            std::mem::take(&mut r.pending)
-        });
-        for id in pending {
-            serve_queue(ctx, &id);
-        }
+        serve_queue(ctx, &id);
         latency::report(latency::WAITER_PASS, started);
-    }));
+    }
 }
 
-unsafe extern "C" fn on_due_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if data.is_null() {
-            return;
-        }
-        let id: Box<QueueId> = unsafe { Box::from_raw(data.cast()) };
-        let present = with_registry(|r| match r.queues.get_mut(&id) {
-            Some(queue) => {
-                queue.due_timer = None;
-                // Due work is whatever the first watched key's kind is.
-                queue.pending_mask |= queue.watched.iter().fold(0, |all, (_, m)| all | m);
-                r.pending.retain(|p| *p != *id);
-                true
-            }
-            None => false,
-        });
-        if present {
-            let started = std::time::Instant::now();
-            serve_queue(ctx, &id);
-            latency::report(latency::WAITER_PASS, started);
-        }
-    }));
-}
-
-fn arm_due_timer(ctx: *mut raw::RedisModuleCtx, id: &QueueId, due_ms: i64) {
-    let now = unsafe { api!(RedisModule_Milliseconds)() };
+fn arm_due_timer(ctx: Ctx, id: &QueueId, due_ms: i64) {
+    let now = milliseconds();
     let earlier = with_registry(|r| {
         let queue = r.queues.get_mut(id)?;
         match queue.due_timer {
@@ -586,9 +525,8 @@ fn arm_due_timer(ctx: *mut raw::RedisModuleCtx, id: &QueueId, due_ms: i64) {
     if let Some(timer) = replaced {
         stop_due_timer(ctx, timer);
     }
-    let data = Box::into_raw(Box::new(id.clone()));
     let delay = due_ms.saturating_sub(now).max(0);
-    let timer = unsafe { api!(RedisModule_CreateTimer)(ctx, delay, Some(on_due_timer), data.cast()) };
+    let timer = timer::after_with(ctx, delay, id.clone(), on_due_timer);
     with_registry(|r| {
         if let Some(queue) = r.queues.get_mut(id) {
             queue.due_timer = Some((timer, due_ms));
@@ -596,12 +534,8 @@ fn arm_due_timer(ctx: *mut raw::RedisModuleCtx, id: &QueueId, due_ms: i64) {
     });
 }
 
-fn stop_due_timer(ctx: *mut raw::RedisModuleCtx, timer: raw::RedisModuleTimerID) {
-    let mut data: *mut c_void = ptr::null_mut();
-    let stopped = unsafe { api!(RedisModule_StopTimer)(ctx, timer, &mut data) };
-    if stopped == raw::REDISMODULE_OK as c_int && !data.is_null() {
-        drop(unsafe { Box::<QueueId>::from_raw(data.cast()) });
-    }
+fn stop_due_timer(ctx: Ctx, timer: TimerWith<QueueId>) {
+    drop(timer::stop_with(ctx, timer));
 }
 
 /// The first waiter (lowest arrival number) among the FIFOs whose interest
@@ -630,7 +564,7 @@ fn put_back(id: &QueueId, interest: u8, seq: u64, waiter: Waiter) {
 
 /// Serve the waiters of one queue, first come first served, while there is
 /// work for them.
-fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+fn serve_queue(ctx: Ctx, id: &QueueId) {
     // Serving writes (the item moves): not while writes are paused
     // (write_gate). The pending timer asks before it comes here; a due
     // timer's pass is held here.
@@ -646,11 +580,11 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
     }) else {
         return;
     };
-    unsafe { api!(RedisModule_SelectDb)(ctx, id.0) };
+    let in_db = DbScope::new(ctx);
+    in_db.select(id.0);
     // A replica never serves (it has no waiters; a demoted master dropped
     // them): only a master writes.
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
-    let master = flags & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0;
+    let master = !ContextFlags::of(ctx).is_replica();
     let server = Session::acting_as(ctx, None, &[]).ok();
     let mut exhausted = 0u8;
     let mut due: Option<i64> = None;
@@ -710,7 +644,7 @@ fn serve_queue(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
 /// pending list (O(pending), as the due timer's own removal from it), and
 /// the pending timer looks again `write_gate::POLL_MS` later; the waiters
 /// keep their places and their timeouts.
-fn hold(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
+fn hold(ctx: Ctx, id: &QueueId) {
     let arm = with_registry(|r| {
         let Some(queue) = r.queues.get_mut(id) else { return false };
         if queue.pending_mask == 0 {
@@ -723,9 +657,7 @@ fn hold(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
     });
     super::write_gate::HELD_WAITER_PASSES.bump();
     if arm {
-        unsafe {
-            api!(RedisModule_CreateTimer)(ctx, super::write_gate::POLL_MS, Some(on_pending_timer), ptr::null_mut())
-        };
+        timer::after(ctx, super::write_gate::POLL_MS, on_pending_timer);
     }
 }
 
@@ -737,10 +669,7 @@ fn hold(ctx: *mut raw::RedisModuleCtx, id: &QueueId) {
 fn deliver(waiter: Waiter, result: CommandResult) {
     with_registry(|r| r.waiters = r.waiters.saturating_sub(1));
     SERVED.bump();
-    if let Some(ticket) = unsafe { waiter.ticket.as_mut() } {
-        ticket.delivery = Some(result);
-    }
-    unsafe { api!(RedisModule_UnblockClient)(waiter.bc, ptr::null_mut()) };
+    waiter.client.unblock_with(|ticket| ticket.delivery = Some(result));
 }
 
 #[cfg(test)]

@@ -35,9 +35,8 @@
 
 use std::ffi::CStr;
 
-use redis_module::raw;
-
-use crate::glue::api::api;
+use crate::glue::context_flags::{self, ContextFlags};
+use crate::glue::ctx::Ctx;
 use crate::metrics::totals::Total;
 
 /// How soon a writer held back by a pause (or a load) looks again (ms).
@@ -61,13 +60,12 @@ pub static HELD_LEASE_TICKS: Total = Total::new();
 pub static HELD_WAITER_PASSES: Total = Total::new();
 
 /// The gate for a background write in `ctx` (a timer's or an event's).
-pub fn check(ctx: *mut raw::RedisModuleCtx) -> Gate {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32;
-    if flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0 {
+pub fn check(ctx: Ctx) -> Gate {
+    let flags = ContextFlags::of(ctx);
+    if !flags.is_master() {
         return Gate::NotMaster;
     }
-    let loading = raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING;
-    if flags & loading != 0 || writes_paused() {
+    if flags.loading() || flags.async_loading() || writes_paused() {
         return Gate::Wait;
     }
     Gate::Open
@@ -75,14 +73,14 @@ pub fn check(ctx: *mut raw::RedisModuleCtx) -> Gate {
 
 /// May the module write now, outside a client's command? (A master, not
 /// loading, writes not paused.)
-pub fn may_write_now(ctx: *mut raw::RedisModuleCtx) -> bool {
+pub fn may_write_now(ctx: Ctx) -> bool {
     check(ctx) == Gate::Open
 }
 
 /// Are writes paused (`CLIENT PAUSE`, a coordinated `FAILOVER`, a shutdown
 /// waiting for its replicas)?
 pub fn writes_paused() -> bool {
-    unsafe { api!(RedisModule_AvoidReplicaTraffic)() != 0 }
+    context_flags::avoid_replica_traffic()
 }
 
 /// The `dreamtown_write_gate` section of `INFO dreamtown`.

@@ -55,13 +55,15 @@ use crate::dreams::store::QueueAppend;
 use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::access::{Meta, Read};
-use crate::glue::api::api;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::config;
+use crate::glue::ctx::{selected_db, Ctx};
+use crate::glue::db_scope::DbScope;
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
+use crate::glue::timer;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::services::limits_index;
@@ -70,8 +72,7 @@ use crate::stores::dreams::leases;
 use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::{RedisLeases, RedisQueue};
-use redis_module::raw;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -338,21 +339,14 @@ fn settle_limits(
 /// server answers other clients in between.
 fn go_on_later(session: &Session, org: &str) {
     let ctx = session.ctx();
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-    let data = Box::into_raw(Box::new((db, QueueKeys::new(org).ready)));
-    unsafe { api!(RedisModule_CreateTimer)(ctx, 0, Some(on_go_on), data.cast()) };
+    let db = selected_db(ctx);
+    timer::after_with(ctx, 0, (db, QueueKeys::new(org).ready), on_go_on);
 }
 
-unsafe extern "C" fn on_go_on(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    if data.is_null() {
-        return;
+fn on_go_on(ctx: Ctx, (db, ready): (c_int, String)) {
+    if let Some(_in_db) = DbScope::select_in(ctx, db) {
+        waiters::work_arrived(ctx, ready.as_bytes());
     }
-    let (db, ready): (c_int, String) = *unsafe { Box::from_raw(data.cast()) };
-    let _ = std::panic::catch_unwind(|| {
-        if unsafe { api!(RedisModule_SelectDb)(ctx, db) } == raw::REDISMODULE_OK as c_int {
-            waiters::work_arrived(ctx, ready.as_bytes());
-        }
-    });
 }
 
 /// What one call drained: without `COUNT` at most one payload, held

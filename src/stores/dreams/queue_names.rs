@@ -24,6 +24,7 @@ use std::rc::Rc;
 use std::sync::Mutex;
 
 use crate::dreams::region::QueueKey;
+use crate::glue::main_thread::MainThreadOnly;
 use crate::glue::string::{KeyName, OwnedString};
 use crate::metrics::tenant_stats::TenantId;
 
@@ -40,13 +41,9 @@ struct Names {
 /// The last organization's names. Only ever used on Redis's main thread
 /// (module commands run there); the mutex is the `Sync` way to hold them
 /// in a `static`, uncontended.
-struct Cache(Option<Names>);
+type Cache = MainThreadOnly<Option<Names>>;
 
-// SAFETY: the strings, and the `Rc`s sharing them, are only touched on
-// Redis's main thread (see above), where every key lives and dies.
-unsafe impl Send for Cache {}
-
-static LAST: Mutex<Cache> = Mutex::new(Cache(None));
+static LAST: Mutex<Cache> = Mutex::new(MainThreadOnly(None));
 
 const ORDER: [QueueKey; 5] =
     [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];

@@ -9,15 +9,14 @@ use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
 use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write, Writes};
-use crate::glue::api::api;
 use crate::glue::call;
+use crate::glue::ctx::RawString;
 use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, EveryKey, Session};
 use crate::glue::string::{KeyName, OwnedString, StaticString};
 use crate::metrics::fire_ages::{self, List};
 use crate::metrics::tenant_stats::TenantId;
-use redis_module::raw;
 
 /// The counter hash's field names as Redis strings, made once.
 static COUNTER_FIELDS: [StaticString; 5] = {
@@ -492,7 +491,7 @@ impl QueueAppend for FireQueue {
 
 /// The server clock (unix ms), for timing items as they move.
 fn clock_ms() -> i64 {
-    unsafe { api!(RedisModule_Milliseconds)() }
+    crate::glue::ctx::milliseconds()
 }
 
 /// How a command uses a region's counted-event set.
@@ -641,7 +640,7 @@ pub struct RedisRegion<'s> {
     /// The command's own argument string for an event id (the bytes' start
     /// and length, and the string they were read from), handed to `SADD`
     /// as it is rather than copied into a new string.
-    event_argument: Option<(*const u8, usize, *mut raw::RedisModuleString)>,
+    event_argument: Option<(*const u8, usize, RawString)>,
 }
 
 /// A hash's fields and values.
@@ -733,7 +732,7 @@ impl RegionChecked {
 impl RedisRegion<'_> {
     /// `event_id` is the command's argument `string` (its bytes, as the
     /// command read them): a set write of that event id passes the string.
-    pub fn event_id_is_argument(&mut self, event_id: &[u8], string: *mut raw::RedisModuleString) {
+    pub fn event_id_is_argument(&mut self, event_id: &[u8], string: RawString) {
         self.event_argument = Some((event_id.as_ptr(), event_id.len(), string));
     }
 

@@ -17,6 +17,7 @@
 use std::rc::Rc;
 use std::sync::Mutex;
 
+use crate::glue::main_thread::MainThreadOnly;
 use crate::glue::string::{KeyName, OwnedString};
 use crate::town::keys::{AgentKey, IndexKey, TownKeys};
 
@@ -36,13 +37,9 @@ struct Names {
 /// The last agent's names. Only ever used on Redis's main thread (module
 /// commands run there); the mutex is the `Sync` way to hold them in a
 /// `static`, uncontended.
-struct Cache(Option<Names>);
+type Cache = MainThreadOnly<Option<Names>>;
 
-// SAFETY: the strings, and the `Rc`s sharing them, are only touched on
-// Redis's main thread (see above), where every key lives and dies.
-unsafe impl Send for Cache {}
-
-static LAST: Mutex<Cache> = Mutex::new(Cache(None));
+static LAST: Mutex<Cache> = Mutex::new(MainThreadOnly(None));
 
 /// `MODULE UNLOAD`: free the kept names.
 pub fn unload() {
