@@ -80,14 +80,20 @@ struct Pair {
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn pair(lease: &str) -> Pair {
-    let master = Server::start_with(&["--repl-diskless-sync", "yes"]);
+    // Uncompressed values of 20 KB: the master's RDB child flushes its
+    // buffer (16 KB) to the replica after every key, and a replica that
+    // async-loads answers clients only as bytes arrive; with small or
+    // compressible values a flush came every ~150 keys (1.5 s at 10 ms a
+    // key), each probe of the test waited for one, and on a loaded machine
+    // the whole transfer could end before the test had aborted it.
+    let master = Server::start_with(&["--repl-diskless-sync", "yes", "--rdbcompression", "no"]);
     let replica =
         Server::start_with(&["--repl-diskless-load", "swapdb", "--loading-process-events-interval-bytes", "1024"]);
     let mut m = master.connect();
     let mut r = replica.connect();
     ok(&mut r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
     wait_until("first sync", || link_up(&mut r));
-    ok(&mut m, &["DEBUG", "POPULATE", "2000", "master", "100"]);
+    ok(&mut m, &["DEBUG", "POPULATE", "2000", "master", "20000"]);
     let org = tenant("async-load");
     let mut dreams = Dreams::new(&mut m, &org);
     assert_eq!(dreams.fire("p", 1, &[]), "queued");
