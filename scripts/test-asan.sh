@@ -7,7 +7,9 @@
 #
 #   scripts/test-asan.sh [cargo test arguments...]
 #       default: the module crate's integration tests (`-p dreamtown
-#       --test '*'`) and the client crate's tests named in CLIENT_TESTS
+#       --test integration`, the tests of ALONE_TESTS after the rest, as
+#       `make test-rust` runs them) and the client crate's tests named in
+#       CLIENT_TESTS
 #   DREAMTOWN_MODULE: the module (default target/release/libdreamtown.so)
 #
 # ASan's options: every report is fatal (halt_on_error; the server is
@@ -66,7 +68,9 @@ else
   # Separately: built together, the client's tests would link the module
   # crate with its `module` feature (RedisAlloc), which aborts outside
   # redis-server.
-  "$CARGO" test -p dreamtown --no-fail-fast --test '*' || rc=$?
+  alone=(${ALONE_TESTS:-async_load::})
+  "$CARGO" test -p dreamtown --no-fail-fast --test integration -- "${alone[@]/#/--skip=}" || rc=$?
+  "$CARGO" test -p dreamtown --no-fail-fast --test integration -- "${alone[@]}" || rc=$?
   client=()
   for name in "${CLIENT_TESTS[@]}"; do client+=(--test "$name"); done
   "$CARGO" test -p dreamtown-client --no-fail-fast "${client[@]}" || rc=$?

@@ -6,8 +6,8 @@
 //! flags of the TOWN commands are held in `town_commands.rs`; their key
 //! specs and categories here, read from those flags.)
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::collections::BTreeSet;
 

@@ -4,8 +4,8 @@
 //! argument failing the load, the settings taking effect, and the
 //! `INFO dreamtown` totals.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;

@@ -16,8 +16,8 @@
 //! Timing is never asserted: a served waiter is one whose reply arrives
 //! well before its (long) timeout could have produced one.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::sync::mpsc;
 use std::thread;
