@@ -3,7 +3,7 @@
 #   make run     build, install what is missing, start redis-server with the module
 #   make test    unit, integration (real redis-server), client and redis-py tests
 #   make lint    cargo fmt --check, clippy -D warnings over the workspace, src/ layers without import cycles,
-#                the docs' links and the code paths comments name
+#                cargo doc -D warnings, the docs' links and the code paths comments name
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
@@ -87,7 +87,7 @@ help:
 	@echo "make test-seeds   - the seeds' own test suites over dreamtown (exocortex-dreams 0.5.4, tinytown 0.10.0)"
 	@echo "make test-upgrade - the previous release and this one serve each other's data"
 	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
-	@echo "make lint         - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), src/ layers, doc links and code paths"
+	@echo "make lint         - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), src/ layers, cargo doc -D warnings, doc links and code paths"
 	@echo "make dist         - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
 	@echo "make servers      - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make cluster      - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module"
@@ -182,17 +182,19 @@ run: build
 ## feature, as the client crate builds it. fuzz/ (its own workspace) is not
 ## covered. Then the architecture: no import cycle among the files of
 ## src/ and no import from a higher layer (scripts/check-layers.py). Then
-## the docs: the links of the pages and the code paths named in comments
-## and pages (scripts/check-doc-links.py).
+## the docs: the workspace's API docs with warnings as errors (broken
+## intra-doc links), and the links of the pages and the code paths named in
+## comments and pages (scripts/check-doc-links.py).
 ## Server-independent: CI runs it once.
 lint:
-	@echo "== lint: cargo fmt --check, cargo clippy -D warnings, src/ layers, doc links"
+	@echo "== lint: cargo fmt --check, cargo clippy -D warnings, src/ layers, cargo doc -D warnings, doc links"
 	@$(CARGO) fmt --version >/dev/null 2>&1 && $(CARGO) clippy --version >/dev/null 2>&1 || \
 	  { echo "cargo fmt and cargo clippy are needed: rustup component add rustfmt clippy" >&2; exit 1; }
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dreamtown --no-default-features --all-targets -- -D warnings
 	python3 scripts/check-layers.py
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	python3 scripts/check-doc-links.py
 
 test: deps build venv test-unit test-fuzz test-rust test-client test-bench test-python
