@@ -182,8 +182,8 @@ run: build
 ## feature, as the client crate builds it. fuzz/ (its own workspace) is not
 ## covered. Then the architecture: no import cycle among the files of
 ## src/ and no import from a higher layer (scripts/check-layers.py). Then
-## the docs: the workspace's API docs with warnings as errors (broken
-## intra-doc links), and the links of the pages and the code paths named in
+## the docs: the workspace's API docs, private items included, with
+## warnings as errors (broken intra-doc links), and the links of the pages and the code paths named in
 ## comments and pages (scripts/check-doc-links.py).
 ## Server-independent: CI runs it once.
 lint:
@@ -194,7 +194,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dreamtown --no-default-features --all-targets -- -D warnings
 	python3 scripts/check-layers.py
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --document-private-items
 	python3 scripts/check-doc-links.py
 
 test: deps build venv test-unit test-fuzz test-rust test-client test-bench test-python
