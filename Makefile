@@ -229,12 +229,21 @@ test-rust:
 	$(CARGO) test -p dreamtown --test integration -- $(ALONE_TESTS)
 
 # The client crate alone: built with the module crate's default `module`
-# feature it would link RedisAlloc, which aborts outside redis-server.
+# feature it would link RedisAlloc, which aborts outside redis-server. Its
+# integration tests are one binary (client/tests/integration.rs) besides
+# the migration tool's and the exporter's. The partition subset, the
+# Sentinel failover and the resharding tests (faults, failovers and slot
+# moves timed against blocking calls' timeouts on 2 cores) run after the
+# rest, each file with nothing else running, as when each was a binary of
+# its own.
+CLIENT_ALONE_TESTS := partition:: sentinel:: reshard::
 test-client:
 	@echo "== client crate tests against $(SERVER) and a local cluster (module: $(MODULE))"
 	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
 	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
-	$(CARGO) test -p dreamtown-client
+	$(CARGO) test -p dreamtown-client --lib --bins --tests -- $(addprefix --skip ,$(CLIENT_ALONE_TESTS))
+	$(CARGO) test -p dreamtown-client --doc
+	for tests in $(CLIENT_ALONE_TESTS); do $(CARGO) test -p dreamtown-client --test integration -- $$tests || exit 1; done
 
 ## test-asan: the module crate's integration suite and the client crate's
 ## cluster tests against Debian 12's redis-server 7.0.15 built with
@@ -383,7 +392,7 @@ $(PEERS_NODE_DIR)/.installed: bench/peers/package.json bench/peers/package-lock.
 PARTITION_ROUNDS ?= 3
 partition: build
 	@echo "== partition tests: every fault x setting, $(PARTITION_ROUNDS) round(s), on $(SERVER)"
-	PARTITION_ROUNDS=$(PARTITION_ROUNDS) $(CARGO) test -p dreamtown-client --test partition partition_full -- --ignored --nocapture
+	PARTITION_ROUNDS=$(PARTITION_ROUNDS) $(CARGO) test -p dreamtown-client --test integration partition::partition_full -- --ignored --nocapture
 	@echo "== table: target/partition-report.md"
 
 ## partition-plant: the subset with a planted bug (Durable skips its WAIT);
@@ -391,7 +400,7 @@ partition: build
 partition-plant: build
 	@echo "== partition subset with the planted bug plant-skip-wait: it must fail"
 	@log=$$(mktemp); \
-	if $(CARGO) test -p dreamtown-client --features plant-skip-wait --test partition partition_subset >$$log 2>&1; then \
+	if $(CARGO) test -p dreamtown-client --features plant-skip-wait --test integration partition::partition_subset >$$log 2>&1; then \
 	  cat $$log; rm -f $$log; echo "the partition subset passed with Durable skipping WAIT: it cannot catch the bug" >&2; exit 1; \
 	elif grep -q "acknowledged writes lost in durable mode" $$log; then \
 	  grep -m1 -A2 "acknowledged writes lost" $$log; rm -f $$log; echo "== the subset failed on the planted bug, as it must"; \
