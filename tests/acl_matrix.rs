@@ -14,7 +14,7 @@
 //! `PUBLISH` for the broadcast channel; run on a key (or channel) in the
 //! same tenant's namespace.
 
-mod common;
+use crate::common;
 
 use common::{tenant, Server};
 use redis::{Connection, Value};

@@ -14,8 +14,8 @@
 //! answers between every KiB it loads
 //! (`loading-process-events-interval-bytes`).
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, wait_until, Server};
 use dreams_support::*;

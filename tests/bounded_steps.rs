@@ -11,8 +11,8 @@
 //! * `TOWN.ACK` of 20,000 ids over 1,000 pending messages reads each
 //!   pending message once (`ack_messages_scanned`), not once per id.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use common::{tenant, wait_until, Server};
 use town_support::*;

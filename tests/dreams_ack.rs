@@ -4,8 +4,8 @@
 //! exact payload out of the in-flight list; explicit fires are just removed;
 //! a follow-up fire is queued in the same step, under the ceiling.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, Server};
 use dreams_support::*;

@@ -4,8 +4,8 @@
 //! argument failing the load, the settings taking effect, and the
 //! `INFO dreamtown` totals.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -234,7 +234,7 @@ fn module_loadex_config_sets_the_configuration() {
     assert_eq!(get_config(&mut con, "queue-max"), "7");
     assert_eq!(get_config(&mut con, "quiet-hours"), "23-07");
     if !common::unload_module(&mut con).expect("MODULE UNLOAD") {
-        return; // Valkey 8.1: kept loaded (module::unload_guard), no second load.
+        return; // Valkey 8.1: kept loaded (glue::unload_guard), no second load.
     }
     for (name, value) in [("queue-max", "abc"), ("queue-max", "0"), ("quiet-hours", "2-06")] {
         let reply = call(&mut con, &["MODULE", "LOADEX", &path, "CONFIG", &format!("dreamtown.{name}"), value]);

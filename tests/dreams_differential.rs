@@ -62,8 +62,8 @@
 //! Reproduce a failure with `DREAMS_DIFF_SEED=<seed> DREAMS_DIFF_OPS=<n>`;
 //! the failure message names both and the last operations.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 

@@ -8,8 +8,8 @@
 //! Blocking is observed, never assumed: a test waits (polling INFO's
 //! `blocked_clients`) until the drainer is really blocked before it acts.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::sync::mpsc;
 use std::thread;

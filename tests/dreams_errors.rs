@@ -5,8 +5,8 @@
 //! queue that holds real work (ready, in flight, counted), so a command
 //! that wrote before failing would show.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, Server};
 use dreams_support::*;

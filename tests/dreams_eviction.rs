@@ -6,8 +6,8 @@
 //! (`INFO`: `stale_pending_cleared`); while any key that could hold the
 //! fire exists (ready, in flight, deferred), nothing changes.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, wait_until, Server};
 use dreams_support::*;

@@ -3,8 +3,8 @@
 //! dropped, existing work is untouched, and recorded counters are kept.
 //! Payloads are the seed's `FireMessage` JSON, byte for byte.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, Server};
 use dreams_support::*;

@@ -8,8 +8,8 @@
 //!
 //! `DREAMS_FUZZ_SEED` / `DREAMS_FUZZ_ROUNDS` reproduce or lengthen a run.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::time::Duration;
 

@@ -4,8 +4,8 @@
 //! drainer, and a late ACK is honoured once; deadlines replicate, persist
 //! in the AOF and are expired by a promoted replica.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::sync::mpsc;
 use std::thread;

@@ -23,8 +23,8 @@
 //! starts; work is added only once the previous reply arrived); waits use
 //! deadlines; timing is asserted only as lower bounds on the server clock.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,8 +8,8 @@
 //! command on the same server: pub/sub delivers in order, so everything
 //! the command fired arrives before it, with no waiting on time.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::time::Duration;
 

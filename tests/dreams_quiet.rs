@@ -9,8 +9,8 @@
 //! test even if an hour boundary passes; one that starts three hours later
 //! covers none of it.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, Server};
 use dreams_support::*;

@@ -6,8 +6,8 @@
 //! Time is the server's clock: instead of sleeping, a test moves a region's
 //! `last_success` into the past with HSET, as an earlier cycle would have.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, Server};
 use dreams_support::*;

@@ -4,8 +4,8 @@
 //! native commands that would do the same by hand (`LMOVE`, `LRANGE`,
 //! `ZSCORE`); their replication, keyspace events, wake-ups, refusals.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::time::Duration;
 

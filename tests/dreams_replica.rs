@@ -6,8 +6,8 @@
 //! requeues, stale ACKs, RECOVER, SETTLE, EVENT deduplication and dead
 //! letters.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::sync::mpsc;
 use std::thread;

@@ -1,6 +1,6 @@
 //! The harness itself: the module loads, answers, and is named dreamtown.
 
-mod common;
+use crate::common;
 
 use common::Server;
 

@@ -6,8 +6,8 @@
 //!
 //! Each test waits for conditions (`wait_until`), never for time.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, wait_until, Server};
 use dreams_support::*;

@@ -17,8 +17,8 @@
 //! the command on the same server: pub/sub delivers in order, so
 //! everything the command fired arrives first, with no waiting on time.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! HELP; acknowledging is allowed when memory is full, as XACK and LREM.
 //! The per-command table is docs/town.md's "OOM and replicas".
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

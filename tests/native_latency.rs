@@ -8,7 +8,7 @@
 //! client a module unblocked itself: docs/operations.md, "Latency
 //! events and SLOWLOG").
 
-mod common;
+use crate::common;
 
 use common::{tenant, wait_until, Server, ServerKind};
 use redis::{Connection, Value};

@@ -14,8 +14,8 @@
 //!   Valkey 8 and 9 alike).
 //! * a range error states one range, the same whatever the bad value.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use common::{tenant, Frame, RawConnection, Server};
 use town_support::message;

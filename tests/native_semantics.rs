@@ -3,7 +3,7 @@
 //! changed is aborted, one over a key it only read is not), and client-side
 //! caching (`CLIENT TRACKING`) is told of them.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

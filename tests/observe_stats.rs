@@ -8,7 +8,7 @@
 //! ready and in-flight fire are exact for items this node saw enter, lower
 //! bounds from the first look for the others.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

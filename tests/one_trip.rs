@@ -10,8 +10,8 @@
 //! and quiet hours applied to every item of a batch as single drains would.
 //! Blocking is observed (INFO `blocked_clients`), never assumed.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::collections::HashSet;
 use std::sync::mpsc;

@@ -23,9 +23,9 @@
 //! case checks it was still in force when it looked (`PAUSE ALL`'s end by
 //! the local clock, the failover's state).
 
-mod common;
-mod dreams_support;
-mod town_support;
+use crate::common;
+use crate::dreams_support;
+use crate::town_support;
 
 use std::path::Path;
 use std::process::Command;

@@ -5,8 +5,8 @@
 //! seconds), `u64` delivery generations, and blocking timeouts up to what
 //! the seeds' BLMOVE/BRPOP accept (Redis's own bound).
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use common::{tenant, Server};
 use dreams_support::*;

@@ -16,8 +16,8 @@
 //! Timing is never asserted: a served waiter is one whose reply arrives
 //! well before its (long) timeout could have produced one.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::sync::mpsc;
 use std::thread;
@@ -374,7 +374,7 @@ fn a_reloaded_module_starts_from_nothing() {
     ok(&mut con, &["CLIENT", "UNBLOCK", &waiter]);
     assert_eq!(blocked.recv_timeout(DEADLINE).expect("unblocked"), Ok(Value::Nil));
     if !module_unload(&mut con).expect("MODULE UNLOAD") {
-        return; // Valkey 8.1: kept loaded (module::unload_guard), nothing to reload.
+        return; // Valkey 8.1: kept loaded (glue::unload_guard), nothing to reload.
     }
     module_load(&mut con);
     let after = info(&mut con);
@@ -438,7 +438,7 @@ fn unload_load_cycles_keep_used_memory() {
     // Warm-up: the first load maps the library and fills what the server
     // keeps once (its command table slots, client buffers).
     if !load_work_unload(&mut con, 0) {
-        return; // Valkey 8.1: kept loaded (module::unload_guard), no cycle to measure.
+        return; // Valkey 8.1: kept loaded (glue::unload_guard), no cycle to measure.
     }
     let before = used_memory(&mut con);
     for round in 1..=CYCLES {

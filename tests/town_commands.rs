@@ -2,8 +2,8 @@
 //! as first key (so a cluster routes by town), and COMMAND DOCS with a
 //! summary and argument tree; INFO has a town section.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use common::Server;
 use redis::Value;

@@ -2,8 +2,8 @@
 //! type, ACL refusals and out-of-memory refusals are Redis-style error
 //! replies, and the dataset's `DEBUG DIGEST` is the same afterwards.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use common::{tenant, Server};
 use town_support::*;

@@ -5,8 +5,8 @@
 //! answering PING throughout and at the end. The generator is seeded, so a
 //! failure is reproducible (`TOWN_FUZZ_SEED`).
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::time::Duration;
 

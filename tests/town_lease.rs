@@ -4,8 +4,8 @@
 //! itself and wakes a blocked receiver; `TOWN.ACK` removes it wherever it
 //! is; deadlines replicate, persist and are expired by a promoted replica.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::sync::mpsc;
 use std::thread;

@@ -3,8 +3,8 @@
 //! connection, timeouts, never blocking in MULTI or Lua, reliable receive,
 //! and nothing ever dropped.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -3,8 +3,8 @@
 //! moves to another agent in one step, nothing lost, `to` rewritten and
 //! every other byte kept.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use common::{tenant, Server};
 use town_support::*;

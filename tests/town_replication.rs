@@ -5,8 +5,8 @@
 //! commands replicate their effects, with absolute expiry times, so
 //! `DEBUG DIGEST` of master and replica end equal.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use common::{tenant, wait_until, Server};
 use town_support::*;

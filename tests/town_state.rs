@@ -4,8 +4,8 @@
 //! expiring activity log, stop-flag lifetimes, the FIFO backlog, pub/sub
 //! broadcast and reset counts.
 
-mod common;
-mod town_support;
+use crate::common;
+use crate::town_support;
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@
 //! syntax, chosen by what the server's `COMMAND INFO` says (native
 //! subcommands put the subcommand before the town).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! The release version is reported where operators look: `MODULE LIST`
 //! (as MMmmpp), `INFO dreamtown` and `COMMAND DOCS`' `since`.
 
-mod common;
+use crate::common;
 
 use common::Server;
 use redis::Value;

@@ -9,8 +9,8 @@
 //! seen blocked (the `waiters` gauge), and each item is sent only once the
 //! previous reply arrived.
 
-mod common;
-mod dreams_support;
+use crate::common;
+use crate::dreams_support;
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! its town's Town work (docket and event stream included), and gets a
 //! typed `NOPERM` for another organization or town, with nothing changed.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! Town load (every `TOWN.*` command and the docket and event stream
 //! commands) each run for every tenant, and every check here covers both.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

@@ -12,7 +12,7 @@
 //! difference to exactly one `EXISTS` call and two misses (and two
 //! `keymiss` events) per tenant slot, whatever the number of commands.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! `RedisFireQueue` call, its outcomes and errors, over a multiplexed
 //! connection, a connection manager and RESP3.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -17,7 +17,7 @@
 //! `TRYAGAIN`). On Redis, `SETSLOT` applies at once (nothing to hold):
 //! the test runs the same sequence there without the window.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! `hold_lease`, which keeps a lease alive while the caller's work runs,
 //! against a real redis-server with the module.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //!   replica still holds; Valkey answers `ASK` there, as the master does
 //!   (docs/resharding.md, "Replica reads during a move").
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -17,7 +17,7 @@
 //! nothing until the held item is acknowledged, the paused one nothing
 //! until resumed, the rated one nothing (its bucket's state moved too).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};

@@ -38,8 +38,8 @@
 //! and writes the table to `target/partition-report.md`. Results and what
 //! they mean: docs/reliability.md.
 
-mod common;
-mod netns;
+use crate::common;
+use crate::netns;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;

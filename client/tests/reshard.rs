@@ -16,7 +16,7 @@
 //! acknowledges both only after it ended, and the manual procedure pauses
 //! between `MIGRATING` and the first `MIGRATE` while the load runs.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

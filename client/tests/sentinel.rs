@@ -13,7 +13,7 @@
 //! prints the figures docs/reliability.md quotes (operations, how long the
 //! failover took as the client saw it, what was delivered twice).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -12,7 +12,7 @@
 //! rustls refuses) is named as the client's or the server's, by the client
 //! and by both tools.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

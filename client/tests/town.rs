@@ -6,7 +6,7 @@
 //! manager and RESP3; messages the client cannot parse are surfaced, never
 //! dropped.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! The slot is reassigned (CLUSTER SETSLOT ... NODE) only once the waiter
 //! is seen blocked.
 
-mod common;
+use crate::common;
 
 use std::sync::mpsc;
 use std::thread;

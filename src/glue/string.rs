@@ -102,7 +102,7 @@ impl Drop for OwnedString {
 
 /// A key's name as a Redis string: one of the key's own, or one shared
 /// with the cache of an organization's queue-key names
-/// (`commands::dreams::queue_names`), which every queue command opens.
+/// (`stores::dreams::queue_names`), which every queue command opens.
 ///
 /// A shared name is the cache's own Redis string, kept alive by the `Rc`
 /// for as long as any key holds it (even once the cache has moved on to

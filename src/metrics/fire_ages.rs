@@ -7,7 +7,7 @@
 //! cannot gain one). Instead, per organization and per list, a map from a
 //! 64-bit hash of the payload to the time it entered the list (and how many
 //! equal copies are there), kept by the queue store
-//! (`commands::dreams::store::RedisQueue`), through which every module
+//! (`stores::dreams::store::RedisQueue`), through which every module
 //! command and the lease timer push, pop, move and remove items. STATS
 //! hashes the head of each list (the next to drain; the oldest in flight)
 //! and looks it up: O(1).

@@ -19,8 +19,8 @@ use crate::glue::filter::{self, CommandFilter, Filtered};
 
 /// Register the filter (module load). Without the filter API the module
 /// still works: `ACL DRYRUN` then answers for module commands as Redis
-/// does (the command alone), ACL changes are seen only through the
-/// per-user re-read on every call (see `acl_watch::register`), and in a
+/// does (the command alone), ACL changes are not seen (nothing tells
+/// `glue::acl` to forget what it read: `rules_changed`), and in a
 /// cluster every command gets the migration guard's full check.
 pub fn register(ctx: Ctx) -> bool {
     filter::register::<Filter>(ctx)

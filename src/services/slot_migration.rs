@@ -26,10 +26,11 @@
 //!   client of that slot can be blocked here) and only teach the lease
 //!   index which tenants arrived with leases (`lease_timer::index_key`);
 //!   timers and waiter passes leave the slot alone (`migration_guard::
-//!   may_touch` asks [`tenant_is_moving`]). When the import completes, the
-//!   lease timer finds those tenants here and expires their leases; when
-//!   it is aborted the server has deleted the keys and the index forgets
-//!   the tenants.
+//!   may_touch` asks
+//!   [`tenant_is_moving`](super::slot_moves::tenant_is_moving)). When the
+//!   import completes, the lease timer finds those tenants here and
+//!   expires their leases; when it is aborted the server has deleted the
+//!   keys and the index forgets the tenants.
 //! * While a node exports a slot it keeps serving client commands (their
 //!   writes stream to the target), but nothing runs on its own: a module
 //!   timer is not stopped by the write pause before the switch, and a write

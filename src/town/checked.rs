@@ -15,7 +15,7 @@
 //!
 //! One shortcut: a flat object of strings and literals with no escape and
 //! no control character (a tinytown message as its serde writes one) is
-//! read by [`flat`], whose verdict on such texts is serde_json's (a unit
+//! read by `flat`, whose verdict on such texts is serde_json's (a unit
 //! test compares them on the whole corpus); everything else goes to
 //! serde_json.
 

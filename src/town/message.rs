@@ -92,7 +92,7 @@ fn envelope_from_members(to: Seen<'_>, priority: Seen<'_>) -> Result<Envelope, M
 impl Envelope {
     /// Validate `bytes` as a message. One pass of serde_json, reading `to`
     /// and `priority` on the way: the same verdict as [`Object::parse`]
-    /// followed by [`envelope_of`] (a unit test compares them), without
+    /// followed by `envelope_of` (a unit test compares them), without
     /// locating every member (the send path needs only these two).
     pub fn parse(bytes: &[u8]) -> Result<Self, MessageError> {
         let text = std::str::from_utf8(bytes).map_err(|_| MessageError::NotJson)?;

@@ -1,6 +1,6 @@
 //! The harness of every Rust integration test, the module crate's
 //! (`tests/`) and the client crate's (`client/tests/`): which binaries and
-//! module to run ([`env`]), free loopback ports ([`ports`]), a real server
+//! module to run ([`env`](mod@env)), free loopback ports ([`ports`]), a real server
 //! with the module on one of them, stopped by its own pid when the handle
 //! drops ([`server`]), a local cluster of such servers ([`cluster`]), which
 //! server it is ([`version`]), a raw RESP connection that keeps every

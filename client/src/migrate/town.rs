@@ -18,7 +18,7 @@
 //! town's name ends: `tt:a:b:agent:<id>` is under town `a`'s prefix and is
 //! town `a:b`'s record, and `tt:a:docket:events` is both town `a`'s docket
 //! events and town `a:docket`'s event stream. Its agent and task ids are
-//! UUIDs (no `:`), which settles most names ([`tinytown_role`]); when towns
+//! UUIDs (no `:`), which settles most names (`tinytown_role`); when towns
 //! whose names extend one another both hold keys, no reading is safe and
 //! such a town is refused, nothing moved ([`other_town`], [`is_own`]).
 

@@ -1,6 +1,6 @@
 //! The `DREAMS.*` commands: parse arguments, open the organization's keys
-//! through [`store`], run the state machine of [`crate::dreams`], count the
-//! outcome for INFO, reply.
+//! through [`crate::stores::dreams::store`], run the state machine of
+//! [`crate::dreams`], count the outcome for INFO, reply.
 
 pub mod ack;
 pub mod counters;

@@ -1,7 +1,8 @@
 //! The `TOWN.*` commands: parse arguments, open the town's keys (ACL and
-//! type checked before anything is written) through [`mailbox`],
-//! [`index`] and [`record`], apply the rules of [`crate::town`], count the
-//! outcome for INFO, reply.
+//! type checked before anything is written) through
+//! [`crate::stores::town::mailbox`], [`index`](crate::stores::town::index)
+//! and [`record`](crate::stores::town::record), apply the rules of
+//! [`crate::town`], count the outcome for INFO, reply.
 
 pub mod ack;
 pub mod activity;

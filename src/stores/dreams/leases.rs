@@ -1,4 +1,4 @@
-//! The Dreams lease family for the lease timer ([`crate::services::leases`]):
+//! The Dreams lease family for the lease timer ([`crate::services::lease_timer`]):
 //! which keys hold an organization's leases, how to expire what is due.
 //! Granting and extending live in DRAIN and EXTEND; the state machine in
 //! [`crate::dreams::lease`].

@@ -736,7 +736,7 @@ impl RedisRegion<'_> {
         self.event_argument = Some((event_id.as_ptr(), event_id.len(), string));
     }
 
-    /// Read the `pending` field skipped by [`RedisRegion::open_with`].
+    /// Read the `pending` field skipped by [`RegionChecked::open`].
     pub fn read_pending(&mut self) {
         let [_, _, _, _, pending] = &COUNTER_FIELDS;
         let [value] = self.counters.hget_fields([pending]);

@@ -1,4 +1,4 @@
-//! The Town lease family for the lease timer ([`crate::services::leases`]):
+//! The Town lease family for the lease timer ([`crate::services::lease_timer`]):
 //! one lease set per agent, `tt:{<town>}:leases:<agent>`; the index tenant
 //! is that key's name. Expiry moves due pending messages back to the head
 //! of the agent's inbox (state machine: [`crate::town::lease`]).

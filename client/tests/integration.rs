@@ -1,0 +1,56 @@
+//! The client crate's integration tests, as one binary: each file of
+//! client/tests/ is a module of it (`cargo test -p dreamtown-client --test
+//! integration reshard::` runs one file's tests), sharing one build of the
+//! harness (`common`, and `netns` for the partition tests). Each test starts
+//! its own servers and clusters on free ports, so tests of different files
+//! run side by side in this one process; `partition` and `sentinel` run
+//! apart (`make test-client` runs them after the rest, one at a time).
+//! `migrate.rs` and `exporter.rs` are binaries of their own (Cargo.toml).
+//!
+//! A new file of client/tests/ is a `mod` line here or a `[[test]]` of
+//! Cargo.toml (Cargo's one-binary-per-file discovery is off);
+//! `every_test_file_is_a_module` fails on one that is neither.
+
+mod common;
+mod netns;
+
+mod acl;
+mod cluster;
+mod cluster_stats;
+mod dreams;
+mod guard_setslot;
+mod lease;
+mod legacy_move;
+mod limits_cluster;
+mod partition;
+mod reshard;
+mod sentinel;
+mod tls;
+mod town;
+mod waiters_cluster;
+
+/// Every `client/tests/*.rs` is declared above or in Cargo.toml: a file
+/// left out would compile nowhere and its tests would silently not run.
+#[test]
+fn every_test_file_is_a_module() {
+    let this = include_str!("integration.rs");
+    let manifest = include_str!("../Cargo.toml");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("read tests/") {
+        let path = entry.expect("a tests/ entry").path();
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        if path.extension().is_some_and(|e| e == "rs")
+            && name != "integration"
+            && !this.contains(&format!("\nmod {name};\n"))
+            && !manifest.contains(&format!("path = \"tests/{name}.rs\""))
+        {
+            missing.push(format!("client/tests/{name}.rs"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "neither modules of tests/integration.rs nor tests of Cargo.toml: {}",
+        missing.join(", ")
+    );
+}
