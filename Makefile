@@ -214,13 +214,17 @@ test-rust:
 	@echo "== integration tests against $(SERVER) (module: $(MODULE))"
 	$(CARGO) test -p dreamtown --test '*'
 
-# The client crate alone: built with the module crate's default `module`
-# feature it would link RedisAlloc, which aborts outside redis-server.
+# The client crate and the two tools on it (migrate/, exporter/), built
+# together (client/tests/tls.rs runs both tools' binaries) but apart from
+# the module crate: with its default `module` feature they would link
+# RedisAlloc, which aborts outside redis-server.
+CLIENT_CRATES := dreamtown-client dreamtown-migrate dreamtown-exporter
 test-client:
-	@echo "== client crate tests against $(SERVER) and a local cluster (module: $(MODULE))"
-	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
-	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
-	$(CARGO) test -p dreamtown-client
+	@echo "== client crate and tools tests against $(SERVER) and a local cluster (module: $(MODULE))"
+	@for crate in $(CLIENT_CRATES); do \
+	  if $(CARGO) tree -p $$crate -e features -i dreamtown | grep -q 'feature "module"'; then \
+	    echo "$$crate must depend on dreamtown without its module feature" >&2; exit 1; fi; done
+	$(CARGO) test $(addprefix -p ,$(CLIENT_CRATES))
 
 ## test-asan: the module crate's integration suite and the client crate's
 ## cluster tests against Debian 12's redis-server 7.0.15 built with

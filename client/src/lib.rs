@@ -34,9 +34,8 @@
 
 #![warn(missing_docs)]
 
-// Without the default `net` feature only `migrate`'s pure readers and
-// plans are built (for the fuzz targets in fuzz/): everything that talks
-// to a server needs the redis crate and tokio.
+// Everything that talks to a server needs the redis crate and tokio (the
+// default `net` feature).
 #[cfg(feature = "net")]
 mod call;
 #[cfg(feature = "net")]
@@ -48,10 +47,7 @@ mod durable;
 #[cfg(feature = "net")]
 mod error;
 #[cfg(feature = "net")]
-pub mod exporter;
-#[cfg(feature = "net")]
 pub mod lease;
-pub mod migrate;
 #[cfg(feature = "net")]
 mod retry;
 #[cfg(feature = "net")]
@@ -61,6 +57,8 @@ pub mod town;
 
 #[cfg(feature = "net")]
 pub use call::cluster_routing;
+#[cfg(feature = "net")]
+pub use call::fields as reply_fields;
 #[cfg(feature = "net")]
 pub use durable::{Durable, Shortfall};
 #[cfg(feature = "net")]
