@@ -47,6 +47,8 @@ mod durable;
 #[cfg(feature = "net")]
 mod error;
 #[cfg(feature = "net")]
+mod handle;
+#[cfg(feature = "net")]
 pub mod lease;
 #[cfg(feature = "net")]
 mod retry;
@@ -63,6 +65,8 @@ pub use call::fields as reply_fields;
 pub use durable::{Durable, Shortfall};
 #[cfg(feature = "net")]
 pub use error::{Error, Result};
+#[cfg(feature = "net")]
+pub use handle::Dreamtown;
 #[cfg(feature = "net")]
 pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
 
