@@ -4,11 +4,18 @@
 //! [`redis::aio::ConnectionLike`] and every command carries its tenant as
 //! its first key.
 //!
-//! * [`dreams`]: the Dreams consolidation fire queue, [`dreams::RedisFireQueue`],
-//!   with the seed transport's API (change the constructor, keep the calls).
+//! * [`Dreamtown`]: the native handle, a connection with a view per tenant,
+//!   [`Dreamtown::dreams`] and [`Dreamtown::town`]; every call `&self`,
+//!   optional arguments as builder methods, outcomes as enums.
+//! * [`dreams`]: the Dreams consolidation fire queue, the view
+//!   [`dreams::Dreams`], and [`dreams::RedisFireQueue`] over it with the
+//!   seed transport's API (change the constructor, keep the calls).
 //! * [`town`]: the tinytown agent channel, [`town::Channel`], with the
 //!   public API of tinytown's `Channel` over `TOWN.*`, built the same way on
 //!   the shared command layer.
+//!
+//! The tools on this crate are crates of their own: `dreamtown-migrate`
+//! (`migrate/`) and `dreamtown-exporter` (`exporter/`).
 //!
 //! Each call sends one command; errors are [`Error`], never a panic.
 //! [`Error::is_retryable`] tells which refusals changed nothing and may be
