@@ -29,6 +29,7 @@ async fn the_dreams_view_runs_a_worker_loop_with_builders_and_typed_outcomes() {
     let org = tenant("native");
     let dreams = dreamtown.dreams(org.as_str());
     assert_eq!(dreams.org(), org);
+    assert_eq!(dreams.tenant(), org);
     let region = RegionKey::new(org.as_str(), "web", 3);
 
     // Below the trigger: counted, nothing queued; at it: the one pending fire.
@@ -122,6 +123,7 @@ async fn the_town_view_sends_and_receives() {
     let town_name = tenant("native-town");
     let town = dreamtown.town(town_name.as_str());
     assert_eq!(town.town_name(), town_name);
+    assert_eq!(town.tenant(), town_name);
     let (from, to) = (AgentId::new(), AgentId::new());
     let message = Message::new(from, to, MessageType::StatusRequest);
     town.send(&message).await.unwrap();

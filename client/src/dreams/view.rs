@@ -148,6 +148,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         &self.org
     }
 
+    /// The tenant this view serves (the organization), named as on every
+    /// view: `dreamtown.dreams(t).tenant()` and `dreamtown.town(t).tenant()` are `t`.
+    pub fn tenant(&self) -> &str {
+        &self.org
+    }
+
     /// How long a call refused with `TRYAGAIN` is sent again (the handle's).
     pub fn tryagain_deadline(&self) -> Duration {
         self.tryagain_deadline
