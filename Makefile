@@ -228,21 +228,23 @@ test-rust:
 	$(CARGO) test -p dreamtown --test integration -- $(addprefix --skip ,$(ALONE_TESTS))
 	$(CARGO) test -p dreamtown --test integration -- $(ALONE_TESTS)
 
-# The client crate alone: built with the module crate's default `module`
-# feature it would link RedisAlloc, which aborts outside redis-server. Its
-# integration tests are one binary (client/tests/integration.rs) besides
-# the migration tool's and the exporter's. The partition subset, the
-# Sentinel failover and the resharding tests (faults, failovers and slot
-# moves timed against blocking calls' timeouts on 2 cores) run after the
-# rest, each file with nothing else running, as when each was a binary of
-# its own.
+# The client crate and the two tools on it (migrate/, exporter/), built
+# together (client/tests/tls.rs runs both tools' binaries) but apart from
+# the module crate: with its default `module` feature they would link
+# RedisAlloc, which aborts outside redis-server. The client's integration
+# tests are one binary (client/tests/integration.rs). The partition
+# subset, the Sentinel failover and the resharding tests (faults, failovers
+# and slot moves timed against blocking calls' timeouts on 2 cores) run
+# after the rest, each file with nothing else running.
+CLIENT_CRATES := dreamtown-client dreamtown-migrate dreamtown-exporter
 CLIENT_ALONE_TESTS := partition:: sentinel:: reshard::
 test-client:
-	@echo "== client crate tests against $(SERVER) and a local cluster (module: $(MODULE))"
-	@if $(CARGO) tree -p dreamtown-client -e features -i dreamtown | grep -q 'feature "module"'; then \
-	  echo "dreamtown-client must depend on dreamtown without its module feature" >&2; exit 1; fi
-	$(CARGO) test -p dreamtown-client --lib --bins --tests -- $(addprefix --skip ,$(CLIENT_ALONE_TESTS))
-	$(CARGO) test -p dreamtown-client --doc
+	@echo "== client crate and tools tests against $(SERVER) and a local cluster (module: $(MODULE))"
+	@for crate in $(CLIENT_CRATES); do \
+	  if $(CARGO) tree -p $$crate -e features -i dreamtown | grep -q 'feature "module"'; then \
+	    echo "$$crate must depend on dreamtown without its module feature" >&2; exit 1; fi; done
+	$(CARGO) test $(addprefix -p ,$(CLIENT_CRATES)) --lib --bins --tests -- $(addprefix --skip ,$(CLIENT_ALONE_TESTS))
+	$(CARGO) test $(addprefix -p ,$(CLIENT_CRATES)) --doc
 	for tests in $(CLIENT_ALONE_TESTS); do $(CARGO) test -p dreamtown-client --test integration -- $$tests || exit 1; done
 
 ## test-asan: the module crate's integration suite and the client crate's

@@ -32,7 +32,7 @@ STAGE="$OUT/dreamtown_${VERSION}_${ARCH}"
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cargo build --release -p dreamtown
-  cargo build --release -p dreamtown-client --bins
+  cargo build --release -p dreamtown-migrate -p dreamtown-exporter --bins
   cargo build --release -p dreamtown-console --bins
 fi
 REL="${CARGO_TARGET_DIR:-target}/release"

@@ -1,12 +1,12 @@
 //! Every key name the loops touch: the module's from the module crate's
 //! pure core, the seeds' (exocortex-dreams' queue and counters, tinytown's
-//! `tt:<town>:...`) from the client crate's migration readers, which own
+//! `tt:<town>:...`) from the migration tool's readers (`dreamtown-migrate`), which own
 //! those layouts; only the bench's own plain lists (the native floors) are
 //! named here.
 
 use dreamtown::dreams::region::{QueueKeys, RegionKey};
 use dreamtown::town::keys::TownKeys;
-use dreamtown_client::migrate::{dreams as seed_dreams, town as seed_town};
+use dreamtown_migrate::{dreams as seed_dreams, town as seed_town};
 
 /// The town every Town mode uses.
 pub const TOWN: &str = "bench";

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use dreamtown_client::dreams::{DrainResult, DreamsTrigger, FireMessage, QuietHours, RedisFireQueue};
+use dreamtown_client::Dreamtown;
+use dreamtown_client::dreams::{FireMessage, QuietHours, Verdict};
 
 /// How long one drain waits on the server; also the worst-case Ctrl-C latency.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
@@ -34,10 +35,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let org = args.next().or_else(|| std::env::var("DREAMTOWN_ORG").ok()).unwrap_or_else(|| "acme".to_owned());
     let max_items: Option<u64> = args.next().map(|n| n.parse()).transpose()?;
 
-    // A drain blocks on the server: the connection must wait longer than it.
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let conn = redis::Client::open(url.as_str())?.get_multiplexed_async_connection_with_config(&config).await?;
-    let mut queue = RedisFireQueue::new(conn, QuietHours::nightly(), org.clone());
+    // A drain blocks on the server: `connect` sets no response timeout.
+    let dreamtown = Dreamtown::connect(&url).await?;
+    let queue = dreamtown.dreams(org.as_str()).with_quiet_hours(QuietHours::nightly());
 
     let stopping = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stopping);
@@ -48,40 +48,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
-    let recovered = queue.recover_inflight().await?;
+    let recovered = queue.recover().await?;
     println!("worker for {org} at {url}: recovered {recovered} fire(s) left in flight");
 
     let mut done = 0u64;
     let mut held: Option<FireMessage> = None;
     loop {
         let more = !stopping.load(Ordering::SeqCst) && max_items.is_none_or(|max| done < max);
-        let drained = match held.take() {
+        held = match held.take() {
             // Nothing in hand: a plain drain.
-            None if more => queue.drain(DRAIN_TIMEOUT).await?,
+            None if more => queue.drain(DRAIN_TIMEOUT).send().await?,
             None => break,
             Some(fire) => {
-                let succeeded = consolidate(&fire).await;
+                let verdict = Verdict::from_success(consolidate(&fire).await);
                 done += 1;
                 let region = format!("{}/{} type {}", fire.region.org, fire.region.project, fire.region.memory_type);
                 if !more || max_items.is_some_and(|max| done >= max) {
                     // The last one: acknowledge it alone, take nothing more.
-                    let outcome = queue.acknowledge(&fire, succeeded, DreamsTrigger::default(), NODE).await?;
+                    let outcome = queue.ack(&fire, verdict, NODE).send().await?;
                     println!("#{done} {region}: {outcome:?}");
                     break;
                 }
                 // One round trip: acknowledge this one and take the next.
-                let (outcome, next) = queue
-                    .acknowledge_and_drain(&fire, succeeded, DreamsTrigger::default(), NODE, DRAIN_TIMEOUT)
-                    .await?;
+                let (outcome, next) = queue.ack(&fire, verdict, NODE).and_drain(DRAIN_TIMEOUT).send().await?;
                 println!("#{done} {region}: {outcome:?}");
                 next
             }
-        };
-        held = match drained {
-            DrainResult::Ready(fire) => Some(fire),
-            DrainResult::TimedOut => None,
-            // DREAMS.DRAIN reorders quiet-hours work itself and never defers to us.
-            DrainResult::Deferred => None,
         };
     }
     let lengths = queue.lengths().await?;

@@ -301,7 +301,7 @@ pub(crate) fn bytes(value: &Value) -> Option<Vec<u8>> {
 }
 
 /// Field/value pairs of a flat array (RESP2) or a map (RESP3), values as they came.
-pub(crate) fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
+pub fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
     let field = |field: &Value| String::from_utf8(bytes(field)?).ok();
     match value {
         Value::Array(items) if items.len() % 2 == 0 => items

@@ -369,9 +369,30 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
+/// `url` with its `host:port` replaced (credentials and database kept).
+pub fn with_host_port(url: &str, host_port: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
+    let (userinfo, after) = match rest.rsplit_once('@') {
+        Some((user, after)) => (Some(user), after),
+        None => (None, rest),
+    };
+    let path = after.split_once('/').map(|(_, path)| format!("/{path}")).unwrap_or_default();
+    match userinfo {
+        Some(user) => format!("{scheme}://{user}@{host_port}{path}"),
+        None => format!("{scheme}://{host_port}{path}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_port_is_replaced_keeping_credentials() {
+        assert_eq!(with_host_port("redis://127.0.0.1:7000/", "127.0.0.1:7001"), "redis://127.0.0.1:7001/");
+        assert_eq!(with_host_port("redis://u:p@h:1/0", "x:2"), "redis://u:p@x:2/0");
+        assert_eq!(with_host_port("redis://h:1", "x:2"), "redis://x:2");
+    }
 
     /// `openssl x509 -req` without `-extfile`: X.509 v1.
     const V1_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBEzCBuwIUQ8M1yeRVZLthaxwPEy2VukP5ndYwCgYIKoZIzj0EAwIwDDEKMAgG\nA1UEAwwBdDAgFw0yNjEyMDYyMTMyMTBaGA8yMTI2MTExMjIxMzIxMFowDDEKMAgG\nA1UEAwwBdDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABJxEyafMHFAtKphe8Fyj\njEllHRBOi2xmyIDE/bpQvnJS11yDRhwn/zhKX+VuQ10ke9D1WRBu28FuKD3Azhz9\nOKQwCgYIKoZIzj0EAwIDRwAwRAIgcC7yICE7+zB+HEO8sKSaYdbKpwo+8R0ruhnM\nLVPDfikCIAEjtN7iV04LautP2xwZ1yHBFM7mu6RtgPM1Y8m9bdOD\n-----END CERTIFICATE-----\n";

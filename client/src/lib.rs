@@ -4,11 +4,18 @@
 //! [`redis::aio::ConnectionLike`] and every command carries its tenant as
 //! its first key.
 //!
-//! * [`dreams`]: the Dreams consolidation fire queue, [`dreams::RedisFireQueue`],
-//!   with the seed transport's API (change the constructor, keep the calls).
+//! * [`Dreamtown`]: the native handle, a connection with a view per tenant,
+//!   [`Dreamtown::dreams`] and [`Dreamtown::town`]; every call `&self`,
+//!   optional arguments as builder methods, outcomes as enums.
+//! * [`dreams`]: the Dreams consolidation fire queue, the view
+//!   [`dreams::Dreams`], and [`dreams::RedisFireQueue`] over it with the
+//!   seed transport's API (change the constructor, keep the calls).
 //! * [`town`]: the tinytown agent channel, [`town::Channel`], with the
 //!   public API of tinytown's `Channel` over `TOWN.*`, built the same way on
 //!   the shared command layer.
+//!
+//! The tools on this crate are crates of their own: `dreamtown-migrate`
+//! (`migrate/`) and `dreamtown-exporter` (`exporter/`).
 //!
 //! Each call sends one command; errors are [`Error`], never a panic.
 //! [`Error::is_retryable`] tells which refusals changed nothing and may be
@@ -34,9 +41,8 @@
 
 #![warn(missing_docs)]
 
-// Without the default `net` feature only `migrate`'s pure readers and
-// plans are built (for the fuzz targets in fuzz/): everything that talks
-// to a server needs the redis crate and tokio.
+// Everything that talks to a server needs the redis crate and tokio (the
+// default `net` feature).
 #[cfg(feature = "net")]
 mod call;
 #[cfg(feature = "net")]
@@ -48,10 +54,9 @@ mod durable;
 #[cfg(feature = "net")]
 mod error;
 #[cfg(feature = "net")]
-pub mod exporter;
+mod handle;
 #[cfg(feature = "net")]
 pub mod lease;
-pub mod migrate;
 #[cfg(feature = "net")]
 mod retry;
 #[cfg(feature = "net")]
@@ -62,9 +67,13 @@ pub mod town;
 #[cfg(feature = "net")]
 pub use call::cluster_routing;
 #[cfg(feature = "net")]
+pub use call::fields as reply_fields;
+#[cfg(feature = "net")]
 pub use durable::{Durable, Shortfall};
 #[cfg(feature = "net")]
 pub use error::{Error, Result};
+#[cfg(feature = "net")]
+pub use handle::Dreamtown;
 #[cfg(feature = "net")]
 pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
 

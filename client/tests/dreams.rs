@@ -38,7 +38,7 @@ fn lrange(server: &Server, key: &str) -> Vec<String> {
 }
 
 /// Fire, drain, acknowledge over any connection.
-async fn explicit_fire_round_trip<C: ConnectionLike + Send>(server: &Server, conn: C) {
+async fn explicit_fire_round_trip<C: ConnectionLike + Clone + Send + Sync + 'static>(server: &Server, conn: C) {
     let org = tenant("roundtrip");
     let mut queue = RedisFireQueue::new(conn, QuietHours::none(), org.clone());
     let region = RegionKey::new(org.as_str(), "web", 3);

@@ -5,7 +5,8 @@
 //! its own servers and clusters on free ports, so tests of different files
 //! run side by side in this one process; `partition` and `sentinel` run
 //! apart (`make test-client` runs them after the rest, one at a time).
-//! `migrate.rs` and `exporter.rs` are binaries of their own (Cargo.toml).
+//! The migration tool's and the exporter's tests live in their crates
+//! (migrate/tests, exporter/tests).
 //!
 //! A new file of client/tests/ is a `mod` line here or a `[[test]]` of
 //! Cargo.toml (Cargo's one-binary-per-file discovery is off);
@@ -22,6 +23,7 @@ mod guard_setslot;
 mod lease;
 mod legacy_move;
 mod limits_cluster;
+mod native;
 mod partition;
 mod reshard;
 mod sentinel;

@@ -31,6 +31,16 @@ fn tls_server_bin() -> String {
     std::env::var("DREAMTOWN_TLS_SERVER").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "redis-server".into())
 }
 
+/// A tool of the workspace (`dreamtown-migrate`, `dreamtown-exporter`: crates
+/// of their own, whose binaries cargo builds beside this test's directory
+/// when their tests are built too, as `make test-client` does).
+fn tool(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let path = exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join(name);
+    assert!(path.is_file(), "{} is missing: cargo build -p {name} (make test-client builds it)", path.display());
+    path
+}
+
 fn openssl(dir: &Path, args: &[&str]) {
     let output = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl on PATH");
     assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
@@ -325,7 +335,7 @@ fn http_get(port: u16) -> Option<String> {
 /// for the node: that scrape's text.
 fn scrape_once(args: &[&str], env: &[(&str, &str)]) -> String {
     let port = free_port();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dreamtown-exporter"));
+    let mut command = Command::new(tool("dreamtown-exporter"));
     command.args(args).args(["--listen", &format!("127.0.0.1:{port}")]);
     command.env_remove("REDIS_USER").env_remove("REDIS_PASSWORD").env_remove("REDIS_PASSWORD_FILE");
     command.envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -342,7 +352,7 @@ fn scrape_once(args: &[&str], env: &[(&str, &str)]) -> String {
 type Way<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>);
 
 fn migrate(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dreamtown-migrate"));
+    let mut command = Command::new(tool("dreamtown-migrate"));
     command.args(args);
     command.env_remove("REDIS_USER").env_remove("REDIS_PASSWORD").env_remove("REDIS_PASSWORD_FILE");
     let output = command.envs(env.iter().copied()).output().expect("dreamtown-migrate");
@@ -504,8 +514,7 @@ fn v1_certificate(pki: &Pki, name: &str) {
 
 /// The exporter run to its end (it stops at once on a bad option): status, stderr.
 fn exporter_refuses(args: &[&str]) -> (i32, String) {
-    let output =
-        Command::new(env!("CARGO_BIN_EXE_dreamtown-exporter")).args(args).output().expect("dreamtown-exporter");
+    let output = Command::new(tool("dreamtown-exporter")).args(args).output().expect("dreamtown-exporter");
     (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stderr).into_owned())
 }
 

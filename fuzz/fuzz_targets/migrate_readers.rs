@@ -1,4 +1,4 @@
-//! `dreamtown-migrate`'s readers of seed keys (`dreamtown_client::migrate`,
+//! `dreamtown-migrate`'s readers of seed keys (`dreamtown_migrate`,
 //! built without its `net` feature: no redis crate, no tokio): the key
 //! name readers of both layouts of both seeds, and the plans that read
 //! what the keys hold (fire payloads, counters, event sets, agent and task
@@ -46,9 +46,9 @@ use std::collections::{BTreeMap, HashSet};
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
 use dreamtown::dreams::store::{parse_integer, RegionCounters};
-use dreamtown_client::migrate::apply::{Op, COUNTER_MAX, RECORD_COUNTER_MAX};
-use dreamtown_client::migrate::snapshot::{Snapshot, Value};
-use dreamtown_client::migrate::{dreams, town, valid_tenant, Direction};
+use dreamtown_migrate::apply::{Op, COUNTER_MAX, RECORD_COUNTER_MAX};
+use dreamtown_migrate::snapshot::{Snapshot, Value};
+use dreamtown_migrate::{dreams, town, valid_tenant, Direction};
 use libfuzzer_sys::fuzz_target;
 
 type Keys = Vec<(Vec<u8>, Snapshot)>;
@@ -423,7 +423,7 @@ fn is_fire(org: &str, payload: &[u8]) -> bool {
     serde_json::from_slice::<FireMessage>(payload).is_ok_and(|message| message.region.org == org)
 }
 
-fn plan(family: Family, direction: Direction, tenant: &str, keys: &[(Vec<u8>, Snapshot)]) -> dreamtown_client::migrate::plan::Plan {
+fn plan(family: Family, direction: Direction, tenant: &str, keys: &[(Vec<u8>, Snapshot)]) -> dreamtown_migrate::plan::Plan {
     let plan = match family {
         Family::Dreams => dreams::plan(direction, tenant, keys),
         Family::Town => town::plan(direction, tenant, keys),
@@ -443,7 +443,7 @@ fn plan(family: Family, direction: Direction, tenant: &str, keys: &[(Vec<u8>, Sn
 
 /// What the first move of Dreams does with fire items: conserved, sorted
 /// into queue and dead letters by serde_json's reading, counted.
-fn dreams_items(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)], plan: &dreamtown_client::migrate::plan::Plan) {
+fn dreams_items(direction: Direction, org: &str, keys: &[(Vec<u8>, Snapshot)], plan: &dreamtown_migrate::plan::Plan) {
     let mut queued = Vec::new();
     for (key, snapshot) in keys {
         let role = match direction {

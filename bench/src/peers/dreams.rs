@@ -1,12 +1,12 @@
-//! dreamtown's Dreams through the client crate's `RedisFireQueue`: `fire`
+//! dreamtown's Dreams through the client crate's native view
+//! (`Dreamtown::dreams`, every call `&self`): `fire`
 //! adds an explicit fire (a job of one region), a worker drains it with a
 //! lease and acknowledges it in the call that drains the next
 //! (`DREAMS.DRAIN ... LEASE ... ACK`, one round trip per job); `batch50`
 //! drains 50 at once (`COUNT`) and acknowledges them together.
 
-use dreamtown_client::dreams::{
-    AcknowledgeOutcome, DrainResult, DreamsTrigger, FireMessage, FireOutcome, QuietHours, RedisFireQueue, RegionKey,
-};
+use dreamtown_client::Dreamtown;
+use dreamtown_client::dreams::{AcknowledgeOutcome, Dreams, FireMessage, FireOutcome, RegionKey, Verdict};
 use dreamtown_client::redis::aio::MultiplexedConnection;
 use futures_util::future::join_all;
 
@@ -17,19 +17,19 @@ const NODE: &str = "bench-node";
 /// The lease of every drained job (BullMQ's default lock is 30 s too).
 const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn queue(conn: MultiplexedConnection) -> RedisFireQueue {
-    RedisFireQueue::new(conn, QuietHours::none(), ORG)
+fn queue(conn: MultiplexedConnection) -> Dreams {
+    Dreamtown::new(conn).dreams(ORG)
 }
 
 /// `n` fires, `batch` at once over one connection (one `fire` each, the
 /// multiplexed connection pipelining them).
 async fn fire(conn: &MultiplexedConnection, n: u64, batch: usize) -> Result<(), String> {
     let region = RegionKey::new(ORG, "web", 1);
-    let mut queues: Vec<_> = (0..batch).map(|_| queue(conn.clone())).collect();
+    let dreams = queue(conn.clone());
     let mut left = n;
     while left > 0 {
         let size = left.min(batch as u64) as usize;
-        let outcomes = join_all(queues[..size].iter_mut().map(|q| q.fire(&region, NODE))).await;
+        let outcomes = join_all((0..size).map(|_| dreams.fire(&region, NODE))).await;
         for outcome in outcomes {
             expect("fire", outcome.map_err(|e| e.to_string())?, FireOutcome::Queued)?;
         }
@@ -38,11 +38,8 @@ async fn fire(conn: &MultiplexedConnection, n: u64, batch: usize) -> Result<(), 
     Ok(())
 }
 
-fn ready(drained: DrainResult) -> Result<FireMessage, String> {
-    match drained {
-        DrainResult::Ready(fire) => Ok(fire),
-        other => Err(format!("drain: {other:?} with jobs left")),
-    }
+fn ready(drained: Option<FireMessage>) -> Result<FireMessage, String> {
+    drained.ok_or_else(|| "drain: timed out with jobs left".to_owned())
 }
 
 fn acknowledged(outcome: AcknowledgeOutcome) -> Result<(), String> {
@@ -54,22 +51,18 @@ fn acknowledged(outcome: AcknowledgeOutcome) -> Result<(), String> {
 
 /// One worker: drain, then acknowledge each job in the drain of the next,
 /// and the last one alone.
-async fn work(mut q: RedisFireQueue, claims: &Claims) -> Result<(), String> {
+async fn work(q: Dreams, claims: &Claims) -> Result<(), String> {
     if claims.take(1) == 0 {
         return Ok(());
     }
-    let mut job = ready(q.drain_leased(WAIT, LEASE).await.map_err(|e| e.to_string())?)?;
+    let mut job = ready(q.drain(WAIT).lease(LEASE).send().await.map_err(|e| e.to_string())?)?;
     loop {
         // The processor: a no-op.
         if claims.take(1) == 0 {
-            return acknowledged(
-                q.acknowledge(&job, true, DreamsTrigger::default(), NODE).await.map_err(|e| e.to_string())?,
-            );
+            return acknowledged(q.ack(&job, Verdict::Success, NODE).send().await.map_err(|e| e.to_string())?);
         }
-        let (outcome, next) = q
-            .acknowledge_and_drain_leased(&job, true, DreamsTrigger::default(), NODE, WAIT, LEASE)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (outcome, next) =
+            q.ack(&job, Verdict::Success, NODE).and_drain(WAIT).lease(LEASE).send().await.map_err(|e| e.to_string())?;
         acknowledged(outcome)?;
         job = ready(next)?;
     }
@@ -78,17 +71,15 @@ async fn work(mut q: RedisFireQueue, claims: &Claims) -> Result<(), String> {
 /// One batch worker (`batch50`): up to [`BATCH_WORKER`] jobs in one leased
 /// `DREAMS.DRAIN ... COUNT`, then their acknowledgements at once.
 async fn work_batches(conn: MultiplexedConnection, claims: &Claims) -> Result<(), String> {
-    let mut drainer = queue(conn.clone());
-    let mut ackers: Vec<_> = (0..BATCH_WORKER).map(|_| queue(conn.clone())).collect();
+    let dreams = queue(conn);
     loop {
         let n = claims.take(BATCH_WORKER as u64);
         if n == 0 {
             return Ok(());
         }
-        let jobs = drainer.drain_batch(WAIT, n as u32, Some(LEASE)).await.map_err(|e| e.to_string())?;
+        let jobs = dreams.drain(WAIT).lease(LEASE).batch(n as u32).await.map_err(|e| e.to_string())?;
         expect("fires drained", jobs.len() as u64, n)?;
-        let acks =
-            ackers.iter_mut().zip(&jobs).map(|(q, job)| q.acknowledge(job, true, DreamsTrigger::default(), NODE));
+        let acks = jobs.iter().map(|job| dreams.ack(job, Verdict::Success, NODE).send());
         for outcome in join_all(acks).await {
             acknowledged(outcome.map_err(|e| e.to_string())?)?;
         }

@@ -1,5 +1,6 @@
-//! The Dreams side: one organization's consolidation fire queue
-//! ([`RedisFireQueue`]) and the types its calls take and return.
+//! The Dreams side: one organization's consolidation fire queue — the
+//! native view [`Dreams`] (`Dreamtown::dreams(org)`), and the seed's API
+//! over it, [`RedisFireQueue`] — and the types their calls take and return.
 //!
 //! The message, region, counter and quiet-hours types are the module's own
 //! (from the `dreamtown` core), so client and server agree on them byte for
@@ -29,12 +30,14 @@
 mod outcome;
 mod queue;
 mod trigger;
+mod view;
 
 pub use outcome::{
     AcknowledgeOutcome, DeliveryFence, DrainRate, DrainResult, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
 };
 pub use queue::RedisFireQueue;
 pub use trigger::DreamsTrigger;
+pub use view::{Ack, AckAndDrain, Counters, Drain, Dreams, Record, Settle, Verdict};
 
 /// Outcome of an explicit fire: queued below the ceiling, or dropped.
 ///

@@ -1,11 +1,11 @@
-//! [`RedisFireQueue`]: one organization's Dreams fire queue, each operation
-//! one `DREAMS.*` command, with the public API of the seed's
-//! `RedisFireQueue` so that switching is a change of constructor.
+//! [`RedisFireQueue`]: the seed's `RedisFireQueue` API (switching is a
+//! change of constructor), a thin compatibility layer over the native
+//! [`Dreams`] view: each method is one call of the view.
 
 use std::time::Duration;
 
 use dreamtown::dreams::fire::FireOutcome;
-use dreamtown::dreams::message::{FireMessage, RegionWriteCounters};
+use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
 use dreamtown::dreams::store::RegionCounters;
@@ -13,15 +13,17 @@ use dreamtown::dreams::trigger::Trigger;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{
-    AcknowledgeOutcome, DeliveryFence, DrainRate, DrainResult, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
+    AcknowledgeOutcome, DeliveryFence, DrainResult, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
 };
-use crate::call::{Call, Reply, timeout_secs};
-use crate::error::{Error, Result};
-use crate::lease::{Held, renew_period};
+use super::view::{Dreams, Verdict};
+use crate::error::Result;
+use crate::lease::Held;
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
-/// One organization's Dreams fire queue on a server with the dreamtown
-/// module, over any async connection of the `redis` crate: a
+/// The seed's API over [`Dreams`] (`Dreamtown::dreams`, the native
+/// view, is what new code uses): one organization's Dreams fire queue on a
+/// server with the dreamtown module, over any async connection of the
+/// `redis` crate (cloneable, as all of them are): a
 /// [`MultiplexedConnection`], a [`ConnectionManager`](redis::aio::ConnectionManager)
 /// or a [cluster connection](redis::cluster_async::ClusterConnection). Every
 /// key of the organization shares one hash slot, so in a cluster each call
@@ -70,7 +72,7 @@ pub struct RedisFireQueue<C = MultiplexedConnection> {
     tryagain_deadline: Duration,
 }
 
-impl<C: ConnectionLike + Send> RedisFireQueue<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisFireQueue<C> {
     /// The queue of organization `org` over `conn`; drains apply
     /// `quiet_hours`. Nothing is sent until the first call; an organization
     /// name the server refuses (empty, or containing `{` or `}`) makes every
@@ -149,6 +151,11 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         self.conn
     }
 
+    /// The native view this queue's calls go through, with its quiet hours.
+    pub fn view(&self) -> Dreams<C> {
+        Dreams::new(self.conn.clone(), self.org.clone(), self.tryagain_deadline).with_quiet_hours(self.quiet_hours)
+    }
+
     /// Queue an explicit fire of `region` unless the queue (ready, deferred
     /// and in flight together) is at its ceiling:
     /// `DREAMS.FIRE <org> <project> <type> NODE <fired_by>`.
@@ -162,17 +169,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn fire(&mut self, region: &RegionKey, fired_by: &str) -> Result<FireOutcome> {
-        self.ensure_region(region)?;
-        let reply = region_call("DREAMS.FIRE", region)
-            .arg("NODE")
-            .arg(fired_by)
-            .send(&mut self.conn, self.tryagain_deadline)
-            .await?;
-        match reply.word()? {
-            "queued" => Ok(FireOutcome::Queued),
-            "dropped" => Ok(FireOutcome::Dropped),
-            _ => Err(reply.unexpected()),
-        }
+        self.view().fire(region, fired_by).await
     }
 
     /// Count `memories` and `edges` written to `region` against its shared
@@ -198,7 +195,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         trigger: impl Into<Trigger>,
         fired_by: &str,
     ) -> Result<RecordWriteOutcome> {
-        self.record(region, memories, edges, trigger.into(), fired_by, None).await
+        self.view().record(region, memories, edges, fired_by).trigger(trigger.into()).send().await
     }
 
     /// Record one stable durable ingest effect exactly once: a repeat of
@@ -225,27 +222,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         fired_by: &str,
         delivery: DeliveryFence<'_>,
     ) -> Result<RecordWriteOutcome> {
-        check_fence(delivery.event_id, delivery.generation)?;
-        self.record(region, memories, edges, trigger.into(), fired_by, Some(delivery)).await
-    }
-
-    async fn record(
-        &mut self,
-        region: &RegionKey,
-        memories: u32,
-        edges: u32,
-        trigger: Trigger,
-        fired_by: &str,
-        delivery: Option<DeliveryFence<'_>>,
-    ) -> Result<RecordWriteOutcome> {
-        self.ensure_region(region)?;
-        let mut call = region_call("DREAMS.RECORD", region).arg(memories).arg(edges).arg("NODE").arg(fired_by);
-        if let Some(fence) = delivery {
-            call = call.arg("EVENT").arg(fence.event_id).arg("GENERATION").arg(fence.generation);
-        }
-        let reply = with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?;
-        let (word, memories, edges) = reply.counted()?;
-        RecordWriteOutcome::from_reply(word, snapshot(memories, edges))
+        self.view().record(region, memories, edges, fired_by).trigger(trigger.into()).once(delivery).send().await
     }
 
     /// Reclaim one effect identity once its authoritative outbox row has
@@ -267,15 +244,9 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         delivery_generation: u64,
         retain_legacy_identity: bool,
     ) -> Result<()> {
-        self.ensure_region(region)?;
-        check_fence(event_id, delivery_generation)?;
-        region_call("DREAMS.SETTLE", region)
-            .arg(event_id)
-            .arg(delivery_generation)
-            .arg_if(retain_legacy_identity, "RETAIN")
-            .send(&mut self.conn, self.tryagain_deadline)
-            .await?
-            .ok()
+        let view = self.view();
+        let settle = view.settle(region, event_id, delivery_generation);
+        if retain_legacy_identity { settle.retain_identity().send().await } else { settle.send().await }
     }
 
     /// Acknowledge a drained fire by its exact payload
@@ -305,19 +276,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         trigger: impl Into<Trigger>,
         fired_by: &str,
     ) -> Result<AcknowledgeOutcome> {
-        self.ensure_region(&notification.region)?;
-        let Some(payload) = &notification.queued_payload else {
-            return Ok(AcknowledgeOutcome::Stale);
-        };
-        let call = Call::new("DREAMS.ACK")
-            .arg(&self.org)
-            .arg(payload)
-            .arg(if success { "SUCCESS" } else { "FAILURE" })
-            .arg("NODE")
-            .arg(fired_by);
-        let reply = with_trigger(call, trigger.into()).send(&mut self.conn, self.tryagain_deadline).await?;
-        let (word, memories, edges) = reply.counted()?;
-        AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))
+        self.view().ack(notification, Verdict::from_success(success), fired_by).trigger(trigger.into()).send().await
     }
 
     /// Move the next fire that should run in flight and return it, waiting
@@ -373,11 +332,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// (`DREAMS.EXTEND`); false when it is leased to no one any more (its
     /// lease ran out, or it was acknowledged).
     pub async fn extend(&mut self, fire: &FireMessage, lease: Duration) -> Result<bool> {
-        let Some(payload) = &fire.queued_payload else {
-            return Ok(false);
-        };
-        let call = Call::new("DREAMS.EXTEND").arg(&self.org).arg(payload).arg(timeout_secs(lease));
-        call.send(&mut self.conn, self.tryagain_deadline).await?.flag()
+        self.view().extend(fire, lease).await
     }
 
     /// Run `work` while keeping `fire`'s lease alive: extended by `lease`
@@ -390,56 +345,17 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         lease: Duration,
         work: F,
     ) -> Result<Held<F::Output>> {
-        let mut work = std::pin::pin!(work);
-        let period = renew_period(lease);
-        loop {
-            tokio::select! {
-                output = &mut work => return Ok(Held { output, lease_kept: true }),
-                () = tokio::time::sleep(period) => {}
-            }
-            if !self.extend(fire, lease).await? {
-                return Ok(Held { output: work.await, lease_kept: false });
-            }
-        }
+        self.view().hold_lease(fire, lease, work).await
     }
 
     async fn drain_with(&mut self, timeout: Duration, lease: Option<Duration>) -> Result<DrainResult> {
-        let reply = self.drain_call(timeout, lease).send(&mut self.conn, self.tryagain_deadline).await?;
-        self.drained(&reply)
-    }
-
-    /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`.
-    fn drain_call(&self, timeout: Duration, lease: Option<Duration>) -> Call {
-        let call = Call::new("DREAMS.DRAIN").arg(&self.org).arg(timeout_secs(timeout));
-        let call = if self.quiet_hours.enabled {
-            call.arg("QUIET").arg(self.quiet_hours.to_string()).arg("OFFSET").arg(self.quiet_hours.utc_offset_minutes)
-        } else {
-            call.arg("NOQUIET")
+        let view = self.view();
+        let drain = view.drain(timeout);
+        let drain = match lease {
+            Some(lease) => drain.lease(lease),
+            None => drain,
         };
-        match lease {
-            Some(lease) => call.arg("LEASE").arg(timeout_secs(lease)),
-            None => call,
-        }
-    }
-
-    /// A drain's reply: one payload, or nil on timeout.
-    fn drained(&self, reply: &Reply) -> Result<DrainResult> {
-        match reply.optional_bulk()? {
-            Some(payload) => self.fire_of(payload).map(DrainResult::Ready),
-            None => Ok(DrainResult::TimedOut),
-        }
-    }
-
-    /// A drained payload as a fire of this organization, its exact bytes
-    /// kept for the acknowledgement.
-    fn fire_of(&self, payload: &[u8]) -> Result<FireMessage> {
-        let invalid = || Error::InvalidPayload { payload: String::from_utf8_lossy(payload).into_owned() };
-        let mut message = FireMessage::parse(payload).ok_or_else(invalid)?;
-        if message.region.org != self.org {
-            return Err(invalid());
-        }
-        message.queued_payload = Some(String::from_utf8(payload.to_vec()).map_err(|_| invalid())?);
-        Ok(message)
+        Ok(ready_or_timed_out(drain.send().await?))
     }
 
     /// The worker loop's one round trip: acknowledge `done` exactly as
@@ -507,22 +423,14 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         timeout: Duration,
         lease: Option<Duration>,
     ) -> Result<(AcknowledgeOutcome, DrainResult)> {
-        self.ensure_region(&done.region)?;
-        let Some(payload) = &done.queued_payload else {
-            return Ok((AcknowledgeOutcome::Stale, self.drain_with(timeout, lease).await?));
+        let view = self.view();
+        let both = view.ack(done, Verdict::from_success(success), fired_by).trigger(trigger).and_drain(timeout);
+        let both = match lease {
+            Some(lease) => both.lease(lease),
+            None => both,
         };
-        let call = self
-            .drain_call(timeout, lease)
-            .arg("ACK")
-            .arg(payload)
-            .arg(if success { "SUCCESS" } else { "FAILURE" })
-            .arg("NODE")
-            .arg(fired_by);
-        let (acked, drained) =
-            with_trigger(call, trigger).send(&mut self.conn, self.tryagain_deadline).await?.halves()?;
-        let (word, memories, edges) = acked.counted()?;
-        let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
-        Ok((outcome, self.drained(&drained)?))
+        let (acked, next) = both.send().await?;
+        Ok((acked, ready_or_timed_out(next)))
     }
 
     /// Up to `count` fires in one call (`DREAMS.DRAIN ... COUNT <n>`), each
@@ -546,14 +454,13 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
         count: u32,
         lease: Option<Duration>,
     ) -> Result<Vec<FireMessage>> {
-        let reply = self
-            .drain_call(timeout, lease)
-            .arg("COUNT")
-            .arg(count.max(1))
-            .send(&mut self.conn, self.tryagain_deadline)
-            .await?;
-        let payloads = reply.optional_bulks()?.unwrap_or_default();
-        payloads.iter().map(|payload| self.fire_of(payload)).collect()
+        let view = self.view();
+        let drain = view.drain(timeout);
+        let drain = match lease {
+            Some(lease) => drain.lease(lease),
+            None => drain,
+        };
+        drain.batch(count).await
     }
 
     /// Requeue every fire left in flight by a dead owner (`DREAMS.RECOVER`);
@@ -568,7 +475,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn recover_inflight(&mut self) -> Result<u64> {
-        Call::new("DREAMS.RECOVER").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.count()
+        self.view().recover().await
     }
 
     /// The lengths of the ready list, the deferred set and the in-flight
@@ -582,9 +489,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn lengths(&mut self) -> Result<QueueLengths> {
-        let [ready, deferred, processing] =
-            Call::new("DREAMS.LEN").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.counts::<3>()?;
-        Ok(QueueLengths { ready, deferred, processing })
+        self.view().lengths().await
     }
 
     /// The region's shared counters as stored (`DREAMS.COUNTERS`); every
@@ -598,19 +503,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn counters(&mut self, region: &RegionKey) -> Result<RegionCounters> {
-        self.ensure_region(region)?;
-        let reply = region_call("DREAMS.COUNTERS", region).send(&mut self.conn, self.tryagain_deadline).await?;
-        let pairs = reply.pairs()?;
-        let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| value.clone());
-        RegionCounters::parse(field).map_err(|_| reply.unexpected())
-    }
-
-    fn ensure_region(&self, region: &RegionKey) -> Result<()> {
-        if region.org == self.org {
-            Ok(())
-        } else {
-            Err(Error::ForeignRegion { queue: self.org.clone(), region: region.org.clone() })
-        }
+        self.view().stored_counters(region).await
     }
 }
 
@@ -618,7 +511,7 @@ impl<C: ConnectionLike + Send> RedisFireQueue<C> {
 /// operator's calls. `DREAMS.LIMIT <subcommand> <org>` names its
 /// organization second, so over a cluster connection it is routed to the
 /// organization's node by the client ([`crate::cluster_routing`]).
-impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisFireQueue<C> {
     /// Change the organization's fair share (`DREAMS.LIMIT SET`): a cap
     /// on fires in flight, a rate of drains; what `change` leaves `None`
     /// stays as it is. Drains of the organization, from every worker, then
@@ -632,21 +525,7 @@ impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_limits(&mut self, change: LimitChange) -> Result<()> {
-        if change == LimitChange::default() {
-            return Err(Error::InvalidArgument("a limit change needs a concurrency or a rate"));
-        }
-        let mut call = Call::new("DREAMS.LIMIT").arg("SET").arg(&self.org);
-        match change.concurrency {
-            Some(Some(cap)) => call = call.arg("CONCURRENCY").arg(cap),
-            Some(None) => call = call.arg("CONCURRENCY").arg("NONE"),
-            None => {}
-        }
-        match change.rate {
-            Some(Some(rate)) => call = call.arg("RATE").arg(rate.count).arg(rate.seconds),
-            Some(None) => call = call.arg("RATE").arg("NONE"),
-            None => {}
-        }
-        call.send_routed(&mut self.conn, self.tryagain_deadline).await?.ok()
+        self.view().set_limits(change).await
     }
 
     /// The organization's fair share as it stands, with its fires in
@@ -660,31 +539,7 @@ impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn limits(&mut self) -> Result<OrgLimits> {
-        let reply = Call::new("DREAMS.LIMIT")
-            .arg("GET")
-            .arg(&self.org)
-            .send_routed(&mut self.conn, self.tryagain_deadline)
-            .await?;
-        let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
-        let get = |name: &str| fields.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
-        let number = |name: &str| -> Result<Option<u64>> {
-            match get(name) {
-                None | Some(redis::Value::Nil) => Ok(None),
-                Some(redis::Value::Int(n)) => u64::try_from(*n).map(Some).map_err(|_| reply.unexpected()),
-                Some(_) => Err(reply.unexpected()),
-            }
-        };
-        let rate = match (number("rate_count")?, number("rate_seconds")?) {
-            (Some(count), Some(seconds)) => Some(DrainRate { count, seconds }),
-            _ => None,
-        };
-        Ok(OrgLimits {
-            concurrency: number("concurrency")?,
-            rate,
-            in_flight: number("in_flight")?.unwrap_or(0),
-            tokens_left: number("tokens_left")?,
-            paused: number("paused")? == Some(1),
-        })
+        self.view().limits().await
     }
 
     /// Remove the organization's concurrency cap and rate
@@ -697,12 +552,7 @@ impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn clear_limits(&mut self) -> Result<bool> {
-        Call::new("DREAMS.LIMIT")
-            .arg("CLEAR")
-            .arg(&self.org)
-            .send_routed(&mut self.conn, self.tryagain_deadline)
-            .await?
-            .flag()
+        self.view().clear_limits().await
     }
 
     /// Hand out nothing of this organization until [`RedisFireQueue::resume`]
@@ -718,56 +568,20 @@ impl<C: ConnectionLike + Send + 'static> RedisFireQueue<C> {
     /// # Ok(()) }
     /// ```
     pub async fn pause(&mut self) -> Result<bool> {
-        Call::new("DREAMS.PAUSE").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.flag()
+        self.view().pause().await
     }
 
     /// End a pause (`DREAMS.RESUME`): blocked drains are served at once;
     /// whether it was paused.
     pub async fn resume(&mut self) -> Result<bool> {
-        Call::new("DREAMS.RESUME").arg(&self.org).send(&mut self.conn, self.tryagain_deadline).await?.flag()
+        self.view().resume().await
     }
 }
 
-/// `<name> <org> <project> <memory-type>`.
-fn region_call(name: &'static str, region: &RegionKey) -> Call {
-    Call::new(name).arg(&region.org).arg(&region.project).arg(region.memory_type)
-}
-
-/// `... TRIGGER <memories> <edges> <min-interval-secs> <age-floor-secs>`.
-fn with_trigger(call: Call, trigger: Trigger) -> Call {
-    call.arg("TRIGGER")
-        .arg(trigger.memory_threshold)
-        .arg(trigger.edge_threshold)
-        .arg(trigger.min_interval_secs)
-        .arg(trigger.age_floor_secs)
-}
-
-fn snapshot(memories: u32, edges: u32) -> RegionWriteCounters {
-    RegionWriteCounters {
-        memories_since_last_cycle: memories,
-        edges_since_last_cycle: edges,
-        seconds_since_last_cycle: 0,
-    }
-}
-
-fn check_fence(event_id: &str, generation: u64) -> Result<()> {
-    if event_id.is_empty() {
-        return Err(Error::InvalidArgument("Dreams write event id must not be empty"));
-    }
-    if generation == 0 {
-        return Err(Error::InvalidArgument("Dreams delivery generation must be positive"));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fences_are_checked_before_sending() {
-        assert!(check_fence("", 1).is_err());
-        assert!(check_fence("e", 0).is_err());
-        assert!(check_fence("e", 1).is_ok());
+/// The seed's drain result from the view's: a fire, or the wait ran out.
+fn ready_or_timed_out(fire: Option<FireMessage>) -> DrainResult {
+    match fire {
+        Some(fire) => DrainResult::Ready(fire),
+        None => DrainResult::TimedOut,
     }
 }

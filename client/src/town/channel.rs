@@ -146,6 +146,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.town
     }
 
+    /// The tenant this channel serves (the town), named as on every view
+    /// of a [`Dreamtown`](crate::Dreamtown) handle.
+    pub fn tenant(&self) -> &str {
+        &self.town
+    }
+
     /// The connection, for commands of your own.
     ///
     /// ```no_run

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use common::{Server, cmd};
 use dreamtown::dreams::message::{FireMessage, RegionWriteCounters};
 use dreamtown::dreams::region::RegionKey;
-use dreamtown_client::migrate::conn::Endpoint;
-use dreamtown_client::migrate::dreams::{seed_counters, seed_events, seed_queue};
-use dreamtown_client::migrate::report::TenantReport;
-use dreamtown_client::migrate::{self, Direction, Family, Options};
+use dreamtown_migrate::conn::Endpoint;
+use dreamtown_migrate::dreams::{seed_counters, seed_events, seed_queue};
+use dreamtown_migrate::report::TenantReport;
+use dreamtown_migrate::{self as migrate, Direction, Family, Options};
 
 const RECORD_WRITE: &str = include_str!("../../tests/fixtures/seed-lua/record_write.lua");
 const ENQUEUE_BOUNDED: &str = include_str!("../../tests/fixtures/seed-lua/enqueue_bounded.lua");

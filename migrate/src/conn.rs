@@ -23,11 +23,11 @@ pub enum Endpoint {
 impl Endpoint {
     /// Connect to `url`; a node with `cluster_enabled:1` makes a cluster endpoint.
     pub async fn connect(url: &str) -> Result<Self> {
-        Self::connect_with(url, &crate::connect::Options::default()).await
+        Self::connect_with(url, &dreamtown_client::connect::Options::default()).await
     }
 
     /// [`Endpoint::connect`] with TLS and credentials (every node of a cluster gets the same).
-    pub async fn connect_with(url: &str, options: &crate::connect::Options) -> Result<Self> {
+    pub async fn connect_with(url: &str, options: &dreamtown_client::connect::Options) -> Result<Self> {
         let client = options.client(url)?;
         // No response timeout (an apply script may hold a large batch for
         // seconds); connecting may take longer than the crate's 1 s on a
@@ -35,8 +35,10 @@ impl Endpoint {
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let mut single =
-            client.get_multiplexed_async_connection_with_config(&config).await.map_err(crate::connect::explain)?;
+        let mut single = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(dreamtown_client::connect::explain)?;
         let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut single).await?;
         if !info.contains("cluster_enabled:1") {
             return Ok(Self::Single(single));
@@ -50,7 +52,7 @@ impl Endpoint {
                 continue;
             }
             let host_port = addr.split('@').next().unwrap_or_default();
-            let node_url = with_host_port(url, host_port);
+            let node_url = dreamtown_client::connect::with_host_port(url, host_port);
             let node = options.client(&node_url)?;
             masters.push(node.get_multiplexed_async_connection_with_config(&config).await?);
         }
@@ -91,20 +93,6 @@ impl Endpoint {
         keys.sort();
         keys.dedup();
         Ok(keys)
-    }
-}
-
-/// `url` with its `host:port` replaced (credentials and database kept).
-pub(crate) fn with_host_port(url: &str, host_port: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
-    let (userinfo, after) = match rest.rsplit_once('@') {
-        Some((user, after)) => (Some(user), after),
-        None => (None, rest),
-    };
-    let path = after.split_once('/').map(|(_, path)| format!("/{path}")).unwrap_or_default();
-    match userinfo {
-        Some(user) => format!("{scheme}://{user}@{host_port}{path}"),
-        None => format!("{scheme}://{host_port}{path}"),
     }
 }
 
@@ -151,13 +139,6 @@ impl ConnectionLike for Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_port_is_replaced_keeping_credentials() {
-        assert_eq!(with_host_port("redis://127.0.0.1:7000/", "127.0.0.1:7001"), "redis://127.0.0.1:7001/");
-        assert_eq!(with_host_port("redis://u:p@h:1/0", "x:2"), "redis://u:p@x:2/0");
-        assert_eq!(with_host_port("redis://h:1", "x:2"), "redis://x:2");
-    }
 
     #[test]
     fn globs_are_escaped() {

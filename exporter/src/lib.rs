@@ -56,7 +56,7 @@ pub struct Config {
     /// A tenant no discovery pass has seen for this long is no longer exported.
     pub forget: Duration,
     /// TLS and credentials for every node (discovered ones too).
-    pub connect: crate::connect::Options,
+    pub connect: dreamtown_client::connect::Options,
     /// Ask a node in cluster mode for its masters on every scrape and
     /// scrape those (default); off: scrape exactly the nodes given.
     pub cluster_discovery: bool,
@@ -72,7 +72,7 @@ impl Default for Config {
             scan_count: 1000,
             timeout: Duration::from_secs(5),
             forget: Duration::from_secs(3600),
-            connect: crate::connect::Options::default(),
+            connect: dreamtown_client::connect::Options::default(),
             cluster_discovery: true,
         }
     }
@@ -128,7 +128,7 @@ fn pairs(value: &Value) -> Vec<(String, Option<f64>)> {
         Value::Int(n) => Some(*n as f64),
         _ => None,
     };
-    crate::call::fields(value)
+    dreamtown_client::reply_fields(value)
         .map(|fields| fields.into_iter().map(|(name, value)| (name, number(value))).collect())
         .unwrap_or_default()
 }
@@ -305,7 +305,7 @@ impl Exporter {
                 // The seed is down (or was a master that failed): any master it listed may answer.
                 asked = Err(error);
                 for master in &seed.masters {
-                    let url = crate::migrate::conn::with_host_port(&seed.url, master);
+                    let url = dreamtown_client::connect::with_host_port(&seed.url, master);
                     if let Ok(masters) = topology(&self.config, &url, &mut None).await
                         && !masters.is_empty()
                     {
@@ -330,7 +330,7 @@ impl Exporter {
                 wanted.push((seed.label.clone(), seed.url.clone()));
             }
             for master in &seed.masters {
-                wanted.push((master.clone(), crate::migrate::conn::with_host_port(&seed.url, master)));
+                wanted.push((master.clone(), dreamtown_client::connect::with_host_port(&seed.url, master)));
             }
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -421,7 +421,7 @@ async fn open(config: &Config, url: &str) -> redis::RedisResult<Connection> {
         .client(url)?
         .get_multiplexed_async_connection_with_config(&timeouts)
         .await
-        .map_err(crate::connect::explain)
+        .map_err(dreamtown_client::connect::explain)
 }
 
 /// The masters (`host:port`, sorted) of the cluster `url` belongs to, by

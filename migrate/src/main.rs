@@ -1,10 +1,10 @@
 //! `dreamtown-migrate`: move exocortex-dreams 0.4.0 organizations or
 //! tinytown 0.10 towns onto dreamtown's layout, and back with `--reverse`.
-//! The logic is in [`dreamtown_client::migrate`]; this parses the command
+//! The logic is in [`dreamtown_migrate`]; this parses the command
 //! line, prints the reports and sets the exit code.
 
 use dreamtown_client::connect::{self, redacted};
-use dreamtown_client::migrate::{self, Direction, Family, Options, conn::Endpoint};
+use dreamtown_migrate::{self as migrate, Direction, Family, Options, conn::Endpoint};
 
 const USAGE: &str = "\
 usage: dreamtown-migrate [--dry-run] [--reverse] --from <redis-url> [--to <redis-url>] dreams <org>... | --all

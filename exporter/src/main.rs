@@ -1,12 +1,12 @@
 //! `dreamtown-exporter --redis <url> [--redis <url> ...] [--listen addr:port] [TLS and user options]`:
 //! a Prometheus exporter for dreamtown. The logic is in
-//! [`dreamtown_client::exporter`]; this parses the command line and serves.
+//! [`dreamtown_exporter`]; this parses the command line and serves.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use dreamtown_client::connect::redacted;
-use dreamtown_client::exporter::{Config, Exporter, http};
+use dreamtown_exporter::{Config, Exporter, http};
 
 const USAGE: &str = "usage: dreamtown-exporter --redis <url> [--redis <url> ...] [--listen <addr:port>]
                           [--max-tenants <n>] [--max-agents <n>] [--scan-calls <n>] [--scan-count <n>]
