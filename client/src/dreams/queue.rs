@@ -36,7 +36,7 @@ use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 /// waits: give a worker its own connection, and one whose response timeout
 /// is longer than the drain timeout (the `redis` crate's default for a
 /// multiplexed connection or a connection manager is 500 ms; see
-/// [`Error::ResponseTimeout`]).
+/// [`Error::ResponseTimeout`](crate::Error::ResponseTimeout)).
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -76,7 +76,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisFireQueue<C> {
     /// The queue of organization `org` over `conn`; drains apply
     /// `quiet_hours`. Nothing is sent until the first call; an organization
     /// name the server refuses (empty, or containing `{` or `}`) makes every
-    /// call fail with [`Error::Server`].
+    /// call fail with [`Error::Server`](crate::Error::Server).
     ///
     /// ```no_run
     /// use dreamtown_client::dreams::{QuietHours, RedisFireQueue};
@@ -292,7 +292,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisFireQueue<C> {
     ///
     /// The wait happens on the server and holds this connection: its
     /// response timeout must be longer than `timeout`, or the call fails with
-    /// [`Error::ResponseTimeout`].
+    /// [`Error::ResponseTimeout`](crate::Error::ResponseTimeout).
     ///
     /// ```no_run
     /// # use std::time::Duration;
