@@ -33,6 +33,7 @@ pub mod text;
 use std::time::{Duration, Instant};
 
 use dreamtown::events;
+use dreamtown_protocol::keyspace::town::TownKeys;
 use redis::Value;
 
 use discovery::Scan;
@@ -556,7 +557,7 @@ async fn scrape_node(
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         pipe.cmd("TOWN.STATS").arg(town);
-        pipe.cmd("ZRANGE").arg(format!("tt:{{{town}}}:index:mailboxes")).arg(0).arg(config.max_agents as i64);
+        pipe.cmd("ZRANGE").arg(TownKeys::new(town).mailbox_index()).arg(0).arg(config.max_agents as i64);
         let replies: Vec<Value> = pipe.query_async(con).await?;
         let [town_reply, agents_reply] = replies.as_slice() else { continue };
         let labels = [("node", label.as_str()), ("town", town.as_str())];
