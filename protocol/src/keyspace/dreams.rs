@@ -190,10 +190,17 @@ impl<'a> DreamsKey<'a> {
 }
 
 impl<'a> RegionName<'a> {
-    /// `<memory-type>:<project>`, the end of a counters or events key.
+    /// `<memory-type>:<project>`, the end of a counters or events key: the
+    /// memory type in decimal as the module writes it (no sign, no leading
+    /// zero), so a parsed name formats back to the same bytes.
     pub fn parse(text: &'a [u8]) -> Option<Self> {
         let colon = text.iter().position(|&b| b == b':')?;
-        let memory_type = std::str::from_utf8(text.get(..colon)?).ok()?.parse().ok()?;
+        let digits = text.get(..colon)?;
+        let canonical = digits.iter().all(u8::is_ascii_digit) && (digits.len() == 1 || digits.first() != Some(&b'0'));
+        if !canonical {
+            return None;
+        }
+        let memory_type = std::str::from_utf8(digits).ok()?.parse().ok()?;
         let project = std::str::from_utf8(text.get(colon + 1..)?).ok()?;
         Some(Self { memory_type, project })
     }
@@ -246,6 +253,10 @@ mod tests {
             b"exocortex:dreams:{a{b}:queue",
             b"exocortex:dreams:{a}:queue:x",
             b"exocortex:dreams:{a}:counters:x:p",
+            b"exocortex:dreams:{a}:counters:+3:p",
+            b"exocortex:dreams:{a}:counters:03:p",
+            b"exocortex:dreams:{a}:counters::p",
+            b"exocortex:dreams:{a}:events:4294967296:p",
             b"exocortex:dreams:{a}:other",
             b"tt:{t}:inbox:a",
         ] {
