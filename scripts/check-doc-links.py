@@ -125,9 +125,10 @@ CRATES = {
     "dreamtown_bench": ROOT / "bench/src",
     "dreamtown_migrate": ROOT / "migrate/src",
     "dreamtown_exporter": ROOT / "exporter/src",
+    "dreamtown_protocol": ROOT / "protocol/src",
 }
-CRATE_OF_DIRECTORY = {"client": "dreamtown_client", "console": "dreamtown_console", "test-support": "dreamtown_test_support", "bench": "dreamtown_bench", "src": "dreamtown", "tests": "dreamtown", "migrate": "dreamtown_migrate", "exporter": "dreamtown_exporter"}
-RUST_SOURCES = ["src", "client", "console", "test-support", "bench", "tests", "migrate", "exporter", "fuzz/fuzz_targets"]
+CRATE_OF_DIRECTORY = {"client": "dreamtown_client", "console": "dreamtown_console", "test-support": "dreamtown_test_support", "bench": "dreamtown_bench", "src": "dreamtown", "tests": "dreamtown", "migrate": "dreamtown_migrate", "exporter": "dreamtown_exporter", "protocol": "dreamtown_protocol"}
+RUST_SOURCES = ["src", "client", "console", "test-support", "bench", "tests", "migrate", "exporter", "protocol", "fuzz/fuzz_targets"]
 CODE_PATH = re.compile(r"(?<![\w:])([a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 COMMENT = re.compile(r"(?<![:\"'])//(.*)$")
 DEFINITION = (

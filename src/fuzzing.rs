@@ -7,6 +7,7 @@
 use crate::commands::{dreams, town};
 use crate::glue::args::{self, Args};
 use crate::glue::reply::CommandError;
+use dreamtown_protocol::commands as names;
 
 /// The parse step of command `name` (any case) on `argv` (the arguments
 /// after the name): `Ok` if it accepts them, else its error reply. `None`
@@ -14,41 +15,41 @@ use crate::glue::reply::CommandError;
 pub fn command(name: &str, argv: &[&[u8]]) -> Option<Result<(), String>> {
     let done = |result: Result<(), CommandError>| Some(result.map_err(|error| error.message().to_owned()));
     match name.to_ascii_uppercase().as_str() {
-        "DREAMS.FIRE" => done(dreams::fire::parse(argv).map(drop)),
-        "DREAMS.RECORD" => done(dreams::record::parse(argv).map(drop)),
-        "DREAMS.SETTLE" => done(dreams::settle::parse(argv).map(drop)),
-        "DREAMS.ACK" => done(dreams::ack::parse(argv).map(drop)),
-        "DREAMS.DRAIN" => done(dreams::drain::parse(argv).map(drop)),
-        "DREAMS.EXTEND" => done(dreams::extend::parse(argv).map(drop)),
-        "TOWN.SEND" => done(town::send::parse(argv).map(drop)),
-        "TOWN.RECV" => done(town::recv::parse(argv).map(drop)),
-        "TOWN.EXTEND" => done(town::extend::parse(argv).map(drop)),
-        "TOWN.RESET" => done(town::reset::parse(argv).map(drop)),
-        "DREAMS.LEN" => done(dreams::len::parse(argv).map(drop)),
-        "DREAMS.INFLIGHT" => done(dreams::inflight::parse(argv).map(drop)),
-        "DREAMS.RECOVER" => done(dreams::recover::parse(argv).map(drop)),
-        "DREAMS.REDRIVE" => done(dreams::redrive::parse(argv).map(drop)),
-        "DREAMS.COUNTERS" => done(dreams::counters::parse(argv).map(drop)),
-        "TOWN.ACK" => done(town::ack::parse(argv).map(drop)),
-        "TOWN.REQUEUE" => done(town::requeue::parse(argv).map(drop)),
-        "TOWN.LEN" => done(town::len::parse(argv).map(drop)),
-        "TOWN.PEEK" => done(town::peek::parse(argv).map(drop)),
-        "TOWN.RECLAIM" => done(town::reclaim::parse(argv).map(drop)),
-        "TOWN.BROADCAST" => done(town::broadcast::parse(argv).map(drop)),
-        "DREAMS.STATS" => done(dreams::stats::parse(argv).map(drop)),
-        "DREAMS.PAUSE" => done(dreams::pause::parse(argv).map(drop)),
-        "DREAMS.RESUME" => done(dreams::resume::parse(argv).map(drop)),
-        "TOWN.STATS" => done(town::stats::parse(argv).map(drop)),
+        names::dreams::FIRE => done(dreams::fire::parse(argv).map(drop)),
+        names::dreams::RECORD => done(dreams::record::parse(argv).map(drop)),
+        names::dreams::SETTLE => done(dreams::settle::parse(argv).map(drop)),
+        names::dreams::ACK => done(dreams::ack::parse(argv).map(drop)),
+        names::dreams::DRAIN => done(dreams::drain::parse(argv).map(drop)),
+        names::dreams::EXTEND => done(dreams::extend::parse(argv).map(drop)),
+        names::town::SEND => done(town::send::parse(argv).map(drop)),
+        names::town::RECV => done(town::recv::parse(argv).map(drop)),
+        names::town::EXTEND => done(town::extend::parse(argv).map(drop)),
+        names::town::RESET => done(town::reset::parse(argv).map(drop)),
+        names::dreams::LEN => done(dreams::len::parse(argv).map(drop)),
+        names::dreams::INFLIGHT => done(dreams::inflight::parse(argv).map(drop)),
+        names::dreams::RECOVER => done(dreams::recover::parse(argv).map(drop)),
+        names::dreams::REDRIVE => done(dreams::redrive::parse(argv).map(drop)),
+        names::dreams::COUNTERS => done(dreams::counters::parse(argv).map(drop)),
+        names::town::ACK => done(town::ack::parse(argv).map(drop)),
+        names::town::REQUEUE => done(town::requeue::parse(argv).map(drop)),
+        names::town::LEN => done(town::len::parse(argv).map(drop)),
+        names::town::PEEK => done(town::peek::parse(argv).map(drop)),
+        names::town::RECLAIM => done(town::reclaim::parse(argv).map(drop)),
+        names::town::BROADCAST => done(town::broadcast::parse(argv).map(drop)),
+        names::dreams::STATS => done(dreams::stats::parse(argv).map(drop)),
+        names::dreams::PAUSE => done(dreams::pause::parse(argv).map(drop)),
+        names::dreams::RESUME => done(dreams::resume::parse(argv).map(drop)),
+        names::town::STATS => done(town::stats::parse(argv).map(drop)),
         full => {
             // A subcommand, named as Redis names it: `TOWN.AGENT|GET`.
             let (container, sub) = full.split_once('|')?;
             match container {
-                "DREAMS.LIMIT" => done(dreams::limit::parse(sub, argv).map(drop)),
-                "TOWN.AGENT" => done(town::agent::parse(sub, argv).map(drop)),
-                "TOWN.TASK" => done(town::task::parse(sub, argv).map(drop)),
-                "TOWN.BACKLOG" => done(town::backlog::parse(sub, argv).map(drop)),
-                "TOWN.ACTIVITY" => done(town::activity::parse(sub, argv).map(drop)),
-                "TOWN.STOP" => done(town::stop::parse(sub, argv).map(drop)),
+                names::dreams::LIMIT => done(dreams::limit::parse(sub, argv).map(drop)),
+                names::town::AGENT => done(town::agent::parse(sub, argv).map(drop)),
+                names::town::TASK => done(town::task::parse(sub, argv).map(drop)),
+                names::town::BACKLOG => done(town::backlog::parse(sub, argv).map(drop)),
+                names::town::ACTIVITY => done(town::activity::parse(sub, argv).map(drop)),
+                names::town::STOP => done(town::stop::parse(sub, argv).map(drop)),
                 _ => None,
             }
         }

@@ -27,10 +27,6 @@ pub(crate) struct Call {
     cmd: redis::Cmd,
 }
 
-/// The commands whose first argument is a subcommand, so the tenant is
-/// the second (`TOWN.AGENT GET <town> ...`, `DREAMS.LIMIT SET <org> ...`).
-const CONTAINERS: [&str; 6] = ["DREAMS.LIMIT", "TOWN.AGENT", "TOWN.TASK", "TOWN.BACKLOG", "TOWN.ACTIVITY", "TOWN.STOP"];
-
 /// Where a cluster connection must send `cmd`, when the redis crate would
 /// route it elsewhere: a `DREAMS.LIMIT` or `TOWN.AGENT`/`TASK`/`BACKLOG`/
 /// `ACTIVITY`/`STOP` subcommand (`TOWN.AGENT GET <town> ...`) goes to the
@@ -48,7 +44,9 @@ pub fn cluster_routing(cmd: &redis::Cmd) -> Option<redis::cluster_routing::Routi
         redis::Arg::Simple(name) => name,
         _ => return None,
     };
-    if !CONTAINERS.iter().any(|container| container.as_bytes().eq_ignore_ascii_case(name)) {
+    // The commands whose first argument is a subcommand, so the tenant is
+    // the second (`TOWN.AGENT GET <town> ...`, `DREAMS.LIMIT SET <org> ...`).
+    if !dreamtown_protocol::commands::is_container(name) {
         return None;
     }
     let tenant = match args.nth(1)? {

@@ -23,6 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use dreamtown_protocol::keyspace::dreams::{self, RegionName};
+use dreamtown_protocol::keyspace::split_tag;
+use dreamtown_protocol::keyspace::town::{self, TownKeys};
 use redis::Value;
 
 use crate::backend::{Backend, NodeId};
@@ -175,28 +178,22 @@ struct Inner {
 }
 
 /// The glob of every key of an organization, and where its name starts.
-pub const DREAMS_GLOB: &str = "exocortex:dreams:{*}:*";
-const DREAMS_PREFIX: &[u8] = b"exocortex:dreams:{";
+pub const DREAMS_GLOB: &str = dreams::GLOB;
+const DREAMS_PREFIX: &str = dreams::PREFIX;
 /// The glob of a town's module indexes.
-pub const TOWN_GLOB: &str = "tt:{*}:index:*";
-const TOWN_PREFIX: &[u8] = b"tt:{";
+pub const TOWN_GLOB: &str = town::INDEX_GLOB;
+const TOWN_PREFIX: &str = town::PREFIX;
 
 /// The tenant named by a key of the family's prefix, and the rest after `}:`.
-fn tenant_of<'a>(prefix: &[u8], key: &'a [u8]) -> Option<(String, &'a [u8])> {
-    let rest = key.strip_prefix(prefix)?;
-    let end = rest.iter().position(|&b| b == b'}')?;
-    let name = std::str::from_utf8(rest.get(..end)?).ok()?;
-    let after = rest.get(end + 1..)?.strip_prefix(b":")?;
-    (!name.is_empty()).then(|| (name.to_owned(), after))
+fn tenant_of<'a>(prefix: &str, key: &'a [u8]) -> Option<(String, &'a [u8])> {
+    let (name, after) = split_tag(prefix, key)?;
+    Some((name.to_owned(), after.strip_prefix(b":")?))
 }
 
 /// A region of a `counters:<memory-type>:<project>` key suffix.
 fn region_of(after: &[u8]) -> Option<(u32, String)> {
-    let rest = after.strip_prefix(b"counters:")?;
-    let colon = rest.iter().position(|&b| b == b':')?;
-    let memory_type = std::str::from_utf8(rest.get(..colon)?).ok()?.parse().ok()?;
-    let project = std::str::from_utf8(rest.get(colon + 1..)?).ok()?;
-    Some((memory_type, project.to_owned()))
+    let region = RegionName::parse(after.strip_prefix(b"counters:")?)?;
+    Some((region.memory_type, region.project.to_owned()))
 }
 
 impl Directory {
@@ -525,7 +522,7 @@ pub fn town_stats_cmd(town: &str, agent: Option<&str>) -> redis::Cmd {
 /// Agent ids of a town's mailbox index, `count` from `offset`, by id.
 pub fn agents_cmd(town: &str, offset: usize, count: usize) -> redis::Cmd {
     let mut cmd = redis::cmd("ZRANGE");
-    cmd.arg(format!("tt:{{{town}}}:index:mailboxes")).arg(offset).arg(offset + count.max(1) - 1);
+    cmd.arg(TownKeys::new(town).mailbox_index()).arg(offset).arg(offset + count.max(1) - 1);
     cmd
 }
 

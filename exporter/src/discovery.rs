@@ -12,6 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use dreamtown_protocol::keyspace::{dreams, split_tag, town};
+
 /// The key pattern of one tenant family and where its tenant name sits.
 #[derive(Clone, Copy, Debug)]
 pub struct Pattern {
@@ -23,17 +25,14 @@ pub struct Pattern {
 
 /// Dreams organizations: any of their keys (queue keys, and the region
 /// counters that keep an idle organization listed once its queue is empty).
-pub const DREAMS: Pattern = Pattern { glob: "exocortex:dreams:{*}:*", prefix: "exocortex:dreams:{" };
+pub const DREAMS: Pattern = Pattern { glob: dreams::GLOB, prefix: dreams::PREFIX };
 
 /// Towns: the module's mailbox index, one key per town that has agents.
-pub const TOWN: Pattern = Pattern { glob: "tt:{*}:index:mailboxes", prefix: "tt:{" };
+pub const TOWN: Pattern = Pattern { glob: town::MAILBOX_INDEX_GLOB, prefix: town::PREFIX };
 
 /// The tenant named by `key`, if it has the pattern's shape.
 pub fn tenant_of(pattern: &Pattern, key: &[u8]) -> Option<String> {
-    let rest = key.strip_prefix(pattern.prefix.as_bytes())?;
-    let end = rest.iter().position(|&b| b == b'}')?;
-    let name = std::str::from_utf8(rest.get(..end)?).ok()?;
-    (!name.is_empty()).then(|| name.to_owned())
+    split_tag(pattern.prefix, key).map(|(name, _)| name.to_owned())
 }
 
 /// One family's scan over one node.

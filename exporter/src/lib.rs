@@ -33,6 +33,9 @@ pub mod text;
 use std::time::{Duration, Instant};
 
 use dreamtown::events;
+use dreamtown_protocol::info;
+use dreamtown_protocol::keyspace::town::TownKeys;
+use dreamtown_protocol::stats::{Stat, dreams as dreams_stats, town as town_stats};
 use redis::Value;
 
 use discovery::Scan;
@@ -140,95 +143,6 @@ fn node_label(url: &str) -> String {
     rest.split('/').next().unwrap_or(rest).to_owned()
 }
 
-/// INFO fields that are levels (or maxima, or of the last run), not totals.
-const INFO_GAUGES: [&str; 25] = [
-    "waiters",
-    "waiter_queues",
-    "slot_imports_in_progress",
-    "slot_exports_in_progress",
-    "atomic_slot_migration",
-    "orgs_tracked",
-    "towns_tracked",
-    "agents_tracked",
-    "fire_ages_orgs",
-    "fire_ages_entries",
-    "lease_tenants_indexed",
-    "lease_index_bytes",
-    "lease_max_tick_us",
-    "catching_up",
-    "catch_up_keys_examined",
-    "catch_up_turns",
-    "catch_up_tenants_indexed",
-    "catch_up_last_duration_ms",
-    "catch_up_max_keys_per_turn",
-    "catch_up_max_turn_us",
-    "catch_up_max_turn_cpu_us",
-    "writes_paused",
-    "limits_indexed_orgs",
-    "limits_indexed_entries",
-    "limits_index_trusted",
-];
-
-/// `DREAMS.STATS` fields exported, with their metric and help. Milliseconds
-/// become seconds, as Prometheus wants.
-const DREAMS_FIELDS: [(&str, &str, &str); 19] = [
-    ("ready", "dreamtown_dreams_ready", "Fires in the ready list"),
-    ("deferred", "dreamtown_dreams_deferred", "Fires deferred by quiet hours"),
-    ("in_flight", "dreamtown_dreams_in_flight", "Fires drained and not yet acknowledged"),
-    ("dead_letters", "dreamtown_dreams_dead_letters", "Items in the dead-letter list"),
-    ("leased", "dreamtown_dreams_leased", "In-flight fires with a running lease"),
-    (
-        "expired_leases_waiting",
-        "dreamtown_dreams_expired_leases_waiting",
-        "Fires whose lease ran out, back in ready, a late ACK still honoured",
-    ),
-    (
-        "oldest_deferred_age_ms",
-        "dreamtown_dreams_oldest_deferred_age_seconds",
-        "Age of the oldest quiet-hours deferral",
-    ),
-    (
-        "next_lease_deadline_ms",
-        "dreamtown_dreams_next_lease_deadline_timestamp_seconds",
-        "The earliest lease deadline (unix time)",
-    ),
-    (
-        "oldest_ready_age_ms",
-        "dreamtown_dreams_oldest_ready_age_seconds",
-        "Age of the fire the next drain takes, since it entered the ready list (a lower bound when the _exact gauge is 0)",
-    ),
-    (
-        "oldest_ready_age_exact",
-        "dreamtown_dreams_oldest_ready_age_exact",
-        "1 when the oldest ready age was timed as the fire entered, 0 when it is a lower bound",
-    ),
-    (
-        "oldest_in_flight_age_ms",
-        "dreamtown_dreams_oldest_inflight_age_seconds",
-        "Age of the oldest in-flight fire, since it was drained (a lower bound when the _exact gauge is 0)",
-    ),
-    (
-        "oldest_in_flight_age_exact",
-        "dreamtown_dreams_oldest_inflight_age_exact",
-        "1 when the oldest in-flight age was timed as the fire was drained, 0 when it is a lower bound",
-    ),
-    (
-        "totals_since_ms",
-        "dreamtown_dreams_totals_since_timestamp_seconds",
-        "When the node started counting the organization's totals (unix time; they start at 0 after a restart or failover)",
-    ),
-    (
-        "limit_concurrency",
-        "dreamtown_dreams_limit_concurrency",
-        "The organization's cap on fires in flight (DREAMS.LIMIT; absent when none)",
-    ),
-    ("limit_rate_count", "dreamtown_dreams_limit_rate_fires", "Fires the organization's rate lets go per period"),
-    ("limit_rate_seconds", "dreamtown_dreams_limit_rate_period_seconds", "The period of the organization's rate"),
-    ("tokens_left", "dreamtown_dreams_rate_tokens_left", "Fires the organization's rate lets go now"),
-    ("paused", "dreamtown_dreams_paused", "1 while the organization is paused (DREAMS.PAUSE), else 0"),
-    ("paused_for_ms", "dreamtown_dreams_paused_for_seconds", "How long the organization's current pause has lasted"),
-];
-
 /// `DREAMS.STATS` totals, exported as `dreamtown_dreams_<field>_total`
 /// counters (kept in memory by the node that runs the commands: they
 /// restart at 0 after a restart or failover, which rate() handles). The
@@ -242,40 +156,6 @@ fn dreams_totals() -> Vec<(&'static str, &'static str)> {
 fn town_totals() -> Vec<(&'static str, &'static str)> {
     events::TOWN_FIELDS.iter().filter(|field| field.per_tenant()).map(|field| (field.name, field.help)).collect()
 }
-
-const AGENT_FIELDS: [(&str, &str, &str); 8] = [
-    ("inbox", "dreamtown_town_inbox", "Messages in the agent's inbox"),
-    ("urgent", "dreamtown_town_urgent", "Messages in the agent's urgent inbox"),
-    ("pending", "dreamtown_town_pending", "Messages received RELIABLE, not yet acknowledged"),
-    ("leased", "dreamtown_town_leased", "Pending messages with a running lease"),
-    (
-        "expired_leases_waiting",
-        "dreamtown_town_expired_leases_waiting",
-        "Messages whose lease ran out, back in the inbox",
-    ),
-    (
-        "next_message_age_ms",
-        "dreamtown_town_next_message_age_seconds",
-        "Age (from created_at) of the message the next TOWN.RECV gets",
-    ),
-    (
-        "oldest_pending_age_ms",
-        "dreamtown_town_oldest_pending_age_seconds",
-        "Age (from created_at) of the longest-pending message",
-    ),
-    (
-        "next_lease_deadline_ms",
-        "dreamtown_town_next_lease_deadline_timestamp_seconds",
-        "The earliest lease deadline (unix time)",
-    ),
-];
-
-const TOWN_FIELDS: [(&str, &str, &str); 4] = [
-    ("agents", "dreamtown_town_agents", "Agents in the town's agent index"),
-    ("mailboxes", "dreamtown_town_mailboxes", "Agents with per-agent keys"),
-    ("tasks", "dreamtown_town_tasks", "Tasks in the town's task index"),
-    ("backlog", "dreamtown_town_backlog", "Task ids waiting in the backlog"),
-];
 
 fn scaled(field: &str, value: f64) -> f64 {
     if field.ends_with("_ms") { value / 1000.0 } else { value }
@@ -546,7 +426,7 @@ async fn scrape_node(
                 continue;
             }
             let fields = pairs(reply);
-            tenant_metrics(&fields, &DREAMS_FIELDS, &labels, metrics);
+            tenant_metrics(&fields, &dreams_stats::FIELDS, &labels, metrics);
             tenant_totals(&fields, "dreamtown_dreams", &dreams_totals(), &labels, metrics);
         }
     }
@@ -556,7 +436,7 @@ async fn scrape_node(
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         pipe.cmd("TOWN.STATS").arg(town);
-        pipe.cmd("ZRANGE").arg(format!("tt:{{{town}}}:index:mailboxes")).arg(0).arg(config.max_agents as i64);
+        pipe.cmd("ZRANGE").arg(TownKeys::new(town).mailbox_index()).arg(0).arg(config.max_agents as i64);
         let replies: Vec<Value> = pipe.query_async(con).await?;
         let [town_reply, agents_reply] = replies.as_slice() else { continue };
         let labels = [("node", label.as_str()), ("town", town.as_str())];
@@ -565,7 +445,7 @@ async fn scrape_node(
             continue;
         }
         let fields = pairs(town_reply);
-        tenant_metrics(&fields, &TOWN_FIELDS, &labels, metrics);
+        tenant_metrics(&fields, &town_stats::TOWN_FIELDS, &labels, metrics);
         tenant_totals(&fields, "dreamtown_town", &town_totals(), &labels, metrics);
         let Value::Array(agents) = agents_reply else { continue };
         let mut agents: Vec<String> = agents
@@ -595,7 +475,7 @@ async fn scrape_node(
                 continue;
             }
             let fields = pairs(reply);
-            tenant_metrics(&fields, &AGENT_FIELDS, &labels, metrics);
+            tenant_metrics(&fields, &town_stats::AGENT_FIELDS, &labels, metrics);
             tenant_totals(&fields, "dreamtown_town_agent", &town_totals(), &labels, metrics);
         }
     }
@@ -604,15 +484,11 @@ async fn scrape_node(
 
 /// Each known field of a STATS reply as a gauge; a nil field (no such item)
 /// is left out rather than made a number.
-fn tenant_metrics(
-    fields: &[(String, Option<f64>)],
-    known: &[(&str, &str, &str)],
-    labels: &[(&str, &str)],
-    metrics: &mut Metrics,
-) {
-    for (field, metric, help) in known {
-        if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == field) {
-            metrics.add(metric, Kind::Gauge, help, labels, scaled(field, *value));
+fn tenant_metrics(fields: &[(String, Option<f64>)], known: &[Stat], labels: &[(&str, &str)], metrics: &mut Metrics) {
+    for stat in known {
+        let Some(metric) = stat.metric else { continue };
+        if let Some((_, Some(value))) = fields.iter().find(|(name, _)| name == stat.name) {
+            metrics.add(metric, Kind::Gauge, stat.help, labels, scaled(stat.name, *value));
         }
     }
 }
@@ -662,7 +538,7 @@ fn info_metrics(info: &str, node: &str, metrics: &mut Metrics) {
             (_, Some(stem)) => (format!("{stem}_seconds"), 1e-6),
             _ => (field.to_owned(), 1.0),
         };
-        let (name, kind) = match INFO_GAUGES.contains(&field) {
+        let (name, kind) = match info::is_gauge(field) {
             true => (format!("dreamtown_node_{section}_{base}"), Kind::Gauge),
             // A field already named `..._total` keeps its one suffix.
             false if base.ends_with("_total") => (format!("dreamtown_node_{section}_{base}"), Kind::Counter),

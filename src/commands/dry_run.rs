@@ -29,7 +29,7 @@ use crate::glue::session::Session;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMTOWN.DRYRUN",
+    name: dreamtown_protocol::commands::DRYRUN,
     entry: plain_entry_point!(run),
     flags: "admin deny-script allow-loading allow-stale",
     tenant: TenantUse::None,

@@ -57,3 +57,23 @@ pub fn containers() -> Vec<&'static ContainerSpec> {
         &town::stop::SPEC,
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    /// The registry names exactly the protocol's commands and
+    /// subcommands, in its order (the client and the fuzz targets read
+    /// the table).
+    #[test]
+    fn the_registry_is_the_protocol_table() {
+        let plain = super::all().into_iter().map(|spec| (spec.name, Vec::new()));
+        let containers = super::containers()
+            .into_iter()
+            .map(|spec| (spec.name, spec.subcommands.iter().map(|sub| sub.name).collect::<Vec<_>>()));
+        let registered: Vec<_> = plain.chain(containers).collect();
+        let table: Vec<_> = dreamtown_protocol::commands::ALL
+            .iter()
+            .map(|command| (command.name, command.subcommands.to_vec()))
+            .collect();
+        assert_eq!(registered, table);
+    }
+}

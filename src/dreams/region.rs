@@ -1,9 +1,11 @@
 //! A region: the unit whose writes are counted and consolidated, and the
-//! Redis key names of an organization's queue and of each region's counters.
+//! Redis key names of an organization's queue and of each region's counters
+//! (defined, with their parser, in `dreamtown_protocol::keyspace::dreams`).
 //!
 //! Every key of an organization carries the organization as a literal hash
 //! tag, so one organization's queue and counters live in one cluster slot.
 
+use dreamtown_protocol::keyspace::dreams::region_name_parts;
 use serde::{Deserialize, Serialize};
 
 /// One consolidation region: organization, project and memory type, in the
@@ -54,83 +56,7 @@ impl RegionKey {
     }
 }
 
-/// The Redis keys of one organization's queue.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueueKeys {
-    /// Ready list: work waiting for a drainer.
-    pub ready: String,
-    /// Sorted set of quiet-hours deferrals, scored by defer time.
-    pub deferred: String,
-    /// In-flight list: drained, not yet acknowledged.
-    pub processing: String,
-    /// Dead letters: ready items that were not fire messages of this organization.
-    pub dead: String,
-}
-
-/// One of an organization's queue keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QueueKey {
-    /// The ready list.
-    Ready,
-    /// The deferred sorted set.
-    Deferred,
-    /// The in-flight list.
-    Processing,
-    /// The dead-letter list.
-    Dead,
-    /// The lease set: in-flight payloads scored by deadline (ms).
-    Leases,
-    /// The organization's limits (a string: `crate::dreams::limits`).
-    Limits,
-}
-
-/// `exocortex:dreams:{` — every Dreams key starts with it, then the
-/// organization and `}` (the hash tag).
-const PREFIX: &str = "exocortex:dreams:{";
-
-impl QueueKey {
-    /// The organization whose key of this kind `name` is, if it is one
-    /// (a valid organization name between the prefix and the suffix).
-    pub fn org_of(self, name: &[u8]) -> Option<&str> {
-        let [prefix, _, close, suffix] = self.name_parts("");
-        let inner = name.strip_prefix(prefix.as_bytes())?.strip_suffix(suffix.as_bytes())?;
-        let inner = inner.strip_suffix(close.as_bytes())?;
-        let org = std::str::from_utf8(inner).ok()?;
-        (!org.is_empty() && !org.contains(['{', '}'])).then_some(org)
-    }
-
-    /// The name of this key of `org`'s queue, as the parts to concatenate
-    /// (so the glue can build it without a `String` in between).
-    pub fn name_parts(self, org: &str) -> [&str; 4] {
-        let suffix = match self {
-            Self::Ready => ":queue",
-            Self::Deferred => ":deferred",
-            Self::Processing => ":processing",
-            Self::Dead => ":dead",
-            Self::Leases => ":leases",
-            Self::Limits => ":limits",
-        };
-        [PREFIX, org, "}", suffix]
-    }
-}
-
-/// The organization whose limits key `name` is, if it is one
-/// (`exocortex:dreams:{<org>}:limits`, a valid organization name).
-pub fn org_of_limits_key(name: &[u8]) -> Option<&str> {
-    QueueKey::Limits.org_of(name)
-}
-
-impl QueueKeys {
-    /// The keys of `org`'s queue.
-    pub fn new(org: &str) -> Self {
-        Self {
-            ready: QueueKey::Ready.name_parts(org).concat(),
-            deferred: QueueKey::Deferred.name_parts(org).concat(),
-            processing: QueueKey::Processing.name_parts(org).concat(),
-            dead: QueueKey::Dead.name_parts(org).concat(),
-        }
-    }
-}
+pub use dreamtown_protocol::keyspace::dreams::{org_of_limits_key, QueueKey, QueueKeys};
 
 /// The Redis keys of one region's shared counters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,16 +76,11 @@ impl RegionKeys {
     }
 
     /// The counters hash and event set names of `region`, as the parts to
-    /// concatenate, constant text joined (five parts: every RECORD builds
-    /// both names, a copy per part); `digits` holds the memory type's
-    /// decimal text and the `:` after it.
+    /// concatenate ([`dreamtown_protocol::keyspace::dreams::region_name_parts`]);
+    /// `digits` holds the memory type's decimal text and the `:` after it.
+    #[inline]
     pub fn name_parts<'a>(region: RegionRef<'a>, digits: &'a mut [u8; 11]) -> [[&'a [u8]; 5]; 2] {
-        let memory_type = decimal_then_colon(region.memory_type, digits);
-        let (org, project) = (region.org.as_bytes(), region.project);
-        [
-            [PREFIX.as_bytes(), org, b"}:counters:", memory_type, project],
-            [PREFIX.as_bytes(), org, b"}:events:", memory_type, project],
-        ]
+        region_name_parts(region.org.as_bytes(), region.memory_type, region.project, digits)
     }
 }
 
@@ -167,25 +88,6 @@ impl RegionKeys {
 /// never runs).
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// `value` in decimal and then `:`, written into `buffer`.
-fn decimal_then_colon(mut value: u32, buffer: &mut [u8; 11]) -> &[u8] {
-    let mut start = buffer.len() - 1;
-    if let Some(colon) = buffer.last_mut() {
-        *colon = b':';
-    }
-    loop {
-        start -= 1;
-        if let Some(slot) = buffer.get_mut(start) {
-            *slot = b'0' + (value % 10) as u8;
-        }
-        value /= 10;
-        if value == 0 || start == 0 {
-            break;
-        }
-    }
-    buffer.get(start..).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -44,6 +44,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use super::tenant_stats::{IdMap, TenantId};
 use super::totals::Total;
+use crate::dreams::region::QueueKey;
+use dreamtown_protocol::keyspace::dreams::PREFIX;
+use dreamtown_protocol::keyspace::split_valid_tag;
 
 /// Organizations with timed items at most.
 pub const MAX_ORGS: usize = 10_000;
@@ -242,13 +245,15 @@ pub fn forget_all() {
 /// The organization and list a Dreams list key names, if it is the ready
 /// or in-flight list of one (the key names of `dreams::region::QueueKey`).
 fn list_of(name: &[u8]) -> Option<(TenantId, List)> {
-    let inner = name.strip_prefix(b"exocortex:dreams:{")?;
-    let (org, list) = match inner.strip_suffix(b"}:queue") {
-        Some(org) => (org, List::Ready),
-        None => (inner.strip_suffix(b"}:processing")?, List::InFlight),
+    let (org, after) = split_valid_tag(PREFIX, name)?;
+    let list = if after == QueueKey::Ready.suffix().as_bytes() {
+        List::Ready
+    } else if after == QueueKey::Processing.suffix().as_bytes() {
+        List::InFlight
+    } else {
+        return None;
     };
-    let org = std::str::from_utf8(org).ok()?;
-    (!org.is_empty() && !org.contains(['{', '}'])).then(|| (TenantId::of(org), list))
+    Some((TenantId::of(org), list))
 }
 
 /// A keyspace event of someone else's write (`keyspace_events`): a ready or

@@ -21,7 +21,7 @@ use crate::stores::dreams::store::{EventSet, RedisLeases, RedisQueue, RedisRegio
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.ACK",
+    name: dreamtown_protocol::commands::dreams::ACK,
     entry: entry_point!(run),
     // As XACK and LREM: allowed when memory is full, since acknowledging
     // is what frees it (a requeue moves the item, it adds none).

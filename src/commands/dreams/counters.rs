@@ -13,7 +13,7 @@ use crate::stores::dreams::store::RedisRegion;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.COUNTERS",
+    name: dreamtown_protocol::commands::dreams::COUNTERS,
     entry: entry_point!(run),
     flags: "readonly fast",
     tenant: TenantUse::Read,

@@ -76,7 +76,7 @@ use std::os::raw::c_int;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.DRAIN",
+    name: dreamtown_protocol::commands::dreams::DRAIN,
     entry: entry_point!(run),
     flags: "write deny-oom blocking",
     tenant: TenantUse::Write,

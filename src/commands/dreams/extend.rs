@@ -15,7 +15,7 @@ use crate::stores::dreams::store::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.EXTEND",
+    name: dreamtown_protocol::commands::dreams::EXTEND,
     entry: entry_point!(run),
     flags: "write fast",
     tenant: TenantUse::Write,

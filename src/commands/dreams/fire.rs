@@ -17,7 +17,7 @@ use crate::stores::dreams::store::FireQueue;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.FIRE",
+    name: dreamtown_protocol::commands::dreams::FIRE,
     entry: entry_point!(run),
     flags: "write deny-oom fast",
     tenant: TenantUse::Write,

@@ -17,7 +17,7 @@ use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.INFLIGHT",
+    name: dreamtown_protocol::commands::dreams::INFLIGHT,
     entry: entry_point!(run),
     flags: "readonly",
     tenant: TenantUse::Read,

@@ -10,7 +10,7 @@ use crate::stores::dreams::store::RedisQueue;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.LEN",
+    name: dreamtown_protocol::commands::dreams::LEN,
     entry: entry_point!(run),
     flags: "readonly fast",
     tenant: TenantUse::Read,

@@ -29,7 +29,7 @@ use crate::stores::dreams::queue_names::queue_names;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
-    name: "DREAMS.LIMIT",
+    name: dreamtown_protocol::commands::dreams::LIMIT,
     summary: "Set, get or clear an organization's fair share: a cap on fires in flight and a rate of drains",
     subcommands: &[
         CommandSpec {

@@ -15,7 +15,7 @@ use crate::stores::dreams::limits::RedisLimits;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.PAUSE",
+    name: dreamtown_protocol::commands::dreams::PAUSE,
     entry: entry_point!(run),
     // As SET: it writes a small key.
     flags: "write deny-oom fast",

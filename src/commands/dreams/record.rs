@@ -23,7 +23,7 @@ use crate::stores::dreams::store::{EventSet, FireQueue, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.RECORD",
+    name: dreamtown_protocol::commands::dreams::RECORD,
     entry: entry_point!(run),
     flags: "write deny-oom fast",
     tenant: TenantUse::Write,

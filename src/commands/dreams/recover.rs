@@ -14,7 +14,7 @@ use crate::stores::dreams::store::{RedisLeases, RedisQueue};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.RECOVER",
+    name: dreamtown_protocol::commands::dreams::RECOVER,
     entry: entry_point!(run),
     flags: "write",
     tenant: TenantUse::Write,

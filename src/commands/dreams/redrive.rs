@@ -18,7 +18,7 @@ use crate::stores::dreams::store::RedisQueue;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.REDRIVE",
+    name: dreamtown_protocol::commands::dreams::REDRIVE,
     entry: entry_point!(run),
     flags: "write deny-oom",
     tenant: TenantUse::Write,

@@ -16,7 +16,7 @@ use crate::stores::dreams::limits::RedisLimits;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.RESUME",
+    name: dreamtown_protocol::commands::dreams::RESUME,
     entry: entry_point!(run),
     // As DEL of a field: it frees.
     flags: "write fast",

@@ -16,7 +16,7 @@ use crate::stores::dreams::store::{EventSet, RedisRegion};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.SETTLE",
+    name: dreamtown_protocol::commands::dreams::SETTLE,
     entry: entry_point!(run),
     // The acknowledging half of RECORD's effect protocol, as XACK:
     // allowed when memory is full (it forgets the effect's identity; at

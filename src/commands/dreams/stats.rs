@@ -25,10 +25,11 @@ use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::stores::dreams::limits;
 use crate::stores::dreams::queue_names::queue_names;
+use dreamtown_protocol::stats::{self, dreams};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "DREAMS.STATS",
+    name: dreamtown_protocol::commands::dreams::STATS,
     entry: entry_point!(run),
     flags: "readonly fast",
     tenant: TenantUse::Read,
@@ -81,19 +82,19 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let ready_age = fire_ages::head_age(org_id, List::Ready, ready.get(0).as_deref(), now_ms);
     let in_flight_age = fire_ages::head_age(org_id, List::InFlight, processing.get(0).as_deref(), now_ms);
     let mut fields = vec![
-        ("ready", Reply::count(ready.len())),
-        ("deferred", Reply::count(deferred.len())),
-        ("in_flight", Reply::count(processing.len())),
-        ("dead_letters", Reply::count(dead.len())),
-        ("leased", Reply::count(leased)),
-        ("expired_leases_waiting", Reply::count(expired_waiting)),
-        ("next_lease_deadline_ms", optional(next_deadline)),
-        ("oldest_deferred_age_ms", optional(oldest_deferred)),
-        ("oldest_ready_age_ms", optional(ready_age.map(|age| age.ms))),
-        ("oldest_ready_age_exact", exact(ready_age)),
-        ("oldest_in_flight_age_ms", optional(in_flight_age.map(|age| age.ms))),
-        ("oldest_in_flight_age_exact", exact(in_flight_age)),
-        ("now_ms", Reply::Integer(now_ms)),
+        (dreams::READY.name, Reply::count(ready.len())),
+        (dreams::DEFERRED.name, Reply::count(deferred.len())),
+        (dreams::IN_FLIGHT.name, Reply::count(processing.len())),
+        (dreams::DEAD_LETTERS.name, Reply::count(dead.len())),
+        (dreams::LEASED.name, Reply::count(leased)),
+        (dreams::EXPIRED_LEASES_WAITING.name, Reply::count(expired_waiting)),
+        (dreams::NEXT_LEASE_DEADLINE_MS.name, optional(next_deadline)),
+        (dreams::OLDEST_DEFERRED_AGE_MS.name, optional(oldest_deferred)),
+        (dreams::OLDEST_READY_AGE_MS.name, optional(ready_age.map(|age| age.ms))),
+        (dreams::OLDEST_READY_AGE_EXACT.name, exact(ready_age)),
+        (dreams::OLDEST_IN_FLIGHT_AGE_MS.name, optional(in_flight_age.map(|age| age.ms))),
+        (dreams::OLDEST_IN_FLIGHT_AGE_EXACT.name, exact(in_flight_age)),
+        (stats::NOW_MS.name, Reply::Integer(now_ms)),
     ];
     fields.extend(limit_fields(&limits, now_ms));
     let totals = tenant_stats::dreams_totals(org_id);
@@ -114,12 +115,12 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
 fn limit_fields(limits: &Limits, now_ms: i64) -> [(&'static str, Reply); 6] {
     let optional_count = |value: Option<u64>| value.map_or(Reply::Nil, Reply::count);
     [
-        ("limit_concurrency", optional_count(limits.concurrency)),
-        ("limit_rate_count", optional_count(limits.rate.map(|rate| rate.count))),
-        ("limit_rate_seconds", optional_count(limits.rate.map(|rate| rate.seconds))),
-        ("tokens_left", optional_count(limits.tokens_at(now_ms))),
-        ("paused", Reply::Integer(i64::from(limits.paused_since_ms.is_some()))),
-        ("paused_for_ms", optional(limits.paused_since_ms.map(|since| now_ms.saturating_sub(since).max(0)))),
+        (dreams::LIMIT_CONCURRENCY.name, optional_count(limits.concurrency)),
+        (dreams::LIMIT_RATE_COUNT.name, optional_count(limits.rate.map(|rate| rate.count))),
+        (dreams::LIMIT_RATE_SECONDS.name, optional_count(limits.rate.map(|rate| rate.seconds))),
+        (dreams::TOKENS_LEFT.name, optional_count(limits.tokens_at(now_ms))),
+        (dreams::PAUSED.name, Reply::Integer(i64::from(limits.paused_since_ms.is_some()))),
+        (dreams::PAUSED_FOR_MS.name, optional(limits.paused_since_ms.map(|since| now_ms.saturating_sub(since).max(0)))),
     ]
 }
 
@@ -134,7 +135,10 @@ fn exact(age: Option<Age>) -> Reply {
 /// it has counted nothing yet).
 pub(crate) fn totals_header(since_ms: Option<i64>, family: Family) -> [(&'static str, Reply); 2] {
     let tracked = since_ms.is_some() || !tenant_stats::at_cap(family);
-    [("totals_tracked", Reply::Integer(i64::from(tracked))), ("totals_since_ms", optional(since_ms))]
+    [
+        (stats::TOTALS_TRACKED.name, Reply::Integer(i64::from(tracked))),
+        (stats::TOTALS_SINCE_MS.name, optional(since_ms)),
+    ]
 }
 
 /// How many expiry markers (score [`EXPIRED`]) a lease set holds: items

@@ -24,7 +24,7 @@ use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.ACK",
+    name: dreamtown_protocol::commands::town::ACK,
     entry: entry_point!(run),
     flags: "write",
     tenant: TenantUse::Write,

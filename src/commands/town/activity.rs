@@ -22,7 +22,7 @@ use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
-    name: "TOWN.ACTIVITY",
+    name: dreamtown_protocol::commands::town::ACTIVITY,
     summary: "Log an agent's activity (newest 10 kept, expiring after an hour) or read its latest entries",
     subcommands: &[
         CommandSpec {

@@ -38,7 +38,7 @@ use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
-    name: "TOWN.AGENT",
+    name: dreamtown_protocol::commands::town::AGENT,
     summary: "Set, get, delete, list or find agent records, and bump their counters and heartbeat",
     subcommands: &[
         CommandSpec {

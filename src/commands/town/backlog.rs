@@ -18,7 +18,7 @@ use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
-    name: "TOWN.BACKLOG",
+    name: dreamtown_protocol::commands::town::BACKLOG,
     summary: "The town's FIFO backlog of task ids: push, pop, list, length, remove",
     subcommands: &[
         CommandSpec {

@@ -16,7 +16,7 @@ use crate::town::message::is_object;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.BROADCAST",
+    name: dreamtown_protocol::commands::town::BROADCAST,
     entry: entry_point!(run),
     flags: "pubsub fast may-replicate",
     tenant: TenantUse::Read,

@@ -18,7 +18,7 @@ use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.EXTEND",
+    name: dreamtown_protocol::commands::town::EXTEND,
     entry: entry_point!(run),
     flags: "write fast",
     tenant: TenantUse::Write,

@@ -12,7 +12,7 @@ use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.LEN",
+    name: dreamtown_protocol::commands::town::LEN,
     entry: entry_point!(run),
     flags: "readonly fast",
     tenant: TenantUse::Read,

@@ -15,7 +15,7 @@ use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.PEEK",
+    name: dreamtown_protocol::commands::town::PEEK,
     entry: entry_point!(run),
     flags: "readonly",
     tenant: TenantUse::Read,

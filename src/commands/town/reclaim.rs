@@ -21,7 +21,7 @@ use crate::town::reclaim::{reclaim, OldMail};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.RECLAIM",
+    name: dreamtown_protocol::commands::town::RECLAIM,
     entry: entry_point!(run),
     flags: "write",
     tenant: TenantUse::Write,

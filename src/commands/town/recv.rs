@@ -51,7 +51,7 @@ use crate::town::receive::ReceiveRequest;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.RECV",
+    name: dreamtown_protocol::commands::town::RECV,
     entry: entry_point!(run),
     flags: "write blocking",
     tenant: TenantUse::Write,

@@ -20,7 +20,7 @@ use crate::town::keys::TownKeys;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.REQUEUE",
+    name: dreamtown_protocol::commands::town::REQUEUE,
     entry: entry_point!(run),
     flags: "write",
     tenant: TenantUse::Write,

@@ -21,7 +21,7 @@ use crate::town::reset::{doomed, Scope};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.RESET",
+    name: dreamtown_protocol::commands::town::RESET,
     entry: entry_point!(run),
     flags: "write",
     tenant: TenantUse::Write,

@@ -20,7 +20,7 @@ use crate::town::priority::Destination;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.SEND",
+    name: dreamtown_protocol::commands::town::SEND,
     entry: entry_point!(run),
     flags: "write deny-oom fast",
     tenant: TenantUse::Write,

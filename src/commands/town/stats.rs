@@ -25,10 +25,11 @@ use crate::glue::string::OwnedString;
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::stats::{self, town as schema};
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
-    name: "TOWN.STATS",
+    name: dreamtown_protocol::commands::town::STATS,
     entry: entry_point!(run),
     flags: "readonly fast",
     tenant: TenantUse::Read,
@@ -81,10 +82,10 @@ fn town_stats(session: &Session, keys: &TownKeys) -> CommandResult {
         ],
     )?;
     let mut fields = vec![
-        ("agents", Reply::count(agents.len())),
-        ("mailboxes", Reply::count(mailboxes.len())),
-        ("tasks", Reply::count(tasks.len())),
-        ("backlog", Reply::count(backlog.len())),
+        (schema::AGENTS.name, Reply::count(agents.len())),
+        (schema::MAILBOXES.name, Reply::count(mailboxes.len())),
+        (schema::TASKS.name, Reply::count(tasks.len())),
+        (schema::BACKLOG.name, Reply::count(backlog.len())),
     ];
     fields.extend(totals(TenantId::of(keys.prefix()), None));
     Ok(pairs(fields))
@@ -129,15 +130,15 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
     };
     let expired_waiting = expired_markers(session, &leases, &leases_name);
     let mut fields = vec![
-        ("inbox", Reply::count(inbox.len())),
-        ("urgent", Reply::count(urgent.len())),
-        ("pending", Reply::count(pending.len())),
-        ("leased", Reply::count(leases.len().saturating_sub(expired_waiting))),
-        ("expired_leases_waiting", Reply::count(expired_waiting)),
-        ("next_lease_deadline_ms", optional(lowest_score(&leases, (EXPIRED + 1) as f64))),
-        ("next_message_age_ms", optional(next_age)),
-        ("oldest_pending_age_ms", optional(head_age(&pending))),
-        ("now_ms", Reply::Integer(now_ms)),
+        (schema::INBOX.name, Reply::count(inbox.len())),
+        (schema::URGENT.name, Reply::count(urgent.len())),
+        (schema::PENDING.name, Reply::count(pending.len())),
+        (schema::LEASED.name, Reply::count(leases.len().saturating_sub(expired_waiting))),
+        (schema::EXPIRED_LEASES_WAITING.name, Reply::count(expired_waiting)),
+        (schema::NEXT_LEASE_DEADLINE_MS.name, optional(lowest_score(&leases, (EXPIRED + 1) as f64))),
+        (schema::NEXT_MESSAGE_AGE_MS.name, optional(next_age)),
+        (schema::OLDEST_PENDING_AGE_MS.name, optional(head_age(&pending))),
+        (stats::NOW_MS.name, Reply::Integer(now_ms)),
     ];
     let town = TenantId::of(keys.prefix());
     fields.extend(totals(town, Some(agent)));

@@ -22,7 +22,7 @@ use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG, MAX_TTL_SECS};
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
-    name: "TOWN.STOP",
+    name: dreamtown_protocol::commands::town::STOP,
     summary: "Request, check or clear an agent's graceful-stop flag (the flag expires, by default after an hour)",
     subcommands: &[
         CommandSpec {

@@ -25,7 +25,7 @@ use crate::town::keys::TownKeys;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
-    name: "TOWN.TASK",
+    name: dreamtown_protocol::commands::town::TASK,
     summary: "Set, get, delete or list task records",
     subcommands: &[
         CommandSpec {

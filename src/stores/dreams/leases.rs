@@ -5,7 +5,7 @@
 
 use super::store::{RedisLeases, RedisQueue};
 use crate::dreams::lease::{expire_due_counted, LeaseStore};
-use crate::dreams::region::QueueKeys;
+use crate::dreams::region::{QueueKey, QueueKeys};
 use crate::events::Dreams;
 use crate::glue::reply::CommandError;
 use crate::glue::session::Session;
@@ -22,9 +22,7 @@ fn slot_tenant(org: &str) -> Option<&str> {
 }
 
 fn tenant_of(key: &[u8]) -> Option<String> {
-    let inner = key.strip_prefix(b"exocortex:dreams:{")?.strip_suffix(b"}:leases")?;
-    let org = std::str::from_utf8(inner).ok()?;
-    (!org.is_empty() && !org.contains(['{', '}'])).then(|| org.to_owned())
+    QueueKey::Leases.org_of(key).map(str::to_owned)
 }
 
 /// A lease of `org` was granted or extended until `deadline_ms`.

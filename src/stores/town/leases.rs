@@ -14,7 +14,7 @@ use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
 use crate::stores::dreams::store::RedisLeases;
-use crate::town::keys::{AgentKey, TownKeys};
+use crate::town::keys::{AgentKey, TownKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
 use super::mailbox::{check_agent_list, open_list};
@@ -29,10 +29,10 @@ fn slot_tenant(lease_key: &str) -> Option<&str> {
 
 /// `(town, agent)` of a lease key name.
 fn split(key: &str) -> Option<(&str, &str)> {
-    let rest = key.strip_prefix("tt:{")?;
-    let (town, rest) = rest.split_once('}')?;
-    let agent = rest.strip_prefix(":leases:")?;
-    (!town.is_empty() && !town.contains('{') && !agent.is_empty()).then_some((town, agent))
+    match TownKey::parse(key.as_bytes())? {
+        (town, TownKey::Agent(AgentKey::Leases, agent)) => Some((town, agent)),
+        _ => None,
+    }
 }
 
 fn tenant_of(key: &[u8]) -> Option<String> {

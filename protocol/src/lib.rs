@@ -1,0 +1,14 @@
+//! dreamtown's protocol, written once for the module and its clients: the
+//! key names of both families ([`keyspace`]), which the module builds and
+//! the tools (exporter, console, lease catch-up) parse back; the name of
+//! every command and subcommand ([`commands`]); the schemas of the STATS
+//! replies ([`stats`]) and of `INFO dreamtown` ([`info`]), which the module
+//! writes from and the exporter iterates.
+//!
+//! Pure: no Redis types, no I/O, no allocation where a hot command path
+//! builds a name (the `*_parts` functions return the pieces to join).
+
+pub mod commands;
+pub mod info;
+pub mod keyspace;
+pub mod stats;
