@@ -202,7 +202,7 @@ test: deps build venv test-unit test-fuzz test-rust test-client test-bench test-
 
 test-unit:
 	@echo "== unit tests (pure core, the harness's parsers; no server)"
-	$(CARGO) test -p dreamtown -p dreamtown-test-support --lib
+	$(CARGO) test -p dreamtown -p dreamtown-protocol -p dreamtown-test-support --lib
 
 ## test-fuzz: replay the kept corpus of every fuzz target and fuzz a few
 ## seconds more (FUZZ_TEST_SECONDS, 3 per target); server-independent, so
