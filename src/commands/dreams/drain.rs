@@ -47,7 +47,6 @@
 use super::ack::{self, AckRequest, Acknowledged};
 use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
-use crate::dreams::lease::{deadline, grant};
 use crate::dreams::limits::{Allowance, Throttle};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::{QueueKey, QueueKeys};
@@ -62,6 +61,7 @@ use crate::glue::config;
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
+use crate::lease::{deadline, grant};
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::services::limits_index;

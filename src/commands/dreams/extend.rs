@@ -4,12 +4,12 @@
 //! it went back to ready).
 
 use super::{lease_secs, organization};
-use crate::dreams::lease::{deadline, extend};
 use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
+use crate::lease::{deadline, extend};
 use crate::stores::dreams::leases;
 use crate::stores::dreams::store::RedisLeases;
 

@@ -106,15 +106,14 @@ pub const TRIGGER_ARG: Arg = Arg::new(
 /// Read a lease length in seconds (decimal, > 0).
 pub fn lease_secs(args: &mut Args<'_>) -> Result<f64, CommandError> {
     let text = args.text("lease (seconds)")?;
-    let secs: f64 = text
-        .parse()
-        .ok()
-        .filter(|secs: &f64| *secs > 0.0 && *secs <= crate::dreams::lease::LEASE_SECS_MAX)
-        .ok_or_else(|| {
-            CommandError::err(format_args!(
-                "lease must be a number of seconds above 0 and at most 3153600000, got '{text}'"
-            ))
-        })?;
+    let secs: f64 =
+        text.parse().ok().filter(|secs: &f64| *secs > 0.0 && *secs <= crate::lease::LEASE_SECS_MAX).ok_or_else(
+            || {
+                CommandError::err(format_args!(
+                    "lease must be a number of seconds above 0 and at most 3153600000, got '{text}'"
+                ))
+            },
+        )?;
     Ok(secs)
 }
 

@@ -28,7 +28,6 @@
 use super::ack::AckKeys;
 use super::{id_str, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::lease_secs;
-use crate::dreams::lease::{deadline, grant};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, ReadWrite, Write};
@@ -39,6 +38,7 @@ use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
+use crate::lease::{deadline, grant};
 use crate::metrics::count;
 use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::store::RedisLeases;

@@ -1,14 +1,15 @@
 //! The Dreams lease family for the lease timer ([`crate::services::leases`]):
 //! which keys hold an organization's leases, how to expire what is due.
 //! Granting and extending live in DRAIN and EXTEND; the state machine in
-//! [`crate::dreams::lease`].
+//! [`crate::lease`] and [`crate::dreams::lease`].
 
 use super::store::{RedisLeases, RedisQueue};
-use crate::dreams::lease::{expire_due_counted, LeaseStore};
+use crate::dreams::lease::expire_due_counted;
 use crate::dreams::region::QueueKeys;
 use crate::events::Dreams;
 use crate::glue::reply::CommandError;
 use crate::glue::session::Session;
+use crate::lease::LeaseStore;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;

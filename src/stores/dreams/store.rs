@@ -5,7 +5,6 @@
 use std::ffi::CStr;
 
 use super::queue_names::{queue_names, queue_names_and_tenant};
-use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
 use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write, Writes};
@@ -15,6 +14,7 @@ use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, EveryKey, Session};
 use crate::glue::string::{KeyName, OwnedString, StaticString};
+use crate::lease::{LeaseStore, EXPIRED};
 use crate::metrics::fire_ages::{self, List};
 use crate::metrics::tenant_stats::TenantId;
 use redis_module::raw;
@@ -583,11 +583,11 @@ impl LeaseStore for RedisLeases {
     fn remove(&mut self, payload: &[u8]) -> bool {
         self.key.zrem(&[payload]) > 0
     }
-    fn due(&self, now_ms: i64, limit: u64) -> Vec<Vec<u8>> {
+    fn due(&self, now_ms: i64, limit: u64) -> Vec<(Vec<u8>, i64)> {
         self.key
             .zrange_by_score((EXPIRED + 1) as f64, now_ms as f64, limit)
             .into_iter()
-            .map(|(member, _)| member)
+            .map(|(member, score)| (member, score as i64))
             .collect()
     }
     fn earliest(&self) -> Option<i64> {

@@ -4,12 +4,12 @@
 //! of the agent's inbox (state machine: [`crate::town::lease`]).
 
 use super::names;
-use crate::dreams::lease::LeaseStore;
 use crate::events::Town;
 use crate::glue::access::{Mode, ReadWrite};
 use crate::glue::key::{End, Key};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, Session};
+use crate::lease::LeaseStore;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
