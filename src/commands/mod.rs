@@ -3,6 +3,7 @@
 
 pub mod dreams;
 pub mod dry_run;
+pub mod options;
 pub mod town;
 
 use crate::glue::command::{CommandSpec, ContainerSpec};

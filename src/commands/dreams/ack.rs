@@ -2,7 +2,8 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
+use super::{counted_reply, node, organization, trigger, NODE_ARG, TRIGGER_ARG};
+use crate::commands::options::{once, unknown_option};
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::lease::LeaseAwareQueue;
 use crate::dreams::message::ReadFire;

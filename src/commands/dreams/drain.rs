@@ -45,7 +45,8 @@
 //! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest, Acknowledged};
-use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
+use super::{organization, NODE_ARG, TRIGGER_ARG};
+use crate::commands::options::{given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::limits::{Allowance, Throttle};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
@@ -99,8 +100,8 @@ pub const SPEC: CommandSpec = CommandSpec {
             ]),
         )
         .optional(),
-        Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
-        Arg::new("count", ArgKind::Integer).token("COUNT").optional(),
+        LEASE_ARG,
+        COUNT_ARG,
         Arg::new(
             "ack",
             ArgKind::Block(&[
@@ -166,7 +167,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             }
             "NOQUIET" => no_quiet = true,
             "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            _ => return Err(CommandError::err(format_args!("{option} given more than once"))),
+            _ => return Err(given_twice(option)),
         }
     }
     if no_quiet && (window.is_some() || offset.is_some()) {

@@ -3,7 +3,8 @@
 //! the payload is leased to no one (acknowledged, or its lease ran out and
 //! it went back to ready).
 
-use super::{lease_secs, organization};
+use super::organization;
+use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};

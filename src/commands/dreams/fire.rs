@@ -1,7 +1,8 @@
 //! `DREAMS.FIRE <org> <project> <memory-type> [NODE <id>]`: queue an
 //! explicit fire of a region under the ceiling. Reply `queued` or `dropped`.
 
-use super::{node, once, region_ref, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use super::{node, region_ref, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use crate::commands::options::{once, unknown_option};
 use crate::dreams::fire::{fire, FireOutcome};
 use crate::dreams::message::FireIdText;
 use crate::dreams::region::RegionRef;

@@ -3,9 +3,8 @@
 //! count a write against the region's shared counters and, when due, create
 //! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
 
-use super::{
-    counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG,
-};
+use super::{counted_reply, node, region_ref, trigger, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG};
+use crate::commands::options::{once, unknown_option};
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
 use crate::dreams::region::RegionRef;
 use crate::dreams::store::RegionStore;

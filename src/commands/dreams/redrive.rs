@@ -7,10 +7,11 @@
 //! onto ready does.
 
 use super::organization;
+use crate::commands::options::COUNT_ARG;
 use crate::dreams::redrive::redrive;
 use crate::entry::entry_point;
 use crate::glue::args::Args;
-use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -25,7 +26,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     arity: -2,
     summary: "Move dead letters that are fire messages of the organization back to the ready list",
     complexity: "O(N) where N is the number of dead items looked at (COUNT, default 100)",
-    args: &[Arg::tenant("org"), Arg::new("count", ArgKind::Integer).token("COUNT").optional()],
+    args: &[Arg::tenant("org"), COUNT_ARG],
 };
 
 /// Dead items one call looks at unless told: a step that stays small.

@@ -4,7 +4,7 @@
 //! (acknowledged, or its lease ran out and it went back to the inbox).
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::lease_secs;
+use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
 use crate::glue::access::ReadWrite;
 use crate::glue::args::Args;

@@ -64,20 +64,6 @@ pub fn unknown_subcommand(command: &str, word: &str) -> CommandError {
     CommandError::err(format_args!("unknown subcommand '{word}'. Try {command} HELP."))
 }
 
-/// `ERR unknown option`.
-pub fn unknown_option(option: &str) -> CommandError {
-    CommandError::err(format_args!("unknown option '{option}'"))
-}
-
-/// Refuse an option given twice.
-pub fn once(seen: &mut bool, option: &str) -> Result<(), CommandError> {
-    if *seen {
-        return Err(CommandError::err(format_args!("{option} given more than once")));
-    }
-    *seen = true;
-    Ok(())
-}
-
 /// A message validation error as a reply.
 pub fn invalid_message(error: MessageError) -> CommandError {
     CommandError::err(error)
