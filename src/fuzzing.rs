@@ -113,7 +113,7 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, String> {
 
 /// The module-load arguments (`loadmodule ... name value ...`).
 pub fn module_args(argv: &[&[u8]]) -> Result<(), String> {
-    crate::glue::config::check_module_args(argv)
+    crate::commands::settings::check_module_args(argv)
 }
 
 /// When a drainer waiting on a deferral scored `score` wakes (unix ms).

@@ -4,6 +4,7 @@
 pub mod dreams;
 pub mod dry_run;
 pub mod options;
+pub mod settings;
 pub mod town;
 
 use crate::glue::command::{CommandSpec, ContainerSpec};

@@ -37,7 +37,7 @@ fn initialize(ctx: &Context, args: &[RedisString]) -> Status {
 
 fn set_up(ctx: &Context, args: &[RedisString]) -> Status {
     let arguments: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    if let Err(error) = config::check_module_args(&arguments) {
+    if let Err(error) = crate::commands::settings::check_module_args(&arguments) {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }
@@ -46,7 +46,7 @@ fn set_up(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("dreamtown needs Redis 7.0 or newer; this server lacks {}", missing.join(", ")));
         return Status::Err;
     }
-    if let Err(error) = config::register(ctx.ctx, &arguments) {
+    if let Err(error) = config::register(ctx.ctx, &arguments, &crate::commands::settings::all()) {
         ctx.log_warning(&format!("dreamtown: {error}"));
         return Status::Err;
     }

@@ -46,6 +46,7 @@
 
 use super::ack::{self, AckRequest, Acknowledged};
 use super::{organization, NODE_ARG, TRIGGER_ARG};
+use crate::commands::dreams::settings;
 use crate::commands::options::{given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::limits::{Allowance, Throttle};
@@ -58,7 +59,6 @@ use crate::glue::access::{Meta, Read};
 use crate::glue::api::api;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -180,7 +180,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             window
         }
         (false, window, offset) => {
-            let configured = config::quiet_hours();
+            let configured = settings::quiet_hours();
             let mut quiet = window.unwrap_or(configured);
             quiet.utc_offset_minutes = offset.unwrap_or(configured.utc_offset_minutes);
             quiet
@@ -189,8 +189,8 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     Ok(DrainRequest {
         org,
         timeout_ms,
-        policy: DrainPolicy { quiet, backlog_min: config::quiet_backlog_min(), queue_max: config::queue_max() },
-        lease: lease.or_else(config::lease_secs),
+        policy: DrainPolicy { quiet, backlog_min: settings::quiet_backlog_min(), queue_max: settings::queue_max() },
+        lease: lease.or_else(settings::lease_secs),
         count,
         ack,
     })

@@ -15,6 +15,7 @@ pub mod record;
 pub mod recover;
 pub mod redrive;
 pub mod resume;
+pub mod settings;
 pub mod settle;
 pub mod stats;
 

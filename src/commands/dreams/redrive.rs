@@ -7,12 +7,12 @@
 //! onto ready does.
 
 use super::organization;
+use crate::commands::dreams::settings;
 use crate::commands::options::COUNT_ARG;
 use crate::dreams::redrive::redrive;
 use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
@@ -54,7 +54,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (org, count) = parse(argv)?;
     let queue = RedisQueue::check(session, org, true)?;
     let mut queue = queue.open(session)?;
-    let done = redrive(&mut queue, org, count, config::queue_max());
+    let done = redrive(&mut queue, org, count, settings::queue_max());
     let left = crate::dreams::store::DeadLetters::dead_len(&queue);
     Ok(Reply::Array(vec![Reply::count(done.moved), Reply::count(done.kept), Reply::count(left)]))
 }

@@ -16,6 +16,7 @@ pub mod recv;
 pub mod requeue;
 pub mod reset;
 pub mod send;
+pub mod settings;
 pub mod stats;
 pub mod stop;
 pub mod task;

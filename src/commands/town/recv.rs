@@ -28,12 +28,12 @@
 use super::ack::AckKeys;
 use super::{id_str, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::options::{flag_once, given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
+use crate::commands::town::settings;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -117,7 +117,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
         return Err(CommandError::err("LEASE needs RELIABLE (only pending messages can be leased)"));
     }
     let lease = match reliable {
-        true => lease.or_else(config::town_lease_secs),
+        true => lease.or_else(settings::town_lease_secs),
         false => None,
     };
     Ok(Request { keys, agent, block_ms, receive: ReceiveRequest { count, urgent_only }, reliable, lease, ack })
