@@ -45,7 +45,7 @@
 //! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest, Acknowledged};
-use super::{organization, NODE_ARG, TRIGGER_ARG};
+use super::{acked_then_drained, organization, NODE_ARG, TRIGGER_ARG};
 use crate::commands::dreams::settings;
 use crate::commands::options::{given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
@@ -461,7 +461,7 @@ fn drain_or_wait(
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(payloads);
             return Ok(match before {
-                Some(acked) => Reply::pair(acked, reply),
+                Some(acked) => acked_then_drained(acked, reply),
                 None => reply,
             });
         }

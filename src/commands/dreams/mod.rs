@@ -67,9 +67,16 @@ pub fn node<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
     args.text("node id")
 }
 
-/// `[outcome, memories, edges]`.
+/// `[outcome, memories, edges]`: a counted write's reply (RECORD, ACK).
 pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64) -> Reply {
     Reply::Counted(outcome, memories, edges)
+}
+
+/// The one-trip `DREAMS.DRAIN ... ACK`'s reply: the acknowledgement's
+/// counted reply, then what the drain answers (a payload or nil, the
+/// `COUNT` array): `[[outcome, memories, edges], drained]`.
+pub fn acked_then_drained(acked: Reply, drained: Reply) -> Reply {
+    Reply::pair(acked, drained)
 }
 
 pub use crate::dreams::fire_id::new_fire_id;
