@@ -123,6 +123,8 @@ fn deinit(ctx: &Context) -> Status {
         fire_ages::forget_all();
         server_events::unload();
         crate::services::slot_memo::unload();
+        slot_migration::unload();
+        crate::services::migration_guard::unload();
         crate::services::acl_watch::unload();
         crate::glue::acl::unload();
         session::unload();
