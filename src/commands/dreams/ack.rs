@@ -18,7 +18,8 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::services::{limits_index, waiters};
-use crate::stores::dreams::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
+use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -70,7 +70,8 @@ use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
 use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
-use crate::stores::dreams::store::{RedisLeases, RedisQueue};
+use crate::stores::dreams::store::RedisQueue;
+use crate::stores::leases::RedisLeases;
 use redis_module::raw;
 use std::os::raw::{c_int, c_void};
 

@@ -12,7 +12,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::lease::{deadline, extend};
 use crate::stores::dreams::leases;
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -13,7 +13,8 @@ use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::lease::EXPIRED;
-use crate::stores::dreams::store::{RedisLeases, RedisQueue};
+use crate::stores::dreams::store::RedisQueue;
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -12,7 +12,7 @@ use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::lease::{deadline, extend};
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{self, check_leases};
 use crate::town::keys::TownKeys;
 

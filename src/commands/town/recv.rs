@@ -41,7 +41,7 @@ use crate::glue::string::OwnedString;
 use crate::lease::{deadline, grant};
 use crate::metrics::count;
 use crate::services::waiters::{self, Available, WaitOn};
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::stores::town::index::IdIndex;
 use crate::stores::town::leases::{self, check_leases};
 use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};

@@ -3,7 +3,7 @@
 //! Granting and extending live in DRAIN and EXTEND; the state machine in
 //! [`crate::lease`] and [`crate::dreams::lease`].
 
-use super::store::{RedisLeases, RedisQueue};
+use super::store::RedisQueue;
 use crate::dreams::lease::expire_due_counted;
 use crate::dreams::region::QueueKeys;
 use crate::events::Dreams;
@@ -13,6 +13,7 @@ use crate::lease::LeaseStore;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
+use crate::stores::leases::RedisLeases;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };

@@ -13,7 +13,7 @@ use crate::lease::LeaseStore;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
