@@ -81,7 +81,7 @@ pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
         0 => dreams::organization(&mut a).map(drop),
         1 => dreams::region(&mut a).map(drop),
         2 => dreams::trigger(&mut a).map(drop),
-        3 => dreams::lease_secs(&mut a).map(drop),
+        3 => crate::commands::options::lease_secs(&mut a).map(drop),
         4 => dreams::record::delivery(&mut a).map(drop),
         5 => town::town(&mut a).map(drop),
         6 => town::id(&mut a, "agent id").map(drop),
