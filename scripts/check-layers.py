@@ -31,6 +31,7 @@ import sys
 # it in this list, never from one after it. Matched on the path under src/
 # (first match wins).
 LAYERS = [
+    ("neutral core", ["lease/", "decimal.rs"]),
     ("core", ["lib.rs", "version.rs", "events.rs", "cluster_slot.rs", "test_random.rs", "dreams/", "town/"]),
     ("glue", ["glue/"]),
     ("metrics", ["metrics/"]),

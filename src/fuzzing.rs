@@ -82,7 +82,7 @@ pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
         0 => dreams::organization(&mut a).map(drop),
         1 => dreams::region(&mut a).map(drop),
         2 => dreams::trigger(&mut a).map(drop),
-        3 => dreams::lease_secs(&mut a).map(drop),
+        3 => crate::commands::options::lease_secs(&mut a).map(drop),
         4 => dreams::record::delivery(&mut a).map(drop),
         5 => town::town(&mut a).map(drop),
         6 => town::id(&mut a, "agent id").map(drop),
@@ -114,7 +114,7 @@ pub fn parse_timeout_ms(bytes: &[u8]) -> Result<i64, String> {
 
 /// The module-load arguments (`loadmodule ... name value ...`).
 pub fn module_args(argv: &[&[u8]]) -> Result<(), String> {
-    crate::glue::config::check_module_args(argv)
+    crate::commands::settings::check_module_args(argv)
 }
 
 /// When a drainer waiting on a deferral scored `score` wakes (unix ms).

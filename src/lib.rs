@@ -4,6 +4,7 @@
 //! * [`dreams`]: the consolidation fire queue of exocortex-dreams
 //!   (`DREAMS.*` commands).
 //! * [`town`]: the agent channel of tinytown (`TOWN.*` commands).
+//! * [`lease`]: leases on items handed out, shared by both families.
 //!
 //! Those two modules are plain Rust state machines over plain structs. The
 //! Redis glue (command registration, key API, replication, blocking) is
@@ -11,8 +12,10 @@
 //! core that the client crate reuses.
 
 pub mod cluster_slot;
+pub mod decimal;
 pub mod dreams;
 pub mod events;
+pub mod lease;
 pub mod town;
 pub mod version;
 

@@ -1,4 +1,4 @@
-//! Lease and deadline arithmetic: `dreams::lease::deadline` (DRAIN/RECV
+//! Lease and deadline arithmetic: `lease::deadline` (DRAIN/RECV
 //! leases, EXTEND), `town::stop::expires_at` (stop flags) and DRAIN's
 //! wake-up time for a deferral, each against an overflow-free (i128 / f64)
 //! model over every i64 clock and every f64 (NaN, infinities and
@@ -6,13 +6,15 @@
 //! (`town::lease::expire_due`, `acknowledge`) over in-memory mail and a
 //! lease set driven by the rest of the input: no message is lost or
 //! duplicated, an expired lease leaves its marker, an ack removes one
-//! message at most; the same for Dreams fires (`dreams::lease::grant`,
-//! `expire_due`, `LeaseAwareQueue::remove_processing`) over the crate's
-//! in-memory queue and lease set.
+//! message at most; the same for Dreams fires (`lease::grant`,
+//! `dreams::lease::expire_due`, `LeaseAwareQueue::remove_processing`) over
+//! the crate's in-memory queue and lease set.
 #![no_main]
 
-use dreamtown::dreams::lease::{self, deadline, LeaseAwareQueue, LeaseStore, EXPIRED, LEASE_SECS_MAX};
-use dreamtown::dreams::memory::{MemoryLeases, MemoryQueue};
+use dreamtown::dreams::lease::{self, LeaseAwareQueue};
+use dreamtown::dreams::memory::MemoryQueue;
+use dreamtown::lease::memory::MemoryLeases;
+use dreamtown::lease::{deadline, grant, LeaseStore, EXPIRED, LEASE_SECS_MAX};
 use dreamtown::dreams::store::{QueueAppend, QueueStore};
 use dreamtown::fuzzing::drain_due_after;
 use dreamtown::town::lease::{acknowledge, expire_due, AgentMail};
@@ -118,7 +120,7 @@ fn leases(ops: &[u8]) {
             // Dreams: drain (in flight, leased), expire, acknowledge.
             5 => {
                 queue.processing.push(payload.clone());
-                lease::grant(&mut fire_leases, &payload, now.saturating_add(i64::from(arg % 7)).max(1));
+                grant(&mut fire_leases, &payload, now.saturating_add(i64::from(arg % 7)).max(1));
                 continue;
             }
             6 => {

@@ -3,6 +3,8 @@
 
 pub mod dreams;
 pub mod dry_run;
+pub mod options;
+pub mod settings;
 pub mod town;
 
 use crate::glue::command::{CommandSpec, ContainerSpec};

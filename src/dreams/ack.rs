@@ -405,6 +405,9 @@ mod tests {
         fn take_processing(&mut self) -> Vec<Vec<u8>> {
             self.queue.take_processing()
         }
+        fn scan_processing(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+            self.queue.scan_processing(visit);
+        }
         fn add_deferred(&mut self, score: i64, payload: &[u8]) {
             self.waiting();
             self.queue.add_deferred(score, payload);

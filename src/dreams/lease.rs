@@ -1,65 +1,15 @@
-//! Leases on in-flight fires: a drained item may carry a deadline; when it
-//! passes without an acknowledgement, that one item goes back to the head
-//! of ready (it runs next) and nothing else in flight moves.
-//!
-//! The lease set is one sorted set per organization, member = payload,
-//! score = deadline in unix milliseconds. After an expiry the member stays
-//! with the score [`EXPIRED`] (0): a marker saying "this payload is back in
-//! ready because its lease ran out", so that a late acknowledgement of the
-//! same fire still finds and removes it there ([`LeaseAwareQueue`]). A
-//! payload that is drained again gets a fresh deadline over the marker;
-//! an acknowledgement removes the member whatever its score.
+//! Leases on in-flight fires ([`crate::lease`]): a drained item may carry
+//! a deadline; when it passes without an acknowledgement, that one item
+//! goes back to the head of ready (it runs next) and nothing else in
+//! flight moves. The lease member is the payload itself; a late
+//! acknowledgement of an expired fire still finds and removes it in ready
+//! ([`LeaseAwareQueue`]).
+
+use std::borrow::Cow;
 
 use super::store::{QueueAppend, QueueStore};
-
-/// The score of a payload whose lease ran out and that went back to ready.
-pub const EXPIRED: i64 = 0;
-
-/// Longest lease accepted (seconds): 100 years.
-pub const LEASE_SECS_MAX: f64 = 3_153_600_000.0;
-
-/// An organization's lease set.
-pub trait LeaseStore {
-    /// The score of `payload`: a deadline (ms), [`EXPIRED`], or none.
-    fn score(&self, payload: &[u8]) -> Option<i64>;
-    /// Set `payload`'s score (add or rescore).
-    fn set(&mut self, payload: &[u8], score: i64);
-    /// Remove `payload`; whether it was there.
-    fn remove(&mut self, payload: &[u8]) -> bool;
-    /// Up to `limit` leased payloads with a deadline at or before `now_ms`,
-    /// earliest first (never [`EXPIRED`] markers).
-    fn due(&self, now_ms: i64, limit: u64) -> Vec<Vec<u8>>;
-    /// The earliest live deadline, if any payload is leased.
-    fn earliest(&self) -> Option<i64>;
-}
-
-/// A lease of `secs` seconds from `now_ms`: its deadline in ms, at least 1
-/// so it never collides with the [`EXPIRED`] marker. `None` when `secs` is
-/// not a number in (0, [`LEASE_SECS_MAX`]].
-pub fn deadline(now_ms: i64, secs: f64) -> Option<i64> {
-    if !(secs > 0.0 && secs <= LEASE_SECS_MAX) {
-        return None;
-    }
-    let millis = (secs * 1000.0).ceil() as i64;
-    Some(now_ms.saturating_add(millis.max(1)).max(1))
-}
-
-/// Lease `payload` (just drained) until `deadline_ms`.
-pub fn grant(leases: &mut impl LeaseStore, payload: &[u8], deadline_ms: i64) {
-    leases.set(payload, deadline_ms.max(EXPIRED + 1));
-}
-
-/// Push a live lease out to `deadline_ms`; false (nothing changed) when
-/// `payload` is not leased to anyone (acknowledged, or expired).
-pub fn extend(leases: &mut impl LeaseStore, payload: &[u8], deadline_ms: i64) -> bool {
-    match leases.score(payload) {
-        Some(score) if score > EXPIRED => {
-            leases.set(payload, deadline_ms.max(EXPIRED + 1));
-            true
-        }
-        _ => false,
-    }
-}
+use crate::lease::expiry::{self, Expired, InFlight};
+use crate::lease::{LeaseStore, EXPIRED};
 
 /// Expire up to `limit` leases due at `now_ms`: each payload still in
 /// flight moves from processing to the head of ready and keeps an
@@ -77,56 +27,32 @@ pub fn expire_due_counted(
     now_ms: i64,
     limit: u64,
 ) -> (u64, u64) {
-    let due = leases.due(now_ms, limit);
-    if due.is_empty() {
-        return (0, 0);
+    expiry::expire_due(&mut InFlightFires(queue), leases, now_ms, limit)
+}
+
+/// An organization's in-flight list under leases: each payload is its own
+/// lease member; expired payloads go back to the head of ready in deadline
+/// order, one after another.
+struct InFlightFires<'a, Q: QueueStore>(&'a mut Q);
+
+impl<Q: QueueStore> InFlight for InFlightFires<'_, Q> {
+    fn lease_member(item: &[u8]) -> Option<Cow<'_, [u8]>> {
+        Some(Cow::Borrowed(item))
     }
-    // First the head of the in-flight list, where the oldest items (so,
-    // usually, the earliest deadlines) are: a window of a few times
-    // `limit` items, each looked up in the lease set, removed by index.
-    // Due leases of one deadline come in member order, which may be
-    // spread over a long in-flight list, and each removal by value would
-    // search it: this keeps a step's cost bounded whatever is in flight.
-    let window = limit.saturating_mul(4).max(64);
-    let mut found: Vec<(u64, i64, Vec<u8>)> = Vec::new();
-    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    let mut read = 0u64;
-    queue.scan_processing(&mut |index, payload| {
-        read += 1;
-        // Only the first in-flight copy of a payload carries its lease.
-        if seen.insert(payload.to_vec()) {
-            if let Some(deadline) = leases.score(payload).filter(|&at| at > EXPIRED && at <= now_ms) {
-                found.push((index, deadline, payload.to_vec()));
-            }
-        }
-        (found.len() as u64) < limit && read < window
-    });
-    if !found.is_empty() {
-        for (removed, (index, _, payload)) in found.iter().enumerate() {
-            queue.remove_processing_at(index - removed as u64, payload);
-        }
+    fn scan(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.0.scan_processing(visit);
+    }
+    fn remove_at(&mut self, index: u64, item: &[u8]) {
+        self.0.remove_processing_at(index, item);
+    }
+    fn requeue(&mut self, mut expired: Vec<Expired>, mark: &mut dyn FnMut(&[u8])) {
         // Back to the head of ready in deadline order, as one at a time would.
-        found.sort_by(|a, b| (a.1, &a.2).cmp(&(b.1, &b.2)));
-        for (_, _, payload) in &found {
-            queue.push_ready_head(payload);
-            leases.set(payload, EXPIRED);
-        }
-        return (found.len() as u64, found.len() as u64);
-    }
-    // Nothing due near the head: the due items are deeper (leases of other
-    // lengths) or no longer in flight. One at a time.
-    let mut requeued = 0;
-    let handled = due.len() as u64;
-    for payload in due {
-        if queue.remove_processing(&payload) {
-            queue.push_ready_head(&payload);
-            leases.set(&payload, EXPIRED);
-            requeued += 1;
-        } else {
-            leases.remove(&payload);
+        expired.sort_by(|a, b| (a.deadline, &a.item).cmp(&(b.deadline, &b.item)));
+        for expired in &expired {
+            self.0.push_ready_head(&expired.item);
+            mark(&expired.member);
         }
     }
-    (handled, requeued)
 }
 
 /// A queue seen by an acknowledgement under leases: taking a payload out
@@ -185,6 +111,9 @@ impl<Q: QueueStore, L: LeaseStore> QueueStore for LeaseAwareQueue<'_, Q, L> {
     fn take_processing(&mut self) -> Vec<Vec<u8>> {
         self.queue.take_processing()
     }
+    fn scan_processing(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.queue.scan_processing(visit);
+    }
     fn add_deferred(&mut self, score: i64, payload: &[u8]) {
         self.queue.add_deferred(score, payload);
     }
@@ -203,24 +132,16 @@ impl<Q: QueueStore, L: LeaseStore> QueueStore for LeaseAwareQueue<'_, Q, L> {
 mod tests {
     use super::*;
     use crate::dreams::ack::{acknowledge, AckOutcome};
-    use crate::dreams::memory::{MemoryCounters, MemoryLeases, MemoryQueue};
+    use crate::dreams::memory::{MemoryCounters, MemoryQueue};
     use crate::dreams::message::{FireMessage, RegionWriteCounters};
     use crate::dreams::region::RegionKey;
     use crate::dreams::store::RegionStore;
     use crate::dreams::trigger::Trigger;
+    use crate::lease::memory::MemoryLeases;
+    use crate::lease::{grant, LeaseStore};
 
     fn item(name: &str) -> Vec<u8> {
         name.as_bytes().to_vec()
-    }
-
-    #[test]
-    fn deadlines_are_validated_and_never_the_marker() {
-        assert_eq!(deadline(1_000, 1.5), Some(2_500));
-        assert_eq!(deadline(0, 0.0001), Some(1));
-        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, LEASE_SECS_MAX * 2.0] {
-            assert_eq!(deadline(1_000, bad), None, "{bad}");
-        }
-        assert_eq!(deadline(i64::MAX - 5, 10.0), Some(i64::MAX));
     }
 
     #[test]
@@ -292,15 +213,21 @@ mod tests {
     }
 
     #[test]
-    fn extend_holds_live_leases_only() {
+    fn due_items_beyond_the_window_go_back_in_deadline_order() {
+        let mut queue = MemoryQueue::default();
         let mut leases = MemoryLeases::default();
-        assert!(!extend(&mut leases, b"a", 50));
-        grant(&mut leases, b"a", 10);
-        assert!(extend(&mut leases, b"a", 50));
-        assert_eq!(leases.earliest(), Some(50));
-        leases.set(b"a", EXPIRED);
-        assert!(!extend(&mut leases, b"a", 90));
-        assert_eq!(leases.score(b"a"), Some(EXPIRED));
+        queue.processing = (0..200).map(|i| item(&format!("p{i:03}"))).collect();
+        grant(&mut leases, b"p150", 20);
+        grant(&mut leases, b"p120", 30);
+        grant(&mut leases, b"p199", 20);
+        grant(&mut leases, b"gone", 10);
+        assert_eq!(expire_due_counted(&mut queue, &mut leases, 30, 10), (4, 3));
+        // As one at a time in deadline (then member) order would leave them.
+        assert_eq!(queue.ready, vec![item("p120"), item("p199"), item("p150")]);
+        assert_eq!(queue.processing.len(), 197);
+        assert!(!queue.processing.contains(&item("p150")));
+        assert_eq!(leases.score(b"p199"), Some(EXPIRED));
+        assert_eq!(leases.score(b"gone"), None);
     }
 
     #[test]

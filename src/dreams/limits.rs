@@ -19,6 +19,8 @@
 //! hash: a drain reads it whole with one call and no allocation, where a
 //! hash costs a Redis string per field (docs/bench.md).
 
+use crate::decimal::{parse_signed, parse_unsigned};
+
 /// The largest concurrency cap.
 pub const CONCURRENCY_MAX: u64 = u32::MAX as u64;
 /// The largest count of a rate.
@@ -134,9 +136,9 @@ impl Limits {
                     limits.rate = Some(Rate::new(count, seconds).map_err(|_| BadLimits)?);
                 }
                 b"paused" if limits.paused_since_ms.is_none() => {
-                    limits.paused_since_ms = Some(signed(value).ok_or(BadLimits)?);
+                    limits.paused_since_ms = Some(parse_signed(value).ok_or(BadLimits)?);
                 }
-                b"tat" if limits.tat_ns.is_none() => limits.tat_ns = Some(signed(value).ok_or(BadLimits)?),
+                b"tat" if limits.tat_ns.is_none() => limits.tat_ns = Some(parse_signed(value).ok_or(BadLimits)?),
                 _ => return Err(BadLimits),
             }
         }
@@ -258,19 +260,7 @@ fn ceil_div(value: i64, by: i64) -> i64 {
 
 /// Decimal digits only (no sign, no spaces), as the module writes them.
 fn unsigned(text: &[u8]) -> Option<u64> {
-    if text.is_empty() || text.len() > 20 || !text.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(text).ok()?.parse().ok()
-}
-
-/// An optional `-`, then decimal digits.
-fn signed(text: &[u8]) -> Option<i64> {
-    let digits = text.strip_prefix(b"-").unwrap_or(text);
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(text).ok()?.parse().ok()
+    parse_unsigned(text, u64::MAX)
 }
 
 #[cfg(test)]

@@ -3,9 +3,6 @@
 
 use std::collections::BTreeSet;
 
-use std::collections::BTreeMap;
-
-use super::lease::{LeaseStore, EXPIRED};
 use super::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
 
 /// A queue held in vectors; `deferred` keeps (score, member) pairs.
@@ -148,36 +145,5 @@ impl RegionStore for MemoryCounters {
     }
     fn forget_event(&mut self, event_id: &[u8]) {
         self.events.remove(event_id);
-    }
-}
-
-/// A lease set: payload -> score.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MemoryLeases {
-    pub scores: BTreeMap<Vec<u8>, i64>,
-}
-
-impl LeaseStore for MemoryLeases {
-    fn score(&self, payload: &[u8]) -> Option<i64> {
-        self.scores.get(payload).copied()
-    }
-    fn set(&mut self, payload: &[u8], score: i64) {
-        self.scores.insert(payload.to_vec(), score);
-    }
-    fn remove(&mut self, payload: &[u8]) -> bool {
-        self.scores.remove(payload).is_some()
-    }
-    fn due(&self, now_ms: i64, limit: u64) -> Vec<Vec<u8>> {
-        let mut due: Vec<(i64, Vec<u8>)> = self
-            .scores
-            .iter()
-            .filter(|(_, score)| **score > EXPIRED && **score <= now_ms)
-            .map(|(p, s)| (*s, p.clone()))
-            .collect();
-        due.sort();
-        due.into_iter().take(limit as usize).map(|(_, p)| p).collect()
-    }
-    fn earliest(&self) -> Option<i64> {
-        self.scores.values().copied().filter(|s| *s > EXPIRED).min()
     }
 }

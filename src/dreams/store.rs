@@ -47,9 +47,9 @@ pub trait QueueStore: QueueAppend {
     /// Remove every in-flight item, oldest first.
     fn take_processing(&mut self) -> Vec<Vec<u8>>;
     /// Visit the in-flight items oldest first with their indexes, until
-    /// `visit` answers false. By default none: lease expiry then takes
-    /// its full path ([`crate::dreams::lease::expire_due`]).
-    fn scan_processing(&mut self, _visit: &mut dyn FnMut(u64, &[u8]) -> bool) {}
+    /// `visit` answers false (lease expiry finds its items so:
+    /// [`crate::lease::expiry`]).
+    fn scan_processing(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool);
     /// Remove the in-flight item `payload`, now at `index`, which is the
     /// first one equal to it (`LREM processing 1 <payload>`).
     fn remove_processing_at(&mut self, _index: u64, payload: &[u8]) {

@@ -1,7 +1,10 @@
-//! Module configuration: `CONFIG SET/GET dreamtown.<name>`, `loadmodule ...
-//! <name> <value>` and redis.conf lines. Numbers are range-checked by Redis;
-//! the quiet window is parsed here, so a bad value is refused and the old
-//! one stays.
+//! Module configuration, the mechanism: `CONFIG SET/GET dreamtown.<name>`,
+//! `loadmodule ... <name> <value>` and redis.conf lines. The settings
+//! themselves are declared by their owners (the families' commands, the
+//! services) as [`Numeric`] and [`Text`] statics and handed over at load
+//! ([`register`]). Numbers are range-checked by Redis; a text setting is
+//! checked by its owner's rule, so a bad value is refused and the old one
+//! stays.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
@@ -13,84 +16,111 @@ use redis_module::raw;
 
 use super::api::api;
 
-use crate::dreams::quiet::QuietHours;
-use crate::dreams::trigger::Trigger;
+/// A numeric setting: its name (after `dreamtown.`), default (before
+/// `loadmodule` arguments), inclusive range, and current value.
+pub struct Numeric {
+    name: &'static str,
+    default: i64,
+    range: (i64, i64),
+    value: AtomicI64,
+}
 
-/// `queue-max`: the ceiling over ready + deferred + in-flight.
-pub static QUEUE_MAX: AtomicI64 = AtomicI64::new(1000);
-/// `quiet-utc-offset`: minutes east of UTC for the quiet window.
-pub static QUIET_UTC_OFFSET: AtomicI64 = AtomicI64::new(0);
-/// `quiet-backlog-min`: at this backlog quiet hours stop reordering.
-pub static QUIET_BACKLOG_MIN: AtomicI64 = AtomicI64::new(32);
-/// `memory-threshold`: default memories that fire a region.
-pub static MEMORY_THRESHOLD: AtomicI64 = AtomicI64::new(50);
-/// `edge-threshold`: default edges that fire a region.
-pub static EDGE_THRESHOLD: AtomicI64 = AtomicI64::new(200);
-/// `min-interval`: default seconds between cycles of a region.
-pub static MIN_INTERVAL: AtomicI64 = AtomicI64::new(3_600);
-/// `age-floor`: default seconds after which a region fires anyway.
-pub static AGE_FLOOR: AtomicI64 = AtomicI64::new(604_800);
-/// `lease`: seconds a drained Dreams item is leased when DRAIN names no
-/// `LEASE` (0: no lease).
-pub static LEASE: AtomicI64 = AtomicI64::new(0);
-/// `town-lease`: the same for `TOWN.RECV ... RELIABLE`.
-pub static TOWN_LEASE: AtomicI64 = AtomicI64::new(0);
-/// `catch-up-keys-per-turn`: keys one turn of the lease catch-up examines
-/// at most (`leases`): a smaller value means shorter main-thread turns and
-/// a longer catch-up.
-pub static CATCH_UP_KEYS_PER_TURN: AtomicI64 = AtomicI64::new(10_000);
-/// `quiet-hours`: the quiet window, `HH-HH` or empty for none.
-pub static QUIET_HOURS: QuietSetting = QuietSetting(Mutex::new(String::new()));
+impl Numeric {
+    /// A setting `name` of `default` in `range` (inclusive).
+    pub const fn new(name: &'static str, default: i64, range: (i64, i64)) -> Self {
+        Self { name, default, range, value: AtomicI64::new(default) }
+    }
 
-/// The default quiet window, as configured text.
-pub const QUIET_HOURS_DEFAULT: &str = "02-06";
+    /// The current value.
+    pub fn get(&self) -> i64 {
+        self.value.load(Ordering::Relaxed)
+    }
 
-/// `queue-max`'s inclusive range.
-pub const QUEUE_MAX_RANGE: (i64, i64) = (1, 1_000_000_000);
-/// `quiet-utc-offset`'s inclusive range (minutes).
-pub const QUIET_UTC_OFFSET_RANGE: (i64, i64) = (-1439, 1439);
-/// `quiet-backlog-min`'s inclusive range.
-pub const QUIET_BACKLOG_MIN_RANGE: (i64, i64) = (0, 1_000_000_000);
-/// `memory-threshold`'s and `edge-threshold`'s inclusive range.
-pub const THRESHOLD_RANGE: (i64, i64) = (0, 4_294_967_295);
-/// `min-interval`'s and `age-floor`'s inclusive range (seconds): anything
-/// a Redis numeric config holds, so a seed deployment's `u32` hours and days
-/// (up to 371,085,174,374,400 seconds, its "never") carry over as they are.
-pub const SECONDS_RANGE: (i64, i64) = (0, i64::MAX);
+    /// The current value as a `u64` (0 if negative).
+    pub fn unsigned(&self) -> u64 {
+        u64::try_from(self.get()).unwrap_or(0)
+    }
+}
 
-/// `lease`'s and `town-lease`'s inclusive range (seconds, 100 years).
-pub const LEASE_RANGE: (i64, i64) = (0, 3_153_600_000);
+/// A text setting: its name, default, the error for a value that is not
+/// text, its owner's check (the error text when a value is refused), and
+/// the current (validated) text.
+pub struct Text {
+    name: &'static str,
+    default: &'static str,
+    not_text: &'static str,
+    check: fn(&str) -> Result<(), String>,
+    value: Mutex<String>,
+}
 
-/// `catch-up-keys-per-turn`'s inclusive range.
-pub const CATCH_UP_KEYS_RANGE: (i64, i64) = (100, 1_000_000);
+impl Text {
+    /// A setting `name` of `default`; `not_text` refuses a value that is
+    /// not UTF-8 (or holds a NUL), `check` any other bad value.
+    pub const fn new(
+        name: &'static str,
+        default: &'static str,
+        not_text: &'static str,
+        check: fn(&str) -> Result<(), String>,
+    ) -> Self {
+        Self { name, default, not_text, check, value: Mutex::new(String::new()) }
+    }
 
-/// Each numeric setting by name, with its range. Redis enforces the ranges
-/// on `CONFIG SET`, but installs `loadmodule` arguments (the defaults the
-/// module registers) unchecked: [`check_module_args`] applies them there.
-pub const NUMERIC_RANGES: [(&str, (i64, i64)); 10] = [
-    ("lease", LEASE_RANGE),
-    ("town-lease", LEASE_RANGE),
-    ("queue-max", QUEUE_MAX_RANGE),
-    ("quiet-utc-offset", QUIET_UTC_OFFSET_RANGE),
-    ("quiet-backlog-min", QUIET_BACKLOG_MIN_RANGE),
-    ("memory-threshold", THRESHOLD_RANGE),
-    ("edge-threshold", THRESHOLD_RANGE),
-    ("min-interval", SECONDS_RANGE),
-    ("age-floor", SECONDS_RANGE),
-    ("catch-up-keys-per-turn", CATCH_UP_KEYS_RANGE),
-];
+    /// Run `read` over the current text (under its lock, no copy).
+    pub fn with<R>(&self, read: impl FnOnce(&str) -> R) -> R {
+        match self.value.lock() {
+            Ok(text) => read(&text),
+            Err(poisoned) => read(&poisoned.into_inner()),
+        }
+    }
 
-/// The text settings (validated by their own setters when Redis loads them).
-pub const TEXT_SETTINGS: [&str; 1] = ["quiet-hours"];
+    /// Validate and install `text` (the setter); the error text when it is
+    /// refused (the old value stays).
+    fn set(&self, text: &[u8]) -> Result<(), String> {
+        let text = std::str::from_utf8(text).map_err(|_| self.not_text.to_owned())?;
+        (self.check)(text)?;
+        match self.value.lock() {
+            Ok(mut current) => *current = text.to_owned(),
+            Err(poisoned) => *poisoned.into_inner() = text.to_owned(),
+        }
+        Ok(())
+    }
 
-/// Validate `loadmodule` / `MODULE LOADEX ... ARGS` arguments: `<name>
-/// <value>` pairs of known settings, each at most once, numbers in range.
-/// The configuration layer would otherwise ignore an unknown or misspelt
-/// name, a missing value or a repeat, and install an out-of-range number.
-pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
+    fn text(&self) -> String {
+        self.with(str::to_owned)
+    }
+}
+
+/// A setting as the module registers it.
+#[derive(Clone, Copy)]
+pub enum Setting {
+    /// A number.
+    Numeric(&'static Numeric),
+    /// A text.
+    Text(&'static Text),
+}
+
+/// Validate `loadmodule` / `MODULE LOADEX ... ARGS` arguments against
+/// `settings`: `<name> <value>` pairs of known settings, each at most once,
+/// numbers in range. The configuration layer would otherwise ignore an
+/// unknown or misspelt name, a missing value or a repeat, and install an
+/// out-of-range number (Redis enforces the ranges on `CONFIG SET`, but
+/// installs the defaults the module registers unchecked).
+pub fn check_module_args(args: &[&[u8]], settings: &[Setting]) -> Result<(), String> {
     if !args.len().is_multiple_of(2) {
         return Err("module arguments must be <name> <value> pairs".into());
     }
+    let numeric = || {
+        settings.iter().filter_map(|setting| match setting {
+            Setting::Numeric(numeric) => Some(*numeric),
+            Setting::Text(_) => None,
+        })
+    };
+    let text = || {
+        settings.iter().filter_map(|setting| match setting {
+            Setting::Text(text) => Some(text.name),
+            Setting::Numeric(_) => None,
+        })
+    };
     let mut seen: Vec<&[u8]> = Vec::new();
     for pair in args.chunks(2) {
         let (name, value) = match pair {
@@ -102,11 +132,11 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
             return Err(format!("module argument '{shown}' given more than once"));
         }
         seen.push(name);
-        if TEXT_SETTINGS.iter().any(|known| known.as_bytes() == name) {
+        if text().any(|known| known.as_bytes() == name) {
             continue;
         }
-        let Some((_, (min, max))) = NUMERIC_RANGES.iter().find(|(known, _)| known.as_bytes() == name) else {
-            let known: Vec<&str> = NUMERIC_RANGES.iter().map(|(n, _)| *n).chain(TEXT_SETTINGS).collect();
+        let Some(Numeric { range: (min, max), .. }) = numeric().find(|known| known.name.as_bytes() == name) else {
+            let known: Vec<&str> = numeric().map(|known| known.name).chain(text()).collect();
             return Err(format!("unknown module argument '{shown}' (known: {})", known.join(", ")));
         };
         let number = std::str::from_utf8(value).ok().and_then(|text| text.parse::<i64>().ok());
@@ -123,58 +153,7 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
     Ok(())
 }
 
-/// The quiet-window setting, kept as the validated text.
-pub struct QuietSetting(Mutex<String>);
-
-impl QuietSetting {
-    /// The configured window (without offset).
-    pub fn window(&self) -> QuietHours {
-        let text = match self.0.lock() {
-            Ok(text) => text,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        QuietHours::parse_setting(&text).unwrap_or_else(|_| QuietHours::nightly())
-    }
-}
-
-impl QuietSetting {
-    /// Validate and install `text` (the setter of `quiet-hours`); the
-    /// error text when it is refused (the old window stays).
-    fn set(&self, text: &[u8]) -> Result<(), String> {
-        let text = std::str::from_utf8(text).map_err(|_| "quiet-hours must be text like 02-06".to_owned())?;
-        QuietHours::parse_setting(text)
-            .map_err(|e| format!("invalid quiet-hours '{text}': {e} (use HH-HH, or empty for none)"))?;
-        match self.0.lock() {
-            Ok(mut current) => *current = text.to_owned(),
-            Err(poisoned) => *poisoned.into_inner() = text.to_owned(),
-        }
-        Ok(())
-    }
-
-    fn text(&self) -> String {
-        match self.0.lock() {
-            Ok(text) => text.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-}
-
-/// Each numeric setting: name, variable, default (before `loadmodule`
-/// arguments), range.
-const NUMERIC: [(&str, &AtomicI64, i64, (i64, i64)); 10] = [
-    ("queue-max", &QUEUE_MAX, 1000, QUEUE_MAX_RANGE),
-    ("quiet-utc-offset", &QUIET_UTC_OFFSET, 0, QUIET_UTC_OFFSET_RANGE),
-    ("quiet-backlog-min", &QUIET_BACKLOG_MIN, 32, QUIET_BACKLOG_MIN_RANGE),
-    ("memory-threshold", &MEMORY_THRESHOLD, 50, THRESHOLD_RANGE),
-    ("edge-threshold", &EDGE_THRESHOLD, 200, THRESHOLD_RANGE),
-    ("min-interval", &MIN_INTERVAL, 3_600, SECONDS_RANGE),
-    ("lease", &LEASE, 0, LEASE_RANGE),
-    ("town-lease", &TOWN_LEASE, 0, LEASE_RANGE),
-    ("age-floor", &AGE_FLOOR, 604_800, SECONDS_RANGE),
-    ("catch-up-keys-per-turn", &CATCH_UP_KEYS_PER_TURN, 10_000, CATCH_UP_KEYS_RANGE),
-];
-
-/// Register every setting with the server and load the values given by
+/// Register `settings` with the server and load the values given by
 /// `MODULE LOADEX ... CONFIG` or redis.conf; `args` (`loadmodule`
 /// arguments, already checked by [`check_module_args`]) replace the
 /// defaults. Called from the module's load.
@@ -184,19 +163,22 @@ const NUMERIC: [(&str, &AtomicI64, i64, (i64, i64)); 10] = [
 /// 11 small boxes left behind by every `MODULE LOAD` (352 bytes of
 /// `used_memory` a load/unload cycle). Here the private data is the
 /// setting's own static: nothing to free.
-pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
+pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]], settings: &[Setting]) -> Result<(), String> {
     let given = |name: &str| {
         args.chunks(2).find(|pair| pair.first() == Some(&name.as_bytes())).and_then(|pair| pair.get(1).copied())
     };
-    for (name, variable, default, (min, max)) in NUMERIC {
+    for setting in settings {
+        let Setting::Numeric(numeric) = setting else { continue };
+        let (name, (min, max)) = (numeric.name, numeric.range);
         let default = given(name)
             .and_then(|value| std::str::from_utf8(value).ok())
             .and_then(|value| value.parse::<i64>().ok())
-            .unwrap_or(default);
+            .unwrap_or(numeric.default);
         let c_name = CString::new(name).map_err(|_| format!("bad setting name {name}"))?;
-        let privdata = std::ptr::from_ref::<AtomicI64>(variable).cast_mut().cast::<c_void>();
+        let privdata = std::ptr::from_ref::<AtomicI64>(&numeric.value).cast_mut().cast::<c_void>();
         // SAFETY: `ctx` is the load's live context; the name is NUL-terminated; `privdata` points
-        // at a `static` `AtomicI64`, which the callbacks read as one.
+        // at the setting's `static` `AtomicI64` (`Setting` holds `&'static`), which the callbacks
+        // read as one.
         let done = unsafe {
             api!(RedisModule_RegisterNumericConfig)(
                 ctx,
@@ -215,23 +197,31 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), Str
             return Err(format!("could not register the setting {name}"));
         }
     }
-    let default = given("quiet-hours").map_or_else(|| QUIET_HOURS_DEFAULT.as_bytes().to_vec(), <[u8]>::to_vec);
-    let default = CString::new(default).map_err(|_| "quiet-hours must be text like 02-06".to_owned())?;
-    // SAFETY: `ctx` is live; the name and default are NUL-terminated (the server copies them).
-    let done = unsafe {
-        api!(RedisModule_RegisterStringConfig)(
-            ctx,
-            c"quiet-hours".as_ptr(),
-            default.as_ptr(),
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_quiet_hours),
-            Some(set_quiet_hours),
-            None,
-            std::ptr::null_mut(),
-        )
-    };
-    if done != raw::REDISMODULE_OK as c_int {
-        return Err("could not register the setting quiet-hours".into());
+    for setting in settings {
+        let Setting::Text(text) = setting else { continue };
+        let name = text.name;
+        let default = given(name).map_or_else(|| text.default.as_bytes().to_vec(), <[u8]>::to_vec);
+        let default = CString::new(default).map_err(|_| text.not_text.to_owned())?;
+        let c_name = CString::new(name).map_err(|_| format!("bad setting name {name}"))?;
+        let privdata = std::ptr::from_ref::<Text>(text).cast_mut().cast::<c_void>();
+        // SAFETY: `ctx` is the load's live context; the name and default are NUL-terminated (the
+        // server copies them); `privdata` points at the setting's `static` `Text`, which the
+        // callbacks read as one.
+        let done = unsafe {
+            api!(RedisModule_RegisterStringConfig)(
+                ctx,
+                c_name.as_ptr(),
+                default.as_ptr(),
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                Some(get_text),
+                Some(set_text),
+                None,
+                privdata,
+            )
+        };
+        if done != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not register the setting {name}"));
+        }
     }
     // SAFETY: `ctx` is the load's live context.
     if unsafe { api!(RedisModule_LoadConfigs)(ctx) } != raw::REDISMODULE_OK as c_int {
@@ -260,7 +250,7 @@ unsafe extern "C" fn set_numeric(
     raw::REDISMODULE_OK as c_int
 }
 
-/// The string the last get of `quiet-hours` returned. The server copies
+/// The string the last get of a text setting returned. The server copies
 /// what a string setting's getter returns and never frees it (module.c
 /// `getModuleStringConfig`: the module keeps ownership): the module keeps it
 /// and frees it at the next get, or at `MODULE UNLOAD` ([`unload`]). (The
@@ -291,9 +281,11 @@ pub fn unload() {
     returned(std::ptr::null_mut());
 }
 
-unsafe extern "C" fn get_quiet_hours(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
+unsafe extern "C" fn get_text(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
     catch_unwind(|| {
-        let text = QUIET_HOURS.text();
+        // SAFETY: `privdata` is what `register` gave the server: null or a `&'static Text`.
+        let Some(setting) = (unsafe { privdata.cast::<Text>().as_ref() }) else { return std::ptr::null_mut() };
+        let text = setting.text();
         // SAFETY: a pointer and length valid for the call; no context, so the string is ours (kept
         // by `returned`).
         let string = unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) };
@@ -303,14 +295,19 @@ unsafe extern "C" fn get_quiet_hours(_name: *const c_char, _privdata: *mut c_voi
     .unwrap_or(std::ptr::null_mut())
 }
 
-unsafe extern "C" fn set_quiet_hours(
+unsafe extern "C" fn set_text(
     _name: *const c_char,
     value: *mut raw::RedisModuleString,
-    _privdata: *mut c_void,
+    privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(|| QUIET_HOURS.set(super::string::bytes_of(value))))
-        .unwrap_or_else(|_| Err("internal error setting quiet-hours".into()));
+    // SAFETY: `privdata` is what `register` gave the server: null or a `&'static Text`.
+    let setting = unsafe { privdata.cast::<Text>().as_ref() };
+    let outcome = catch_unwind(AssertUnwindSafe(|| match setting {
+        Some(setting) => setting.set(super::string::bytes_of(value)),
+        None => Err("internal error: a text setting without its variable".into()),
+    }))
+    .unwrap_or_else(|_| Err(format!("internal error setting {}", setting.map_or("", |setting| setting.name))));
     match outcome {
         Ok(()) => raw::REDISMODULE_OK as c_int,
         Err(message) => {
@@ -323,82 +320,6 @@ unsafe extern "C" fn set_quiet_hours(
                 };
             }
             raw::REDISMODULE_ERR as c_int
-        }
-    }
-}
-
-fn unsigned(setting: &AtomicI64) -> u64 {
-    u64::try_from(setting.load(Ordering::Relaxed)).unwrap_or(0)
-}
-
-/// The configured queue ceiling.
-pub fn queue_max() -> u64 {
-    unsigned(&QUEUE_MAX)
-}
-
-/// The configured quiet-hours backlog threshold.
-pub fn quiet_backlog_min() -> u64 {
-    unsigned(&QUIET_BACKLOG_MIN)
-}
-
-/// The configured quiet window at the configured offset.
-pub fn quiet_hours() -> QuietHours {
-    let offset = i16::try_from(QUIET_UTC_OFFSET.load(Ordering::Relaxed)).unwrap_or(0);
-    let window = QUIET_HOURS.window();
-    window.with_utc_offset_minutes(offset).unwrap_or(window)
-}
-
-/// The configured Dreams lease in seconds, if any.
-pub fn lease_secs() -> Option<f64> {
-    let secs = LEASE.load(Ordering::Relaxed);
-    (secs > 0).then_some(secs as f64)
-}
-
-/// The configured Town lease in seconds, if any.
-pub fn town_lease_secs() -> Option<f64> {
-    let secs = TOWN_LEASE.load(Ordering::Relaxed);
-    (secs > 0).then_some(secs as f64)
-}
-
-/// The configured trigger defaults.
-pub fn trigger() -> Trigger {
-    Trigger {
-        memory_threshold: unsigned(&MEMORY_THRESHOLD),
-        edge_threshold: unsigned(&EDGE_THRESHOLD),
-        min_interval_secs: unsigned(&MIN_INTERVAL),
-        age_floor_secs: unsigned(&AGE_FLOOR),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(args: &[&str]) -> Result<(), String> {
-        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        check_module_args(&bytes)
-    }
-
-    #[test]
-    fn module_args_are_known_pairs_in_range() {
-        assert_eq!(check(&[]), Ok(()));
-        assert_eq!(check(&["queue-max", "5", "quiet-hours", "", "quiet-utc-offset", "-1439"]), Ok(()));
-        assert_eq!(check(&["age-floor", "3153600000", "memory-threshold", "0"]), Ok(()));
-        // The seed's "never", u32::MAX days in seconds.
-        assert_eq!(check(&["age-floor", "371085174374400"]), Ok(()));
-        for bad in [
-            &["queue-max"][..],
-            &["queue-max", "0"],
-            &["queue-max", "1000000001"],
-            &["queue-max", "x"],
-            &["quiet-utc-offset", "1440"],
-            &["edge-threshold", "4294967296"],
-            &["min-interval", "-1"],
-            &["bogus", "1"],
-            &["QUEUE-MAX", "5"],
-            &["queue-max", "5", "queue-max", "6"],
-        ] {
-            assert!(check(bad).is_err(), "{bad:?}");
         }
     }
 }

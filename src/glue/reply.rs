@@ -36,13 +36,9 @@ pub enum Reply {
     /// An array of bulk strings held in Redis strings (elements popped
     /// from a list), sent as they are, not copied into `Vec`s first.
     Strings(Vec<OwnedString>),
-    /// The array `[status, integer, integer]` (a counted write's reply:
-    /// RECORD, ACK), sent without building a `Vec` for it.
+    /// The array `[status, integer, integer]`, sent without building a
+    /// `Vec` for it (a hot reply's shape).
     Counted(&'static CStr, i64, i64),
-    /// The pair `[[status, integer, integer], bulk or nil]` (the one-trip
-    /// `DREAMS.DRAIN ... ACK`: the acknowledgement's counted reply, then
-    /// the drained payload), sent without building a `Vec` for it.
-    CountedThen(&'static CStr, i64, i64, Option<Vec<u8>>),
     /// Nothing now: the client was blocked and is answered later.
     Blocked,
 }
@@ -61,14 +57,9 @@ impl Reply {
         Self::Array(values.into_iter().map(Self::Bulk).collect())
     }
 
-    /// The two-element array `[first, second]`; without a `Vec` when it is
-    /// a counted reply followed by a bulk string or nil.
+    /// The two-element array `[first, second]`.
     pub fn pair(first: Reply, second: Reply) -> Self {
-        match (first, second) {
-            (Reply::Counted(status, a, b), Reply::Bulk(bytes)) => Reply::CountedThen(status, a, b, Some(bytes)),
-            (Reply::Counted(status, a, b), Reply::Nil) => Reply::CountedThen(status, a, b, None),
-            (first, second) => Reply::Array(vec![first, second]),
-        }
+        Reply::Array(vec![first, second])
     }
 
     /// Field/value pairs with text names (see [`Reply::Map`]).
@@ -199,18 +190,6 @@ fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
                 api!(RedisModule_ReplyWithSimpleString)(ctx, status.as_ptr());
                 api!(RedisModule_ReplyWithLongLong)(ctx, *first);
                 api!(RedisModule_ReplyWithLongLong)(ctx, *second);
-            }
-            Reply::CountedThen(status, first, second, then) => {
-                api!(RedisModule_ReplyWithArray)(ctx, 2);
-                send_reply(ctx, &Reply::Counted(status, *first, *second));
-                match then {
-                    Some(bytes) => {
-                        api!(RedisModule_ReplyWithStringBuffer)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
-                    }
-                    None => {
-                        api!(RedisModule_ReplyWithNull)(ctx);
-                    }
-                }
             }
             Reply::Blocked => {}
         }

@@ -35,7 +35,7 @@ load::entry_points! {
 /// `MODULE LOAD` (or the server's start): true when the module is ready;
 /// a refusal is logged.
 fn set_up(ctx: Ctx, arguments: &[&[u8]]) -> bool {
-    if let Err(error) = config::check_module_args(arguments) {
+    if let Err(error) = crate::commands::settings::check_module_args(arguments) {
         log_warning_text(ctx, &format!("dreamtown: {error}"));
         return false;
     }
@@ -44,7 +44,7 @@ fn set_up(ctx: Ctx, arguments: &[&[u8]]) -> bool {
         log_warning_text(ctx, &format!("dreamtown needs Redis 7.0 or newer; this server lacks {}", missing.join(", ")));
         return false;
     }
-    if let Err(error) = config::register(ctx, arguments) {
+    if let Err(error) = config::register(ctx, arguments, &crate::commands::settings::all()) {
         log_warning_text(ctx, &format!("dreamtown: {error}"));
         return false;
     }
@@ -121,6 +121,8 @@ fn deinit(ctx: Ctx) -> bool {
         fire_ages::forget_all();
         server_events::unload();
         crate::services::slot_memo::unload();
+        slot_migration::unload();
+        crate::services::migration_guard::unload();
         crate::services::acl_watch::unload();
         crate::glue::acl::unload();
         session::unload();

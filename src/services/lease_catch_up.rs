@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::lease_index::{lock, with_index, DeadlineIndex, LeaseFamily, SlotRange};
+use crate::glue::config::Numeric;
 use crate::glue::db_scope::DbScope;
 use crate::glue::latency::thread_cpu_us;
 use crate::glue::scan::ScanCursor;
@@ -27,8 +28,13 @@ use crate::metrics::totals::Total;
 /// `dreamtown.catch-up-keys-per-turn` (default 10,000; `RedisModule_Scan`
 /// returns a hash bucket at a time, so a turn may pass it by a bucket).
 fn keys_per_turn() -> u64 {
-    u64::try_from(crate::glue::config::CATCH_UP_KEYS_PER_TURN.load(Ordering::Relaxed)).unwrap_or(10_000)
+    u64::try_from(CATCH_UP_KEYS_PER_TURN.get()).unwrap_or(10_000)
 }
+
+/// `catch-up-keys-per-turn`: keys one turn of the catch-up examines at
+/// most: a smaller value means shorter main-thread turns and a longer
+/// catch-up.
+pub static CATCH_UP_KEYS_PER_TURN: Numeric = Numeric::new("catch-up-keys-per-turn", 10_000, (100, 1_000_000));
 /// Time one catch-up turn may take (µs), checked after every
 /// `RedisModule_Scan` call: one call is one hash bucket, whose keys each
 /// cost a callback and a name check, so a clock read per call is cheap

@@ -127,6 +127,11 @@ pub fn init(ctx: Ctx, filter_registered: bool) {
     super::slot_memo::activate(ctx, filter_registered);
 }
 
+/// `MODULE UNLOAD`: back to no dry run, until the next load decides.
+pub fn unload() {
+    DRY_RUN.store(false, Ordering::Relaxed);
+}
+
 /// Is `tenant` a name the guard can ask about (a command refuses any other
 /// before opening anything, so there is nothing to guard)?
 fn guardable(tenant: &[u8]) -> bool {

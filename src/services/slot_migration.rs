@@ -129,6 +129,14 @@ static IMPORTS_ABORTED: Total = Total::new();
 static EXPORTS_COMPLETED: Total = Total::new();
 static EXPORTS_ABORTED: Total = Total::new();
 
+/// `MODULE UNLOAD`: forget whether the events were subscribed (the next
+/// load asks the server again) and every move in progress; the `INFO`
+/// totals carry on, as the module's other totals do.
+pub fn unload() {
+    HANDLED.store(false, Ordering::Relaxed);
+    slot_moves::unload();
+}
+
 /// Module options this server should get from us: the atomic-slot-migration
 /// claim on Valkey 9 or newer (with the event subscribed), nothing
 /// elsewhere; on Redis 8.4 or newer, which asks for no claim, the events
@@ -334,6 +342,19 @@ mod tests {
         assert!(!slot_moves::moving(5_005, None));
         handle(Step::TrimmedInBackground, &export);
         assert!(!slot_moves::any_moving(), "a background trim holds nothing");
+    }
+
+    #[test]
+    fn unload_forgets_moves_in_progress() {
+        let _serial = SERIAL.lock();
+        handle(Step::Started(Side::Import), &[(7_000, 7_001)]);
+        handle(Step::Started(Side::Export), &[(9_000, 9_000)]);
+        assert_eq!(slot_moves::in_progress(), (1, 1));
+        HANDLED.store(true, Ordering::Relaxed);
+        unload();
+        assert_eq!(slot_moves::in_progress(), (0, 0));
+        assert!(!slot_moves::any_moving() && !slot_moves::moving(7_000, None));
+        assert!(!HANDLED.load(Ordering::Relaxed));
     }
 
     /// The moves are process-wide: tests that change them take turns.

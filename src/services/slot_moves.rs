@@ -66,6 +66,13 @@ fn in_ranges(ranges: &[(u16, u16)], slot: u16) -> bool {
     ranges.iter().any(|(start, end)| (*start..=*end).contains(&slot))
 }
 
+/// `MODULE UNLOAD`: forget every move (a move in progress now is not one
+/// the next load's module has seen start: it learns of moves from its own
+/// events). `ANY` follows the list, so it is reset with it.
+pub fn unload() {
+    with_moves(Vec::clear);
+}
+
 /// Is `slot` being imported (`importing`) or exported here?
 pub fn moving(slot: u16, importing: Option<bool>) -> bool {
     if !ANY.load(Ordering::Relaxed) {

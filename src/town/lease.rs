@@ -3,11 +3,14 @@
 //! `TOWN.ACK`, that message leaves the agent's pending list for the head of
 //! its inbox (received again next) and nothing else moves. The lease set
 //! (one sorted set per agent, member = message id, score = deadline ms)
-//! works as Dreams' does ([`crate::dreams::lease`]): after an expiry the id
-//! stays with the score [`EXPIRED`], so a late `TOWN.ACK` still finds the
-//! message in the inbox and removes it.
+//! is [`crate::lease`]'s: after an expiry the id stays with the score
+//! [`EXPIRED`], so a late `TOWN.ACK` still finds the message in the inbox
+//! and removes it.
 
-use crate::dreams::lease::{LeaseStore, EXPIRED};
+use std::borrow::Cow;
+
+use crate::lease::expiry::{self, Expired, InFlight};
+use crate::lease::{LeaseStore, EXPIRED};
 
 use super::message::{has_id, id_member};
 
@@ -77,73 +80,35 @@ pub fn expire_due_counted(
     now_ms: i64,
     limit: u64,
 ) -> (u64, u64) {
-    let due = leases.due(now_ms, limit);
-    if due.is_empty() {
-        return (0, 0);
+    expiry::expire_due(&mut PendingMail(mail), leases, now_ms, limit)
+}
+
+/// An agent's pending list under leases: a message's lease member is its
+/// id; expired messages go back to the head of the inbox together, in the
+/// order they were received.
+struct PendingMail<'a, M: AgentMail>(&'a mut M);
+
+impl<M: AgentMail> InFlight for PendingMail<'_, M> {
+    fn lease_member(item: &[u8]) -> Option<Cow<'_, [u8]>> {
+        id_member(item).map(|id| match id {
+            Cow::Borrowed(id) => Cow::Borrowed(id.as_bytes()),
+            Cow::Owned(id) => Cow::Owned(id.into_bytes()),
+        })
     }
-    // First the head of the pending list, where the oldest messages (so,
-    // usually, the earliest deadlines) are: a window of a few times
-    // `limit` messages, each looked up in the lease set. Due leases of
-    // one deadline come in member order, which may be spread over a long
-    // pending list; this keeps a step's cost bounded whatever is due.
-    let window = limit.saturating_mul(4).max(64);
-    let mut back: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut ids: Vec<Vec<u8>> = Vec::new();
-    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    let mut read = 0u64;
-    mail.scan_pending(&mut |index, message| {
-        read += 1;
-        if let Some(id) = id_member(message) {
-            // Only the first pending message with an id carries its lease.
-            if seen.insert(id.as_bytes().to_vec())
-                && leases.score(id.as_bytes()).is_some_and(|deadline| deadline > EXPIRED && deadline <= now_ms)
-            {
-                back.push((index, message.to_vec()));
-                ids.push(id.as_bytes().to_vec());
-            }
-        }
-        (back.len() as u64) < limit && read < window
-    });
-    if !back.is_empty() {
-        for (removed, (index, message)) in back.iter().enumerate() {
-            mail.remove_pending_at(index - removed as u64, message);
-        }
-        let back: Vec<Vec<u8>> = back.into_iter().map(|(_, message)| message).collect();
-        mail.push_inbox_head(&back);
-        for id in &ids {
-            leases.set(id, EXPIRED);
-        }
-        return (back.len() as u64, back.len() as u64);
+    fn scan(&mut self, visit: &mut dyn FnMut(u64, &[u8]) -> bool) {
+        self.0.scan_pending(visit);
     }
-    // Nothing due near the head: the due messages are deeper (leases of
-    // other lengths) or no longer pending. Sets, not lists: one pass over
-    // pending costs O(pending + due), not O(pending x due); it stops once
-    // every due id is found.
-    let wanted: std::collections::HashSet<&[u8]> = due.iter().map(Vec::as_slice).collect();
-    let mut back: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut found: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    mail.scan_pending(&mut |index, message| {
-        if let Some(id) = id_member(message) {
-            if wanted.contains(id.as_bytes()) && found.insert(id.as_bytes().to_vec()) {
-                back.push((index, message.to_vec()));
-            }
-        }
-        found.len() < wanted.len()
-    });
-    // Found head first: each removal moves the later ones down by one.
-    for (removed, (index, message)) in back.iter().enumerate() {
-        mail.remove_pending_at(index - removed as u64, message);
+    fn remove_at(&mut self, index: u64, item: &[u8]) {
+        self.0.remove_pending_at(index, item);
     }
-    let back: Vec<Vec<u8>> = back.into_iter().map(|(_, message)| message).collect();
-    mail.push_inbox_head(&back);
-    for id in &due {
-        if found.contains(id.as_slice()) {
-            leases.set(id, EXPIRED);
-        } else {
-            leases.remove(id);
+    fn requeue(&mut self, expired: Vec<Expired>, mark: &mut dyn FnMut(&[u8])) {
+        let (members, back): (Vec<Vec<u8>>, Vec<Vec<u8>>) =
+            expired.into_iter().map(|expired| (expired.member, expired.item)).unzip();
+        self.0.push_inbox_head(&back);
+        for member in &members {
+            mark(member);
         }
     }
-    (due.len() as u64, back.len() as u64)
 }
 
 /// Acknowledge message `id`: the first pending message with it, or, when
@@ -313,8 +278,8 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dreams::lease::grant;
-    use crate::dreams::memory::MemoryLeases;
+    use crate::lease::grant;
+    use crate::lease::memory::MemoryLeases;
 
     #[derive(Default)]
     struct Mail {

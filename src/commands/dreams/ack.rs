@@ -2,7 +2,9 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::{counted_reply, node, once, organization, trigger, unknown_option, NODE_ARG, TRIGGER_ARG};
+use super::{counted_reply, node, organization, trigger, NODE_ARG, TRIGGER_ARG};
+use crate::commands::dreams::settings;
+use crate::commands::options::{once, unknown_option};
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::lease::LeaseAwareQueue;
 use crate::dreams::message::ReadFire;
@@ -12,12 +14,12 @@ use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::services::{limits_index, waiters};
-use crate::stores::dreams::store::{EventSet, RedisLeases, RedisQueue, RedisRegion};
+use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -149,7 +151,7 @@ pub fn acknowledge_keeping_queue(
     let mut queue = queue_keys.open_in_flight(session)?;
     let mut counters = region_keys.open(session, true)?;
     let mut leases = RedisLeases::open(session, lease_keys)?;
-    let thresholds = request.thresholds.unwrap_or_else(config::trigger);
+    let thresholds = request.thresholds.unwrap_or_else(settings::trigger);
     let now = session.now_secs();
     // The ready list and deferred set are used by a requeue, and the ready
     // list by a fire found back there (only where leases exist): their
@@ -170,7 +172,7 @@ pub fn acknowledge_keeping_queue(
         fired_by,
         &thresholds,
         now,
-        config::queue_max(),
+        settings::queue_max(),
         super::new_fire_id,
     );
     let result = match success {

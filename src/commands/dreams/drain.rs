@@ -45,9 +45,10 @@
 //! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest, Acknowledged};
-use super::{lease_secs, organization, unknown_option, NODE_ARG, TRIGGER_ARG};
+use super::{acked_then_drained, organization, NODE_ARG, TRIGGER_ARG};
+use crate::commands::dreams::settings;
+use crate::commands::options::{given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
-use crate::dreams::lease::{deadline, grant};
 use crate::dreams::limits::{Allowance, Throttle};
 use crate::dreams::quiet::{check_utc_offset, QuietHours};
 use crate::dreams::region::{QueueKey, QueueKeys};
@@ -57,13 +58,13 @@ use crate::events::Dreams;
 use crate::glue::access::{Meta, Read};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::ctx::{selected_db, Ctx};
 use crate::glue::db_scope::DbScope;
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::timer;
+use crate::lease::{deadline, grant};
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::services::limits_index;
@@ -71,7 +72,8 @@ use crate::services::waiters::{self, Available, WaitOn};
 use crate::stores::dreams::leases;
 use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
-use crate::stores::dreams::store::{RedisLeases, RedisQueue};
+use crate::stores::dreams::store::RedisQueue;
+use crate::stores::leases::RedisLeases;
 use std::os::raw::c_int;
 
 /// The command.
@@ -100,8 +102,8 @@ pub const SPEC: CommandSpec = CommandSpec {
             ]),
         )
         .optional(),
-        Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
-        Arg::new("count", ArgKind::Integer).token("COUNT").optional(),
+        LEASE_ARG,
+        COUNT_ARG,
         Arg::new(
             "ack",
             ArgKind::Block(&[
@@ -167,7 +169,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             }
             "NOQUIET" => no_quiet = true,
             "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            _ => return Err(CommandError::err(format_args!("{option} given more than once"))),
+            _ => return Err(given_twice(option)),
         }
     }
     if no_quiet && (window.is_some() || offset.is_some()) {
@@ -180,7 +182,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
             window
         }
         (false, window, offset) => {
-            let configured = config::quiet_hours();
+            let configured = settings::quiet_hours();
             let mut quiet = window.unwrap_or(configured);
             quiet.utc_offset_minutes = offset.unwrap_or(configured.utc_offset_minutes);
             quiet
@@ -189,8 +191,8 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, Comman
     Ok(DrainRequest {
         org,
         timeout_ms,
-        policy: DrainPolicy { quiet, backlog_min: config::quiet_backlog_min(), queue_max: config::queue_max() },
-        lease: lease.or_else(config::lease_secs),
+        policy: DrainPolicy { quiet, backlog_min: settings::quiet_backlog_min(), queue_max: settings::queue_max() },
+        lease: lease.or_else(settings::lease_secs),
         count,
         ack,
     })
@@ -454,7 +456,7 @@ fn drain_or_wait(
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(payloads);
             return Ok(match before {
-                Some(acked) => Reply::pair(acked, reply),
+                Some(acked) => acked_then_drained(acked, reply),
                 None => reply,
             });
         }

@@ -3,15 +3,16 @@
 //! the payload is leased to no one (acknowledged, or its lease ran out and
 //! it went back to ready).
 
-use super::{lease_secs, organization};
-use crate::dreams::lease::{deadline, extend};
+use super::organization;
+use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
+use crate::lease::{deadline, extend};
 use crate::stores::dreams::leases;
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

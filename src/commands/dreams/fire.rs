@@ -1,7 +1,9 @@
 //! `DREAMS.FIRE <org> <project> <memory-type> [NODE <id>]`: queue an
 //! explicit fire of a region under the ceiling. Reply `queued` or `dropped`.
 
-use super::{node, once, region_ref, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use super::{node, region_ref, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use crate::commands::dreams::settings;
+use crate::commands::options::{once, unknown_option};
 use crate::dreams::fire::{fire, FireOutcome};
 use crate::dreams::message::FireIdText;
 use crate::dreams::region::RegionRef;
@@ -9,7 +11,6 @@ use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
@@ -46,7 +47,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut queue = FireQueue::check(session, region.org)?.open(session)?;
     let fired_by = fired_by.unwrap_or(DEFAULT_NODE);
     let fire_id = super::FireId::new();
-    let outcome = fire(&mut queue, region, fired_by, FireIdText::Made(&fire_id), config::queue_max());
+    let outcome = fire(&mut queue, region, fired_by, FireIdText::Made(&fire_id), settings::queue_max());
     let counted = match outcome {
         FireOutcome::Queued => Dreams::FiredFire,
         FireOutcome::Dropped => Dreams::DroppedFire,

@@ -6,14 +6,15 @@
 //! back in ready are not in flight and not listed.
 
 use super::organization;
-use crate::dreams::lease::EXPIRED;
 use crate::entry::entry_point;
 use crate::glue::access::Read;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
-use crate::stores::dreams::store::{RedisLeases, RedisQueue};
+use crate::lease::EXPIRED;
+use crate::stores::dreams::store::RedisQueue;
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -14,7 +14,8 @@
 //! * `CLEAR <org>`: removes the concurrency cap and the rate (a pause
 //!   stays: `DREAMS.RESUME`); 1 if there was one, else 0.
 
-use super::{organization, unknown_option, wake_drainers};
+use super::{organization, wake_drainers};
+use crate::commands::options::{given_twice, unknown_option};
 use crate::dreams::limits::{Rate, CONCURRENCY_MAX, RATE_COUNT_MAX, RATE_SECONDS_MAX};
 use crate::dreams::region::QueueKey;
 use crate::entry::subcommand_entry_point;
@@ -147,7 +148,7 @@ fn parse_change(args: &mut Args<'_>) -> Result<LimitChange, CommandError> {
                     }
                 });
             }
-            option => return Err(CommandError::err(format_args!("{option} given more than once"))),
+            option => return Err(given_twice(option)),
         }
     }
     if change == LimitChange::default() {

@@ -15,6 +15,7 @@ pub mod record;
 pub mod recover;
 pub mod redrive;
 pub mod resume;
+pub mod settings;
 pub mod settle;
 pub mod stats;
 
@@ -66,18 +67,16 @@ pub fn node<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
     args.text("node id")
 }
 
-/// Refuse an option given twice.
-pub fn once<T>(slot: &mut Option<T>, value: T, option: &str) -> Result<(), CommandError> {
-    if slot.is_some() {
-        return Err(CommandError::err(format_args!("{option} given more than once")));
-    }
-    *slot = Some(value);
-    Ok(())
-}
-
-/// `[outcome, memories, edges]`.
+/// `[outcome, memories, edges]`: a counted write's reply (RECORD, ACK).
 pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64) -> Reply {
     Reply::Counted(outcome, memories, edges)
+}
+
+/// The one-trip `DREAMS.DRAIN ... ACK`'s reply: the acknowledgement's
+/// counted reply, then what the drain answers (a payload or nil, the
+/// `COUNT` array): `[[outcome, memories, edges], drained]`.
+pub fn acked_then_drained(acked: Reply, drained: Reply) -> Reply {
+    Reply::pair(acked, drained)
 }
 
 pub use crate::dreams::fire_id::new_fire_id;
@@ -102,26 +101,6 @@ pub const TRIGGER_ARG: Arg = Arg::new(
 )
 .token("TRIGGER")
 .optional();
-
-/// Read a lease length in seconds (decimal, > 0).
-pub fn lease_secs(args: &mut Args<'_>) -> Result<f64, CommandError> {
-    let text = args.text("lease (seconds)")?;
-    let secs: f64 = text
-        .parse()
-        .ok()
-        .filter(|secs: &f64| *secs > 0.0 && *secs <= crate::dreams::lease::LEASE_SECS_MAX)
-        .ok_or_else(|| {
-            CommandError::err(format_args!(
-                "lease must be a number of seconds above 0 and at most 3153600000, got '{text}'"
-            ))
-        })?;
-    Ok(secs)
-}
-
-/// `ERR unknown option`.
-pub fn unknown_option(option: &str) -> CommandError {
-    CommandError::err(format_args!("unknown option '{option}'"))
-}
 
 /// Capacity may be back for `org`'s blocked drainers (a limit lifted or
 /// raised, a pause ended, a place in flight freed): the first one is

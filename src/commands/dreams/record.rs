@@ -3,9 +3,9 @@
 //! count a write against the region's shared counters and, when due, create
 //! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
 
-use super::{
-    counted_reply, node, once, region_ref, trigger, unknown_option, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG,
-};
+use super::{counted_reply, node, region_ref, trigger, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG};
+use crate::commands::dreams::settings;
+use crate::commands::options::{once, unknown_option};
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
 use crate::dreams::region::RegionRef;
 use crate::dreams::store::RegionStore;
@@ -14,7 +14,6 @@ use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::args::{parse_unsigned, Args};
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::reply::{CommandError, CommandResult};
 use crate::glue::session::Session;
 use crate::metrics::count;
@@ -112,7 +111,7 @@ pub(crate) fn parse<'a>(
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, write, fired_by, thresholds) = parse(argv)?;
-    let thresholds = thresholds.unwrap_or_else(config::trigger);
+    let thresholds = thresholds.unwrap_or_else(settings::trigger);
     let now = session.now_secs();
     // Every key the call may touch is checked (ACL) first: the region's
     // counters, its event set only with EVENT, and the queue (the write
@@ -169,7 +168,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         fired_by.unwrap_or(DEFAULT_NODE),
         &thresholds,
         now,
-        config::queue_max(),
+        settings::queue_max(),
         super::new_fire_id,
     );
     if let Some(refused) = counters.refused() {

@@ -10,7 +10,8 @@ use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
-use crate::stores::dreams::store::{RedisLeases, RedisQueue};
+use crate::stores::dreams::store::RedisQueue;
+use crate::stores::leases::RedisLeases;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -7,11 +7,12 @@
 //! onto ready does.
 
 use super::organization;
+use crate::commands::dreams::settings;
+use crate::commands::options::COUNT_ARG;
 use crate::dreams::redrive::redrive;
 use crate::entry::entry_point;
 use crate::glue::args::Args;
-use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
+use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
@@ -25,7 +26,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     arity: -2,
     summary: "Move dead letters that are fire messages of the organization back to the ready list",
     complexity: "O(N) where N is the number of dead items looked at (COUNT, default 100)",
-    args: &[Arg::tenant("org"), Arg::new("count", ArgKind::Integer).token("COUNT").optional()],
+    args: &[Arg::tenant("org"), COUNT_ARG],
 };
 
 /// Dead items one call looks at unless told: a step that stays small.
@@ -53,7 +54,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (org, count) = parse(argv)?;
     let queue = RedisQueue::check(session, org, true)?;
     let mut queue = queue.open(session)?;
-    let done = redrive(&mut queue, org, count, config::queue_max());
+    let done = redrive(&mut queue, org, count, settings::queue_max());
     let left = crate::dreams::store::DeadLetters::dead_len(&queue);
     Ok(Reply::Array(vec![Reply::count(done.moved), Reply::count(done.kept), Reply::count(left)]))
 }

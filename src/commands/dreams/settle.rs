@@ -4,7 +4,8 @@
 //! `RETAIN`. Reply `OK`.
 
 use super::record::generation;
-use super::{region, unknown_option, REGION_ARGS};
+use super::{region, REGION_ARGS};
+use crate::commands::options::unknown_option;
 use crate::dreams::record::settle;
 use crate::dreams::region::RegionKey;
 use crate::entry::entry_point;

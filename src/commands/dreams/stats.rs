@@ -8,7 +8,6 @@
 //! this node, not replicated (see docs/dreams.md#dreamsstats).
 
 use super::organization;
-use crate::dreams::lease::EXPIRED;
 use crate::dreams::limits::Limits;
 use crate::dreams::region::QueueKey;
 use crate::entry::entry_point;
@@ -21,6 +20,7 @@ use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
+use crate::lease::EXPIRED;
 use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::stores::dreams::limits;

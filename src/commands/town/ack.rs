@@ -17,7 +17,7 @@ use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::{Checked, Session};
 use crate::metrics::count;
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{check_leases, MailChecked, RedisMail};
 use crate::town::keys::TownKeys;
 use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};

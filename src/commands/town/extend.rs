@@ -4,15 +4,15 @@
 //! (acknowledged, or its lease ran out and it went back to the inbox).
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::lease_secs;
-use crate::dreams::lease::{deadline, extend};
+use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
 use crate::glue::access::ReadWrite;
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
-use crate::stores::dreams::store::RedisLeases;
+use crate::lease::{deadline, extend};
+use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{self, check_leases};
 use crate::town::keys::TownKeys;
 

@@ -17,6 +17,7 @@ pub mod recv;
 pub mod requeue;
 pub mod reset;
 pub mod send;
+pub mod settings;
 pub mod stats;
 pub mod stop;
 pub mod task;
@@ -63,20 +64,6 @@ pub fn id_str<'a>(args: &mut Args<'a>, what: &str) -> Result<&'a str, CommandErr
 /// registered words alone.
 pub fn unknown_subcommand(command: &str, word: &str) -> CommandError {
     CommandError::err(format_args!("unknown subcommand '{word}'. Try {command} HELP."))
-}
-
-/// `ERR unknown option`.
-pub fn unknown_option(option: &str) -> CommandError {
-    CommandError::err(format_args!("unknown option '{option}'"))
-}
-
-/// Refuse an option given twice.
-pub fn once(seen: &mut bool, option: &str) -> Result<(), CommandError> {
-    if *seen {
-        return Err(CommandError::err(format_args!("{option} given more than once")));
-    }
-    *seen = true;
-    Ok(())
 }
 
 /// A message validation error as a reply.

@@ -26,22 +26,22 @@
 //! null array).
 
 use super::ack::AckKeys;
-use super::{id_str, once, town, unknown_option, AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::lease_secs;
-use crate::dreams::lease::{deadline, grant};
+use super::{id_str, town, AGENT_ARG, TOWN_ARG};
+use crate::commands::options::{flag_once, given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
+use crate::commands::town::settings;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, ReadWrite, Write};
 use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::config;
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
+use crate::lease::{deadline, grant};
 use crate::metrics::count;
 use crate::services::waiters::{self, Available, WaitOn};
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::stores::town::index::IdIndex;
 use crate::stores::town::leases::{self, check_leases};
 use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
@@ -62,10 +62,10 @@ pub const SPEC: CommandSpec = CommandSpec {
         TOWN_ARG,
         AGENT_ARG,
         Arg::new("timeout", ArgKind::Double).token("BLOCK").optional(),
-        Arg::new("count", ArgKind::Integer).token("COUNT").optional(),
+        COUNT_ARG,
         Arg::flag("URGENT"),
         Arg::flag("RELIABLE"),
-        Arg::new("secs", ArgKind::Double).token("LEASE").optional(),
+        LEASE_ARG,
         Arg::new("message-id", ArgKind::String).token("ACK").optional(),
     ],
 };
@@ -103,12 +103,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
             "COUNT" if count.is_none() => {
                 count = Some(args.unsigned_in("count", 1, i64::MAX as u64)?);
             }
-            "URGENT" => once(&mut urgent_only, "URGENT")?,
-            "RELIABLE" => once(&mut reliable, "RELIABLE")?,
+            "URGENT" => flag_once(&mut urgent_only, "URGENT")?,
+            "RELIABLE" => flag_once(&mut reliable, "RELIABLE")?,
             "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            "BLOCK" | "COUNT" | "LEASE" | "ACK" => {
-                return Err(CommandError::err(format_args!("{option} given more than once")))
-            }
+            "BLOCK" | "COUNT" | "LEASE" | "ACK" => return Err(given_twice(&option)),
             other => return Err(unknown_option(other)),
         }
     }
@@ -119,7 +117,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
         return Err(CommandError::err("LEASE needs RELIABLE (only pending messages can be leased)"));
     }
     let lease = match reliable {
-        true => lease.or_else(config::town_lease_secs),
+        true => lease.or_else(settings::town_lease_secs),
         false => None,
     };
     Ok(Request { keys, agent, block_ms, receive: ReceiveRequest { count, urgent_only }, reliable, lease, ack })

@@ -12,7 +12,7 @@ use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::stores::town::index::IdIndex;
 use crate::stores::town::leases::check_leases;
 use crate::stores::town::mailbox::{check_list, open_list};

@@ -5,7 +5,8 @@
 //! key is ACL-checked before the first is deleted. Reply: the number of
 //! keys deleted (index keys included).
 
-use super::{town, unknown_option, TOWN_ARG};
+use super::{town, TOWN_ARG};
+use crate::commands::options::unknown_option;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};

@@ -3,7 +3,8 @@
 //! normal, low or none at the tail; with `URGENT` at the head of the urgent
 //! inbox. Reply: the length of the list it went to.
 
-use super::{invalid_message, town, unknown_option, TOWN_ARG};
+use super::{invalid_message, town, TOWN_ARG};
+use crate::commands::options::unknown_option;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::Write;

@@ -12,7 +12,6 @@
 
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs, totals_header};
-use crate::dreams::lease::EXPIRED;
 use crate::entry::entry_point;
 use crate::events::{Town, TOWN_FIELDS};
 use crate::glue::access::Read;
@@ -22,6 +21,7 @@ use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::glue::string::OwnedString;
+use crate::lease::EXPIRED;
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;

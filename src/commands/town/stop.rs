@@ -6,7 +6,8 @@
 //! Redis subcommand with the flags of its native analogue (SET EX, EXISTS,
 //! UNLINK): CHECK runs on a replica, REQUEST is `deny-oom`.
 
-use super::{id, town, unknown_option, unknown_subcommand, AGENT_ARG, TOWN_ARG};
+use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
+use crate::commands::options::{given_twice, unknown_option};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, Mode, Write};
@@ -83,7 +84,7 @@ pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, String, O
             "TTL" if ttl.is_none() => {
                 ttl = Some(args.unsigned_in("TTL (seconds)", 1, MAX_TTL_SECS)?);
             }
-            "TTL" => return Err(CommandError::err("TTL given more than once")),
+            "TTL" => return Err(given_twice("TTL")),
             other => return Err(unknown_option(other)),
         }
     }

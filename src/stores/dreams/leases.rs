@@ -1,17 +1,19 @@
 //! The Dreams lease family for the lease timer ([`crate::services::lease_timer`]):
 //! which keys hold an organization's leases, how to expire what is due.
 //! Granting and extending live in DRAIN and EXTEND; the state machine in
-//! [`crate::dreams::lease`].
+//! [`crate::lease`] and [`crate::dreams::lease`].
 
-use super::store::{RedisLeases, RedisQueue};
-use crate::dreams::lease::{expire_due_counted, LeaseStore};
+use super::store::RedisQueue;
+use crate::dreams::lease::expire_due_counted;
 use crate::dreams::region::{QueueKey, QueueKeys};
 use crate::events::Dreams;
 use crate::glue::reply::CommandError;
 use crate::glue::session::Session;
+use crate::lease::LeaseStore;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
+use crate::stores::leases::RedisLeases;
 
 /// The family.
 pub static FAMILY: LeaseFamily = LeaseFamily { tenant_of, expire, earliest, slot_tenant };

@@ -5,10 +5,9 @@
 use std::ffi::CStr;
 
 use super::queue_names::{queue_names, queue_names_and_tenant};
-use crate::dreams::lease::{LeaseStore, EXPIRED};
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
-use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write, Writes};
+use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write};
 use crate::glue::call;
 use crate::glue::ctx::RawString;
 use crate::glue::key::{End, FieldValue, Key, KeyKind, Taken};
@@ -17,6 +16,7 @@ use crate::glue::session::{Checked, EveryKey, Session};
 use crate::glue::string::{KeyName, OwnedString, StaticString};
 use crate::metrics::fire_ages::{self, List};
 use crate::metrics::tenant_stats::TenantId;
+use crate::stores::leases::RedisLeases;
 
 /// The counter hash's field names as Redis strings, made once.
 static COUNTER_FIELDS: [StaticString; 5] = {
@@ -508,13 +508,7 @@ pub enum EventSet {
     Untouched,
 }
 
-/// A lease set: an organization's (`exocortex:dreams:{<org>}:leases`), or
-/// a Town agent's (`tt:{<town>}:leases:<agent>`); read-only (`Read`) for
-/// inspection.
-pub struct RedisLeases<M: Mode = ReadWrite> {
-    key: Key<M>,
-}
-
+/// An organization's lease set (`exocortex:dreams:{<org>}:leases`).
 impl RedisLeases {
     /// The name of `org`'s lease set.
     pub fn name(org: &str) -> KeyName {
@@ -530,67 +524,6 @@ impl RedisLeases {
     /// Check `org`'s lease set to read it only.
     pub fn check_read(session: &Session, org: &str) -> Result<Checked<Read>, CommandError> {
         session.check(Self::name(org))
-    }
-}
-
-impl<M: Mode> RedisLeases<M> {
-    /// Open a checked lease set, refusing another type.
-    pub fn open(session: &Session, checked: Checked<M>) -> Result<Self, CommandError> {
-        let key = checked.open(session)?;
-        key.require(KeyKind::ZSet)?;
-        Ok(Self { key })
-    }
-
-    /// Is the set absent or empty (no payload leased, none expired)?
-    pub fn is_empty(&self) -> bool {
-        self.key.is_empty()
-    }
-}
-
-impl<M: ReadsValues> RedisLeases<M> {
-    /// The score of `payload` (its deadline, or the expiry marker), if listed.
-    pub fn score_of(&self, payload: &[u8]) -> Option<i64> {
-        self.key.zscore(payload).map(|score| score as i64)
-    }
-
-    /// The earliest deadline, if any lease is running.
-    pub fn earliest_deadline(&self) -> Option<i64> {
-        self.key.zrange_by_score((EXPIRED + 1) as f64, f64::INFINITY, 1).first().map(|(_, score)| *score as i64)
-    }
-}
-
-impl<M: Writes> RedisLeases<M> {
-    /// Signal the set modified now if written (as closing it would), and
-    /// at close only if written again.
-    pub fn signal_modified_now(&self) {
-        self.key.signal_modified_now();
-    }
-
-    /// Delete the whole set (everything in flight went back to ready).
-    pub fn clear(&self) {
-        self.key.delete();
-    }
-}
-
-impl LeaseStore for RedisLeases {
-    fn score(&self, payload: &[u8]) -> Option<i64> {
-        self.key.zscore(payload).map(|score| score as i64)
-    }
-    fn set(&mut self, payload: &[u8], score: i64) {
-        self.key.zadd(score as f64, payload);
-    }
-    fn remove(&mut self, payload: &[u8]) -> bool {
-        self.key.zrem(&[payload]) > 0
-    }
-    fn due(&self, now_ms: i64, limit: u64) -> Vec<Vec<u8>> {
-        self.key
-            .zrange_by_score((EXPIRED + 1) as f64, now_ms as f64, limit)
-            .into_iter()
-            .map(|(member, _)| member)
-            .collect()
-    }
-    fn earliest(&self) -> Option<i64> {
-        self.earliest_deadline()
     }
 }
 

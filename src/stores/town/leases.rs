@@ -4,16 +4,16 @@
 //! of the agent's inbox (state machine: [`crate::town::lease`]).
 
 use super::names;
-use crate::dreams::lease::LeaseStore;
 use crate::events::Town;
 use crate::glue::access::{Mode, ReadWrite};
 use crate::glue::key::{End, Key};
 use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, Session};
+use crate::lease::LeaseStore;
 use crate::metrics::count;
 use crate::services::lease_index::LeaseFamily;
 use crate::services::lease_timer;
-use crate::stores::dreams::store::RedisLeases;
+use crate::stores::leases::RedisLeases;
 use crate::town::keys::{AgentKey, TownKey, TownKeys};
 use crate::town::lease::{expire_due_counted, AgentMail};
 
