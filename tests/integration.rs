@@ -61,18 +61,7 @@ mod waiters;
 /// nowhere and its tests would silently not run.
 #[test]
 fn every_test_file_is_a_module() {
-    let this = include_str!("integration.rs");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("read tests/") {
-        let path = entry.expect("a tests/ entry").path();
-        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        if path.extension().is_some_and(|e| e == "rs")
-            && name != "integration"
-            && !this.contains(&format!("\nmod {name};\n"))
-        {
-            missing.push(format!("tests/{name}.rs"));
-        }
-    }
+    let missing = dreamtown_test_support::test_files_left_out(&dir, include_str!("integration.rs"));
     assert!(missing.is_empty(), "not modules of tests/integration.rs (add `mod <name>;`): {}", missing.join(", "));
 }

@@ -35,21 +35,9 @@ mod waiters_cluster;
 /// left out would compile nowhere and its tests would silently not run.
 #[test]
 fn every_test_file_is_a_module() {
-    let this = include_str!("integration.rs");
-    let manifest = include_str!("../Cargo.toml");
+    let declared = [include_str!("integration.rs"), include_str!("../Cargo.toml")].concat();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("read tests/") {
-        let path = entry.expect("a tests/ entry").path();
-        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        if path.extension().is_some_and(|e| e == "rs")
-            && name != "integration"
-            && !this.contains(&format!("\nmod {name};\n"))
-            && !manifest.contains(&format!("path = \"tests/{name}.rs\""))
-        {
-            missing.push(format!("client/tests/{name}.rs"));
-        }
-    }
+    let missing = dreamtown_test_support::test_files_left_out(&dir, &declared);
     assert!(
         missing.is_empty(),
         "neither modules of tests/integration.rs nor tests of Cargo.toml: {}",

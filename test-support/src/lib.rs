@@ -114,3 +114,25 @@ pub fn unload_module(con: &mut redis::Connection) -> Result<bool, String> {
         }
     }
 }
+
+/// The `*.rs` files of `tests_dir` (but `integration.rs`, the one test
+/// binary) that `declared` does not name as `mod <name>;` or as a
+/// `[[test]]`'s `path = "tests/<name>.rs"`: with Cargo's one binary per
+/// file off, such a file compiles nowhere and its tests silently never run.
+/// `declared` is integration.rs's text, and the manifest's if it has
+/// `[[test]]` entries.
+pub fn test_files_left_out(tests_dir: &std::path::Path, declared: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(tests_dir).expect("read tests/") {
+        let path = entry.expect("a tests/ entry").path();
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        if path.extension().is_some_and(|e| e == "rs")
+            && name != "integration"
+            && !declared.contains(&format!("\nmod {name};\n"))
+            && !declared.contains(&format!("path = \"tests/{name}.rs\""))
+        {
+            missing.push(format!("{name}.rs"));
+        }
+    }
+    missing
+}
