@@ -5,8 +5,8 @@
 //! layer. Everything here runs without a server: no `Session`, no keys.
 
 use crate::commands::{dreams, town};
-use crate::glue::args::{self, Args};
 use crate::glue::reply::CommandError;
+use dreamtown_protocol::args::{self, Args};
 use dreamtown_protocol::commands as names;
 
 /// The parse step of command `name` (any case) on `argv` (the arguments
@@ -83,7 +83,7 @@ pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
         1 => dreams::region(&mut a).map(drop),
         2 => dreams::trigger(&mut a).map(drop),
         3 => crate::commands::options::lease_secs(&mut a).map(drop),
-        4 => dreams::record::delivery(&mut a).map(drop),
+        4 => dreamtown_protocol::request::dreams::Delivery::parse(&mut a).map(drop),
         5 => town::town(&mut a).map(drop),
         6 => town::id(&mut a, "agent id").map(drop),
         7 => town::id(&mut a, "task id").map(drop),

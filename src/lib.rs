@@ -12,7 +12,6 @@
 //! core that the client crate reuses.
 
 pub mod cluster_slot;
-pub mod decimal;
 pub mod dreams;
 pub mod events;
 pub mod lease;

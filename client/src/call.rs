@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 // Redis Cluster's slot of a key: the module's own hash.
 use dreamtown::cluster_slot::key_slot;
+use dreamtown_protocol::request::{Request, arguments};
 use redis::Value;
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
@@ -61,6 +62,20 @@ impl Call {
     /// `name` with no arguments yet.
     pub(crate) fn new(name: &'static str) -> Self {
         Self { name, cmd: redis::cmd(name) }
+    }
+
+    /// `request`'s command line: its command words and its arguments, as
+    /// the protocol writes them (the same code that the module parses with).
+    pub(crate) fn request<'a, R: Request<'a>>(request: &R) -> Self {
+        let mut words = R::COMMAND.iter();
+        let mut call = Self::new(words.next().copied().unwrap_or_default());
+        for word in words {
+            call = call.arg(*word);
+        }
+        for arg in arguments(request) {
+            call = call.arg(arg);
+        }
+        call
     }
 
     /// Append an argument.

@@ -8,7 +8,15 @@
 //! Pure: no Redis types, no I/O, no allocation where a hot command path
 //! builds a name (the `*_parts` functions return the pieces to join).
 
+pub mod args;
 pub mod commands;
+pub mod decimal;
+pub mod error;
 pub mod info;
 pub mod keyspace;
+pub mod request;
 pub mod stats;
+
+#[cfg(test)]
+#[path = "../../src/test_random.rs"]
+mod test_random;

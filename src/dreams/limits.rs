@@ -19,7 +19,7 @@
 //! hash: a drain reads it whole with one call and no allocation, where a
 //! hash costs a Redis string per field (docs/bench.md).
 
-use crate::decimal::{parse_signed, parse_unsigned};
+use dreamtown_protocol::decimal::{parse_signed, parse_unsigned};
 
 /// The largest concurrency cap.
 pub const CONCURRENCY_MAX: u64 = u32::MAX as u64;

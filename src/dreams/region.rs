@@ -36,6 +36,19 @@ pub struct RegionRef<'a> {
     pub memory_type: u32,
 }
 
+impl<'a> From<&'a RegionKey> for dreamtown_protocol::request::dreams::Region<'a> {
+    fn from(region: &'a RegionKey) -> Self {
+        Self { org: &region.org, project: region.project.as_bytes(), memory_type: region.memory_type }
+    }
+}
+
+impl<'a> From<dreamtown_protocol::request::dreams::Region<'a>> for RegionRef<'a> {
+    fn from(given: dreamtown_protocol::request::dreams::Region<'a>) -> Self {
+        let dreamtown_protocol::request::dreams::Region { org, project, memory_type } = given;
+        Self { org, project, memory_type }
+    }
+}
+
 impl RegionRef<'_> {
     /// The region, owned.
     pub fn to_key(&self) -> RegionKey {

@@ -17,6 +17,25 @@ pub struct Trigger {
     pub age_floor_secs: u64,
 }
 
+impl From<dreamtown_protocol::request::dreams::Trigger> for Trigger {
+    fn from(given: dreamtown_protocol::request::dreams::Trigger) -> Self {
+        let dreamtown_protocol::request::dreams::Trigger {
+            memory_threshold,
+            edge_threshold,
+            min_interval_secs,
+            age_floor_secs,
+        } = given;
+        Self { memory_threshold, edge_threshold, min_interval_secs, age_floor_secs }
+    }
+}
+
+impl From<Trigger> for dreamtown_protocol::request::dreams::Trigger {
+    fn from(trigger: Trigger) -> Self {
+        let Trigger { memory_threshold, edge_threshold, min_interval_secs, age_floor_secs } = trigger;
+        Self { memory_threshold, edge_threshold, min_interval_secs, age_floor_secs }
+    }
+}
+
 impl Default for Trigger {
     fn default() -> Self {
         Self { memory_threshold: 50, edge_threshold: 200, min_interval_secs: 3_600, age_floor_secs: 7 * 86_400 }

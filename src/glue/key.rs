@@ -14,10 +14,10 @@ use redis_module::raw;
 
 use super::access::{Mode, ReadWrite, ReadsValues, Writes};
 use super::api::api;
-use super::args::parse_signed;
 use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
 use super::string::{bytes_of, take_bytes, Argv, KeyName, OwnedString, StaticString};
+use dreamtown_protocol::args::parse_signed;
 
 /// The type of value at a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! (`unsafe`, `redis_module::raw` and `api!` appear nowhere else:
 //! `scripts/check-layers.py`). The API table (`api`), strings, keys that
 //! replicate and notify their writes (`key`, `effects`), `RedisModule_Call`
-//! (`call`), argument parsing (`args`, `argv`), replies and errors
+//! (`call`), argument strings (`argv`; their parsing is
+//! `dreamtown_protocol::args`), replies and errors
 //! (`reply`), sessions with ACL checks (`session`), configuration
 //! (`config`), command registration with its metadata (`command`,
 //! `acl_category`), latency events (`latency`); the module's entry points
@@ -19,7 +20,6 @@ pub mod access;
 pub mod acl;
 pub mod acl_category;
 pub mod api;
-pub mod args;
 pub mod argv;
 pub mod blocked;
 pub mod call;

@@ -78,53 +78,12 @@ impl Reply {
     }
 }
 
-/// The message of [`CommandError::dry_run_complete`].
-const DRY_RUN_COMPLETE: &str = "DRYRUN every check passed";
+pub use dreamtown_protocol::error::CommandError;
 
-/// A command error; the message starts with its code.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommandError(String);
-
-impl CommandError {
-    /// `ERR <message>`.
-    pub fn err(message: impl std::fmt::Display) -> Self {
-        Self(format!("ERR {message}"))
-    }
-
-    /// An error with its own code, e.g. `NOPERM ...`.
-    pub fn coded(code: &str, message: impl std::fmt::Display) -> Self {
-        Self(format!("{code} {message}"))
-    }
-
-    /// `WRONGTYPE` for `key`.
-    pub fn wrong_type(key: &[u8]) -> Self {
-        Self(format!(
-            "WRONGTYPE Operation against a key holding the wrong kind of value ({})",
-            String::from_utf8_lossy(key)
-        ))
-    }
-
-    /// `ERR syntax error`.
-    pub fn syntax() -> Self {
-        Self::err("syntax error")
-    }
-
-    /// A dry run (`ACL DRYRUN`, `session::Session::dry_run_as`) reached the
-    /// first key it would open: every ACL check passed. Never sent.
-    pub(crate) fn dry_run_complete() -> Self {
-        Self(DRY_RUN_COMPLETE.to_string())
-    }
-
-    /// The full message.
-    pub fn message(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for CommandError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// A dry run (`ACL DRYRUN`, `session::Session::dry_run_as`) reached the
+/// first key it would open: every ACL check passed. Never sent.
+pub(crate) fn dry_run_complete() -> CommandError {
+    CommandError::coded("DRYRUN", "every check passed")
 }
 
 /// What a command handler returns.

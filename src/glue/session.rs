@@ -48,7 +48,7 @@ impl<M: Mode> Checked<M> {
     }
 
     /// Open the key now. In a dry run this is where the run stops: every
-    /// check passed ([`CommandError::dry_run_complete`]).
+    /// check passed ([`dry_run_complete`](super::reply::dry_run_complete)).
     pub fn open(self, session: &Session) -> Result<Key<M>, CommandError> {
         session.opening()?;
         Ok(Key::open_name(session.ctx, self.name))
@@ -261,7 +261,7 @@ impl Session {
 
     /// A dry run of the call `command` as user `name`: every key check the
     /// call would make, as `name` would, with no `ACL LOG` entry; the
-    /// first key it would open ends it ([`CommandError::dry_run_complete`]).
+    /// first key it would open ends it ([`dry_run_complete`](super::reply::dry_run_complete)).
     pub fn dry_run_as(ctx: *mut raw::RedisModuleCtx, name: &[u8], command: &[&[u8]]) -> Result<Self, CommandError> {
         let mut session = Self::acting_as(ctx, Some(name), command)?;
         session.dry_run = true;
@@ -424,7 +424,7 @@ impl Session {
     /// run ends here.
     fn opening(&self) -> Result<(), CommandError> {
         if self.dry_run {
-            return Err(CommandError::dry_run_complete());
+            return Err(super::reply::dry_run_complete());
         }
         self.opened.set(true);
         Ok(())
@@ -623,14 +623,4 @@ fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
     Some((user, true))
 }
 
-/// Validate a tenant name: non-empty, no `{`/`}` (they would break the hash
-/// tag that keeps a tenant in one slot), UTF-8; borrowed from the argument.
-pub fn tenant_str<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, CommandError> {
-    if bytes.is_empty() {
-        return Err(CommandError::err(format_args!("{what} must not be empty")));
-    }
-    if bytes.iter().any(|b| *b == b'{' || *b == b'}') {
-        return Err(CommandError::err(format_args!("{what} must not contain '{{' or '}}'")));
-    }
-    super::args::utf8(bytes).ok_or_else(|| CommandError::err(format_args!("{what} must be valid UTF-8")))
-}
+pub use dreamtown_protocol::args::tenant_str;

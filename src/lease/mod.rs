@@ -26,7 +26,7 @@ pub mod memory;
 pub const EXPIRED: i64 = 0;
 
 /// Longest lease accepted (seconds): 100 years.
-pub const LEASE_SECS_MAX: f64 = 3_153_600_000.0;
+pub use dreamtown_protocol::request::options::LEASE_SECS_MAX;
 
 /// A tenant's lease set.
 pub trait LeaseStore {

@@ -12,6 +12,7 @@ use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
 use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
+use dreamtown_protocol::request::dreams as request;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{
@@ -395,13 +396,22 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Record<'a, C> {
     pub async fn send(self) -> Result<RecordWriteOutcome> {
         let dreams = self.dreams;
         dreams.ensure_region(self.region)?;
-        let mut call =
-            region_call("DREAMS.RECORD", self.region).arg(self.memories).arg(self.edges).arg("NODE").arg(self.node);
         if let Some(fence) = self.fence {
             check_fence(fence.event_id, fence.generation)?;
-            call = call.arg("EVENT").arg(fence.event_id).arg("GENERATION").arg(fence.generation);
         }
-        let reply = dreams.send(with_trigger(call, self.trigger)).await?;
+        let request = request::Record {
+            region: self.region.into(),
+            memories: u64::from(self.memories),
+            edges: u64::from(self.edges),
+            node: Some(self.node),
+            delivery: self.fence.map(|fence| request::Delivery {
+                event_id: fence.event_id.as_bytes(),
+                // The module reads a generation above i64::MAX as i64::MAX.
+                generation: i64::try_from(fence.generation).unwrap_or(i64::MAX),
+            }),
+            trigger: Some(self.trigger.into()),
+        };
+        let reply = dreams.send(Call::request(&request)).await?;
         let (word, memories, edges) = reply.counted()?;
         RecordWriteOutcome::from_reply(word, snapshot(memories, edges))
     }

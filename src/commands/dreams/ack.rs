@@ -12,7 +12,6 @@ use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -20,6 +19,7 @@ use crate::metrics::count;
 use crate::services::{limits_index, waiters};
 use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -5,11 +5,11 @@
 use super::region;
 use crate::dreams::region::RegionKey;
 use crate::entry::entry_point;
-use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisRegion;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -56,7 +56,6 @@ use crate::dreams::store::QueueAppend;
 use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::access::{Meta, Read};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::ctx::{selected_db, Ctx};
 use crate::glue::db_scope::DbScope;
@@ -74,6 +73,7 @@ use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::args::Args;
 use std::os::raw::c_int;
 
 /// The command.

@@ -6,13 +6,13 @@
 use super::organization;
 use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::lease::{deadline, extend};
 use crate::stores::dreams::leases;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -9,12 +9,12 @@ use crate::dreams::message::FireIdText;
 use crate::dreams::region::RegionRef;
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::FireQueue;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -8,13 +8,13 @@
 use super::organization;
 use crate::entry::entry_point;
 use crate::glue::access::Read;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::lease::EXPIRED;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

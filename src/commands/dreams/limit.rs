@@ -20,13 +20,13 @@ use crate::dreams::limits::{Rate, CONCURRENCY_MAX, RATE_COUNT_MAX, RATE_SECONDS_
 use crate::dreams::region::QueueKey;
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::Meta;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::KeyKind;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::limits::{self, RedisLimits};
 use crate::stores::dreams::queue_names::queue_names;
+use dreamtown_protocol::args::Args;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -127,7 +127,7 @@ fn parse_change(args: &mut Args<'_>) -> Result<LimitChange, CommandError> {
                     true => None,
                     false => {
                         let text = args.text("concurrency")?;
-                        let cap = crate::glue::args::parse_unsigned(text.as_bytes(), CONCURRENCY_MAX)
+                        let cap = dreamtown_protocol::args::parse_unsigned(text.as_bytes(), CONCURRENCY_MAX)
                             .filter(|cap| *cap >= 1)
                             .ok_or_else(|| {
                                 CommandError::err(format_args!(

@@ -21,18 +21,17 @@ pub mod stats;
 
 use crate::dreams::region::{QueueKeys, RegionKey, RegionRef};
 use crate::dreams::trigger::Trigger;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind};
 use crate::glue::reply::{CommandError, Reply};
-use crate::glue::session::{tenant_str, Session};
+use crate::glue::session::Session;
 use crate::services::waiters;
+use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
 
 pub use crate::dreams::message::DEFAULT_NODE;
 
 /// Read `<org>`.
-pub fn organization<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
-    tenant_str(args.required("organization")?, "organization")
-}
+pub use dreamtown_protocol::request::dreams::{node, organization};
 
 /// Read `<org> <project> <memory-type>`.
 pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
@@ -42,29 +41,12 @@ pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
 /// [`region`] borrowed from the arguments: the hot commands (FIRE, RECORD)
 /// copy the names nowhere but into the key names and the payload.
 pub fn region_ref<'a>(args: &mut Args<'a>) -> Result<RegionRef<'a>, CommandError> {
-    let org = organization(args)?;
-    let project = args.utf8_bytes("project")?;
-    let memory_type = args.unsigned("memory type", u64::from(u32::MAX))? as u32;
-    Ok(RegionRef { org, project, memory_type })
+    request::Region::parse(args).map(RegionRef::from)
 }
 
 /// Read the four values after `TRIGGER`.
 pub fn trigger(args: &mut Args<'_>) -> Result<Trigger, CommandError> {
-    // The seconds take any u64: the seed's callers send `u32` hours and days
-    // times 3,600 and 86,400 (up to 371,085,174,374,400, its "never"), and
-    // its Lua compares whatever came. Compared exactly (`Trigger` clamps
-    // only past i64::MAX), so every such value answers as the seed does.
-    Ok(Trigger {
-        memory_threshold: args.unsigned("memory threshold", u64::from(u32::MAX))?,
-        edge_threshold: args.unsigned("edge threshold", u64::from(u32::MAX))?,
-        min_interval_secs: args.unsigned("min interval (seconds)", u64::MAX)?,
-        age_floor_secs: args.unsigned("age floor (seconds)", u64::MAX)?,
-    })
-}
-
-/// Read the node id after `NODE`.
-pub fn node<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
-    args.text("node id")
+    request::Trigger::parse(args).map(Trigger::from)
 }
 
 /// `[outcome, memories, edges]`: a counted write's reply (RECORD, ACK).

@@ -3,22 +3,22 @@
 //! count a write against the region's shared counters and, when due, create
 //! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
 
-use super::{counted_reply, node, region_ref, trigger, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG};
+use super::{counted_reply, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG};
 use crate::commands::dreams::settings;
-use crate::commands::options::{once, unknown_option};
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
 use crate::dreams::region::RegionRef;
 use crate::dreams::store::RegionStore;
 use crate::dreams::trigger::Trigger;
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::{parse_unsigned, Args};
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::stores::dreams::store::{EventSet, FireQueue, RedisRegion};
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -49,64 +49,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// Read `<event-id> GENERATION <n>` after `EVENT`.
-pub fn delivery<'a>(args: &mut Args<'a>) -> Result<(&'a [u8], i64), CommandError> {
-    let event_id = args.required("event id")?;
-    if event_id.is_empty() {
-        return Err(CommandError::err("Dreams write event id must not be empty"));
-    }
-    if !args.keyword("GENERATION") {
-        return Err(CommandError::err("EVENT <event-id> must be followed by GENERATION <n>"));
-    }
-    let generation = generation(args)?;
-    Ok((event_id, generation))
-}
-
-/// Read a delivery generation: a positive integer up to u64::MAX (the
-/// seed's `DeliveryFence::generation` is a `u64`). Generations are kept as
-/// i64, so those above i64::MAX count as i64::MAX: the one difference from
-/// the seed (whose Lua compares them as doubles), listed in dreams.md.
-pub fn generation(args: &mut Args<'_>) -> Result<i64, CommandError> {
-    // The seed's words first (its callers match them), then the one range
-    // every bad value gets.
-    let value = args.required("generation")?;
-    let value = parse_unsigned(value, u64::MAX).filter(|value| *value > 0).ok_or_else(|| {
-        CommandError::err(format_args!(
-            "Dreams delivery generation must be positive (an integer from 1 to {})",
-            u64::MAX
-        ))
-    })?;
-    Ok(i64::try_from(value).unwrap_or(i64::MAX))
-}
-
-/// The parse step: the region, the write, `NODE` and `TRIGGER` if given.
+/// The parse step ([`request::Record`]): the region, the write, `NODE`
+/// and `TRIGGER` if given, in the core's types.
 #[allow(clippy::type_complexity)]
 pub(crate) fn parse<'a>(
     argv: &'a [&'a [u8]],
 ) -> Result<(RegionRef<'a>, Write<'a>, Option<&'a str>, Option<Trigger>), CommandError> {
-    let mut args = Args::new(argv);
-    let region = region_ref(&mut args)?;
-    let memories = args.unsigned("memories", u64::from(u32::MAX))?;
-    let edges = args.unsigned("edges", u64::from(u32::MAX))?;
-    let (mut fired_by, mut delivered, mut thresholds) = (None, None, None);
-    // Options matched in place (no upper-cased copy: RECORD is the hot path).
-    while let Some(word) = args.next() {
-        let is = |name: &str| crate::glue::args::is_word(word, name);
-        if is("NODE") {
-            once(&mut fired_by, node(&mut args)?, "NODE")?;
-        } else if is("EVENT") {
-            once(&mut delivered, delivery(&mut args)?, "EVENT")?;
-        } else if is("GENERATION") {
-            return Err(CommandError::err("GENERATION needs EVENT <event-id> before it"));
-        } else if is("TRIGGER") {
-            once(&mut thresholds, trigger(&mut args)?, "TRIGGER")?;
-        } else {
-            return Err(unknown_option(&String::from_utf8_lossy(word).to_ascii_uppercase()));
-        }
-    }
-    let write =
-        Write { memories, edges, delivery: delivered.map(|(event_id, generation)| Delivery { event_id, generation }) };
-    Ok((region, write, fired_by, thresholds))
+    let request = request::Record::parse(argv)?;
+    let delivery = request.delivery.map(|fence| Delivery { event_id: fence.event_id, generation: fence.generation });
+    let write = Write { memories: request.memories, edges: request.edges, delivery };
+    Ok((request.region.into(), write, request.node, request.trigger.map(Trigger::from)))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

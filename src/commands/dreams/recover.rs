@@ -5,13 +5,13 @@ use super::organization;
 use crate::dreams::drain::recover;
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

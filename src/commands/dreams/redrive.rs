@@ -11,11 +11,11 @@ use crate::commands::dreams::settings;
 use crate::commands::options::COUNT_ARG;
 use crate::dreams::redrive::redrive;
 use crate::entry::entry_point;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -6,13 +6,13 @@
 use super::{organization, wake_drainers};
 use crate::entry::entry_point;
 use crate::events::Dreams;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::stores::dreams::limits::RedisLimits;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -3,17 +3,17 @@
 //! generation (monotonically) and forget the effect's identity, unless
 //! `RETAIN`. Reply `OK`.
 
-use super::record::generation;
 use super::{region, REGION_ARGS};
 use crate::commands::options::unknown_option;
 use crate::dreams::record::settle;
 use crate::dreams::region::RegionKey;
 use crate::entry::entry_point;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::{EventSet, RedisRegion};
+use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams::generation;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

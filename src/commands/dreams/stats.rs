@@ -13,7 +13,6 @@ use crate::dreams::region::QueueKey;
 use crate::entry::entry_point;
 use crate::events::DREAMS_FIELDS;
 use crate::glue::access::{Mode, Read, ReadsValues};
-use crate::glue::args::Args;
 use crate::glue::call;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::key::{Key, KeyKind};
@@ -25,6 +24,7 @@ use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::stores::dreams::limits;
 use crate::stores::dreams::queue_names::queue_names;
+use dreamtown_protocol::args::Args;
 use dreamtown_protocol::stats::{self, dreams};
 
 /// The command.

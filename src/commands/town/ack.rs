@@ -12,7 +12,6 @@ use super::{id_str, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::ReadWrite;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::{Checked, Session};
@@ -21,6 +20,7 @@ use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{check_leases, MailChecked, RedisMail};
 use crate::town::keys::TownKeys;
 use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

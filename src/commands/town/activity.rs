@@ -9,7 +9,6 @@ use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
 use crate::glue::access::{Read, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -19,6 +18,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

@@ -24,7 +24,6 @@
 use super::{id, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::{Mode, Read, ReadWrite, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::Key;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -35,6 +34,7 @@ use crate::stores::town::record;
 use crate::town::agent::{timestamp, Counter, LAST_HEARTBEAT, NAME};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

@@ -8,13 +8,13 @@
 use super::{id, town, unknown_subcommand, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::{Meta, Read, ReadWrite, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

@@ -5,7 +5,6 @@
 use super::{invalid_message, town, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::effects::publish;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -13,6 +12,7 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::town::keys::TownKeys;
 use crate::town::message::is_object;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

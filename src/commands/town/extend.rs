@@ -7,7 +7,6 @@ use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
 use crate::glue::access::ReadWrite;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -15,6 +14,7 @@ use crate::lease::{deadline, extend};
 use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{self, check_leases};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

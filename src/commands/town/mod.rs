@@ -22,12 +22,12 @@ pub mod stats;
 pub mod stop;
 pub mod task;
 
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind};
 use crate::glue::reply::CommandError;
 use crate::glue::session::tenant_str;
 use crate::town::keys::TownKeys;
 use crate::town::message::MessageError;
+use dreamtown_protocol::args::Args;
 
 /// The town argument, for docs.
 pub const TOWN_ARG: Arg = Arg::tenant("town");

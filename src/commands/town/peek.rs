@@ -6,12 +6,12 @@
 use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::glue::access::Read;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

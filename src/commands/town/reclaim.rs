@@ -9,7 +9,6 @@ use super::{id, town, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -18,6 +17,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
 use crate::town::reclaim::{reclaim, OldMail};
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -32,7 +32,6 @@ use crate::commands::town::settings;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, ReadWrite, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::key::{End, Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -48,6 +47,7 @@ use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -6,7 +6,6 @@ use super::{id, town, AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::key::End;
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -17,6 +16,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::leases::check_leases;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

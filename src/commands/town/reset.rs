@@ -10,7 +10,6 @@ use crate::commands::options::unknown_option;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -19,6 +18,7 @@ use crate::metrics::tenant_stats::{self, TenantId};
 use crate::stores::town::index::{AgentIndex, IdIndex};
 use crate::town::keys::TownKeys;
 use crate::town::reset::{doomed, Scope};
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

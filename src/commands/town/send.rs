@@ -8,7 +8,6 @@ use crate::commands::options::unknown_option;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::Write;
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -18,6 +17,7 @@ use crate::stores::town::mailbox::Inboxes;
 use crate::town::keys::TownKeys;
 use crate::town::message::Envelope;
 use crate::town::priority::Destination;
+use dreamtown_protocol::args::Args;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {

@@ -15,7 +15,6 @@ use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pa
 use crate::entry::entry_point;
 use crate::events::{Town, TOWN_FIELDS};
 use crate::glue::access::Read;
-use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -25,6 +24,7 @@ use crate::lease::EXPIRED;
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 use dreamtown_protocol::stats::{self, town as schema};
 
 /// The command.

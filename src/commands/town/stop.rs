@@ -11,7 +11,6 @@ use crate::commands::options::{given_twice, unknown_option};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, Mode, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::key::{Key, KeyKind};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -20,6 +19,7 @@ use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
 use crate::town::keys::TownKeys;
 use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG, MAX_TTL_SECS};
+use dreamtown_protocol::args::Args;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

@@ -14,7 +14,6 @@
 use super::{id, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::{Read, Write};
-use crate::glue::args::Args;
 use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
@@ -22,6 +21,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::record;
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::args::Args;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

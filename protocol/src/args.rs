@@ -1,7 +1,7 @@
 //! Reading a command's arguments: positional values and keyword options,
 //! each validated with an error a person can act on.
 
-use super::reply::CommandError;
+use crate::error::CommandError;
 
 /// The arguments after the command name, consumed front to back.
 pub struct Args<'a> {
@@ -25,7 +25,10 @@ impl<'a> Args<'a> {
         self.at
     }
 
-    /// The next argument, if any.
+    /// The next argument, if any. Not `Iterator::next`: the readers take
+    /// arguments in steps of their own, and an iterator's adapters would
+    /// hide how far a parse got.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<&'a [u8]> {
         let item = self.items.get(self.at).copied();
         if item.is_some() {
@@ -255,6 +258,18 @@ pub const TIMEOUT_MS_MAX: i64 = 9_223_000_000_000_000_000;
 /// a `memcmp` is a fraction of the per-byte case folding.
 pub fn is_word(item: &[u8], word: &str) -> bool {
     item == word.as_bytes() || item.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// Validate a tenant name: non-empty, no `{`/`}` (they would break the hash
+/// tag that keeps a tenant in one slot), UTF-8; borrowed from the argument.
+pub fn tenant_str<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, CommandError> {
+    if bytes.is_empty() {
+        return Err(CommandError::err(format_args!("{what} must not be empty")));
+    }
+    if bytes.iter().any(|b| *b == b'{' || *b == b'}') {
+        return Err(CommandError::err(format_args!("{what} must not contain '{{' or '}}'")));
+    }
+    utf8(bytes).ok_or_else(|| CommandError::err(format_args!("{what} must be valid UTF-8")))
 }
 
 #[cfg(test)]

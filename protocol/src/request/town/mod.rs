@@ -1,0 +1,1 @@
+//! The `TOWN.*` requests, and the argument readers they share.
