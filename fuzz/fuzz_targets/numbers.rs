@@ -1,4 +1,4 @@
-//! The number readers of the argument parser (`glue::args`): unsigned
+//! The number readers of the argument parser (`dreamtown_protocol::args`): unsigned
 //! and signed integers against `str::parse` (same verdict, same value, and
 //! every value's decimal text reads back to it), and blocking timeouts
 //! against an independent model (finite, non-negative, at most 10^12

@@ -1,5 +1,5 @@
 //! Decimal integers read straight from argument or stored bytes, defined
-//! once for the argument reader (`glue::args`) and the cores that read
+//! once for the argument reader (`args`) and the module's cores that read
 //! back what the module wrote (`dreams::limits`).
 
 /// Parse a decimal unsigned integer (digits only) no larger than `max`.
