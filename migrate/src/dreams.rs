@@ -13,6 +13,7 @@
 
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::{QueueKeys, RegionKey, RegionKeys};
+use dreamtown_protocol::keyspace::dreams::{DreamsKey, QueueKey};
 
 use super::Direction;
 #[cfg(feature = "net")]
@@ -119,38 +120,36 @@ pub fn parse_seed(key: &[u8]) -> Option<(String, Role)> {
 }
 
 /// What a dreamtown key name of `org` is; `None` if it is not one of
-/// dreamtown's Dreams keys of `org`.
+/// dreamtown's Dreams keys of `org` that the seed has a place for (read by
+/// the protocol's one parser of the module's key names, so the tool and
+/// the module agree on every name; an organization's limits, which the
+/// seed has no place for, stay where they are).
 pub fn parse_module(org: &str, key: &[u8]) -> Option<Role> {
-    // Both layouts' names are UTF-8 text: bytes that are not were never
-    // written by either (read lossily they would move under another name).
-    let key = std::str::from_utf8(key).ok()?;
-    let rest = key.strip_prefix(&format!("exocortex:dreams:{{{org}}}:"))?;
-    match rest {
-        "queue" => return Some(Role::Ready),
-        "deferred" => return Some(Role::Deferred),
-        "processing" => return Some(Role::Processing),
-        "dead" => return Some(Role::Dead),
-        "leases" => return Some(Role::Leases),
-        _ => {}
-    }
-    let (kind, region) = rest.split_once(':')?;
-    let (memory_type, project) = region.split_once(':')?;
-    // Only the decimal dreamtown writes: `03` or `+3` would be a second
-    // name of region 3 (both merged into one seed key on the way back).
-    let memory_type: u32 = memory_type.parse().ok().filter(|number: &u32| number.to_string() == memory_type)?;
-    let region = RegionKey::new(org, project, memory_type);
-    match kind {
-        "counters" => Some(Role::Counters(region)),
-        "events" => Some(Role::Events(region)),
+    match module_key(key)? {
+        (owner, role) if owner == org => Some(role),
         _ => None,
     }
 }
 
 /// The organization of a dreamtown Dreams key, if it is one.
 pub fn module_tenant(key: &[u8]) -> Option<String> {
-    let key = std::str::from_utf8(key).ok()?;
-    let org = key.strip_prefix("exocortex:dreams:{").and_then(|rest| rest.split_once('}')).map(|(org, _)| org)?;
-    parse_module(org, key.as_bytes()).map(|_| org.to_owned())
+    module_key(key).map(|(org, _)| org.to_owned())
+}
+
+/// The organization and role of a dreamtown Dreams key the seed has a place for.
+fn module_key(key: &[u8]) -> Option<(&str, Role)> {
+    let (org, key) = DreamsKey::parse(key)?;
+    let role = match key {
+        DreamsKey::Queue(QueueKey::Ready) => Role::Ready,
+        DreamsKey::Queue(QueueKey::Deferred) => Role::Deferred,
+        DreamsKey::Queue(QueueKey::Processing) => Role::Processing,
+        DreamsKey::Queue(QueueKey::Dead) => Role::Dead,
+        DreamsKey::Queue(QueueKey::Leases) => Role::Leases,
+        DreamsKey::Queue(QueueKey::Limits) => return None,
+        DreamsKey::Counters(region) => Role::Counters(RegionKey::new(org, region.project, region.memory_type)),
+        DreamsKey::Events(region) => Role::Events(RegionKey::new(org, region.project, region.memory_type)),
+    };
+    Some((org, role))
 }
 
 /// Every organization with keys on the source.
