@@ -58,7 +58,8 @@ impl ModuleState {
     }
 
     /// How many parts this load has made.
-    pub fn parts_made(&self) -> usize {
+    #[cfg(test)]
+    fn parts_made(&self) -> usize {
         self.made.len()
     }
 }
@@ -127,7 +128,8 @@ pub fn drop_state() {
 }
 
 /// How many parts the current load has made (0 right after load).
-pub fn parts_made() -> usize {
+#[cfg(test)]
+fn parts_made() -> usize {
     slot(|slot| {
         // SAFETY: main thread only; a shared look at the state, whose
         // parts are not touched.

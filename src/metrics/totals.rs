@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::events::{Dreams, Town, DREAMS_EVENTS, TOWN_EVENTS};
 
 /// A monotonically increasing total.
+#[derive(Default)]
 pub struct Total(AtomicU64);
 
 impl Total {

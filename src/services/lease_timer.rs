@@ -298,7 +298,6 @@ fn disarm_if_idle(ctx: Ctx) {
 /// `MODULE LOAD` would see these statics as they were left.
 pub fn unload() {
     lease_index::unload();
-    lease_catch_up::unload();
     REBUILD.store(false, Ordering::Relaxed);
     ARMED.store(false, Ordering::Relaxed);
     TIMER.store(0, Ordering::Relaxed);
