@@ -411,6 +411,14 @@ const PER_LOAD_FIELDS: &[&str] = &[
     "catch_up_keys_examined_total",
     "catch_up_turns_total",
     "catch_up_max_keys_per_turn",
+    // waiters
+    "waiters",
+    "waiter_queues",
+    "waiters_served",
+    "waiters_timed_out",
+    "waiters_gone",
+    "empty_wakeups",
+    "waiters_undelivered",
 ];
 
 /// Plain keys the module's catch-up walks at load.

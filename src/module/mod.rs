@@ -9,7 +9,7 @@ use crate::glue::ctx::{log_warning_text, Ctx};
 use crate::glue::module_options::ModuleOptions;
 use crate::glue::{acl_category, api, command, config, load, session, string, unload_guard};
 use crate::metrics::{fire_ages, tenant_stats};
-use crate::services::{keyspace_events, lease_timer, server_events, slot_migration, waiters};
+use crate::services::{keyspace_events, lease_timer, server_events, slot_migration};
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 type Allocator = redis_module::alloc::RedisAlloc;
@@ -116,7 +116,6 @@ fn deinit(ctx: Ctx) -> bool {
     let _ = std::panic::catch_unwind(|| {
         lease_timer::unload();
         crate::services::limits_index::unload();
-        waiters::unload();
         tenant_stats::forget_all();
         fire_ages::forget_all();
         server_events::unload();
