@@ -419,6 +419,14 @@ const PER_LOAD_FIELDS: &[&str] = &[
     "waiters_gone",
     "empty_wakeups",
     "waiters_undelivered",
+    // slot_migration, slot_moves
+    "atomic_slot_migration",
+    "slot_imports_in_progress",
+    "slot_exports_in_progress",
+    "slot_imports_completed",
+    "slot_imports_aborted",
+    "slot_exports_completed",
+    "slot_exports_aborted",
 ];
 
 /// Plain keys the module's catch-up walks at load.

@@ -119,7 +119,6 @@ fn deinit(ctx: Ctx) -> bool {
         tenant_stats::forget_all();
         fire_ages::forget_all();
         server_events::unload();
-        slot_migration::unload();
         crate::services::migration_guard::unload();
         crate::services::acl_watch::unload();
         crate::glue::acl::unload();
