@@ -427,6 +427,12 @@ const PER_LOAD_FIELDS: &[&str] = &[
     "slot_imports_aborted",
     "slot_exports_completed",
     "slot_exports_aborted",
+    // limits_index
+    "limits_indexed_orgs",
+    "limits_indexed_entries",
+    "limits_index_trusted",
+    "limits_untrusted_opens",
+    "limits_entries_dropped",
 ];
 
 /// Plain keys the module's catch-up walks at load.

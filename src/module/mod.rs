@@ -115,7 +115,6 @@ fn deinit(ctx: Ctx) -> bool {
     }
     let _ = std::panic::catch_unwind(|| {
         lease_timer::unload();
-        crate::services::limits_index::unload();
         tenant_stats::forget_all();
         fire_ages::forget_all();
         server_events::unload();
