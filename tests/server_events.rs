@@ -433,6 +433,11 @@ const PER_LOAD_FIELDS: &[&str] = &[
     "limits_index_trusted",
     "limits_untrusted_opens",
     "limits_entries_dropped",
+    // lease_timer, lease_index
+    "lease_tenants_indexed",
+    "lease_index_bytes",
+    "lease_max_tick_expired",
+    "catching_up",
 ];
 
 /// Plain keys the module's catch-up walks at load.
@@ -467,6 +472,10 @@ fn a_reload_reads_as_the_first_load() {
     let fired = ok(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET", "LEASE", "60"]);
     ok(&mut con, &["DREAMS.ACK", &org, &text(&fired), "SUCCESS"]);
     ok(&mut con, &["DREAMS.STATS", &org]);
+    // A lease that expires (the timer's tick handles it).
+    ok(&mut con, &["DREAMS.FIRE", &org, "p", "1"]);
+    ok(&mut con, &["DREAMS.DRAIN", &org, "0", "NOQUIET", "LEASE", "0.1"]);
+    wait_until("the lease to expire", || field(&mut con, "lease_max_tick_expired") == 1);
     let blocked = in_thread(&server, 0, &["TOWN.RECV", &town, "a", "BLOCK", "60"]);
     wait_until("the receive blocks", || field(&mut con, "waiters") == 1);
     ok(&mut con, &["TOWN.SEND", &town, &town_message("r1", "a")]);

@@ -114,7 +114,6 @@ fn deinit(ctx: Ctx) -> bool {
         return false;
     }
     let _ = std::panic::catch_unwind(|| {
-        lease_timer::unload();
         tenant_stats::forget_all();
         fire_ages::forget_all();
         server_events::unload();
