@@ -116,7 +116,6 @@ fn deinit(ctx: Ctx) -> bool {
     let _ = std::panic::catch_unwind(|| {
         tenant_stats::forget_all();
         fire_ages::forget_all();
-        server_events::unload();
         crate::services::migration_guard::unload();
         crate::services::acl_watch::unload();
         crate::glue::acl::unload();
