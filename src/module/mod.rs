@@ -116,8 +116,6 @@ fn deinit(ctx: Ctx) -> bool {
     let _ = std::panic::catch_unwind(|| {
         tenant_stats::forget_all();
         fire_ages::forget_all();
-        crate::services::migration_guard::unload();
-        crate::services::acl_watch::unload();
         crate::glue::acl::unload();
         session::unload();
         string::unload();
