@@ -23,7 +23,7 @@ pub fn dreams_server(event: Dreams, n: u64) {
 
 /// Town events of the town of `keys` (and of its agent `agent` if given),
 /// each `(event, n)` of `counts`: the server's totals, then the tenants',
-/// the town's and the agent's ids hashed once and the table locked once
+/// the town's and the agent's ids hashed once and the table borrowed once
 /// (nothing when no count is for a tenant).
 pub fn town(keys: &TownKeys, agent: Option<&str>, counts: &[(Town, u64)]) {
     for &(event, n) in counts {
