@@ -438,6 +438,16 @@ const PER_LOAD_FIELDS: &[&str] = &[
     "lease_index_bytes",
     "lease_max_tick_expired",
     "catching_up",
+    // tenant_stats, fire_ages
+    "orgs_tracked",
+    "towns_tracked",
+    "agents_tracked",
+    "orgs_refused",
+    "towns_refused",
+    "agents_refused",
+    "fire_ages_orgs",
+    "fire_ages_entries",
+    "fire_ages_refused",
 ];
 
 /// Plain keys the module's catch-up walks at load.

@@ -8,7 +8,6 @@ mod info;
 use crate::glue::ctx::{log_warning_text, Ctx};
 use crate::glue::module_options::ModuleOptions;
 use crate::glue::{acl_category, api, command, config, load, session, string, unload_guard};
-use crate::metrics::{fire_ages, tenant_stats};
 use crate::services::{keyspace_events, lease_timer, server_events, slot_migration};
 
 #[cfg(not(any(test, feature = "fuzzing")))]
@@ -114,8 +113,6 @@ fn deinit(ctx: Ctx) -> bool {
         return false;
     }
     let _ = std::panic::catch_unwind(|| {
-        tenant_stats::forget_all();
-        fire_ages::forget_all();
         crate::glue::acl::unload();
         session::unload();
         string::unload();
