@@ -336,11 +336,7 @@ pub fn head_age(org: TenantId, list: List, head: Option<&[u8]>, now_ms: i64) -> 
 /// Fields of the `dreamtown_tenant_stats` section of INFO.
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
     let ((orgs, entries), refused) = with_table(|table| (table.sizes(), table.refused));
-    vec![
-        (c"fire_ages_orgs", orgs as u64),
-        (c"fire_ages_entries", entries as u64),
-        (c"fire_ages_refused", refused),
-    ]
+    vec![(c"fire_ages_orgs", orgs as u64), (c"fire_ages_entries", entries as u64), (c"fire_ages_refused", refused)]
 }
 
 #[cfg(test)]

@@ -118,8 +118,6 @@ fn deinit(ctx: Ctx) -> bool {
         string::unload();
         config::unload();
         command::unload();
-        crate::stores::dreams::queue_names::unload();
-        crate::stores::town::names::unload();
     });
     true
 }
