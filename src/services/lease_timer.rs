@@ -338,7 +338,7 @@ fn tick(ctx: Ctx) -> Option<i64> {
     // and catch-up stay as they are, nothing is written, and the next look
     // is soon, so due leases expire as soon as the pause ends (write_gate).
     if !super::write_gate::may_write_now(ctx) {
-        super::write_gate::HELD_LEASE_TICKS.bump();
+        super::write_gate::held_lease_tick();
         return Some(super::write_gate::POLL_MS);
     }
     let session = Session::internal(ctx);

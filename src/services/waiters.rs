@@ -484,7 +484,7 @@ fn on_pending_timer(ctx: Ctx) {
     // and its place, and the timer (still armed) looks again soon; O(1)
     // however many queues wait.
     if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
-        super::write_gate::HELD_WAITER_PASSES.bump();
+        super::write_gate::held_waiter_pass();
         timer::after(ctx, super::write_gate::POLL_MS, on_pending_timer);
         return;
     }
@@ -664,7 +664,7 @@ fn hold(ctx: Ctx, id: &QueueId) {
         }
         !std::mem::replace(&mut r.timer_armed, true)
     });
-    super::write_gate::HELD_WAITER_PASSES.bump();
+    super::write_gate::held_waiter_pass();
     if arm {
         timer::after(ctx, super::write_gate::POLL_MS, on_pending_timer);
     }
