@@ -8,73 +8,75 @@
 //! destructor), and no list of what to reset is kept by hand.
 //!
 //! A part of the state is named by a `static` [`PerLoad<T>`] handle in the
-//! file that owns it (the handle holds no value, only the part's place in
-//! the state), and reached with [`PerLoad::with`]: the one accessor, on
-//! the main thread (module commands, timers, events and callbacks all run
-//! there; the module starts no thread), without a lock or an allocation
-//! (an index, a pointer and a branch). A part is made (`T::default()`)
-//! the first time a load uses it; the state drops its parts at unload,
-//! newest first. A part gives shared access (`&T`): what it changes sits
-//! in cells (`Cell`, `RefCell`, atomics), so a part's user may reach
-//! another part, or the same one, while it holds it.
+//! file that owns it, and reached with [`PerLoad::with`]: the one
+//! accessor, on the main thread (module commands, timers, events and
+//! callbacks all run there; the module starts no thread). The state owns
+//! the part; the handle only remembers where this load's part is (null
+//! before it is made and once the state is dropped), so reaching a part is
+//! one load and one branch: no lock, no allocation. A part is made
+//! (`T::default()`) the first time a load uses it; the state drops its
+//! parts at unload, newest first. A part gives shared access (`&T`): what
+//! it changes sits in cells (`Cell`, `RefCell`, atomics), so a part's user
+//! may reach another part, or the same one, while it holds it.
 //!
 //! Constants and tables fixed at build time stay `static`s: they hold no
 //! state.
 //!
 //! Unit tests run on several threads at once: there, each thread has its
-//! own state (a thread-local), so tests do not share parts.
+//! own state (a thread-local), found by the handle's address, so tests do
+//! not share parts.
 
 use std::any::Any;
 use std::cell::UnsafeCell;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The state of one load: the parts made since, each boxed, at the index
-/// of its handle.
+/// What the state needs of a handle: to forget where its part was.
+trait Handle {
+    /// The part is being dropped with the state.
+    fn forget(&self);
+}
+
+/// One part: its box (owned, freed when the state drops) and its handle.
+struct Part {
+    value: NonNull<dyn Any>,
+    handle: &'static dyn Handle,
+}
+
+/// The state of one load: the parts made since, in the order they were
+/// made.
 #[derive(Default)]
 pub struct ModuleState {
-    parts: Vec<Option<NonNull<dyn Any>>>,
-    /// Indexes of the parts in the order they were made (dropped newest
-    /// first, as a part may use an older one while dropping).
-    made: Vec<usize>,
+    parts: Vec<Part>,
 }
 
 impl ModuleState {
-    /// The part at `index`, if this load has made it.
-    #[inline]
-    fn part(&self, index: usize) -> Option<NonNull<dyn Any>> {
-        self.parts.get(index).copied().flatten()
-    }
-
-    /// Keep `part` (just made) at `index`.
-    fn insert(&mut self, index: usize, part: Box<dyn Any>) -> NonNull<dyn Any> {
-        if self.parts.len() <= index {
-            self.parts.resize(index + 1, None);
-        }
-        let part = NonNull::from(Box::leak(part));
-        self.parts[index] = Some(part);
-        self.made.push(index);
-        part
+    /// The part of `handle`, if this load has made it (unit tests' lookup).
+    #[cfg(test)]
+    fn part_of(&self, handle: *const ()) -> Option<NonNull<dyn Any>> {
+        let found = self.parts.iter().find(|part| ptr::addr_eq(part.handle as *const dyn Handle, handle));
+        found.map(|part| part.value)
     }
 
     /// How many parts this load has made.
     #[cfg(test)]
     fn parts_made(&self) -> usize {
-        self.made.len()
+        self.parts.len()
     }
 }
 
 impl Drop for ModuleState {
     fn drop(&mut self) {
-        while let Some(index) = self.made.pop() {
-            if let Some(part) = self.parts.get_mut(index).and_then(Option::take) {
-                // SAFETY: `part` came from `Box::leak` in `part` and was
-                // taken out of the table just now, so it is freed once; no
-                // `&T` to it is alive: parts are lent only inside
-                // `PerLoad::with`, and the state is dropped only by
-                // `unload`, which no part's user calls.
-                drop(unsafe { Box::from_raw(part.as_ptr()) });
-            }
+        // Newest first: a part may use an older one while dropping.
+        while let Some(part) = self.parts.pop() {
+            part.handle.forget();
+            // SAFETY: `value` came from `Box::leak` in `PerLoad::make_part`
+            // and was just taken out of the state, so it is freed once; no
+            // `&T` to it is alive: parts are lent only inside
+            // `PerLoad::with`, and the state is dropped only by
+            // `drop_state` (unload) or `create` (load), which no part's
+            // user calls.
+            drop(unsafe { Box::from_raw(part.value.as_ptr()) });
         }
     }
 }
@@ -103,28 +105,28 @@ fn slot<R>(run: impl FnOnce(&Slot) -> R) -> R {
     STATE.with(run)
 }
 
-/// `MODULE LOAD`: a new, empty state (dropping any left, which a
-/// successful unload never leaves).
-pub fn create() {
+/// Put `new` in the slot and drop what was there (outside the slot's
+/// borrow: a part may reach the state while dropping, and then finds the
+/// new one).
+fn replace(new: Option<ModuleState>) {
     let old = slot(|slot| {
         // SAFETY: main thread only (see `Slot`); no part is lent now (load
-        // runs before any command), so nothing borrows the old state.
-        unsafe { (*slot.0.get()).replace(ModuleState::default()) }
+        // and unload run outside any `with`), so nothing borrows the state.
+        unsafe { std::mem::replace(&mut *slot.0.get(), new) }
     });
     drop(old);
 }
 
+/// `MODULE LOAD`: a new, empty state (dropping any left, which a
+/// successful unload never leaves).
+pub fn create() {
+    replace(Some(ModuleState::default()));
+}
+
 /// `MODULE UNLOAD` (or a failed load): drop the state and every part in
-/// it. A part used after this (nothing should) gets a fresh state.
+/// it. A part used after this (nothing should) starts a fresh state.
 pub fn drop_state() {
-    let old = slot(|slot| {
-        // SAFETY: main thread only; unload runs outside any `with`, so no
-        // part of the state is lent. The state is moved out before its
-        // parts drop, so a part that reaches the state while dropping
-        // finds a new one, not the one being dropped.
-        unsafe { (*slot.0.get()).take() }
-    });
-    drop(old);
+    replace(None);
 }
 
 /// How many parts the current load has made (0 right after load).
@@ -137,21 +139,20 @@ fn parts_made() -> usize {
     })
 }
 
-/// The next free index for a handle.
-static NEXT_INDEX: AtomicUsize = AtomicUsize::new(0);
-const UNASSIGNED: usize = usize::MAX;
-
 /// A handle to one part of the state, of type `T`: a `static` in the file
-/// that owns the part. Holds no value: each load has its own.
+/// that owns the part. Holds no value: each load has its own, owned by
+/// the load's state.
 pub struct PerLoad<T> {
-    index: AtomicUsize,
+    /// This load's part, once made (never read by unit tests: it would
+    /// be shared by their threads).
+    part: AtomicPtr<T>,
     make: fn() -> T,
 }
 
 impl<T: Default + 'static> PerLoad<T> {
     /// A handle whose part starts as `T::default()` in each load.
     pub const fn new() -> Self {
-        PerLoad { index: AtomicUsize::new(UNASSIGNED), make: T::default }
+        PerLoad { part: AtomicPtr::new(ptr::null_mut()), make: T::default }
     }
 }
 
@@ -161,55 +162,66 @@ impl<T: Default + 'static> Default for PerLoad<T> {
     }
 }
 
-impl<T: 'static> PerLoad<T> {
-    /// This handle's index, assigned on first use (once per process: the
-    /// index names a place in every load's state).
-    #[inline]
-    fn index(&self) -> usize {
-        let index = self.index.load(Ordering::Relaxed);
-        if index != UNASSIGNED {
-            return index;
-        }
-        let fresh = NEXT_INDEX.fetch_add(1, Ordering::Relaxed);
-        match self.index.compare_exchange(UNASSIGNED, fresh, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => fresh,
-            Err(assigned) => assigned,
-        }
+impl<T: 'static> Handle for PerLoad<T> {
+    fn forget(&self) {
+        self.part.store(ptr::null_mut(), Ordering::Relaxed);
     }
+}
 
+impl<T: 'static> PerLoad<T> {
     /// Run `use_part` on this load's part (made now if this load has not
     /// used it yet).
     #[inline]
     pub fn with<R>(&'static self, use_part: impl FnOnce(&T) -> R) -> R {
-        let index = self.index();
-        let found = slot(|slot| {
-            // SAFETY: main thread only (see `Slot`); a shared look that
-            // ends before anything can change the state.
-            unsafe { (*slot.0.get()).as_ref().and_then(|state| state.part(index)) }
-        });
-        let part = match found {
+        let part = match self.current() {
             Some(part) => part,
-            None => self.make_part(index),
+            None => self.make_part(),
         };
-        // SAFETY: the part is a live box of `T` (each index belongs to one
-        // handle, so to one `T`), freed only when the state drops at
-        // unload, which never happens while a part is lent; `&T` is shared,
-        // and parts change only through their own cells.
-        use_part(unsafe { part.cast::<T>().as_ref() })
+        // SAFETY: the part is a live box of `T` (made by this handle),
+        // freed only when the state drops, which forgets it first and
+        // never happens while a part is lent; `&T` is shared, and parts
+        // change only through their own cells.
+        use_part(unsafe { part.as_ref() })
+    }
+
+    /// Where this load's part is, if made: the handle's pointer.
+    #[cfg(not(test))]
+    #[inline]
+    fn current(&self) -> Option<NonNull<T>> {
+        NonNull::new(self.part.load(Ordering::Relaxed))
+    }
+
+    /// Unit tests: this thread's state's part of this handle.
+    #[cfg(test)]
+    fn current(&'static self) -> Option<NonNull<T>> {
+        let handle = ptr::from_ref(self).cast::<()>();
+        let found = slot(|slot| {
+            // SAFETY: one thread's own state (a thread-local); a shared
+            // look that ends before anything can change it.
+            unsafe { (*slot.0.get()).as_ref().and_then(|state| state.part_of(handle)) }
+        });
+        found.map(NonNull::cast::<T>)
     }
 
     /// The first use of this part in this load: make it (outside any
-    /// borrow of the state: making a part may use another) and keep it.
+    /// borrow of the state: making a part may use another) and keep it
+    /// in the state.
     #[cold]
-    fn make_part(&self, index: usize) -> NonNull<dyn Any> {
-        let part: Box<dyn Any> = Box::new((self.make)());
+    #[inline(never)]
+    fn make_part(&'static self) -> NonNull<T> {
+        let part = NonNull::from(Box::leak(Box::new((self.make)())));
+        let value: NonNull<dyn Any> = part;
         slot(|slot| {
             // SAFETY: main thread only (see `Slot`). The `&mut` lives only
-            // for this insertion; parts already lent are separate boxes
-            // (the table holds raw pointers to them), untouched by it.
+            // for this push; parts already lent are separate boxes (the
+            // state holds raw pointers to them), untouched by it.
             let state = unsafe { &mut *slot.0.get() };
-            state.get_or_insert_with(ModuleState::default).insert(index, part)
-        })
+            state.get_or_insert_with(ModuleState::default).parts.push(Part { value, handle: self });
+        });
+        if cfg!(not(test)) {
+            self.part.store(part.as_ptr(), Ordering::Relaxed);
+        }
+        part
     }
 }
 
