@@ -2,15 +2,16 @@
 //! freed when dropped; and static ones made once for the fixed names the
 //! hot paths pass on every call.
 
+use std::cell::RefCell;
 use std::os::raw::c_char;
 use std::ptr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
 
 use redis_module::raw;
 
 use super::api::api;
+use super::module_state::PerLoad;
 
 /// An owned `RedisModuleString` (created without a context, so no
 /// auto-memory: freed on drop).
@@ -285,22 +286,9 @@ static DIGITS: [StaticString; 10] = [
 /// second writes it again (`last_success`), and a shared string (another
 /// reference) is cheaper than one made and freed each time (~260
 /// instructions). Shared as [`DIGITS`] are, and safe for the same reason
-/// (this holds a reference while it keeps the string). Only ever used on
-/// Redis's main thread; the mutex is the `Sync` way to hold it in a
-/// `static`.
-static LAST_SECOND: Mutex<LastSecond> = Mutex::new(LastSecond(None));
-
-struct LastSecond(Option<(i64, OwnedString)>);
-
-/// `MODULE UNLOAD`: free the kept string.
-pub fn unload() {
-    if let Ok(mut last) = LAST_SECOND.lock() {
-        last.0 = None;
-    }
-}
-
-// SAFETY: the string is only touched on Redis's main thread (see above).
-unsafe impl Send for LastSecond {}
+/// (this holds a reference while it keeps the string). A part of the
+/// module state (freed with it).
+static LAST_SECOND: PerLoad<RefCell<Option<(i64, OwnedString)>>> = PerLoad::new();
 
 /// A reference of its own to a string holding `secs` in decimal: the
 /// kept one if it holds `secs`, else a new one, then kept instead.
@@ -309,17 +297,17 @@ fn last_second(secs: i64) -> OwnedString {
         let mut buffer = [0u8; 20];
         OwnedString::new(decimal(secs, &mut buffer))
     };
-    let Ok(mut last) = LAST_SECOND.lock() else {
-        return made();
-    };
-    match &last.0 {
-        Some((kept, string)) if *kept == secs => string.clone(),
-        _ => {
-            let string = made();
-            last.0 = Some((secs, string.clone()));
-            string
+    LAST_SECOND.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((kept, string)) if *kept == secs => string.clone(),
+            _ => {
+                let string = made();
+                *last = Some((secs, string.clone()));
+                string
+            }
         }
-    }
+    })
 }
 
 /// How many arguments an [`Argv`] holds without a heap allocation.
