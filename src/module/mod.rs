@@ -7,7 +7,7 @@ mod info;
 
 use crate::glue::ctx::{log_warning_text, Ctx};
 use crate::glue::module_options::ModuleOptions;
-use crate::glue::{acl_category, api, command, config, load, session, string, unload_guard};
+use crate::glue::{acl_category, api, command, config, load, unload_guard};
 use crate::services::{keyspace_events, lease_timer, server_events, slot_migration};
 
 #[cfg(not(any(test, feature = "fuzzing")))]
@@ -114,9 +114,6 @@ fn deinit(ctx: Ctx) -> bool {
     }
     let _ = std::panic::catch_unwind(|| {
         crate::glue::acl::unload();
-        session::unload();
-        string::unload();
-        config::unload();
         command::unload();
     });
     true
