@@ -29,30 +29,41 @@
 //! a user's selectors, it refuses the user's key access (fail closed) with
 //! a message that names the rule.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::raw::c_int;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use redis_module::raw;
 
 use super::api::api;
+use super::module_state::PerLoad;
 use super::string::OwnedString;
 
 /// How many selectors (the root one included) a user may have for the
 /// module to evaluate them; beyond, the module refuses (fail closed).
 pub const MAX_SELECTORS: usize = 64;
 
-/// Bumped whenever the ACL rules may have changed.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// What the module has read of the ACL rules: a part of the module state
+/// (its probes freed with it).
+#[derive(Default)]
+struct State {
+    /// Bumped whenever the ACL rules may have changed.
+    generation: Cell<u64>,
+    /// For user `default`, when last read: `generation + 1` in the upper
+    /// bits and its [`Shape::OneSelector`] flags in the lowest two (0: not
+    /// known, or it has selectors): the common case is answered with two
+    /// loads.
+    default_one_selector: Cell<u64>,
+    cache: RefCell<Cache>,
+}
 
-/// For user `default`, when last read: `GENERATION + 1` in the upper bits
-/// and its [`Shape::OneSelector`] flags in the lowest two (0: not known, or
-/// it has selectors): the common case is answered with two loads.
-static DEFAULT_ONE_SELECTOR: AtomicU64 = AtomicU64::new(0);
+/// User name → (generation read at, shape).
+type Cache = HashMap<Vec<u8>, (u64, Rc<Shape>)>;
+
+static STATE: PerLoad<State> = PerLoad::new();
 
 /// What is known of user `default` since the ACL last changed, when it has
 /// only its root selector: `(all_keys, all_channels)`. (Every call of the
@@ -62,15 +73,15 @@ pub fn default_one_selector(name: &[u8]) -> Option<(bool, bool)> {
     if name != b"default" {
         return None;
     }
-    let known = DEFAULT_ONE_SELECTOR.load(Ordering::Relaxed);
-    let generation = GENERATION.load(Ordering::Relaxed).wrapping_add(1);
+    let (known, generation) =
+        STATE.with(|state| (state.default_one_selector.get(), state.generation.get().wrapping_add(1)));
     (known >> 2 == generation & (u64::MAX >> 2)).then_some((known & 1 != 0, known & 2 != 0))
 }
 
 /// The ACL rules may have changed (an `ACL SETUSER`/`DELUSER`/`LOAD`, or an
 /// `EXEC` that may apply one): read every user's selectors again.
 pub fn rules_changed() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
+    STATE.with(|state| state.generation.set(state.generation.get().wrapping_add(1)));
 }
 
 /// What the module knows of one user's selectors.
@@ -105,50 +116,34 @@ impl Drop for Probe {
     }
 }
 
-/// The cache: user name → (generation read at, shape). Main thread only:
-/// the mutex is the `Sync` way to keep it in a static.
-struct Cache(HashMap<Vec<u8>, (u64, Rc<Shape>)>);
-
-// SAFETY: the probes' user handles are only used on the main thread (every
-// command and timer runs there); the mutex only makes the static `Sync`.
-unsafe impl Send for Cache {}
-
-static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
-
-fn cache() -> MutexGuard<'static, Option<Cache>> {
-    CACHE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `MODULE UNLOAD`: free every probe.
-pub fn unload() {
-    cache().take();
-    DEFAULT_ONE_SELECTOR.store(0, Ordering::Relaxed);
-}
-
 /// The shape of user `name`'s selectors, read with `ctx` when not known
 /// since the ACL last changed.
 pub fn shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Rc<Shape> {
-    let generation = GENERATION.load(Ordering::Relaxed);
-    if let Some(cache) = cache().as_ref() {
-        if let Some((at, shape)) = cache.0.get(name) {
-            if *at == generation {
-                return Rc::clone(shape);
-            }
-        }
+    let (generation, cached) = STATE.with(|state| {
+        let generation = state.generation.get();
+        let cache = state.cache.borrow();
+        let cached = cache.get(name).filter(|(at, _)| *at == generation).map(|(_, shape)| Rc::clone(shape));
+        (generation, cached)
+    });
+    if let Some(shape) = cached {
+        return shape;
     }
+    // Read outside the state's borrow: reading calls the server.
     let shape = Rc::new(read_shape(ctx, name));
-    if let (b"default", Shape::OneSelector { all_keys, all_channels }) = (name, shape.as_ref()) {
-        let known = (generation.wrapping_add(1) << 2) | u64::from(*all_keys) | (u64::from(*all_channels) << 1);
-        DEFAULT_ONE_SELECTOR.store(known, Ordering::Relaxed);
-    }
-    let mut guard = cache();
-    let cache = guard.get_or_insert_with(|| Cache(HashMap::new()));
-    // A user the server no longer has leaves no probes behind: the map is
-    // bounded by the users that ran a module command since the ACL changed.
-    if cache.0.len() > 4096 {
-        cache.0.retain(|_, (at, _)| *at == generation);
-    }
-    cache.0.insert(name.to_vec(), (generation, Rc::clone(&shape)));
+    STATE.with(|state| {
+        if let (b"default", Shape::OneSelector { all_keys, all_channels }) = (name, shape.as_ref()) {
+            let known = (generation.wrapping_add(1) << 2) | u64::from(*all_keys) | (u64::from(*all_channels) << 1);
+            state.default_one_selector.set(known);
+        }
+        let mut cache = state.cache.borrow_mut();
+        // A user the server no longer has leaves no probes behind: the map
+        // is bounded by the users that ran a module command since the ACL
+        // changed.
+        if cache.len() > 4096 {
+            cache.retain(|_, (at, _)| *at == generation);
+        }
+        cache.insert(name.to_vec(), (generation, Rc::clone(&shape)));
+    });
     shape
 }
 

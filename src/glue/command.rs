@@ -24,15 +24,16 @@
 //!
 //! The entry point every call runs through is `crate::entry`.
 
+use std::cell::RefCell;
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::Mutex;
 
 use redis_module::raw;
 
 use super::api::api;
+use super::module_state::PerLoad;
 use super::reply::{self, CommandResult};
 use super::session::Session;
 use super::string::bytes_of;
@@ -176,26 +177,24 @@ pub struct ContainerSpec {
 pub const BUG: &str =
     "internal error: the command failed and changed nothing further; please report this as a dreamtown bug";
 
-/// The containers registered (for their `HELP`), until the module unloads.
-static CONTAINERS: Mutex<Vec<&'static ContainerSpec>> = Mutex::new(Vec::new());
-
-fn containers() -> std::sync::MutexGuard<'static, Vec<&'static ContainerSpec>> {
-    CONTAINERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// What this load registered: a part of the module state.
+#[derive(Default)]
+struct Registered {
+    /// The containers registered (for their `HELP`).
+    containers: RefCell<Vec<&'static ContainerSpec>>,
+    /// Every registered command's full name in lower case (`dreams.fire`,
+    /// `town.agent|get`) with its entry and arity: for a dry run by name.
+    commands: RefCell<Vec<(String, Entry, i32)>>,
 }
 
-/// Every registered command's full name in lower case (`dreams.fire`,
-/// `town.agent|get`) with its entry, until the module unloads: for a dry
-/// run by name.
-static REGISTERED: Mutex<Vec<(String, Entry, i32)>> = Mutex::new(Vec::new());
+static REGISTERED: PerLoad<Registered> = PerLoad::new();
 
-fn registered() -> std::sync::MutexGuard<'static, Vec<(String, Entry, i32)>> {
-    REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+fn with_commands<R>(run: impl FnOnce(&mut Vec<(String, Entry, i32)>) -> R) -> R {
+    REGISTERED.with(|registered| run(&mut registered.commands.borrow_mut()))
 }
 
-/// `MODULE UNLOAD`: forget the registered containers and commands.
-pub fn unload() {
-    containers().clear();
-    registered().clear();
+fn with_containers<R>(run: impl FnOnce(&mut Vec<&'static ContainerSpec>) -> R) -> R {
+    REGISTERED.with(|registered| run(&mut registered.containers.borrow_mut()))
 }
 
 /// Is `name` (any case) a command this module registered, or a container
@@ -203,9 +202,11 @@ pub fn unload() {
 pub fn is_registered(name: &[u8]) -> bool {
     let Ok(name) = std::str::from_utf8(name) else { return false };
     let name = name.to_ascii_lowercase();
-    registered()
-        .iter()
-        .any(|(full, _, _)| *full == name || full.split_once('|').is_some_and(|(container, _)| container == name))
+    with_commands(|registered| {
+        registered
+            .iter()
+            .any(|(full, _, _)| *full == name || full.split_once('|').is_some_and(|(container, _)| container == name))
+    })
 }
 
 /// The registered command that the call `words` (its name, then for a
@@ -214,19 +215,23 @@ pub fn is_registered(name: &[u8]) -> bool {
 pub fn find(words: &[&[u8]]) -> Option<(String, Entry, usize)> {
     let first = std::str::from_utf8(words.first()?).ok()?.to_ascii_lowercase();
     let second = words.get(1).and_then(|word| std::str::from_utf8(word).ok()).map(str::to_ascii_lowercase);
-    let registered = registered();
-    if let Some((full, entry, _)) = registered.iter().find(|(full, _, _)| *full == first) {
-        return Some((full.clone(), *entry, 1));
-    }
-    let second = second?;
-    let full = format!("{first}|{second}");
-    registered.iter().find(|(name, _, _)| *name == full).map(|(full, entry, _)| (full.clone(), *entry, 2))
+    with_commands(|registered| {
+        if let Some((full, entry, _)) = registered.iter().find(|(full, _, _)| *full == first) {
+            return Some((full.clone(), *entry, 1));
+        }
+        let second = second?;
+        let full = format!("{first}|{second}");
+        registered.iter().find(|(name, _, _)| *name == full).map(|(full, entry, _)| (full.clone(), *entry, 2))
+    })
 }
 
 /// Does registered command `full_name` take `argc` words (its name and
 /// its container's included), as Redis counts arity?
 pub fn arity_allows(full_name: &str, argc: usize) -> bool {
-    let Some(arity) = registered().iter().find(|(name, _, _)| name == full_name).map(|(_, _, arity)| *arity) else {
+    let arity = with_commands(|registered| {
+        registered.iter().find(|(name, _, _)| name == full_name).map(|(_, _, arity)| *arity)
+    });
+    let Some(arity) = arity else {
         return false;
     };
     let argc = i64::try_from(argc).unwrap_or(i64::MAX);
@@ -258,7 +263,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
         TenantUse::Read | TenantUse::Write => 1,
     };
     describe(&mut arena, command, spec, spec.name, tenant_at, module_category)?;
-    registered().push((spec.name.to_ascii_lowercase(), spec.entry, spec.arity));
+    with_commands(|registered| registered.push((spec.name.to_ascii_lowercase(), spec.entry, spec.arity)));
     Ok(())
 }
 
@@ -322,9 +327,9 @@ pub fn register_container(
             return Err(format!("could not find subcommand {full}"));
         }
         describe(&mut arena, command, sub, &full, tenant_at, module_category)?;
-        registered().push((full, sub.entry, sub.arity));
+        with_commands(|registered| registered.push((full, sub.entry, sub.arity)));
     }
-    containers().push(spec);
+    with_containers(|containers| containers.push(spec));
     Ok(())
 }
 
@@ -403,8 +408,9 @@ unsafe extern "C" fn help_entry(
         // SAFETY: the server passes `argc` (> 0 here) live strings at `argv` (not null here).
         let all = unsafe { std::slice::from_raw_parts(argv, count) };
         let name = bytes_of(*all.first()?);
-        let container =
-            containers().iter().copied().find(|container| container.name.as_bytes().eq_ignore_ascii_case(name))?;
+        let container = with_containers(|containers| {
+            containers.iter().copied().find(|container| container.name.as_bytes().eq_ignore_ascii_case(name))
+        })?;
         Some(help_lines(container))
     }));
     match lines {

@@ -6,6 +6,7 @@
 //! checked by its owner's rule, so a bad value is refused and the old one
 //! stays.
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -15,6 +16,7 @@ use std::sync::Mutex;
 use redis_module::raw;
 
 use super::api::api;
+use super::module_state::PerLoad;
 
 /// A numeric setting: its name (after `dreamtown.`), default (before
 /// `loadmodule` arguments), inclusive range, and current value.
@@ -253,32 +255,37 @@ unsafe extern "C" fn set_numeric(
 /// The string the last get of a text setting returned. The server copies
 /// what a string setting's getter returns and never frees it (module.c
 /// `getModuleStringConfig`: the module keeps ownership): the module keeps it
-/// and frees it at the next get, or at `MODULE UNLOAD` ([`unload`]). (The
-/// `redis-module` crate's getter handed a new string over each time: every
-/// `CONFIG GET dreamtown.quiet-hours`, or `CONFIG GET *` by a monitoring
-/// scrape, leaked ~30 bytes.) Main thread only.
-struct Returned(*mut raw::RedisModuleString);
+/// and frees it at the next get, or at `MODULE UNLOAD` (a part of the
+/// module state, freed with it). (The `redis-module` crate's getter handed
+/// a new string over each time: every `CONFIG GET dreamtown.quiet-hours`,
+/// or `CONFIG GET *` by a monitoring scrape, leaked ~30 bytes.)
+struct Returned(Cell<*mut raw::RedisModuleString>);
 
-// SAFETY: only touched on the server's main thread (configuration callbacks
-// and the unload), under the mutex.
-unsafe impl Send for Returned {}
-
-static RETURNED: Mutex<Returned> = Mutex::new(Returned(std::ptr::null_mut()));
-
-/// Keep `string` as the last returned one, freeing the one before.
-fn returned(string: *mut raw::RedisModuleString) {
-    let mut kept = RETURNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let previous = std::mem::replace(&mut kept.0, string);
-    if !previous.is_null() {
-        // SAFETY: `previous` is the string the last get made (no context: not auto-memory), freed
-        // once here.
-        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), previous) };
+impl Default for Returned {
+    fn default() -> Self {
+        Returned(Cell::new(std::ptr::null_mut()))
     }
 }
 
-/// `MODULE UNLOAD`: free the string the last get returned.
-pub fn unload() {
-    returned(std::ptr::null_mut());
+impl Drop for Returned {
+    fn drop(&mut self) {
+        free_returned(self.0.replace(std::ptr::null_mut()));
+    }
+}
+
+static RETURNED: PerLoad<Returned> = PerLoad::new();
+
+/// Keep `string` as the last returned one, freeing the one before.
+fn returned(string: *mut raw::RedisModuleString) {
+    free_returned(RETURNED.with(|kept| kept.0.replace(string)));
+}
+
+fn free_returned(previous: *mut raw::RedisModuleString) {
+    if !previous.is_null() {
+        // SAFETY: `previous` is the string a get made (no context: not
+        // auto-memory), taken out of its cell, freed once here.
+        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), previous) };
+    }
 }
 
 unsafe extern "C" fn get_text(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {

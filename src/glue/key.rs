@@ -777,7 +777,7 @@ impl<M: Mode> Key<M> {
     /// The values of the hash fields `fields`, read with as few
     /// `RM_HashGet` calls as its variadic form allows (up to five fields a
     /// call): each value in its own Redis string, read in place.
-    pub fn hget_fields<const N: usize>(&self, fields: [&StaticString; N]) -> [Option<OwnedString>; N]
+    pub fn hget_fields<const N: usize>(&self, fields: [&'static StaticString; N]) -> [Option<OwnedString>; N]
     where
         M: ReadsValues,
     {
@@ -881,7 +881,7 @@ impl<M: Mode> Key<M> {
 
     /// [`Key::hset`] of fields with fixed names (made once) and values
     /// given as bytes or integers.
-    pub fn hset_fields(&self, pairs: &[(&StaticString, FieldValue<'_>)])
+    pub fn hset_fields(&self, pairs: &[(&'static StaticString, FieldValue<'_>)])
     where
         M: Writes,
     {
@@ -938,7 +938,7 @@ impl<M: Mode> Key<M> {
     }
 
     /// [`Key::hdel`] of fields with fixed names (made once).
-    pub fn hdel_fields(&self, fields: &[&StaticString]) -> u64
+    pub fn hdel_fields(&self, fields: &[&'static StaticString]) -> u64
     where
         M: Writes,
     {

@@ -2,8 +2,9 @@
 //! `RedisModule_OnUnload`, made by [`entry_points!`] (the `module` layer
 //! names its load and unload functions). They fill the API table
 //! (`Export_RedisModule_Init`), read the load arguments as bytes, and run
-//! the module's functions under `catch_unwind`. Nothing else is made at
-//! load: unlike the `redis_module!` macro of `redis-module`, no detached
+//! the module's functions under `catch_unwind`; they make the load's
+//! [`super::module_state`] and drop it at unload (or when the load fails).
+//! Nothing else is made at load: unlike the `redis_module!` macro of `redis-module`, no detached
 //! thread-safe context (the module logs through the context it is given),
 //! so nothing is left to free when a load fails or the module unloads.
 
@@ -68,9 +69,16 @@ pub fn on_load(
         unsafe { std::slice::from_raw_parts(argv, count) }
     };
     let args: Vec<&[u8]> = strings.iter().map(|string| bytes_of(*string)).collect();
+    // The load's state (`module_state`): made before anything uses it,
+    // dropped again if the load fails (the server then unmaps the library
+    // without calling `OnUnload`).
+    super::module_state::create();
     match catch_unwind(AssertUnwindSafe(|| load(ctx, &args))) {
         Ok(true) => STATUS_OK,
-        _ => STATUS_ERR,
+        _ => {
+            super::module_state::drop_state();
+            STATUS_ERR
+        }
     }
 }
 
@@ -78,6 +86,10 @@ pub fn on_load(
 pub fn on_unload(ctx: Ctx, unload: fn(Ctx) -> bool) -> c_int {
     match catch_unwind(AssertUnwindSafe(|| unload(ctx))) {
         Ok(false) => STATUS_ERR,
-        _ => STATUS_OK,
+        _ => {
+            // The reset: every part of the load's state goes with it.
+            let _ = catch_unwind(super::module_state::drop_state);
+            STATUS_OK
+        }
     }
 }

@@ -13,7 +13,8 @@
 //! (`blocked`), server, keyspace and slot-migration events
 //! (`server_events`, `keyspace_events`, `slot_migration_events`), the
 //! command filter (`filter`), key scans (`scan`), `INFO` (`info`), module
-//! options (`module_options`) and main-thread statics (`main_thread`).
+//! options (`module_options`), and the per-load state every service keeps
+//! its values in (`module_state`).
 //! Nothing here knows a command family or a background mechanism.
 
 pub mod access;
@@ -35,8 +36,8 @@ pub mod key;
 pub mod keyspace_events;
 pub mod latency;
 pub mod load;
-pub mod main_thread;
 pub mod module_options;
+pub mod module_state;
 pub mod reply;
 pub mod scan;
 pub mod server_events;

@@ -21,7 +21,6 @@ use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -30,6 +29,7 @@ use super::acl::{self, Selectors, Shape};
 use super::api::api;
 use super::context_flags::ContextFlags;
 use super::key::Key;
+use super::module_state::PerLoad;
 use super::reply::CommandError;
 use super::string::{KeyName, OwnedString};
 
@@ -543,17 +543,28 @@ impl Drop for Session {
 /// never frees or replaces that user object (it cannot be deleted, and
 /// `ACL LOAD` copies the new rules into the same object: acl.c "This
 /// pointer must never change"), and the handle is only a pointer to it, so
-/// it stays valid, with the user's current rules, for the server's life.
-/// Main thread only; the atomic is the `Sync` way to keep it in a static.
-static DEFAULT_USER: AtomicPtr<raw::RedisModuleUser> = AtomicPtr::new(ptr::null_mut());
+/// it stays valid, with the user's current rules, for the server's life
+/// (kept per load: the handle is the module's, freed at unload).
+static DEFAULT_USER: PerLoad<DefaultUser> = PerLoad::new();
 
-/// `MODULE UNLOAD`: free the handle on `default` (the library may stay
-/// mapped and a later load find it; or be unmapped and the handle lost).
-pub fn unload() {
-    let user = DEFAULT_USER.swap(ptr::null_mut(), Ordering::Relaxed);
-    if !user.is_null() {
-        // SAFETY: the kept `default` user, taken out of the static, freed once.
-        unsafe { api!(RedisModule_FreeModuleUser)(user) };
+/// The kept handle on `default` (null until first looked up): a part of
+/// the module state, freed with it.
+struct DefaultUser(Cell<*mut raw::RedisModuleUser>);
+
+impl Default for DefaultUser {
+    fn default() -> Self {
+        DefaultUser(Cell::new(ptr::null_mut()))
+    }
+}
+
+impl Drop for DefaultUser {
+    fn drop(&mut self) {
+        let user = self.0.replace(ptr::null_mut());
+        if !user.is_null() {
+            // SAFETY: the kept `default` user, taken out of its cell,
+            // freed once.
+            unsafe { api!(RedisModule_FreeModuleUser)(user) };
+        }
     }
 }
 
@@ -605,7 +616,7 @@ fn caller_named(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Option<Caller> {
 /// it (`default`'s is kept: [`DEFAULT_USER`]).
 fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
     if name == b"default" {
-        let cached = DEFAULT_USER.load(Ordering::Relaxed);
+        let cached = DEFAULT_USER.with(|kept| kept.0.get());
         if !cached.is_null() {
             return Some((cached, false));
         }
@@ -617,7 +628,7 @@ fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
         return None;
     }
     if name == b"default" {
-        DEFAULT_USER.store(user, Ordering::Relaxed);
+        DEFAULT_USER.with(|kept| kept.0.set(user));
         return Some((user, false));
     }
     Some((user, true))

@@ -2,15 +2,15 @@
 //! freed when dropped; and static ones made once for the fixed names the
 //! hot paths pass on every call.
 
+use std::cell::{Cell, RefCell};
 use std::os::raw::c_char;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
 
 use redis_module::raw;
 
 use super::api::api;
+use super::module_state::PerLoad;
 
 /// An owned `RedisModuleString` (created without a context, so no
 /// auto-memory: freed on drop).
@@ -170,35 +170,57 @@ impl From<&String> for KeyName {
     }
 }
 
-/// A Redis string made on first use and kept for the server's lifetime,
+/// A Redis string made on first use and kept until the module unloads,
 /// for a fixed name (a hash field) that would otherwise be created and
-/// freed on every call. Only ever touched on Redis's main thread; the
-/// atomic is just the `Sync` way to hold the pointer in a `static`. Redis
-/// takes its own reference (or copy) wherever it keeps one, so sharing
-/// the object between calls is safe; it is never freed.
+/// freed on every call. The string is a part of the module state (freed
+/// with it). Redis takes its own reference (or copy) wherever it keeps
+/// one, so sharing the object between calls is safe.
 pub struct StaticString {
     bytes: &'static [u8],
-    string: AtomicPtr<raw::RedisModuleString>,
+    string: PerLoad<Made>,
+}
+
+/// The string a [`StaticString`] made in this load (null until then).
+struct Made(Cell<*mut raw::RedisModuleString>);
+
+impl Default for Made {
+    fn default() -> Self {
+        Made(Cell::new(ptr::null_mut()))
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        let made = self.0.replace(ptr::null_mut());
+        if !made.is_null() {
+            // SAFETY: the string this load made (no context: not
+            // auto-memory), taken out of its cell, freed once; whoever
+            // else holds it took a reference of its own.
+            unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), made) };
+        }
+    }
 }
 
 impl StaticString {
     /// The name `text` (made a Redis string when first used).
     pub const fn new(text: &'static str) -> Self {
-        Self { bytes: text.as_bytes(), string: AtomicPtr::new(ptr::null_mut()) }
+        Self { bytes: text.as_bytes(), string: PerLoad::new() }
     }
 
     /// The Redis string.
-    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
-        let made = self.string.load(Ordering::Relaxed);
-        if !made.is_null() {
-            return made;
-        }
-        let create = api!(RedisModule_CreateString);
-        // SAFETY: a pointer and length valid for the call; the string is kept for the server's life
-        // (a static name).
-        let made = unsafe { create(ptr::null_mut(), self.bytes.as_ptr().cast::<c_char>(), self.bytes.len()) };
-        self.string.store(made, Ordering::Relaxed);
-        made
+    pub fn as_ptr(&'static self) -> *mut raw::RedisModuleString {
+        self.string.with(|kept| {
+            let made = kept.0.get();
+            if !made.is_null() {
+                return made;
+            }
+            let create = api!(RedisModule_CreateString);
+            // SAFETY: a pointer and length valid for the call; the string
+            // is kept until the module unloads (`Made`).
+            let made = unsafe { create(ptr::null_mut(), self.bytes.as_ptr().cast::<c_char>(), self.bytes.len()) };
+            kept.0.set(made);
+            made
+        })
     }
 }
 
@@ -262,7 +284,7 @@ pub fn decimal(value: i64, buffer: &mut [u8; 20]) -> &[u8] {
     buffer.get(start..).unwrap_or_default()
 }
 
-/// The decimal strings of 0 to 9, made once (see [`StaticString`]): a
+/// The decimal strings of 0 to 9, made once a load (see [`StaticString`]): a
 /// write often carries one (an acknowledged region's retained `memories`
 /// and `edges` are usually 0), and a shared string saves making and
 /// freeing one (~300 instructions). Redis never changes a string it holds
@@ -285,22 +307,9 @@ static DIGITS: [StaticString; 10] = [
 /// second writes it again (`last_success`), and a shared string (another
 /// reference) is cheaper than one made and freed each time (~260
 /// instructions). Shared as [`DIGITS`] are, and safe for the same reason
-/// (this holds a reference while it keeps the string). Only ever used on
-/// Redis's main thread; the mutex is the `Sync` way to hold it in a
-/// `static`.
-static LAST_SECOND: Mutex<LastSecond> = Mutex::new(LastSecond(None));
-
-struct LastSecond(Option<(i64, OwnedString)>);
-
-/// `MODULE UNLOAD`: free the kept string.
-pub fn unload() {
-    if let Ok(mut last) = LAST_SECOND.lock() {
-        last.0 = None;
-    }
-}
-
-// SAFETY: the string is only touched on Redis's main thread (see above).
-unsafe impl Send for LastSecond {}
+/// (this holds a reference while it keeps the string). A part of the
+/// module state (freed with it).
+static LAST_SECOND: PerLoad<RefCell<Option<(i64, OwnedString)>>> = PerLoad::new();
 
 /// A reference of its own to a string holding `secs` in decimal: the
 /// kept one if it holds `secs`, else a new one, then kept instead.
@@ -309,17 +318,17 @@ fn last_second(secs: i64) -> OwnedString {
         let mut buffer = [0u8; 20];
         OwnedString::new(decimal(secs, &mut buffer))
     };
-    let Ok(mut last) = LAST_SECOND.lock() else {
-        return made();
-    };
-    match &last.0 {
-        Some((kept, string)) if *kept == secs => string.clone(),
-        _ => {
-            let string = made();
-            last.0 = Some((secs, string.clone()));
-            string
+    LAST_SECOND.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((kept, string)) if *kept == secs => string.clone(),
+            _ => {
+                let string = made();
+                *last = Some((secs, string.clone()));
+                string
+            }
         }
-    }
+    })
 }
 
 /// How many arguments an [`Argv`] holds without a heap allocation.

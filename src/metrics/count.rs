@@ -10,7 +10,7 @@ use crate::town::keys::TownKeys;
 
 /// `n` Dreams events `event` of organization `org`.
 pub fn dreams(org: TenantId, event: Dreams, n: u64) {
-    totals::dreams(event).add(n);
+    totals::add_dreams(event, n);
     if (event as usize) < DREAMS_TENANT_EVENTS {
         tenant_stats::dreams(org, event, n);
     }
@@ -18,16 +18,16 @@ pub fn dreams(org: TenantId, event: Dreams, n: u64) {
 
 /// `n` Dreams events `event` that belong to no organization's totals.
 pub fn dreams_server(event: Dreams, n: u64) {
-    totals::dreams(event).add(n);
+    totals::add_dreams(event, n);
 }
 
 /// Town events of the town of `keys` (and of its agent `agent` if given),
 /// each `(event, n)` of `counts`: the server's totals, then the tenants',
-/// the town's and the agent's ids hashed once and the table locked once
+/// the town's and the agent's ids hashed once and the table borrowed once
 /// (nothing when no count is for a tenant).
 pub fn town(keys: &TownKeys, agent: Option<&str>, counts: &[(Town, u64)]) {
     for &(event, n) in counts {
-        totals::town(event).add(n);
+        totals::add_town(event, n);
     }
     if counts.iter().any(|&(event, n)| n > 0 && (event as usize) < TOWN_TENANT_EVENTS) {
         let town = TenantId::of(keys.prefix());
@@ -37,5 +37,5 @@ pub fn town(keys: &TownKeys, agent: Option<&str>, counts: &[(Town, u64)]) {
 
 /// `n` Town events `event` that belong to no town's totals.
 pub fn town_server(event: Town, n: u64) {
-    totals::town(event).add(n);
+    totals::add_town(event, n);
 }

@@ -38,13 +38,13 @@
 //! away) keeps its entry until the list is next seen empty. Two payloads
 //! with the same hash share an entry: at worst one age is off.
 
+use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::ffi::CStr;
-use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use super::tenant_stats::{IdMap, TenantId};
-use super::totals::Total;
 use crate::dreams::region::QueueKey;
+use crate::glue::module_state::PerLoad;
 use dreamtown_protocol::keyspace::dreams::PREFIX;
 use dreamtown_protocol::keyspace::split_valid_tag;
 
@@ -89,10 +89,10 @@ pub struct Table {
     orgs: IdMap<Org>,
     entries: usize,
     caps: (usize, usize),
+    /// Items not timed because a cap was reached: kept when the timings
+    /// are forgotten.
+    refused: u64,
 }
-
-/// Items not timed because a cap was reached.
-static REFUSED: Total = Total::new();
 
 /// The age of a list's head: how old (ms), and whether exact (timed when it
 /// entered) or a lower bound (timed when first looked at).
@@ -133,6 +133,16 @@ impl Table {
         Self { caps: (orgs, entries), ..Self::default() }
     }
 
+    /// The same caps and refusals, no timing (the memory released).
+    fn emptied_all(&self) -> Self {
+        Self { caps: self.caps, refused: self.refused, ..Self::default() }
+    }
+
+    /// One more item not timed (a cap was reached).
+    fn refuse(&mut self) {
+        self.refused = self.refused.saturating_add(1);
+    }
+
     /// `payload` entered `org`'s `list` at `now_ms`.
     pub fn entered(&mut self, org: TenantId, list: List, payload: &[u8], now_ms: i64) {
         self.entered_hashed(org, list, payload_hash(payload), now_ms);
@@ -141,12 +151,12 @@ impl Table {
     /// [`Table::entered`] of a payload whose [`payload_hash`] is `hash`.
     pub fn entered_hashed(&mut self, org: TenantId, list: List, hash: u64, now_ms: i64) {
         if self.entries >= self.caps.1 {
-            return REFUSED.bump();
+            return self.refuse();
         }
         let full = self.orgs.len() >= self.caps.0;
         let timed = match self.orgs.get_mut(&org.get()) {
             Some(found) => &mut found.lists[list as usize],
-            None if full => return REFUSED.bump(),
+            None if full => return self.refuse(),
             None => &mut self.orgs.entry(org.get()).or_default().lists[list as usize],
         };
         match timed.items.entry(hash) {
@@ -231,15 +241,24 @@ impl Table {
     }
 }
 
-fn table() -> MutexGuard<'static, Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| Mutex::new(Table::with_caps(MAX_ORGS, MAX_ENTRIES)));
-    table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The table: a part of the module state.
+struct State(RefCell<Table>);
+
+impl Default for State {
+    fn default() -> Self {
+        State(RefCell::new(Table::with_caps(MAX_ORGS, MAX_ENTRIES)))
+    }
 }
 
-/// Forget every timing, releasing the memory (`FLUSHALL`; `MODULE UNLOAD`).
+static STATE: PerLoad<State> = PerLoad::new();
+
+fn with_table<R>(run: impl FnOnce(&mut Table) -> R) -> R {
+    STATE.with(|state| run(&mut state.0.borrow_mut()))
+}
+
+/// Forget every timing, releasing the memory (`FLUSHALL`).
 pub fn forget_all() {
-    *table() = Table::with_caps(MAX_ORGS, MAX_ENTRIES);
+    with_table(|table| *table = table.emptied_all());
 }
 
 /// The organization and list a Dreams list key names, if it is the ready
@@ -264,64 +283,60 @@ pub fn on_keyspace_event(_ctx: crate::glue::ctx::Ctx, event: &[u8], key: crate::
         return;
     }
     if let Some((org, list)) = list_of(crate::glue::string::bytes_of(key)) {
-        table().emptied(org, list);
+        with_table(|table| table.emptied(org, list));
     }
 }
 
 /// `payload` entered `org`'s `list` at `now_ms`.
 pub fn entered(org: TenantId, list: List, payload: &[u8], now_ms: i64) {
-    table().entered(org, list, payload, now_ms);
+    with_table(|table| table.entered(org, list, payload, now_ms));
 }
 
 /// `payloads` entered `org`'s `list` at `now_ms`.
 pub fn entered_all(org: TenantId, list: List, payloads: &[&[u8]], now_ms: i64) {
-    let mut table = table();
-    for payload in payloads {
-        table.entered(org, list, payload, now_ms);
-    }
+    with_table(|table| {
+        for payload in payloads {
+            table.entered(org, list, payload, now_ms);
+        }
+    });
 }
 
 /// `payload` left `org`'s `list`, emptying it if `now_empty`.
 pub fn left(org: TenantId, list: List, payload: &[u8], now_empty: bool) {
-    table().left(org, list, payload, now_empty);
+    with_table(|table| table.left(org, list, payload, now_empty));
 }
 
 /// [`left`] of a payload whose [`payload_hash`] is `hash`.
 pub fn left_hashed(org: TenantId, list: List, hash: u64, now_empty: bool) {
-    table().left_hashed(org, list, hash, now_empty);
+    with_table(|table| table.left_hashed(org, list, hash, now_empty));
 }
 
 /// [`entered`] of a payload whose [`payload_hash`] is `hash`.
 pub fn entered_hashed(org: TenantId, list: List, hash: u64, now_ms: i64) {
-    table().entered_hashed(org, list, hash, now_ms);
+    with_table(|table| table.entered_hashed(org, list, hash, now_ms));
 }
 
 /// `org`'s `list` is empty.
 pub fn emptied(org: TenantId, list: List) {
-    table().emptied(org, list);
+    with_table(|table| table.emptied(org, list));
 }
 
 /// The age of `head` at the head of `org`'s `list`, or none (and the
 /// list's timings dropped) when the list is empty.
 pub fn head_age(org: TenantId, list: List, head: Option<&[u8]>, now_ms: i64) -> Option<Age> {
-    let mut table = table();
-    match head {
+    with_table(|table| match head {
         Some(head) => Some(table.age(org, list, head, now_ms)),
         None => {
             table.emptied(org, list);
             None
         }
-    }
+    })
 }
 
 /// Fields of the `dreamtown_tenant_stats` section of INFO.
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
-    let (orgs, entries) = table().sizes();
-    vec![
-        (c"fire_ages_orgs", orgs as u64),
-        (c"fire_ages_entries", entries as u64),
-        (c"fire_ages_refused", REFUSED.get()),
-    ]
+    let ((orgs, entries), refused) = with_table(|table| (table.sizes(), table.refused));
+    vec![(c"fire_ages_orgs", orgs as u64), (c"fire_ages_entries", entries as u64), (c"fire_ages_refused", refused)]
 }
 
 #[cfg(test)]

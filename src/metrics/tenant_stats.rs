@@ -14,8 +14,9 @@
 //! in the STATS replies says when a tenant's totals started.
 //!
 //! Cost: one keyed hash of the tenant name per command that counts (the
-//! caller makes a [`TenantId`] once), one uncontended lock and one lookup
-//! in a map keyed by that hash; no allocation once the tenant has an entry.
+//! caller makes a [`TenantId`] once), one borrow of the table (a part of
+//! the module state, `glue::module_state`) and one lookup in a map keyed
+//! by that hash; no allocation once the tenant has an entry.
 //! Memory is bounded: at most [`MAX_ORGS`] organizations, [`MAX_TOWNS`]
 //! towns and [`MAX_AGENTS`] agents (all towns together) have entries
 //! (about 200 bytes each); a tenant first seen beyond a cap is not counted
@@ -28,13 +29,14 @@
 //! `FLUSHALL`, or a `FLUSHDB` that leaves nothing the module served
 //! (`server_events`), forgets every entry.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 
-use super::totals::Total;
 use crate::events::{self, Dreams, Field, Town, DREAMS_TENANT_EVENTS, TOWN_TENANT_EVENTS};
+use crate::glue::module_state::PerLoad;
 
 /// Organizations with totals at most.
 pub const MAX_ORGS: usize = 10_000;
@@ -173,10 +175,10 @@ pub struct Table {
     towns: IdMap<TownEntry>,
     agents: usize,
     caps: [usize; 3],
+    /// Tenants not counted because a cap was reached (organizations,
+    /// towns, agents): kept when the entries are forgotten.
+    refused: [u64; 3],
 }
-
-/// Tenants not counted because a cap was reached (organizations, towns, agents).
-static REFUSED: [Total; 3] = [Total::new(), Total::new(), Total::new()];
 
 impl Table {
     /// An empty table with these caps (organizations, towns, agents).
@@ -184,12 +186,24 @@ impl Table {
         Self { caps, ..Self::default() }
     }
 
+    /// The same caps and refusals, no entry (the memory released).
+    fn emptied(&self) -> Self {
+        Self { caps: self.caps, refused: self.refused, ..Self::default() }
+    }
+
+    /// One more tenant of `family` not counted (its cap was reached).
+    fn refuse(&mut self, family: Family) {
+        if let Some(refused) = self.refused.get_mut(family as usize) {
+            *refused = refused.saturating_add(1);
+        }
+    }
+
     /// Count `n` of `what` for `org`.
     pub fn count_dreams(&mut self, org: TenantId, what: Dreams, n: u64) {
         let full = self.orgs.len() >= self.caps[0];
         let totals = match self.orgs.get_mut(&org.0) {
             Some(totals) => totals,
-            None if full => return REFUSED[0].bump(),
+            None if full => return self.refuse(Family::Orgs),
             None => self.orgs.entry(org.0).or_insert_with(Totals::new),
         };
         if let Some(count) = totals.counts.get_mut(what as usize) {
@@ -202,7 +216,7 @@ impl Table {
         let full = self.towns.len() >= self.caps[1];
         let entry = match self.towns.get_mut(&town.0) {
             Some(entry) => entry,
-            None if full => return REFUSED[1].bump(),
+            None if full => return self.refuse(Family::Towns),
             None => self
                 .towns
                 .entry(town.0)
@@ -212,7 +226,7 @@ impl Table {
         let Some(agent) = agent else { return };
         let totals = match entry.agents.get_mut(&agent.0) {
             Some(totals) => totals,
-            None if self.agents >= self.caps[2] => return REFUSED[2].bump(),
+            None if self.agents >= self.caps[2] => return self.refuse(Family::Agents),
             None => {
                 self.agents += 1;
                 entry.agents.entry(agent.0).or_insert_with(Totals::new)
@@ -272,50 +286,58 @@ fn add(totals: &mut TownTotals, what: Town, n: u64) {
     }
 }
 
-fn table() -> MutexGuard<'static, Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| Mutex::new(Table::with_caps([MAX_ORGS, MAX_TOWNS, MAX_AGENTS])));
-    // A panic while held (caught by the entry point) leaves counts, not
-    // broken invariants: keep using them.
-    table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The table: a part of the module state.
+struct State(RefCell<Table>);
+
+impl Default for State {
+    fn default() -> Self {
+        State(RefCell::new(Table::with_caps([MAX_ORGS, MAX_TOWNS, MAX_AGENTS])))
+    }
+}
+
+static STATE: PerLoad<State> = PerLoad::new();
+
+fn with_table<R>(run: impl FnOnce(&mut Table) -> R) -> R {
+    STATE.with(|state| run(&mut state.0.borrow_mut()))
 }
 
 /// Forget every tenant's totals, releasing the memory (`FLUSHALL`, see
-/// `server_events`; `MODULE UNLOAD`): a counter reset, as after a restart.
+/// `server_events`): a counter reset, as after a restart.
 pub fn forget_all() {
-    *table() = Table::with_caps([MAX_ORGS, MAX_TOWNS, MAX_AGENTS]);
+    with_table(|table| *table = table.emptied());
 }
 
 /// Count `n` of `what` for `org` (nothing when `n` is 0).
 pub fn dreams(org: TenantId, what: Dreams, n: u64) {
     if n > 0 {
-        table().count_dreams(org, what, n);
+        with_table(|table| table.count_dreams(org, what, n));
     }
 }
 
 /// Count each `(what, n)` of `counts` for `town` and its `agent`, under
-/// one lock (a count of 0 counts nothing: no entry is made for it).
+/// one borrow of the table (a count of 0 counts nothing: no entry is made for it).
 pub fn town_all(town: TenantId, agent: Option<TenantId>, counts: &[(Town, u64)]) {
     if counts.iter().all(|(_, n)| *n == 0) {
         return;
     }
-    let mut table = table();
-    for &(what, n) in counts {
-        // Server-only events (`events::TOWN_TENANT_EVENTS` on) make no entry.
-        if n > 0 && (what as usize) < TOWN_TENANT_EVENTS {
-            table.count_town(town, agent, what, n);
+    with_table(|table| {
+        for &(what, n) in counts {
+            // Server-only events (`events::TOWN_TENANT_EVENTS` on) make no entry.
+            if n > 0 && (what as usize) < TOWN_TENANT_EVENTS {
+                table.count_town(town, agent, what, n);
+            }
         }
-    }
+    });
 }
 
 /// `org`'s totals, if counted.
 pub fn dreams_totals(org: TenantId) -> Option<DreamsTotals> {
-    table().dreams(org)
+    with_table(|table| table.dreams(org))
 }
 
 /// A town's or an agent's totals, if counted.
 pub fn town_totals(town: TenantId, agent: Option<TenantId>) -> Option<TownTotals> {
-    table().town(town, agent)
+    with_table(|table| table.town(town, agent))
 }
 
 /// Which cap.
@@ -331,9 +353,10 @@ pub enum Family {
 
 /// Is `family` at its cap (a tenant without an entry is not counted)?
 pub fn at_cap(family: Family) -> bool {
-    let table = table();
-    let sizes = table.sizes();
-    sizes.get(family as usize).zip(table.caps.get(family as usize)).is_some_and(|(size, cap)| size >= cap)
+    with_table(|table| {
+        let sizes = table.sizes();
+        sizes.get(family as usize).zip(table.caps.get(family as usize)).is_some_and(|(size, cap)| size >= cap)
+    })
 }
 
 /// A STATS call found the tenant with nothing queued, in flight or leased:
@@ -341,30 +364,30 @@ pub fn at_cap(family: Family) -> bool {
 /// totals (a counter reset, which `rate()` handles), so that tenants that
 /// come and go do not lock newer ones out. `agent` for a Town agent.
 pub fn idle_seen(tenant: TenantId, agent: Option<TenantId>) {
-    let mut table = table();
-    match agent {
+    with_table(|table| match agent {
         None if table.crowded(Family::Orgs) => table.forget_org(tenant),
         Some(agent) if table.crowded(Family::Agents) => table.forget_agents(tenant, Some(agent)),
         _ => {}
-    }
+    });
 }
 
 /// Forget a town's agents' totals (`TOWN.RESET`), or one agent's
 /// (`TOWN.AGENT DEL`).
 pub fn forget_agents(town: TenantId, agent: Option<TenantId>) {
-    table().forget_agents(town, agent);
+    with_table(|table| table.forget_agents(town, agent));
 }
 
 /// The `dreamtown_tenant_stats` section of INFO.
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
-    let [orgs, towns, agents] = table().sizes();
+    let ([orgs, towns, agents], [orgs_refused, towns_refused, agents_refused]) =
+        with_table(|table| (table.sizes(), table.refused));
     vec![
         (c"orgs_tracked", orgs as u64),
         (c"towns_tracked", towns as u64),
         (c"agents_tracked", agents as u64),
-        (c"orgs_refused", REFUSED[0].get()),
-        (c"towns_refused", REFUSED[1].get()),
-        (c"agents_refused", REFUSED[2].get()),
+        (c"orgs_refused", orgs_refused),
+        (c"towns_refused", towns_refused),
+        (c"agents_refused", agents_refused),
     ]
 }
 

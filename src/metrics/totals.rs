@@ -1,11 +1,14 @@
-//! Server-wide totals reported by `INFO dreamtown`, kept per server since
-//! it started (a replica counts nothing: it applies effects, not commands).
+//! Server-wide totals reported by `INFO dreamtown`, kept since the module
+//! loaded (a part of the module state; a replica counts nothing: it
+//! applies effects, not commands).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::events::{Dreams, Town, DREAMS_EVENTS, TOWN_EVENTS};
+use crate::glue::module_state::PerLoad;
 
 /// A monotonically increasing total.
+#[derive(Default)]
 pub struct Total(AtomicU64);
 
 impl Total {
@@ -30,28 +33,37 @@ impl Total {
     }
 }
 
-/// Each Dreams event's total ([`crate::events::Dreams`], by its order).
-static DREAMS: [Total; DREAMS_EVENTS] = [const { Total::new() }; DREAMS_EVENTS];
-/// Each Town event's total ([`crate::events::Town`], by its order).
-static TOWN: [Total; TOWN_EVENTS] = [const { Total::new() }; TOWN_EVENTS];
-
-/// The server's total of Dreams event `event`.
-pub fn dreams(event: Dreams) -> &'static Total {
-    // In range by construction (the enum's size); `events` tests it.
-    &DREAMS[event as usize]
+/// Each event's total, by the enum's order: a part of the module state.
+struct State {
+    dreams: [Total; DREAMS_EVENTS],
+    town: [Total; TOWN_EVENTS],
 }
 
-/// The server's total of Town event `event`.
-pub fn town(event: Town) -> &'static Total {
-    &TOWN[event as usize]
+impl Default for State {
+    fn default() -> Self {
+        State { dreams: [const { Total::new() }; DREAMS_EVENTS], town: [const { Total::new() }; TOWN_EVENTS] }
+    }
+}
+
+static STATE: PerLoad<State> = PerLoad::new();
+
+/// Add `n` to the server's total of Dreams event `event`.
+pub fn add_dreams(event: Dreams, n: u64) {
+    // In range by construction (the enum's size); `events` tests it.
+    STATE.with(|state| state.dreams[event as usize].add(n));
+}
+
+/// Add `n` to the server's total of Town event `event`.
+pub fn add_town(event: Town, n: u64) {
+    STATE.with(|state| state.town[event as usize].add(n));
 }
 
 /// Every Dreams event's total, by the enum's order (for `INFO`).
 pub fn dreams_counts() -> [u64; DREAMS_EVENTS] {
-    std::array::from_fn(|at| DREAMS[at].get())
+    STATE.with(|state| std::array::from_fn(|at| state.dreams[at].get()))
 }
 
 /// Every Town event's total, by the enum's order (for `INFO`).
 pub fn town_counts() -> [u64; TOWN_EVENTS] {
-    std::array::from_fn(|at| TOWN[at].get())
+    STATE.with(|state| std::array::from_fn(|at| state.town[at].get()))
 }

@@ -7,9 +7,8 @@ mod info;
 
 use crate::glue::ctx::{log_warning_text, Ctx};
 use crate::glue::module_options::ModuleOptions;
-use crate::glue::{acl_category, api, command, config, load, session, string, unload_guard};
-use crate::metrics::{fire_ages, tenant_stats};
-use crate::services::{keyspace_events, lease_timer, server_events, slot_migration, waiters};
+use crate::glue::{acl_category, api, command, config, load, unload_guard};
+use crate::services::{keyspace_events, lease_timer, server_events, slot_migration};
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 type Allocator = redis_module::alloc::RedisAlloc;
@@ -99,38 +98,20 @@ fn set_up(ctx: Ctx, arguments: &[&[u8]]) -> bool {
 }
 
 /// `MODULE UNLOAD`, once the server allows it (no client blocked in a
-/// module command, no module timer scheduled: `moduleUnload`). Frees what
-/// the module's statics hold and resets them. Why both: the library is
-/// not always unmapped (glibc keeps a library whose thread-locals
-/// registered destructors, as soon as a command used one), and a later
-/// `MODULE LOAD` then finds its statics as they were left; when it is
-/// unmapped, whatever they held would be lost to the server's allocator.
-/// The `INFO dreamtown` totals (plain counters) carry on in the first case.
+/// module command, no module timer scheduled: `moduleUnload`): whether the
+/// module lets itself go. Nothing is freed or reset here: everything a
+/// load made is in its `glue::module_state`, which `glue::load` drops once
+/// this agrees, so a later `MODULE LOAD` starts from nothing whether or
+/// not the server unmapped the library in between (glibc keeps a library
+/// mapped once a thread-local registered a destructor).
 fn deinit(ctx: Ctx) -> bool {
-    // First, whether this server can unload it at all (Valkey 8.1 cannot):
+    // Whether this server can unload it at all (Valkey 8.1 cannot):
     // refusing here cancels the unload with nothing freed.
-    if let Ok(Some(refusal)) = std::panic::catch_unwind(|| unload_guard::refusal(ctx)) {
-        log_warning_text(ctx, refusal);
-        return false;
+    match std::panic::catch_unwind(|| unload_guard::refusal(ctx)) {
+        Ok(Some(refusal)) => {
+            log_warning_text(ctx, refusal);
+            false
+        }
+        _ => true,
     }
-    let _ = std::panic::catch_unwind(|| {
-        lease_timer::unload();
-        crate::services::limits_index::unload();
-        waiters::unload();
-        tenant_stats::forget_all();
-        fire_ages::forget_all();
-        server_events::unload();
-        crate::services::slot_memo::unload();
-        slot_migration::unload();
-        crate::services::migration_guard::unload();
-        crate::services::acl_watch::unload();
-        crate::glue::acl::unload();
-        session::unload();
-        string::unload();
-        config::unload();
-        command::unload();
-        crate::stores::dreams::queue_names::unload();
-        crate::stores::town::names::unload();
-    });
-    true
 }

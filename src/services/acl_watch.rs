@@ -12,33 +12,32 @@
 //!   alone would check the command and none of the keys the module
 //!   derives from the tenant, and answer `OK` where the call is refused.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::cell::{Cell, RefCell};
 
 use crate::glue::filter::{in_multi, Filtered};
+use crate::glue::module_state::PerLoad;
 use crate::glue::{acl, command};
 
 /// The command `ACL DRYRUN` of a module command becomes.
 pub const DRY_RUN_COMMAND: &str = "DREAMTOWN.DRYRUN";
 
-/// Clients that queued an ACL change in `MULTI`.
-static QUEUED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+/// The watch's part of the module state.
+#[derive(Default)]
+struct State {
+    /// Clients that queued an ACL change in `MULTI`.
+    queued: RefCell<Vec<u64>>,
+    /// Every `EXEC` forgets: an ACL change was queued by a client the
+    /// filter could not name, or too many clients queued one.
+    every_exec: Cell<bool>,
+}
 
-/// Every `EXEC` forgets: an ACL change was queued by a client the filter
-/// could not name, or too many clients queued one.
-static EVERY_EXEC: AtomicBool = AtomicBool::new(false);
+static STATE: PerLoad<State> = PerLoad::new();
 
 /// At most this many clients remembered (beyond: every `EXEC` forgets).
 const MAX_CLIENTS: usize = 1024;
 
-fn queued() -> MutexGuard<'static, Vec<u64>> {
-    QUEUED.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `MODULE UNLOAD`: reset the statics.
-pub fn unload() {
-    queued().clear();
-    EVERY_EXEC.store(false, Ordering::Relaxed);
+fn set_every_exec() {
+    STATE.with(|state| state.every_exec.set(true));
 }
 
 /// An `ACL` command.
@@ -47,18 +46,18 @@ pub fn on_acl(command: &Filtered) {
     if [&b"SETUSER"[..], b"DELUSER", b"LOAD"].iter().any(|write| sub.eq_ignore_ascii_case(write)) {
         acl::rules_changed();
         match command.client_id() {
-            Some(id) if in_multi(id) => {
-                let mut queued = queued();
+            Some(id) if in_multi(id) => STATE.with(|state| {
+                let mut queued = state.queued.borrow_mut();
                 if !queued.contains(&id) {
                     if queued.len() >= MAX_CLIENTS {
-                        EVERY_EXEC.store(true, Ordering::Relaxed);
+                        state.every_exec.set(true);
                     } else {
                         queued.push(id);
                     }
                 }
-            }
+            }),
             Some(_) => {}
-            None => EVERY_EXEC.store(true, Ordering::Relaxed),
+            None => set_every_exec(),
         }
         return;
     }
@@ -70,13 +69,16 @@ pub fn on_acl(command: &Filtered) {
 
 /// An `EXEC` (of client `id`, where known).
 pub fn on_exec(id: Option<u64>) {
-    let queued_here = id.is_some_and(|id| {
-        let mut queued = queued();
-        let before = queued.len();
-        queued.retain(|q| *q != id);
-        queued.len() != before
+    let (queued_here, every_exec) = STATE.with(|state| {
+        let queued_here = id.is_some_and(|id| {
+            let mut queued = state.queued.borrow_mut();
+            let before = queued.len();
+            queued.retain(|q| *q != id);
+            queued.len() != before
+        });
+        (queued_here, state.every_exec.get())
     });
-    if queued_here || EVERY_EXEC.load(Ordering::Relaxed) {
+    if queued_here || every_exec {
         acl::rules_changed();
     }
 }
@@ -84,6 +86,6 @@ pub fn on_exec(id: Option<u64>) {
 /// A `DISCARD` (of client `id`, where known).
 pub fn on_discard(id: Option<u64>) {
     if let Some(id) = id {
-        queued().retain(|q| *q != id);
+        STATE.with(|state| state.queued.borrow_mut().retain(|q| *q != id));
     }
 }

@@ -10,16 +10,17 @@
 //! catch-up of its slots only ([`queue_slots`]). `INFO dreamtown`
 //! (`dreamtown_leases`) shows its progress and its longest turn.
 
+use std::cell::RefCell;
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
-use super::lease_index::{lock, with_index, DeadlineIndex, LeaseFamily, SlotRange};
+use super::lease_index::{with_index, DeadlineIndex, LeaseFamily, SlotRange};
 use crate::glue::config::Numeric;
 use crate::glue::db_scope::DbScope;
 use crate::glue::latency::thread_cpu_us;
+use crate::glue::module_state::PerLoad;
 use crate::glue::scan::ScanCursor;
 use crate::glue::session::Session;
 use crate::metrics::totals::Total;
@@ -80,30 +81,39 @@ struct CatchUp {
     queued_slots: Vec<SlotRange>,
 }
 
-/// The catch-up's state (made on first use).
-static CATCH_UP: Mutex<Option<CatchUp>> = Mutex::new(None);
-/// Catch-ups started (full or by slots) and completed.
-static CATCH_UPS_STARTED: Total = Total::new();
-static CATCH_UPS_COMPLETED: Total = Total::new();
-/// Catch-ups dropped unfinished (a restart, or the server became a replica).
-static CATCH_UPS_ABANDONED: Total = Total::new();
-/// Of the catch-up running, or else the last one: keys examined, turns,
-/// tenants indexed, and the duration when it completed (ms).
-static RUN_KEYS: AtomicU64 = AtomicU64::new(0);
-static RUN_TURNS: AtomicU64 = AtomicU64::new(0);
-static RUN_TENANTS: AtomicU64 = AtomicU64::new(0);
-static LAST_DURATION_MS: AtomicU64 = AtomicU64::new(0);
-/// Since the module loaded: all keys examined and turns taken by
-/// catch-ups, the most keys one turn examined, the longest turn (µs).
-static KEYS_EXAMINED: Total = Total::new();
-static TURNS: Total = Total::new();
-static MAX_KEYS_PER_TURN: AtomicU64 = AtomicU64::new(0);
-static MAX_TURN_US: AtomicU64 = AtomicU64::new(0);
-/// The most CPU time of the main thread one turn used (µs): unlike the
-/// wall-clock figure, not inflated when the machine preempts the server.
-static MAX_TURN_CPU_US: AtomicU64 = AtomicU64::new(0);
+/// The catch-up's part of the module state: the catch-up itself and its
+/// figures for `INFO`.
+#[derive(Default)]
+struct State {
+    catch_up: RefCell<CatchUp>,
+    /// Catch-ups started (full or by slots) and completed.
+    started: Total,
+    completed: Total,
+    /// Catch-ups dropped unfinished (a restart, or the server became a
+    /// replica).
+    abandoned: Total,
+    /// Of the catch-up running, or else the last one: keys examined,
+    /// turns, tenants indexed, and the duration when it completed (ms).
+    run_keys: AtomicU64,
+    run_turns: AtomicU64,
+    run_tenants: AtomicU64,
+    last_duration_ms: AtomicU64,
+    /// Since the module loaded: all keys examined and turns taken by
+    /// catch-ups, the most keys one turn examined, the longest turn (µs).
+    keys_examined: Total,
+    turns: Total,
+    max_keys_per_turn: AtomicU64,
+    max_turn_us: AtomicU64,
+    /// The most CPU time of the main thread one turn used (µs): unlike the
+    /// wall-clock figure, not inflated when the machine preempts the
+    /// server.
+    max_turn_cpu_us: AtomicU64,
+}
+
+static STATE: PerLoad<State> = PerLoad::new();
+
 fn with_catch_up<R>(run: impl FnOnce(&mut CatchUp) -> R) -> R {
-    run(lock(&CATCH_UP).get_or_insert_with(CatchUp::default))
+    STATE.with(|state| run(&mut state.catch_up.borrow_mut()))
 }
 
 /// Queue a catch-up of the lease sets in `ranges` (an import completed);
@@ -115,12 +125,6 @@ pub fn queue_slots(ranges: &[SlotRange]) {
 /// Is a catch-up running or queued?
 pub fn pending() -> bool {
     with_catch_up(|catch_up| catch_up.running.is_some() || !catch_up.queued_slots.is_empty())
-}
-
-/// `MODULE UNLOAD`: drop the state.
-pub fn unload() {
-    stop();
-    *lock(&CATCH_UP) = None;
 }
 
 /// Microseconds since `since` (the catch-up's turns, the timer's ticks).
@@ -139,17 +143,19 @@ pub fn begin(scope: Scope, now: i64) {
         catch_up.running.replace(Running { scope: scope.clone(), db: 0, cursor, started_ms: now })
     });
     if dropped.is_some() {
-        CATCH_UPS_ABANDONED.bump();
+        STATE.with(|state| state.abandoned.bump());
     }
     if scope == Scope::Everything {
         with_index(DeadlineIndex::clear);
         // It finds every limits key again (limits_index).
         super::limits_index::clear();
     }
-    CATCH_UPS_STARTED.bump();
-    RUN_KEYS.store(0, Ordering::Relaxed);
-    RUN_TURNS.store(0, Ordering::Relaxed);
-    RUN_TENANTS.store(0, Ordering::Relaxed);
+    STATE.with(|state| {
+        state.started.bump();
+        state.run_keys.store(0, Ordering::Relaxed);
+        state.run_turns.store(0, Ordering::Relaxed);
+        state.run_tenants.store(0, Ordering::Relaxed);
+    });
 }
 
 /// Drop the catch-up under way and the queued slot ranges (the server
@@ -160,7 +166,7 @@ pub fn stop() {
         catch_up.running.take()
     });
     if dropped.is_some() {
-        CATCH_UPS_ABANDONED.bump();
+        STATE.with(|state| state.abandoned.bump());
     }
 }
 
@@ -242,14 +248,17 @@ pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
     }
     drop(scope_db);
     let took = micros(started);
-    KEYS_EXAMINED.add(gathered.examined);
-    TURNS.bump();
-    MAX_KEYS_PER_TURN.fetch_max(gathered.examined, Ordering::Relaxed);
-    MAX_TURN_US.fetch_max(took, Ordering::Relaxed);
-    MAX_TURN_CPU_US.fetch_max(thread_cpu_us().saturating_sub(cpu_started), Ordering::Relaxed);
-    RUN_KEYS.fetch_add(gathered.examined, Ordering::Relaxed);
-    RUN_TURNS.fetch_add(1, Ordering::Relaxed);
-    RUN_TENANTS.fetch_add(indexed, Ordering::Relaxed);
+    let cpu = thread_cpu_us().saturating_sub(cpu_started);
+    STATE.with(|state| {
+        state.keys_examined.add(gathered.examined);
+        state.turns.bump();
+        state.max_keys_per_turn.fetch_max(gathered.examined, Ordering::Relaxed);
+        state.max_turn_us.fetch_max(took, Ordering::Relaxed);
+        state.max_turn_cpu_us.fetch_max(cpu, Ordering::Relaxed);
+        state.run_keys.fetch_add(gathered.examined, Ordering::Relaxed);
+        state.run_turns.fetch_add(1, Ordering::Relaxed);
+        state.run_tenants.fetch_add(indexed, Ordering::Relaxed);
+    });
     let done = with_catch_up(|catch_up| {
         if finished {
             catch_up.running.take()
@@ -262,9 +271,12 @@ pub fn turn(session: &Session, families: &[&'static LeaseFamily]) -> bool {
     });
     if let Some(done) = done {
         drop(cursor);
-        CATCH_UPS_COMPLETED.bump();
         let now = session.now_ms();
-        LAST_DURATION_MS.store(u64::try_from(now.saturating_sub(done.started_ms)).unwrap_or(0), Ordering::Relaxed);
+        let took_ms = u64::try_from(now.saturating_sub(done.started_ms)).unwrap_or(0);
+        STATE.with(|state| {
+            state.completed.bump();
+            state.last_duration_ms.store(took_ms, Ordering::Relaxed);
+        });
         // Slot ranges queued meanwhile run next.
         return with_catch_up(|catch_up| !catch_up.queued_slots.is_empty());
     }
@@ -296,20 +308,22 @@ fn index_found(
 
 /// The catch-up's fields of `dreamtown_leases` (after the timer's).
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
-    vec![
-        (c"catch_ups_started", CATCH_UPS_STARTED.get()),
-        (c"catch_ups_completed", CATCH_UPS_COMPLETED.get()),
-        (c"catch_ups_abandoned", CATCH_UPS_ABANDONED.get()),
-        (c"catch_up_keys_examined", RUN_KEYS.load(Ordering::Relaxed)),
-        (c"catch_up_turns", RUN_TURNS.load(Ordering::Relaxed)),
-        (c"catch_up_tenants_indexed", RUN_TENANTS.load(Ordering::Relaxed)),
-        (c"catch_up_last_duration_ms", LAST_DURATION_MS.load(Ordering::Relaxed)),
-        (c"catch_up_keys_examined_total", KEYS_EXAMINED.get()),
-        (c"catch_up_turns_total", TURNS.get()),
-        (c"catch_up_max_keys_per_turn", MAX_KEYS_PER_TURN.load(Ordering::Relaxed)),
-        (c"catch_up_max_turn_us", MAX_TURN_US.load(Ordering::Relaxed)),
-        (c"catch_up_max_turn_cpu_us", MAX_TURN_CPU_US.load(Ordering::Relaxed)),
-    ]
+    STATE.with(|state| {
+        vec![
+            (c"catch_ups_started", state.started.get()),
+            (c"catch_ups_completed", state.completed.get()),
+            (c"catch_ups_abandoned", state.abandoned.get()),
+            (c"catch_up_keys_examined", state.run_keys.load(Ordering::Relaxed)),
+            (c"catch_up_turns", state.run_turns.load(Ordering::Relaxed)),
+            (c"catch_up_tenants_indexed", state.run_tenants.load(Ordering::Relaxed)),
+            (c"catch_up_last_duration_ms", state.last_duration_ms.load(Ordering::Relaxed)),
+            (c"catch_up_keys_examined_total", state.keys_examined.get()),
+            (c"catch_up_turns_total", state.turns.get()),
+            (c"catch_up_max_keys_per_turn", state.max_keys_per_turn.load(Ordering::Relaxed)),
+            (c"catch_up_max_turn_us", state.max_turn_us.load(Ordering::Relaxed)),
+            (c"catch_up_max_turn_cpu_us", state.max_turn_cpu_us.load(Ordering::Relaxed)),
+        ]
+    })
 }
 
 #[cfg(test)]

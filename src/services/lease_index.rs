@@ -10,9 +10,10 @@
 //! early (a lease was acknowledged or extended): the family then finds
 //! nothing due and reports the real next deadline.
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 
+use crate::glue::module_state::PerLoad;
 use crate::glue::session::Session;
 
 /// A family's expiry step: `(session, tenant, now_ms, limit)` to
@@ -129,50 +130,45 @@ impl DeadlineIndex {
     }
 }
 
-/// The index (made on first use).
-static INDEX: Mutex<Option<DeadlineIndex>> = Mutex::new(None);
-/// The lease families, by number.
-static FAMILIES: Mutex<Vec<&'static LeaseFamily>> = Mutex::new(Vec::new());
-
-/// The lock of `mutex`, whatever a panic left in it (entry points catch
-/// panics; what is held here stays consistent between calls).
-pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
+/// The leases' part of the module state: the index and the families
+/// registered at load.
+#[derive(Default)]
+struct State {
+    index: RefCell<DeadlineIndex>,
+    /// The lease families, by number.
+    families: RefCell<Vec<&'static LeaseFamily>>,
 }
+
+static STATE: PerLoad<State> = PerLoad::new();
 
 /// Run `run` on the index.
 pub fn with_index<R>(run: impl FnOnce(&mut DeadlineIndex) -> R) -> R {
-    run(lock(&INDEX).get_or_insert_with(DeadlineIndex::default))
+    STATE.with(|state| run(&mut state.index.borrow_mut()))
 }
 
 /// The families registered (when the module loaded), by number.
 pub fn families() -> Vec<&'static LeaseFamily> {
-    lock(&FAMILIES).clone()
+    STATE.with(|state| state.families.borrow().clone())
 }
 
 /// Register the families (module load).
 pub fn set_families(all: Vec<&'static LeaseFamily>) {
-    *lock(&FAMILIES) = all;
+    STATE.with(|state| *state.families.borrow_mut() = all);
 }
 
 /// The family and tenant whose lease set `key` names, if any: for each
 /// event that may drop a lease set, without copying the family list.
 pub fn lease_set_tenant(key: &[u8]) -> Option<(usize, String)> {
-    lock(&FAMILIES).iter().enumerate().find_map(|(number, family)| Some((number, (family.tenant_of)(key)?)))
+    STATE.with(|state| {
+        state.families.borrow().iter().enumerate().find_map(|(number, family)| Some((number, (family.tenant_of)(key)?)))
+    })
 }
 
 /// `family`'s number in the index.
 pub fn family_index(family: &'static LeaseFamily) -> usize {
-    families().iter().position(|known| std::ptr::eq(*known, family)).unwrap_or(usize::MAX)
-}
-
-/// `MODULE UNLOAD`: drop the index and the families.
-pub fn unload() {
-    *lock(&INDEX) = None;
-    *lock(&FAMILIES) = Vec::new();
+    STATE.with(|state| {
+        state.families.borrow().iter().position(|known| std::ptr::eq(*known, family)).unwrap_or(usize::MAX)
+    })
 }
 
 #[cfg(test)]

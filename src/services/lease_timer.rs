@@ -40,6 +40,7 @@ use super::migration_guard;
 use crate::glue::context_flags::ContextFlags;
 use crate::glue::ctx::{selected_db, Ctx, RawString};
 use crate::glue::db_scope::DbScope;
+use crate::glue::module_state::PerLoad;
 use crate::glue::server_events::{self, ServerEvent, ServerEventHandler, Subscription};
 use crate::glue::session::Session;
 use crate::glue::timer::{self, Timer};
@@ -65,20 +66,30 @@ const BATCH: usize = 64;
 /// Delay before the next tick while work is left over (ms).
 const CATCH_UP_MS: i64 = 1;
 
-/// Set when a full catch-up must (re)start at the next tick.
-static REBUILD: AtomicBool = AtomicBool::new(false);
-/// Is a tick scheduled? The timer runs only while there is something to
-/// do (leases indexed, or a catch-up pending on a master), so a server
-/// without leases pays nothing and the module can be unloaded.
-static ARMED: AtomicBool = AtomicBool::new(false);
-/// The id of the scheduled tick, while [`ARMED`] (to stop it when nothing
-/// is left: [`disarm_if_idle`]).
-static TIMER: AtomicU64 = AtomicU64::new(0);
+/// The timer's part of the module state.
+#[derive(Default)]
+struct State {
+    /// Set when a full catch-up must (re)start at the next tick.
+    rebuild: AtomicBool,
+    /// Is a tick scheduled? The timer runs only while there is something
+    /// to do (leases indexed, or a catch-up pending on a master), so a
+    /// server without leases pays nothing and the module can be unloaded.
+    armed: AtomicBool,
+    /// The id of the scheduled tick, while `armed` (to stop it when
+    /// nothing is left: [`disarm_if_idle`]).
+    timer: AtomicU64,
+    /// The longest lease tick (catch-up turn plus expiry, µs).
+    max_tick_us: AtomicU64,
+    /// Most due leases one tick handled (expired or dropped).
+    max_tick_leases: AtomicU64,
+}
 
-/// The longest lease tick (catch-up turn plus expiry, µs).
-static MAX_TICK_US: AtomicU64 = AtomicU64::new(0);
-/// Most due leases one tick handled (expired or dropped).
-static MAX_TICK_LEASES: AtomicU64 = AtomicU64::new(0);
+static STATE: PerLoad<State> = PerLoad::new();
+
+/// Must a full catch-up (re)start at the next tick?
+fn rebuild_due() -> bool {
+    STATE.with(|state| state.rebuild.load(Ordering::Relaxed))
+}
 
 /// A command granted or extended a lease of `tenant` (of `family`, in the
 /// session's database) due at `deadline_ms`.
@@ -135,7 +146,7 @@ fn keyspace_is_empty(ctx: Ctx) -> bool {
 
 /// Start a full catch-up at the next tick (dropping one under way).
 fn restart_catch_up(ctx: Ctx) {
-    REBUILD.store(true, Ordering::Relaxed);
+    STATE.with(|state| state.rebuild.store(true, Ordering::Relaxed));
     super::limits_index::untrust();
     arm(ctx, CATCH_UP_MS);
 }
@@ -187,10 +198,11 @@ pub fn forget_slots(ranges: &[SlotRange]) {
 
 /// Schedule a tick in `delay_ms` unless one is scheduled.
 fn arm(ctx: Ctx, delay_ms: i64) {
-    if ARMED.swap(true, Ordering::Relaxed) {
+    if STATE.with(|state| state.armed.swap(true, Ordering::Relaxed)) {
         return;
     }
-    TIMER.store(timer::after(ctx, delay_ms, on_tick).id(), Ordering::Relaxed);
+    let tick = timer::after(ctx, delay_ms, on_tick).id();
+    STATE.with(|state| state.timer.store(tick, Ordering::Relaxed));
 }
 
 fn is_master(ctx: Ctx) -> bool {
@@ -238,7 +250,7 @@ pub fn flushed(ctx: Ctx, db: Option<c_int>) {
         None => {
             with_index(DeadlineIndex::clear);
             lease_catch_up::stop();
-            REBUILD.store(false, Ordering::Relaxed);
+            STATE.with(|state| state.rebuild.store(false, Ordering::Relaxed));
             // No limits key is left anywhere.
             super::limits_index::clear();
             if is_master(ctx) {
@@ -285,31 +297,22 @@ pub(super) fn on_keyspace_event(ctx: Ctx, event: &[u8], key: RawString) {
 /// Stop the scheduled tick if nothing is left for it to do: no tenant
 /// indexed, no catch-up running, queued or due to start.
 fn disarm_if_idle(ctx: Ctx) {
-    let idle = with_index(|index| index.is_empty()) && !REBUILD.load(Ordering::Relaxed) && !lease_catch_up::pending();
-    if !idle || !ARMED.swap(false, Ordering::Relaxed) {
+    let idle = with_index(|index| index.is_empty()) && !rebuild_due() && !lease_catch_up::pending();
+    if !idle || !STATE.with(|state| state.armed.swap(false, Ordering::Relaxed)) {
         return;
     }
-    timer::stop(ctx, Timer::from_id(TIMER.swap(0, Ordering::Relaxed)));
-}
-
-/// `MODULE UNLOAD` (the server refuses it while a tick is scheduled, so
-/// none is): drop everything, as a fresh load would find it. The library
-/// may stay mapped (a thread-local registered a destructor), and a later
-/// `MODULE LOAD` would see these statics as they were left.
-pub fn unload() {
-    lease_index::unload();
-    lease_catch_up::unload();
-    REBUILD.store(false, Ordering::Relaxed);
-    ARMED.store(false, Ordering::Relaxed);
-    TIMER.store(0, Ordering::Relaxed);
+    timer::stop(ctx, Timer::from_id(STATE.with(|state| state.timer.swap(0, Ordering::Relaxed))));
 }
 
 fn on_tick(ctx: Ctx) {
-    ARMED.store(false, Ordering::Relaxed);
-    TIMER.store(0, Ordering::Relaxed);
+    STATE.with(|state| {
+        state.armed.store(false, Ordering::Relaxed);
+        state.timer.store(0, Ordering::Relaxed);
+    });
     let started = Instant::now();
     let next = catch_unwind(AssertUnwindSafe(|| tick(ctx))).unwrap_or(Some(TICK_MS));
-    MAX_TICK_US.fetch_max(micros(started), Ordering::Relaxed);
+    let took = micros(started);
+    STATE.with(|state| state.max_tick_us.fetch_max(took, Ordering::Relaxed));
     crate::glue::latency::report(crate::glue::latency::LEASE_TICK, started);
     if let Some(delay) = next {
         let _ = catch_unwind(AssertUnwindSafe(|| arm(ctx, delay)));
@@ -327,7 +330,7 @@ fn tick(ctx: Ctx) -> Option<i64> {
         lease_catch_up::stop();
         if !loading(ctx) {
             // A replica's sync ended: nothing to catch up until promoted.
-            REBUILD.store(false, Ordering::Relaxed);
+            STATE.with(|state| state.rebuild.store(false, Ordering::Relaxed));
         }
         return None;
     }
@@ -335,16 +338,16 @@ fn tick(ctx: Ctx) -> Option<i64> {
     // and catch-up stay as they are, nothing is written, and the next look
     // is soon, so due leases expire as soon as the pause ends (write_gate).
     if !super::write_gate::may_write_now(ctx) {
-        super::write_gate::HELD_LEASE_TICKS.bump();
+        super::write_gate::held_lease_tick();
         return Some(super::write_gate::POLL_MS);
     }
     let session = Session::internal(ctx);
     let families = families();
-    if REBUILD.swap(false, Ordering::Relaxed) {
+    if STATE.with(|state| state.rebuild.swap(false, Ordering::Relaxed)) {
         lease_catch_up::begin(Scope::Everything, session.now_ms());
     }
     let catching_up = lease_catch_up::turn(&session, &families);
-    if !catching_up && !REBUILD.load(Ordering::Relaxed) && !lease_catch_up::pending() {
+    if !catching_up && !rebuild_due() && !lease_catch_up::pending() {
         // Every limits key of the keyspace has been found or noted.
         super::limits_index::trust();
     }
@@ -410,7 +413,7 @@ fn expire_due(session: &Session, families: &[&'static LeaseFamily]) -> bool {
         }
     }
     drop(scope);
-    MAX_TICK_LEASES.fetch_max(handled, Ordering::Relaxed);
+    STATE.with(|state| state.max_tick_leases.fetch_max(handled, Ordering::Relaxed));
     left_over
 }
 
@@ -421,9 +424,9 @@ pub fn info_fields() -> Vec<(&'static CStr, u64)> {
     let mut fields = vec![
         (c"lease_tenants_indexed", tenants),
         (c"lease_index_bytes", tenants * DeadlineIndex::bytes_per_entry() as u64 + names),
-        (c"lease_max_tick_us", MAX_TICK_US.load(Ordering::Relaxed)),
-        (c"lease_max_tick_expired", MAX_TICK_LEASES.load(Ordering::Relaxed)),
-        (c"catching_up", u64::from(lease_catch_up::pending() || REBUILD.load(Ordering::Relaxed))),
+        (c"lease_max_tick_us", STATE.with(|state| state.max_tick_us.load(Ordering::Relaxed))),
+        (c"lease_max_tick_expired", STATE.with(|state| state.max_tick_leases.load(Ordering::Relaxed))),
+        (c"catching_up", u64::from(lease_catch_up::pending() || rebuild_due())),
     ];
     fields.extend(lease_catch_up::info_fields());
     fields

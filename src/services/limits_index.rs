@@ -26,41 +26,42 @@
 //! key would pay for it). Limits are written with `DREAMS.LIMIT`,
 //! `DREAMS.PAUSE` and `DREAMS.RESUME` (docs/dreams.md).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::dreams::region::org_of_limits_key;
 use crate::glue::ctx::{selected_db, Ctx, RawString};
+use crate::glue::module_state::PerLoad;
 use crate::glue::session::Session;
 use crate::metrics::totals::Total;
 
-thread_local! {
-    /// Organization → the databases where it may have a limits key (main
-    /// thread only: commands, timers and events all run there).
-    static INDEX: RefCell<HashMap<String, Vec<c_int>>> = RefCell::new(HashMap::new());
+/// The index's part of the module state.
+#[derive(Default)]
+struct State {
+    /// Organization → the databases where it may have a limits key.
+    index: RefCell<HashMap<String, Vec<c_int>>>,
+    /// The index holds every limits key of this node's keyspace.
+    trusted: Cell<bool>,
+    /// The index has at least one entry (kept beside it, so that the
+    /// common answer, "trusted and empty", costs two loads and no borrow).
+    any: Cell<bool>,
+    /// Drains (and waiter passes) that opened a limits key because the
+    /// index was not trusted (counted by the store that opens it).
+    untrusted_opens: Total,
+    /// Entries dropped because their key was found gone.
+    dropped: Total,
 }
 
-/// The index holds every limits key of this node's keyspace.
-static TRUSTED: AtomicBool = AtomicBool::new(false);
-/// The index has at least one entry (kept beside it, so that the common
-/// answer, "trusted and empty", costs two loads and no thread-local).
-static ANY: AtomicBool = AtomicBool::new(false);
-
-/// Drains (and waiter passes) that opened a limits key because the index
-/// was not trusted (counted by the store that opens it).
-pub static UNTRUSTED_OPENS: Total = Total::new();
-/// Entries dropped because their key was found gone.
-static DROPPED: Total = Total::new();
+static STATE: PerLoad<State> = PerLoad::new();
 
 /// May organization `org` (in the session's database) have limits? False
 /// only when the index is trusted and has no entry for it: the drain then
 /// skips its limits key. Cheap: one load when no organization has limits.
 #[inline]
 pub fn may_be_limited(session: &Session, org: &str) -> bool {
-    if TRUSTED.load(Ordering::Relaxed) && !ANY.load(Ordering::Relaxed) && session.is_master() {
+    if STATE.with(|state| state.trusted.get() && !state.any.get()) && session.is_master() {
         return false;
     }
     indexed(session, org)
@@ -70,16 +71,23 @@ pub fn may_be_limited(session: &Session, org: &str) -> bool {
 /// a master), or holding some organization.
 #[inline(never)]
 fn indexed(session: &Session, org: &str) -> bool {
-    if !TRUSTED.load(Ordering::Relaxed) || !session.is_master() {
+    if !trusted() || !session.is_master() {
         return true;
     }
-    INDEX.with(|index| index.borrow().get(org).is_some_and(|dbs| dbs.contains(&selected_db(session.ctx()))))
+    let db = selected_db(session.ctx());
+    STATE.with(|state| state.index.borrow().get(org).is_some_and(|dbs| dbs.contains(&db)))
 }
 
 /// Is the index trusted (so that a drain that opens a limits key does so
 /// because the organization is in it)?
 pub fn trusted() -> bool {
-    TRUSTED.load(Ordering::Relaxed)
+    STATE.with(|state| state.trusted.get())
+}
+
+/// A drain (or waiter pass) opened a limits key because the index was not
+/// trusted.
+pub fn count_untrusted_open() {
+    STATE.with(|state| state.untrusted_opens.bump());
 }
 
 /// Organization `org` has (or may now have) a limits key in the selected
@@ -89,8 +97,8 @@ pub fn note(ctx: Ctx, org: &str) {
 }
 
 fn note_in(db: c_int, org: &str) {
-    INDEX.with(|index| {
-        let mut index = index.borrow_mut();
+    STATE.with(|state| {
+        let mut index = state.index.borrow_mut();
         match index.get_mut(org) {
             Some(dbs) if dbs.contains(&db) => {}
             Some(dbs) => dbs.push(db),
@@ -98,7 +106,7 @@ fn note_in(db: c_int, org: &str) {
                 index.insert(org.to_owned(), vec![db]);
             }
         }
-        ANY.store(true, Ordering::Relaxed);
+        state.any.set(true);
     });
 }
 
@@ -106,21 +114,20 @@ fn note_in(db: c_int, org: &str) {
 /// absent by a drain, or cleared by a command).
 pub fn forget(ctx: Ctx, org: &str) {
     let db = selected_db(ctx);
-    let dropped = INDEX.with(|index| {
-        let mut index = index.borrow_mut();
-        let Some(dbs) = index.get_mut(org) else { return false };
+    STATE.with(|state| {
+        let mut index = state.index.borrow_mut();
+        let Some(dbs) = index.get_mut(org) else { return };
         let before = dbs.len();
         dbs.retain(|known| *known != db);
         let dropped = dbs.len() != before;
         if dbs.is_empty() {
             index.remove(org);
         }
-        ANY.store(!index.is_empty(), Ordering::Relaxed);
-        dropped
+        state.any.set(!index.is_empty());
+        if dropped {
+            state.dropped.bump();
+        }
     });
-    if dropped {
-        DROPPED.bump();
-    }
 }
 
 /// A catch-up found the limits key of `org` in database `db`.
@@ -131,19 +138,21 @@ pub fn note_found(db: c_int, org: &str) {
 /// Drop every entry (a full catch-up starts: it finds them all again; or
 /// every database was emptied).
 pub fn clear() {
-    INDEX.with(|index| index.borrow_mut().clear());
-    ANY.store(false, Ordering::Relaxed);
+    STATE.with(|state| {
+        state.index.borrow_mut().clear();
+        state.any.set(false);
+    });
 }
 
 /// The index may now miss keys (a catch-up is due or running, the server
 /// became a replica): every drain opens its limits key until [`trust`].
 pub fn untrust() {
-    TRUSTED.store(false, Ordering::Relaxed);
+    STATE.with(|state| state.trusted.set(false));
 }
 
 /// Everything that could bring a limits key unseen has been looked at.
 pub fn trust() {
-    TRUSTED.store(true, Ordering::Relaxed);
+    STATE.with(|state| state.trusted.set(true));
 }
 
 /// Can keyspace event `event` bring a limits key (`RESTORE`, `RENAME`,
@@ -162,21 +171,17 @@ pub(super) fn on_keyspace_event(ctx: Ctx, key: RawString) {
     }
 }
 
-/// `MODULE UNLOAD`: forget everything.
-pub fn unload() {
-    clear();
-    untrust();
-}
-
 /// The `dreamtown_limits` section of `INFO dreamtown`.
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
-    let (orgs, entries) =
-        INDEX.with(|index| index.borrow().values().fold((0u64, 0u64), |(o, e), dbs| (o + 1, e + dbs.len() as u64)));
-    vec![
-        (c"limits_indexed_orgs", orgs),
-        (c"limits_indexed_entries", entries),
-        (c"limits_index_trusted", u64::from(TRUSTED.load(Ordering::Relaxed))),
-        (c"limits_untrusted_opens", UNTRUSTED_OPENS.get()),
-        (c"limits_entries_dropped", DROPPED.get()),
-    ]
+    STATE.with(|state| {
+        let (orgs, entries) =
+            state.index.borrow().values().fold((0u64, 0u64), |(o, e), dbs| (o + 1, e + dbs.len() as u64));
+        vec![
+            (c"limits_indexed_orgs", orgs),
+            (c"limits_indexed_entries", entries),
+            (c"limits_index_trusted", u64::from(state.trusted.get())),
+            (c"limits_untrusted_opens", state.untrusted_opens.get()),
+            (c"limits_entries_dropped", state.dropped.get()),
+        ]
+    })
 }

@@ -89,11 +89,12 @@
 //!   while Valkey 9's atomic slot migration imports or exports the slot,
 //!   which the slot table does not show: `slot_migration`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
 
 use crate::glue::call;
 use crate::glue::context_flags::ContextFlags;
 use crate::glue::ctx::Ctx;
+use crate::glue::module_state::PerLoad;
 use crate::glue::reply::CommandError;
 use crate::glue::server_info;
 
@@ -117,19 +118,15 @@ fn guard_names(tenant: &[u8]) -> [Vec<u8>; 2] {
 
 /// Does this server have `RedisModule_Call`'s dry run (the `D` flag: every
 /// check, cluster routing included, then no call)? Redis 7.2 and newer,
-/// and Valkey 8+ (which reports 7.2.4 to modules). Set at load.
-static DRY_RUN: AtomicBool = AtomicBool::new(false);
+/// and Valkey 8+ (which reports 7.2.4 to modules). Set at load (a part of
+/// the module state: false until the load decides).
+static DRY_RUN: PerLoad<Cell<bool>> = PerLoad::new();
 
 /// Decide at load whether the full check can be a dry run.
 pub fn init(ctx: Ctx, filter_registered: bool) {
     let version = server_info::version();
-    DRY_RUN.store(version >= 0x00_07_02_00, Ordering::Relaxed);
+    DRY_RUN.with(|dry_run| dry_run.set(version >= 0x00_07_02_00));
     super::slot_memo::activate(ctx, filter_registered);
-}
-
-/// `MODULE UNLOAD`: back to no dry run, until the next load decides.
-pub fn unload() {
-    DRY_RUN.store(false, Ordering::Relaxed);
 }
 
 /// Is `tenant` a name the guard can ask about (a command refuses any other
@@ -150,7 +147,7 @@ fn serves(ctx: Ctx, tenant: &[u8]) -> Option<bool> {
     // shows in `INFO commandstats` or the keyspace statistics (Redis 7.2+
     // looks keys up for routing only in a migrating or importing slot, and
     // then without statistics or keyspace events).
-    let dry_run = DRY_RUN.load(Ordering::Relaxed);
+    let dry_run = DRY_RUN.with(Cell::get);
     // A dry run that passed every check answers no reply; a refused one an
     // error reply. Without a dry run, a refusal by cluster routing gives
     // no reply (7.0).

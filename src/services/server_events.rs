@@ -28,18 +28,33 @@
 //! age when its list is deleted or next seen empty, a tenant's totals when
 //! a crowded table sees it idle).
 
+use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{lease_timer, waiters};
 use crate::glue::ctx::Ctx;
 use crate::glue::db_scope::DbScope;
+use crate::glue::module_state::PerLoad;
 use crate::glue::server_events::{self, ServerEvent, ServerEventHandler, Subscription};
 use crate::metrics::{fire_ages, tenant_stats};
 
-/// The databases module commands ran in since the tables were last
-/// forgotten: bit `n` for database `n`, the last bit for 63 and above.
-static DBS_SERVED: AtomicU64 = AtomicU64::new(0);
+/// This subscriber's part of the module state.
+#[derive(Default)]
+struct State {
+    /// The databases module commands ran in since the tables were last
+    /// forgotten: bit `n` for database `n`, the last bit for 63 and above.
+    dbs_served: Cell<u64>,
+}
+
+static STATE: PerLoad<State> = PerLoad::new();
+
+fn dbs_served() -> u64 {
+    STATE.with(|state| state.dbs_served.get())
+}
+
+fn set_dbs_served(dbs: u64) {
+    STATE.with(|state| state.dbs_served.set(dbs));
+}
 
 fn db_bit(db: c_int) -> u64 {
     1u64 << db.clamp(0, 63)
@@ -49,9 +64,12 @@ fn db_bit(db: c_int) -> u64 {
 /// the first time only).
 pub fn note_db(db: c_int) {
     let bit = db_bit(db);
-    if DBS_SERVED.load(Ordering::Relaxed) & bit == 0 {
-        DBS_SERVED.fetch_or(bit, Ordering::Relaxed);
-    }
+    STATE.with(|state| {
+        let served = state.dbs_served.get();
+        if served & bit == 0 {
+            state.dbs_served.set(served | bit);
+        }
+    });
 }
 
 /// Subscribe (module load).
@@ -60,12 +78,6 @@ pub fn subscribe(ctx: Ctx) -> Result<(), String> {
         return Err("this server lacks server events".into());
     }
     server_events::subscribe::<FlushAndSwap>(ctx, &[Subscription::FlushDb, Subscription::SwapDb])
-}
-
-/// Forget what a previous load of the module noted (`MODULE UNLOAD`: the
-/// library may stay mapped, and a later `MODULE LOAD` find its statics).
-pub fn unload() {
-    DBS_SERVED.store(0, Ordering::Relaxed);
 }
 
 /// The subscriber of `FLUSHDB`/`FLUSHALL` and `SWAPDB`.
@@ -87,7 +99,7 @@ fn flushed(ctx: Ctx, db: Option<c_int>) {
     if tables_describe_nothing(ctx, db) {
         tenant_stats::forget_all();
         fire_ages::forget_all();
-        DBS_SERVED.store(0, Ordering::Relaxed);
+        set_dbs_served(0);
     }
 }
 
@@ -96,7 +108,7 @@ fn flushed(ctx: Ctx, db: Option<c_int>) {
 /// served, other than `db`, is empty: O(databases served).
 fn tables_describe_nothing(ctx: Ctx, db: Option<c_int>) -> bool {
     let Some(db) = db else { return true };
-    let others = DBS_SERVED.load(Ordering::Relaxed) & !db_bit(db);
+    let others = dbs_served() & !db_bit(db);
     if others == 0 {
         return true;
     }
@@ -124,7 +136,7 @@ fn tables_describe_nothing(ctx: Ctx, db: Option<c_int>) -> bool {
 fn swapped(ctx: Ctx, a: c_int, b: c_int) {
     // What the module served in one is now in the other.
     let (bit_a, bit_b) = (db_bit(a), db_bit(b));
-    let served = DBS_SERVED.load(Ordering::Relaxed);
+    let served = dbs_served();
     let (had_a, had_b) = (served & bit_a != 0, served & bit_b != 0);
     let mut now = served & !(bit_a | bit_b);
     if had_a {
@@ -133,7 +145,7 @@ fn swapped(ctx: Ctx, a: c_int, b: c_int) {
     if had_b {
         now |= bit_a;
     }
-    DBS_SERVED.store(now, Ordering::Relaxed);
+    set_dbs_served(now);
     lease_timer::databases_swapped(ctx);
     waiters::databases_swapped(ctx, a, b);
 }

@@ -48,37 +48,54 @@
 //! came from `SETSLOT`s its filter saw on the replication link (Valkey 8+)
 //! or are stable (Redis). Outside cluster mode nothing is registered.
 
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::glue::context_flags::ContextFlags;
 use crate::glue::ctx::Ctx;
 use crate::glue::filter::{in_multi, is_blocked, Filtered};
+use crate::glue::module_state::PerLoad;
 use crate::glue::timer;
 
-/// One bit a slot (16,384 slots).
-static SETTLED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+/// The memo's part of the module state.
+struct State {
+    /// One bit a slot (16,384 slots).
+    settled: [AtomicU64; 256],
+    /// The filter is registered (cluster mode): only then may slots
+    /// settle.
+    active: AtomicBool,
+    /// Clients whose `SETSLOT` may not be applied yet, each with how many
+    /// successive timer firings found it not blocked.
+    pending: RefCell<Vec<(u64, u8)>>,
+    /// `pending` is not empty (read without borrowing it on the fast
+    /// path).
+    any_pending: AtomicBool,
+    /// The pending timer is scheduled.
+    timer_armed: AtomicBool,
+    /// Clients that queued a `SETSLOT` in `MULTI` (their `EXEC` applies
+    /// it).
+    queued_in_multi: RefCell<Vec<u64>>,
+    /// Every `EXEC` forgets every slot: a `SETSLOT` was seen where the
+    /// filter cannot name its client, or too many clients queued one.
+    exec_forgets: AtomicBool,
+}
 
-/// The filter is registered (cluster mode): only then may slots settle.
-static ACTIVE: AtomicBool = AtomicBool::new(false);
+impl Default for State {
+    fn default() -> Self {
+        State {
+            settled: [const { AtomicU64::new(0) }; 256],
+            active: AtomicBool::new(false),
+            pending: RefCell::default(),
+            any_pending: AtomicBool::new(false),
+            timer_armed: AtomicBool::new(false),
+            queued_in_multi: RefCell::default(),
+            exec_forgets: AtomicBool::new(false),
+        }
+    }
+}
 
-/// Clients whose `SETSLOT` may not be applied yet, each with how many
-/// successive timer firings found it not blocked.
-static PENDING: Mutex<Vec<(u64, u8)>> = Mutex::new(Vec::new());
-
-/// `PENDING` is not empty (read without the lock on the slow path).
-static ANY_PENDING: AtomicBool = AtomicBool::new(false);
-
-/// The pending timer is scheduled.
-static TIMER_ARMED: AtomicBool = AtomicBool::new(false);
-
-/// Clients that queued a `SETSLOT` in `MULTI` (their `EXEC` applies it).
-static QUEUED_IN_MULTI: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-
-/// Every `EXEC` forgets every slot: a `SETSLOT` was seen where the filter
-/// cannot name its client, or too many clients queued one.
-static EXEC_FORGETS: AtomicBool = AtomicBool::new(false);
+static STATE: PerLoad<State> = PerLoad::new();
 
 /// At most this many clients remembered as pending or queued in `MULTI`
 /// (beyond: the conservative fallbacks).
@@ -87,18 +104,14 @@ const MAX_CLIENTS: usize = 1024;
 /// How often the timer looks at pending clients.
 const PENDING_POLL_MS: i64 = 10;
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The slot of a tenant ([`crate::cluster_slot::tenant_slot`]).
 pub use crate::cluster_slot::tenant_slot;
 
-/// Is `slot` settled? One atomic load.
+/// Is `slot` settled? One load.
 #[inline]
 pub fn is_settled(slot: u16) -> bool {
     let (word, bit) = position(slot);
-    SETTLED.get(word).is_some_and(|w| w.load(Ordering::Relaxed) & bit != 0)
+    STATE.with(|state| state.settled.get(word).is_some_and(|w| w.load(Ordering::Relaxed) & bit != 0))
 }
 
 fn position(slot: u16) -> (usize, u64) {
@@ -109,31 +122,40 @@ fn position(slot: u16) -> (usize, u64) {
 /// `SETSLOT` may still be on its way to being applied (then make sure the
 /// timer that clears pending clients runs).
 pub fn settle(ctx: Ctx, slot: u16) {
-    if !ACTIVE.load(Ordering::Relaxed) {
-        return;
-    }
-    if ANY_PENDING.load(Ordering::Relaxed) {
+    let wait = STATE.with(|state| {
+        if !state.active.load(Ordering::Relaxed) {
+            return false;
+        }
+        if state.any_pending.load(Ordering::Relaxed) {
+            return true;
+        }
+        let (word, bit) = position(slot);
+        if let Some(w) = state.settled.get(word) {
+            w.fetch_or(bit, Ordering::Relaxed);
+        }
+        false
+    });
+    if wait {
         arm_timer(ctx);
-        return;
-    }
-    let (word, bit) = position(slot);
-    if let Some(w) = SETTLED.get(word) {
-        w.fetch_or(bit, Ordering::Relaxed);
     }
 }
 
 fn forget(slot: u16) {
     let (word, bit) = position(slot);
-    if let Some(w) = SETTLED.get(word) {
-        w.fetch_and(!bit, Ordering::Relaxed);
-    }
+    STATE.with(|state| {
+        if let Some(w) = state.settled.get(word) {
+            w.fetch_and(!bit, Ordering::Relaxed);
+        }
+    });
 }
 
 /// Forget every slot.
 pub fn forget_all() {
-    for w in &SETTLED {
-        w.store(0, Ordering::Relaxed);
-    }
+    STATE.with(|state| {
+        for w in &state.settled {
+            w.store(0, Ordering::Relaxed);
+        }
+    });
 }
 
 /// Start remembering when the server runs in cluster mode and the
@@ -141,23 +163,20 @@ pub fn forget_all() {
 /// nothing ever settles and the guard checks every command, as before.
 pub fn activate(ctx: Ctx, filter_registered: bool) {
     forget_all();
-    ACTIVE.store(filter_registered && ContextFlags::of(ctx).in_cluster(), Ordering::Relaxed);
+    set_active(filter_registered && ContextFlags::of(ctx).in_cluster());
+}
+
+fn set_active(active: bool) {
+    STATE.with(|state| state.active.store(active, Ordering::Relaxed));
 }
 
 /// Is the memo in use (cluster mode, filter registered)?
 pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::Relaxed)
+    STATE.with(|state| state.active.load(Ordering::Relaxed))
 }
 
-/// `MODULE UNLOAD`: the server drops the filter; reset the statics.
-pub fn unload() {
-    ACTIVE.store(false, Ordering::Relaxed);
-    forget_all();
-    lock(&PENDING).clear();
-    lock(&QUEUED_IN_MULTI).clear();
-    ANY_PENDING.store(false, Ordering::Relaxed);
-    TIMER_ARMED.store(false, Ordering::Relaxed);
-    EXEC_FORGETS.store(false, Ordering::Relaxed);
+fn set_exec_forgets() {
+    STATE.with(|state| state.exec_forgets.store(true, Ordering::Relaxed));
 }
 
 /// What a command means to the memo.
@@ -243,17 +262,20 @@ pub fn on_command(command: &Filtered, name: &[u8]) {
                     }
                     make_pending(id);
                 }
-                None => EXEC_FORGETS.store(true, Ordering::Relaxed),
+                None => set_exec_forgets(),
             }
         }
         Seen::Exec => {
-            let queued = client.is_some_and(|id| {
-                let mut queued = lock(&QUEUED_IN_MULTI);
-                let before = queued.len();
-                queued.retain(|q| *q != id);
-                queued.len() != before
+            let (queued, exec_forgets) = STATE.with(|state| {
+                let queued = client.is_some_and(|id| {
+                    let mut queued = state.queued_in_multi.borrow_mut();
+                    let before = queued.len();
+                    queued.retain(|q| *q != id);
+                    queued.len() != before
+                });
+                (queued, state.exec_forgets.load(Ordering::Relaxed))
             });
-            if queued || EXEC_FORGETS.load(Ordering::Relaxed) {
+            if queued || exec_forgets {
                 forget_all();
                 if let Some(id) = client {
                     make_pending(id);
@@ -262,42 +284,50 @@ pub fn on_command(command: &Filtered, name: &[u8]) {
         }
         Seen::Discard => {
             if let Some(id) = client {
-                lock(&QUEUED_IN_MULTI).retain(|q| *q != id);
+                STATE.with(|state| state.queued_in_multi.borrow_mut().retain(|q| *q != id));
             }
         }
     }
 }
 
 fn remember_queued(id: u64) {
-    let mut queued = lock(&QUEUED_IN_MULTI);
-    if queued.contains(&id) {
-        return;
-    }
-    if queued.len() >= MAX_CLIENTS {
-        EXEC_FORGETS.store(true, Ordering::Relaxed);
-        return;
-    }
-    queued.push(id);
+    STATE.with(|state| {
+        let mut queued = state.queued_in_multi.borrow_mut();
+        if queued.contains(&id) {
+            return;
+        }
+        if queued.len() >= MAX_CLIENTS {
+            state.exec_forgets.store(true, Ordering::Relaxed);
+            return;
+        }
+        queued.push(id);
+    });
 }
 
 fn make_pending(id: u64) {
-    let mut pending = lock(&PENDING);
-    if let Some(entry) = pending.iter_mut().find(|(p, _)| *p == id) {
-        entry.1 = 0;
-    } else if pending.len() < MAX_CLIENTS {
-        pending.push((id, 0));
-    } else {
+    let full = STATE.with(|state| {
+        let mut pending = state.pending.borrow_mut();
+        state.any_pending.store(true, Ordering::Relaxed);
+        if let Some(entry) = pending.iter_mut().find(|(p, _)| *p == id) {
+            entry.1 = 0;
+        } else if pending.len() < MAX_CLIENTS {
+            pending.push((id, 0));
+        } else {
+            return true;
+        }
+        false
+    });
+    if full {
         // Full (a thousand clients sending SETSLOT at once): nothing
         // settles until they clear, and then this client's SETSLOT may
         // still be pending, so never settle again (every command is checked).
-        ACTIVE.store(false, Ordering::Relaxed);
+        set_active(false);
         forget_all();
     }
-    ANY_PENDING.store(true, Ordering::Relaxed);
 }
 
 fn arm_timer(ctx: Ctx) {
-    if TIMER_ARMED.swap(true, Ordering::Relaxed) {
+    if STATE.with(|state| state.timer_armed.swap(true, Ordering::Relaxed)) {
         return;
     }
     timer::after(ctx, PENDING_POLL_MS, on_timer);
@@ -307,22 +337,25 @@ fn arm_timer(ctx: Ctx) {
 /// any is left.
 fn on_timer(ctx: Ctx) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        TIMER_ARMED.store(false, Ordering::Relaxed);
-        if !ACTIVE.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut pending = lock(&PENDING);
-        for (id, quiet) in pending.iter_mut() {
-            let blocked = is_blocked(*id);
-            *quiet = if blocked { 0 } else { quiet.saturating_add(1) };
-        }
-        pending.retain(|(_, quiet)| *quiet < 2);
-        let left = !pending.is_empty();
-        drop(pending);
+        let left = STATE.with(|state| {
+            state.timer_armed.store(false, Ordering::Relaxed);
+            if !state.active.load(Ordering::Relaxed) {
+                return false;
+            }
+            let mut pending = state.pending.borrow_mut();
+            for (id, quiet) in pending.iter_mut() {
+                let blocked = is_blocked(*id);
+                *quiet = if blocked { 0 } else { quiet.saturating_add(1) };
+            }
+            pending.retain(|(_, quiet)| *quiet < 2);
+            let left = !pending.is_empty();
+            if !left {
+                state.any_pending.store(false, Ordering::Relaxed);
+            }
+            left
+        });
         if left {
             arm_timer(ctx);
-        } else {
-            ANY_PENDING.store(false, Ordering::Relaxed);
         }
     }));
 }
@@ -330,6 +363,11 @@ fn on_timer(ctx: Ctx) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn settle_for_test(slot: u16) {
+        let (word, bit) = position(slot);
+        STATE.with(|state| state.settled[word].fetch_or(bit, Ordering::Relaxed));
+    }
 
     #[test]
     fn commands_are_classified() {
@@ -359,12 +397,11 @@ mod tests {
 
     #[test]
     fn slots_settle_and_are_forgotten() {
-        ACTIVE.store(true, Ordering::Relaxed);
-        let (word, bit) = position(16_383);
-        SETTLED[word].fetch_or(bit, Ordering::Relaxed);
+        set_active(true);
+        settle_for_test(16_383);
         assert!(is_settled(16_383));
         forget(16_383);
         assert!(!is_settled(16_383));
-        ACTIVE.store(false, Ordering::Relaxed);
+        set_active(false);
     }
 }

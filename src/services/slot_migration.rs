@@ -75,12 +75,13 @@
 //! decoding and the gate are unit-tested. Older Redis and every Valkey
 //! are untouched by this part.
 
+use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::lease_timer;
 use super::slot_moves::{self, Side};
 use crate::glue::ctx::Ctx;
+use crate::glue::module_state::PerLoad;
 use crate::glue::server_info;
 use crate::glue::slot_migration_events::{
     self, Direction, MigrationStep, SlotMigrationHandler, OPTION_HANDLE_ATOMIC_SLOT_MIGRATION,
@@ -120,21 +121,24 @@ impl Step {
     }
 }
 
-/// Does this module handle atomic slot migration here (declared on Valkey
-/// 9+, events subscribed on Redis 8.4+)?
-static HANDLED: AtomicBool = AtomicBool::new(false);
-/// Moves that ended here, by direction and outcome (`INFO dreamtown`).
-static IMPORTS_COMPLETED: Total = Total::new();
-static IMPORTS_ABORTED: Total = Total::new();
-static EXPORTS_COMPLETED: Total = Total::new();
-static EXPORTS_ABORTED: Total = Total::new();
+/// This mechanism's part of the module state (the moves in progress are
+/// `slot_moves`'s).
+#[derive(Default)]
+struct State {
+    /// Does this module handle atomic slot migration here (declared on
+    /// Valkey 9+, events subscribed on Redis 8.4+)?
+    handled: Cell<bool>,
+    /// Moves that ended here, by direction and outcome (`INFO dreamtown`).
+    imports_completed: Total,
+    imports_aborted: Total,
+    exports_completed: Total,
+    exports_aborted: Total,
+}
 
-/// `MODULE UNLOAD`: forget whether the events were subscribed (the next
-/// load asks the server again) and every move in progress; the `INFO`
-/// totals carry on, as the module's other totals do.
-pub fn unload() {
-    HANDLED.store(false, Ordering::Relaxed);
-    slot_moves::unload();
+static STATE: PerLoad<State> = PerLoad::new();
+
+fn set_handled() {
+    STATE.with(|state| state.handled.set(true));
 }
 
 /// Module options this server should get from us: the atomic-slot-migration
@@ -158,7 +162,7 @@ fn declare_for_valkey(ctx: Ctx) -> c_int {
         // Valkey keeps refusing MIGRATESLOTS.
         return 0;
     }
-    HANDLED.store(true, Ordering::Relaxed);
+    set_handled();
     OPTION_HANDLE_ATOMIC_SLOT_MIGRATION
 }
 
@@ -168,22 +172,24 @@ fn declare_for_valkey(ctx: Ctx) -> c_int {
 /// moves are still followed.
 fn subscribe_on_redis(ctx: Ctx) {
     if slot_migration_events::subscribe_redis::<Moves>(ctx) {
-        HANDLED.store(true, Ordering::Relaxed);
+        set_handled();
     }
 }
 
 /// The `dreamtown_cluster` section of `INFO dreamtown`.
 pub fn info_fields() -> Vec<(&'static std::ffi::CStr, u64)> {
     let (importing, exporting) = slot_moves::in_progress();
-    vec![
-        (c"atomic_slot_migration", u64::from(HANDLED.load(Ordering::Relaxed))),
-        (c"slot_imports_in_progress", importing),
-        (c"slot_exports_in_progress", exporting),
-        (c"slot_imports_completed", IMPORTS_COMPLETED.get()),
-        (c"slot_imports_aborted", IMPORTS_ABORTED.get()),
-        (c"slot_exports_completed", EXPORTS_COMPLETED.get()),
-        (c"slot_exports_aborted", EXPORTS_ABORTED.get()),
-    ]
+    STATE.with(|state| {
+        vec![
+            (c"atomic_slot_migration", u64::from(state.handled.get())),
+            (c"slot_imports_in_progress", importing),
+            (c"slot_exports_in_progress", exporting),
+            (c"slot_imports_completed", state.imports_completed.get()),
+            (c"slot_imports_aborted", state.imports_aborted.get()),
+            (c"slot_exports_completed", state.exports_completed.get()),
+            (c"slot_exports_aborted", state.exports_aborted.get()),
+        ]
+    })
 }
 
 /// What `INFO server` says of the server.
@@ -253,10 +259,10 @@ fn handle(step: Step, ranges: &[(u16, u16)]) {
         Step::TrimCompleted => (Side::Trim, step),
     };
     match ended {
-        Step::Completed(Side::Import) => IMPORTS_COMPLETED.bump(),
-        Step::Aborted(Side::Import) => IMPORTS_ABORTED.bump(),
-        Step::Completed(Side::Export) => EXPORTS_COMPLETED.bump(),
-        Step::Aborted(Side::Export) => EXPORTS_ABORTED.bump(),
+        Step::Completed(Side::Import) => STATE.with(|state| state.imports_completed.bump()),
+        Step::Aborted(Side::Import) => STATE.with(|state| state.imports_aborted.bump()),
+        Step::Completed(Side::Export) => STATE.with(|state| state.exports_completed.bump()),
+        Step::Aborted(Side::Export) => STATE.with(|state| state.exports_aborted.bump()),
         _ => {}
     }
     slot_moves::ended(side, ranges);
@@ -315,7 +321,6 @@ mod tests {
 
     #[test]
     fn moves_are_tracked_per_direction() {
-        let _serial = SERIAL.lock();
         handle(Step::Started(Side::Export), &[(100, 200)]);
         assert!(
             slot_moves::moving(150, None)
@@ -330,7 +335,6 @@ mod tests {
 
     #[test]
     fn a_redis_trim_keeps_the_slots_out_of_reach_until_it_ends() {
-        let _serial = SERIAL.lock();
         let export = [(5_000, 5_010)];
         handle(Step::Started(Side::Export), &export);
         assert!(slot_moves::moving(5_005, Some(false)));
@@ -346,17 +350,15 @@ mod tests {
 
     #[test]
     fn unload_forgets_moves_in_progress() {
-        let _serial = SERIAL.lock();
+        crate::glue::module_state::create();
         handle(Step::Started(Side::Import), &[(7_000, 7_001)]);
         handle(Step::Started(Side::Export), &[(9_000, 9_000)]);
         assert_eq!(slot_moves::in_progress(), (1, 1));
-        HANDLED.store(true, Ordering::Relaxed);
-        unload();
+        set_handled();
+        crate::glue::module_state::drop_state();
+        crate::glue::module_state::create();
         assert_eq!(slot_moves::in_progress(), (0, 0));
         assert!(!slot_moves::any_moving() && !slot_moves::moving(7_000, None));
-        assert!(!HANDLED.load(Ordering::Relaxed));
+        assert!(!STATE.with(|state| state.handled.get()));
     }
-
-    /// The moves are process-wide: tests that change them take turns.
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 }

@@ -2,10 +2,11 @@
 //! to or from this node right now: the state `slot_migration` keeps from
 //! the server's events, and that anything acting on a tenant on its own
 //! asks (`migration_guard::may_touch`), since the slot table does not show
-//! such a move. One atomic flag answers "nothing moves" on every path.
+//! such a move. One flag answers "nothing moves" on every path.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::cell::{Cell, RefCell};
+
+use crate::glue::module_state::PerLoad;
 
 /// What a move does to this node's copy of its slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,19 +25,24 @@ struct Move {
     ranges: Vec<(u16, u16)>,
 }
 
-/// Moves in progress (a handful at most).
-static MOVES: Mutex<Vec<Move>> = Mutex::new(Vec::new());
-/// Is any move in progress? The fast path of every check.
-static ANY: AtomicBool = AtomicBool::new(false);
+/// The moves' part of the module state.
+#[derive(Default)]
+struct State {
+    /// Moves in progress (a handful at most).
+    moves: RefCell<Vec<Move>>,
+    /// Is any move in progress? The fast path of every check.
+    any: Cell<bool>,
+}
+
+static STATE: PerLoad<State> = PerLoad::new();
 
 fn with_moves<R>(run: impl FnOnce(&mut Vec<Move>) -> R) -> R {
-    let mut guard = match MOVES.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let result = run(&mut guard);
-    ANY.store(!guard.is_empty(), Ordering::Relaxed);
-    result
+    STATE.with(|state| {
+        let mut moves = state.moves.borrow_mut();
+        let result = run(&mut moves);
+        state.any.set(!moves.is_empty());
+        result
+    })
 }
 
 /// Moves in progress: imports, and the others (exports, trims).
@@ -66,16 +72,9 @@ fn in_ranges(ranges: &[(u16, u16)], slot: u16) -> bool {
     ranges.iter().any(|(start, end)| (*start..=*end).contains(&slot))
 }
 
-/// `MODULE UNLOAD`: forget every move (a move in progress now is not one
-/// the next load's module has seen start: it learns of moves from its own
-/// events). `ANY` follows the list, so it is reset with it.
-pub fn unload() {
-    with_moves(Vec::clear);
-}
-
 /// Is `slot` being imported (`importing`) or exported here?
 pub fn moving(slot: u16, importing: Option<bool>) -> bool {
-    if !ANY.load(Ordering::Relaxed) {
+    if !any_moving() {
         return false;
     }
     with_moves(|moves| {
@@ -87,18 +86,18 @@ pub fn moving(slot: u16, importing: Option<bool>) -> bool {
 /// slot migration)? Then nothing runs on it on its own (timers, waiter
 /// passes).
 pub fn tenant_is_moving(tenant: &[u8]) -> bool {
-    ANY.load(Ordering::Relaxed) && moving(tenant_slot(tenant), None)
+    any_moving() && moving(tenant_slot(tenant), None)
 }
 
 /// Is `key`'s slot being imported by this node?
 pub fn key_is_importing(key: &[u8]) -> bool {
-    ANY.load(Ordering::Relaxed) && moving(crate::cluster_slot::key_slot(key), Some(true))
+    any_moving() && moving(crate::cluster_slot::key_slot(key), Some(true))
 }
 
 /// Is any slot moving now? False almost always: then no key's slot is
 /// being imported, and a caller can skip reading the key's name.
 pub fn any_moving() -> bool {
-    ANY.load(Ordering::Relaxed)
+    STATE.with(|state| state.any.get())
 }
 
 /// The slot of a tenant: a valid tenant has no braces, so it hashes as

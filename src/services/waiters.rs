@@ -53,6 +53,7 @@ use crate::glue::context_flags::ContextFlags;
 use crate::glue::ctx::{log_warning, milliseconds, selected_db, Ctx, RawString};
 use crate::glue::db_scope::DbScope;
 use crate::glue::latency;
+use crate::glue::module_state::PerLoad;
 use crate::glue::reply::{self, CommandError, CommandResult, Reply};
 use crate::glue::session::{current_user_name, Session};
 use crate::glue::string::{bytes_of, OwnedString};
@@ -102,16 +103,20 @@ pub struct WaitOn<'a> {
     pub timeout: Reply,
 }
 
-/// Waiters handed an item (or an error).
-pub static SERVED: Total = Total::new();
-/// Waiters whose command ran on a wake-up and found nothing.
-pub static EMPTY_WAKEUPS: Total = Total::new();
-/// Waiters that timed out.
-pub static TIMED_OUT: Total = Total::new();
-/// Waiters that went away (disconnect, CLIENT UNBLOCK ERROR, redirect).
-pub static GONE: Total = Total::new();
-/// Served waiters freed before their reply could be sent.
-pub static UNDELIVERED: Total = Total::new();
+/// What this mechanism counts, for `INFO dreamtown`.
+#[derive(Default)]
+struct Counts {
+    /// Waiters handed an item (or an error).
+    served: Total,
+    /// Waiters whose command ran on a wake-up and found nothing.
+    empty_wakeups: Total,
+    /// Waiters that timed out.
+    timed_out: Total,
+    /// Waiters that went away (disconnect, CLIENT UNBLOCK ERROR, redirect).
+    gone: Total,
+    /// Served waiters freed before their reply could be sent.
+    undelivered: Total,
+}
 
 /// The names of a queue: its database and first watched key.
 type QueueId = (c_int, Vec<u8>);
@@ -200,26 +205,38 @@ impl Registry {
     }
 }
 
-thread_local! {
-    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+/// This mechanism's part of the module state.
+#[derive(Default)]
+struct State {
+    registry: RefCell<Registry>,
+    counts: Counts,
 }
 
+static STATE: PerLoad<State> = PerLoad::new();
+
 fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    REGISTRY.with(|registry| f(&mut registry.borrow_mut()))
+    STATE.with(|state| f(&mut state.registry.borrow_mut()))
+}
+
+fn count(counter: fn(&Counts) -> &Total) {
+    STATE.with(|state| counter(&state.counts).bump());
 }
 
 /// The `INFO dreamtown` fields of this mechanism.
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
     let (waiters, queues) = with_registry(|r| (r.waiters, r.queues.len() as u64));
-    vec![
-        (c"waiters", waiters),
-        (c"waiter_queues", queues),
-        (c"waiters_served", SERVED.get()),
-        (c"waiters_timed_out", TIMED_OUT.get()),
-        (c"waiters_gone", GONE.get()),
-        (c"empty_wakeups", EMPTY_WAKEUPS.get()),
-        (c"waiters_undelivered", UNDELIVERED.get()),
-    ]
+    STATE.with(|state| {
+        let counts = &state.counts;
+        vec![
+            (c"waiters", waiters),
+            (c"waiter_queues", queues),
+            (c"waiters_served", counts.served.get()),
+            (c"waiters_timed_out", counts.timed_out.get()),
+            (c"waiters_gone", counts.gone.get()),
+            (c"empty_wakeups", counts.empty_wakeups.get()),
+            (c"waiters_undelivered", counts.undelivered.get()),
+        ]
+    })
 }
 
 /// Events that add elements to (or create) a key; the rest cannot bring work.
@@ -313,14 +330,6 @@ pub fn databases_swapped(ctx: Ctx, a: c_int, b: c_int) {
     if arm {
         timer::after(ctx, 0, on_pending_timer);
     }
-}
-
-/// `MODULE UNLOAD` (refused by the server while a client is blocked or a
-/// timer is scheduled, so no waiter and no timer is left): reset the
-/// registry as a fresh load would find it. The library may stay mapped,
-/// and a later `MODULE LOAD` would see it as it was left.
-pub fn unload() {
-    with_registry(|r| *r = Registry::default());
 }
 
 /// Is any client blocked waiting for any queue? (Cheap: lets a caller
@@ -426,7 +435,7 @@ impl Blocked for Ticket {
                 None => {
                     let (id, interest, seq) = (ticket.queue.clone(), ticket.interest, ticket.seq);
                     if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
-                        TIMED_OUT.bump();
+                        count(|counts| &counts.timed_out);
                     }
                     let nil = ticket.timeout.clone();
                     reply::send(ctx, &after(before, Ok(nil)));
@@ -442,20 +451,20 @@ impl Blocked for Ticket {
     fn on_disconnect(ctx: Ctx, ticket: &mut Ticket) {
         let (id, interest, seq) = (ticket.queue.clone(), ticket.interest, ticket.seq);
         if with_registry(|r| r.remove(ctx, &id, interest, seq)).is_some() {
-            GONE.bump();
+            count(|counts| &counts.gone);
         }
     }
 
     /// The blocked client is freed: make sure its entry is gone.
     fn on_free(ctx: Ctx, ticket: &mut Ticket) {
         if with_registry(|r| r.remove(ctx, &ticket.queue, ticket.interest, ticket.seq)).is_some() {
-            GONE.bump();
+            count(|counts| &counts.gone);
         }
         if ticket.delivery.is_some() {
             // The client was freed between the pass and its reply (7.4
             // replies just before the event loop sleeps): a Dreams item
             // stays in flight (DREAMS.RECOVER), as for a worker that died.
-            UNDELIVERED.bump();
+            count(|counts| &counts.undelivered);
             log_warning(ctx, c"dreamtown: a served waiter went away before its reply was sent");
         }
     }
@@ -475,7 +484,7 @@ fn on_pending_timer(ctx: Ctx) {
     // and its place, and the timer (still armed) looks again soon; O(1)
     // however many queues wait.
     if super::write_gate::check(ctx) == super::write_gate::Gate::Wait {
-        super::write_gate::HELD_WAITER_PASSES.bump();
+        super::write_gate::held_waiter_pass();
         timer::after(ctx, super::write_gate::POLL_MS, on_pending_timer);
         return;
     }
@@ -622,7 +631,7 @@ fn serve_queue(ctx: Ctx, id: &QueueId) {
         match result {
             Some(result) => deliver(waiter, result),
             None => {
-                EMPTY_WAKEUPS.bump();
+                count(|counts| &counts.empty_wakeups);
                 put_back(id, interest, seq, waiter);
                 exhausted |= interest;
             }
@@ -655,7 +664,7 @@ fn hold(ctx: Ctx, id: &QueueId) {
         }
         !std::mem::replace(&mut r.timer_armed, true)
     });
-    super::write_gate::HELD_WAITER_PASSES.bump();
+    super::write_gate::held_waiter_pass();
     if arm {
         timer::after(ctx, super::write_gate::POLL_MS, on_pending_timer);
     }
@@ -668,7 +677,7 @@ fn hold(ctx: Ctx, id: &QueueId) {
 /// in between. Either way the work moved in this pass.
 fn deliver(waiter: Waiter, result: CommandResult) {
     with_registry(|r| r.waiters = r.waiters.saturating_sub(1));
-    SERVED.bump();
+    count(|counts| &counts.served);
     waiter.client.unblock_with(|ticket| ticket.delivery = Some(result));
 }
 

@@ -37,6 +37,7 @@ use std::ffi::CStr;
 
 use crate::glue::context_flags::{self, ContextFlags};
 use crate::glue::ctx::Ctx;
+use crate::glue::module_state::PerLoad;
 use crate::metrics::totals::Total;
 
 /// How soon a writer held back by a pause (or a load) looks again (ms).
@@ -54,10 +55,28 @@ pub enum Gate {
     NotMaster,
 }
 
-/// Lease timer ticks held back by the gate (each looks again [`POLL_MS`] later).
-pub static HELD_LEASE_TICKS: Total = Total::new();
-/// Waiter passes (hand-offs, deferred items falling due) held back by the gate.
-pub static HELD_WAITER_PASSES: Total = Total::new();
+/// What the gate held back, for `INFO`: a part of the module state.
+#[derive(Default)]
+struct Held {
+    /// Lease timer ticks held back by the gate (each looks again
+    /// [`POLL_MS`] later).
+    lease_ticks: Total,
+    /// Waiter passes (hand-offs, deferred items falling due) held back by
+    /// the gate.
+    waiter_passes: Total,
+}
+
+static HELD: PerLoad<Held> = PerLoad::new();
+
+/// A lease timer tick was held back.
+pub fn held_lease_tick() {
+    HELD.with(|held| held.lease_ticks.bump());
+}
+
+/// A waiter pass was held back.
+pub fn held_waiter_pass() {
+    HELD.with(|held| held.waiter_passes.bump());
+}
 
 /// The gate for a background write in `ctx` (a timer's or an event's).
 pub fn check(ctx: Ctx) -> Gate {
@@ -85,9 +104,10 @@ pub fn writes_paused() -> bool {
 
 /// The `dreamtown_write_gate` section of `INFO dreamtown`.
 pub fn info_fields() -> Vec<(&'static CStr, u64)> {
+    let (lease_ticks, waiter_passes) = HELD.with(|held| (held.lease_ticks.get(), held.waiter_passes.get()));
     vec![
         (c"writes_paused", u64::from(writes_paused())),
-        (c"held_lease_ticks", HELD_LEASE_TICKS.get()),
-        (c"held_waiter_passes", HELD_WAITER_PASSES.get()),
+        (c"held_lease_ticks", lease_ticks),
+        (c"held_waiter_passes", waiter_passes),
     ]
 }

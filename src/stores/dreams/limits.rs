@@ -73,7 +73,7 @@ impl DrainLimits {
     #[inline(never)]
     pub fn check_limited(session: &Session, org: &str) -> Result<Option<Box<Self>>, CommandError> {
         if !limits_index::trusted() {
-            limits_index::UNTRUSTED_OPENS.bump();
+            limits_index::count_untrusted_open();
         }
         let name = limits_key_name(org);
         let checked = session.check::<Read>(name.clone())?;

@@ -20,11 +20,11 @@
 //! reason: it is a keyed SipHash of the name (about 170 instructions), and
 //! every command that opens the queue needs it for its per-tenant totals.
 
+use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Mutex;
 
 use crate::dreams::region::QueueKey;
-use crate::glue::main_thread::MainThreadOnly;
+use crate::glue::module_state::PerLoad;
 use crate::glue::string::{KeyName, OwnedString};
 use crate::metrics::tenant_stats::TenantId;
 
@@ -38,22 +38,12 @@ struct Names {
     tenant: TenantId,
 }
 
-/// The last organization's names. Only ever used on Redis's main thread
-/// (module commands run there); the mutex is the `Sync` way to hold them
-/// in a `static`, uncontended.
-type Cache = MainThreadOnly<Option<Names>>;
-
-static LAST: Mutex<Cache> = Mutex::new(MainThreadOnly(None));
+/// The last organization's names: a part of the module state (freed with
+/// it at unload).
+static LAST: PerLoad<RefCell<Option<Names>>> = PerLoad::new();
 
 const ORDER: [QueueKey; 5] =
     [QueueKey::Ready, QueueKey::Deferred, QueueKey::Processing, QueueKey::Dead, QueueKey::Leases];
-
-/// `MODULE UNLOAD`: free the kept names.
-pub fn unload() {
-    if let Ok(mut last) = LAST.lock() {
-        last.0 = None;
-    }
-}
 
 /// The names of `org`'s `keys`, shared with the cache ([`KeyName::Shared`]).
 pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [KeyName; N] {
@@ -63,12 +53,11 @@ pub fn queue_names<const N: usize>(org: &str, keys: [QueueKey; N]) -> [KeyName; 
 /// [`queue_names`], and `org` as the per-tenant tables know it
 /// (`TenantId::of(org)`).
 pub fn queue_names_and_tenant<const N: usize>(org: &str, keys: [QueueKey; N]) -> ([KeyName; N], TenantId) {
-    let Ok(mut last) = LAST.lock() else {
-        // Poisoned (a panic while holding it cannot happen: nothing here
-        // panics); make the names afresh rather than fail.
-        return (keys.map(|key| KeyName::Own(OwnedString::concat(&key.name_parts(org)))), TenantId::of(org));
-    };
-    let names = match &mut last.0 {
+    LAST.with(|last| names_of(&mut last.borrow_mut(), org, keys))
+}
+
+fn names_of<const N: usize>(last: &mut Option<Names>, org: &str, keys: [QueueKey; N]) -> ([KeyName; N], TenantId) {
+    let names = match last {
         Some(names) if names.org == org => names,
         slot => slot.insert(Names {
             org: org.to_owned(),

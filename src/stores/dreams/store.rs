@@ -534,7 +534,10 @@ impl RedisLeases {
 /// looking up an absent field costs `RM_HashGet` a scan of the whole hash
 /// (about 500 instructions) where its field count (`RM_ValueLength`)
 /// costs about 40. Same values either way.
-fn counters_without_pending<M: ReadsValues>(counters: &Key<M>, fields: [&StaticString; 4]) -> [Option<OwnedString>; 4] {
+fn counters_without_pending<M: ReadsValues>(
+    counters: &Key<M>,
+    fields: [&'static StaticString; 4],
+) -> [Option<OwnedString>; 4] {
     let [memories, edges, success, settled] = fields;
     let [m, e, l] = counters.hget_fields([memories, edges, success]);
     let s = settled_if_held(counters, settled, [&m, &e, &l]);
@@ -547,7 +550,7 @@ fn counters_without_pending<M: ReadsValues>(counters: &Key<M>, fields: [&StaticS
 /// scan of the whole hash (see [`counters_without_pending`]).
 fn settled_if_held<M: ReadsValues, const N: usize>(
     counters: &Key<M>,
-    settled: &StaticString,
+    settled: &'static StaticString,
     found: [&Option<OwnedString>; N],
 ) -> Option<OwnedString> {
     let found = found.iter().filter(|value| value.is_some()).count() as u64;

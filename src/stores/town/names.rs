@@ -14,10 +14,10 @@
 //! its own reference or copy wherever it keeps a key name, so a shared
 //! string is never changed under anyone.
 
+use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Mutex;
 
-use crate::glue::main_thread::MainThreadOnly;
+use crate::glue::module_state::PerLoad;
 use crate::glue::string::{KeyName, OwnedString};
 use crate::town::keys::{AgentKey, IndexKey, TownKeys};
 
@@ -34,44 +34,33 @@ struct Names {
     index_keys: [Option<Rc<OwnedString>>; INDEX_KEYS],
 }
 
-/// The last agent's names. Only ever used on Redis's main thread (module
-/// commands run there); the mutex is the `Sync` way to hold them in a
-/// `static`, uncontended.
-type Cache = MainThreadOnly<Option<Names>>;
-
-static LAST: Mutex<Cache> = Mutex::new(MainThreadOnly(None));
-
-/// `MODULE UNLOAD`: free the kept names.
-pub fn unload() {
-    if let Ok(mut last) = LAST.lock() {
-        last.0 = None;
-    }
-}
+/// The last agent's names: a part of the module state (freed with it at
+/// unload).
+static LAST: PerLoad<RefCell<Option<Names>>> = PerLoad::new();
 
 /// The name of `agent`'s `key` in `keys`' town, shared with the cache.
 pub fn agent_name(keys: &TownKeys, key: AgentKey, agent: &str) -> KeyName {
     let make = || OwnedString::concat(&keys.agent_key_parts(key, agent));
-    let Ok(mut last) = LAST.lock() else {
-        // Poisoned (nothing here panics): make the name afresh.
-        return KeyName::Own(make());
-    };
-    let names = of_town(&mut last.0, keys);
-    if names.agent != agent {
-        names.agent.clear();
-        names.agent.push_str(agent);
-        names.agent_keys = Default::default();
-    }
-    KeyName::Shared(Rc::clone(names.agent_keys[agent_index(key)].get_or_insert_with(|| Rc::new(make()))))
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        let names = of_town(&mut last, keys);
+        if names.agent != agent {
+            names.agent.clear();
+            names.agent.push_str(agent);
+            names.agent_keys = Default::default();
+        }
+        KeyName::Shared(Rc::clone(names.agent_keys[agent_index(key)].get_or_insert_with(|| Rc::new(make()))))
+    })
 }
 
 /// The name of `keys`' town's `index`, shared with the cache.
 pub fn index_name(keys: &TownKeys, index: IndexKey) -> KeyName {
     let make = || OwnedString::concat(&keys.index_parts(index));
-    let Ok(mut last) = LAST.lock() else {
-        return KeyName::Own(make());
-    };
-    let names = of_town(&mut last.0, keys);
-    KeyName::Shared(Rc::clone(names.index_keys[index_index(index)].get_or_insert_with(|| Rc::new(make()))))
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        let names = of_town(&mut last, keys);
+        KeyName::Shared(Rc::clone(names.index_keys[index_index(index)].get_or_insert_with(|| Rc::new(make()))))
+    })
 }
 
 /// The cache's names, emptied first unless they are `keys`' town's.
