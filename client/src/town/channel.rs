@@ -8,6 +8,7 @@ use std::fmt::Display;
 use std::time::Duration;
 
 use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::request::town as request;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::delivery::Delivery;
@@ -230,8 +231,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
 
     async fn send_to(&self, message: &Message, urgent: bool) -> Result<()> {
         let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        let call = self.call("TOWN.SEND").arg(json).arg_if(urgent, "URGENT");
-        self.run(call).await?.count().map(drop)
+        let request = request::Send { town: &self.town, message: &json, urgent };
+        self.run(Call::request(&request)).await?.count().map(drop)
     }
 
     /// Take every urgent message of `agent_id`, newest first, without

@@ -24,7 +24,6 @@ const NOT_YET: &[&str] = &[
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
     "DREAMTOWN.DRYRUN",
-    "TOWN.SEND",
     "TOWN.RECV",
     "TOWN.ACK",
     "TOWN.REQUEUE",

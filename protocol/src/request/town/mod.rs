@@ -1,6 +1,10 @@
 //! The `TOWN.*` requests, and the argument readers they share: the town
 //! (a tenant name) and an agent or task id (non-empty UTF-8).
 
+mod send;
+
+pub use send::Send;
+
 use crate::args::{tenant_str, Args};
 use crate::error::CommandError;
 
