@@ -14,7 +14,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use super::delivery::Delivery;
 use super::ids::AgentId;
 use super::message::Message;
-use crate::call::{Call, Reply, timeout_secs};
+use crate::call::{Call, Reply, lease_secs, timeout_ms, timeout_secs};
 use crate::error::{Error, Result};
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
@@ -252,8 +252,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive_urgent(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("URGENT");
-        deliveries(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Recv { urgent: true, ..request::Recv::new(&self.town, &agent) };
+        deliveries(&self.run(Call::request(&request)).await?)
     }
 
     /// How many urgent messages wait for `agent_id` (`TOWN.LEN`).
@@ -316,8 +317,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive(&self, agent_id: AgentId, timeout: Duration) -> Result<Option<Message>> {
-        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("BLOCK").arg(timeout_secs(timeout));
-        single(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Recv { block_ms: Some(timeout_ms(timeout)), ..request::Recv::new(&self.town, &agent) };
+        single(&self.run(Call::request(&request)).await?)
     }
 
     /// Receive one message for `agent_id` if there is one, without waiting
@@ -333,7 +335,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn try_receive(&self, agent_id: AgentId) -> Result<Option<Message>> {
-        single(&self.run(self.call("TOWN.RECV").arg(agent_id.to_string())).await?)
+        let agent = agent_id.to_string();
+        single(&self.run(Call::request(&request::Recv::new(&self.town, &agent))).await?)
     }
 
     /// Up to `count` messages from the head of `agent_id`'s inbox, without
@@ -385,8 +388,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn drain_inbox(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("COUNT").arg(i64::MAX);
-        deliveries(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Recv { count: Some(i64::MAX as u64), ..request::Recv::new(&self.town, &agent) };
+        deliveries(&self.run(Call::request(&request)).await?)
     }
 
     /// Send a copy of `message` addressed to `to_agent` (`TOWN.SEND`).
@@ -432,12 +436,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         count: usize,
         wait: Option<Duration>,
     ) -> Result<Vec<Delivery>> {
-        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
-        if let Some(timeout) = wait {
-            call = call.arg("BLOCK").arg(timeout_secs(timeout));
-        }
-        let call = call.arg("COUNT").arg(count).arg("RELIABLE");
-        Ok(optional_deliveries(&self.run(call).await?)?.unwrap_or_default())
+        let agent = agent_id.to_string();
+        let request = request::Recv {
+            block_ms: wait.map(timeout_ms),
+            count: Some(count as u64),
+            reliable: true,
+            ..request::Recv::new(&self.town, &agent)
+        };
+        Ok(optional_deliveries(&self.run(Call::request(&request)).await?)?.unwrap_or_default())
     }
 
     /// [`receive_reliable`](Self::receive_reliable), leasing each message
@@ -451,12 +457,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         wait: Option<Duration>,
         lease: Duration,
     ) -> Result<Vec<Delivery>> {
-        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
-        if let Some(timeout) = wait {
-            call = call.arg("BLOCK").arg(timeout_secs(timeout));
-        }
-        let call = call.arg("COUNT").arg(count).arg("RELIABLE").arg("LEASE").arg(timeout_secs(lease));
-        Ok(optional_deliveries(&self.run(call).await?)?.unwrap_or_default())
+        let agent = agent_id.to_string();
+        let request = request::Recv {
+            block_ms: wait.map(timeout_ms),
+            count: Some(count as u64),
+            reliable: true,
+            lease: Some(lease_secs(lease)),
+            ..request::Recv::new(&self.town, &agent)
+        };
+        Ok(optional_deliveries(&self.run(Call::request(&request)).await?)?.unwrap_or_default())
     }
 
     /// Push the lease of a message received with
@@ -594,16 +603,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<(bool, Vec<Delivery>)> {
-        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
-        if let Some(timeout) = wait {
-            call = call.arg("BLOCK").arg(timeout_secs(timeout));
-        }
-        let mut call = call.arg("COUNT").arg(count).arg("RELIABLE");
-        if let Some(lease) = lease {
-            call = call.arg("LEASE").arg(timeout_secs(lease));
-        }
-        let call = call.arg("ACK").arg(done.to_string());
-        let (acked, received) = self.run(call).await?.halves()?;
+        let (agent, done) = (agent_id.to_string(), done.to_string());
+        let request = request::Recv {
+            block_ms: wait.map(timeout_ms),
+            count: Some(count as u64),
+            reliable: true,
+            lease: lease.map(lease_secs),
+            ack: Some(done.as_bytes()),
+            ..request::Recv::new(&self.town, &agent)
+        };
+        let (acked, received) = self.run(Call::request(&request)).await?.halves()?;
         Ok((acked.flag()?, optional_deliveries(&received)?.unwrap_or_default()))
     }
 

@@ -12,6 +12,7 @@
 
 pub mod dreams;
 pub mod options;
+pub mod timeout;
 pub mod town;
 
 use crate::error::CommandError;
@@ -155,7 +156,7 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record, town::Send,);
+    each!(dreams::Record, town::Send, town::Recv,);
     None
 }
 

@@ -24,7 +24,6 @@ const NOT_YET: &[&str] = &[
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
     "DREAMTOWN.DRYRUN",
-    "TOWN.RECV",
     "TOWN.ACK",
     "TOWN.REQUEUE",
     "TOWN.EXTEND",
@@ -123,6 +122,7 @@ const ATOMS: &[&[u8]] = &[
     b"MATCH",
     b"DRYRUN",
     b"REQUEUE",
+    b"RELIABLE",
 ];
 
 #[test]

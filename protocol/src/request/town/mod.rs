@@ -1,8 +1,10 @@
 //! The `TOWN.*` requests, and the argument readers they share: the town
 //! (a tenant name) and an agent or task id (non-empty UTF-8).
 
+mod recv;
 mod send;
 
+pub use recv::Recv;
 pub use send::Send;
 
 use crate::args::{tenant_str, Args};
