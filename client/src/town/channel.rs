@@ -530,8 +530,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn ack_message(&self, agent_id: AgentId, message_id: impl Display) -> Result<bool> {
-        let call = self.call("TOWN.ACK").arg(agent_id.to_string()).arg(message_id.to_string());
-        self.run(call).await?.flag()
+        let (agent, message_id) = (agent_id.to_string(), message_id.to_string());
+        let ids = [message_id.as_bytes()];
+        let request = request::Ack { town: &self.town, agent: &agent, ids: &ids };
+        self.run(Call::request(&request)).await?.flag()
     }
 
     /// Acknowledge several messages in one call, in order, exactly as one
@@ -555,16 +557,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         I: IntoIterator,
         I::Item: Display,
     {
-        let mut call = self.call("TOWN.ACK").arg(agent_id.to_string());
-        let mut any = false;
-        for id in message_ids {
-            call = call.arg(id.to_string());
-            any = true;
-        }
-        if !any {
+        let message_ids: Vec<String> = message_ids.into_iter().map(|id| id.to_string()).collect();
+        if message_ids.is_empty() {
             return Ok(0);
         }
-        self.run(call).await?.length()
+        let agent = agent_id.to_string();
+        let ids: Vec<&[u8]> = message_ids.iter().map(String::as_bytes).collect();
+        let request = request::Ack { town: &self.town, agent: &agent, ids: &ids };
+        self.run(Call::request(&request)).await?.length()
     }
 
     /// The agent loop's one round trip: acknowledge `done` exactly as

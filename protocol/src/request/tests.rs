@@ -24,7 +24,6 @@ const NOT_YET: &[&str] = &[
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
     "DREAMTOWN.DRYRUN",
-    "TOWN.ACK",
     "TOWN.REQUEUE",
     "TOWN.EXTEND",
     "TOWN.LEN",

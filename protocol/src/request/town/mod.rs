@@ -1,9 +1,11 @@
 //! The `TOWN.*` requests, and the argument readers they share: the town
 //! (a tenant name) and an agent or task id (non-empty UTF-8).
 
+mod ack;
 mod recv;
 mod send;
 
+pub use ack::Ack;
 pub use recv::Recv;
 pub use send::Send;
 
