@@ -14,7 +14,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use super::delivery::Delivery;
 use super::ids::AgentId;
 use super::message::Message;
-use crate::call::{Call, Reply, lease_secs, timeout_ms, timeout_secs};
+use crate::call::{Call, Reply, lease_secs, timeout_ms};
 use crate::error::{Error, Result};
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
@@ -472,9 +472,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// [`receive_leased`](Self::receive_leased) out to now + `lease`
     /// (`TOWN.EXTEND`); false when it is leased to no one any more.
     pub async fn extend_message(&self, agent_id: AgentId, message_id: impl Display, lease: Duration) -> Result<bool> {
-        let call =
-            self.call("TOWN.EXTEND").arg(agent_id.to_string()).arg(message_id.to_string()).arg(timeout_secs(lease));
-        self.run(call).await?.flag()
+        let (agent, message_id) = (agent_id.to_string(), message_id.to_string());
+        let request = request::Extend {
+            town: &self.town,
+            agent: &agent,
+            message_id: message_id.as_bytes(),
+            lease: lease_secs(lease),
+        };
+        self.run(Call::request(&request)).await?.flag()
     }
 
     /// Run `work` while keeping a leased message's lease alive: extended
@@ -628,7 +633,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn requeue_pending(&self, agent_id: AgentId) -> Result<usize> {
-        self.run(self.call("TOWN.REQUEUE").arg(agent_id.to_string())).await?.length()
+        let agent = agent_id.to_string();
+        self.run(Call::request(&request::Requeue { town: &self.town, agent: &agent })).await?.length()
     }
 
     /// Move all of a dead agent's mail (urgent, pending, inbox) to `to_agent`

@@ -156,7 +156,7 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record, town::Send, town::Recv, town::Ack,);
+    each!(dreams::Record, town::Send, town::Recv, town::Ack, town::Requeue, town::Extend,);
     None
 }
 

@@ -24,8 +24,6 @@ const NOT_YET: &[&str] = &[
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
     "DREAMTOWN.DRYRUN",
-    "TOWN.REQUEUE",
-    "TOWN.EXTEND",
     "TOWN.LEN",
     "TOWN.PEEK",
     "TOWN.RECLAIM",

@@ -2,11 +2,15 @@
 //! (a tenant name) and an agent or task id (non-empty UTF-8).
 
 mod ack;
+mod extend;
 mod recv;
+mod requeue;
 mod send;
 
 pub use ack::Ack;
+pub use extend::Extend;
 pub use recv::Recv;
+pub use requeue::Requeue;
 pub use send::Send;
 
 use crate::args::{tenant_str, Args};
