@@ -292,7 +292,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn lengths(&self, agent_id: AgentId) -> Result<MailboxLengths> {
-        let reply = self.run(self.call("TOWN.LEN").arg(agent_id.to_string())).await?;
+        let agent = agent_id.to_string();
+        let reply = self.run(Call::request(&request::Len { town: &self.town, agent: &agent })).await?;
         let [inbox, urgent, pending] = reply.counts::<3>()?;
         let size = |n: u64| usize::try_from(n).map_err(|_| reply.unexpected());
         Ok(MailboxLengths { inbox: size(inbox)?, urgent: size(urgent)?, pending: size(pending)? })
@@ -353,8 +354,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn peek_inbox(&self, agent_id: AgentId, count: usize) -> Result<Vec<Delivery>> {
-        let call = self.call("TOWN.PEEK").arg(agent_id.to_string()).arg(count);
-        deliveries(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Peek { town: &self.town, agent: &agent, count: count as u64 };
+        deliveries(&self.run(Call::request(&request)).await?)
     }
 
     /// Publish `message` to every subscriber of the town's broadcast channel
@@ -370,7 +372,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn broadcast(&self, message: &Message) -> Result<()> {
         let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        self.run(self.call("TOWN.BROADCAST").arg(json)).await?.count().map(drop)
+        self.run(Call::request(&request::Broadcast { town: &self.town, message: &json })).await?.count().map(drop)
     }
 
     /// Take every message of `agent_id`, without waiting: its urgent inbox,
@@ -650,8 +652,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reclaim(&self, from_agent: AgentId, to_agent: AgentId) -> Result<usize> {
-        let call = self.call("TOWN.RECLAIM").arg(from_agent.to_string()).arg(to_agent.to_string());
-        self.run(call).await?.length()
+        let (from, to) = (from_agent.to_string(), to_agent.to_string());
+        self.run(Call::request(&request::Reclaim { town: &self.town, from: &from, to: &to })).await?.length()
     }
 }
 

@@ -156,7 +156,18 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record, town::Send, town::Recv, town::Ack, town::Requeue, town::Extend,);
+    each!(
+        dreams::Record,
+        town::Send,
+        town::Recv,
+        town::Ack,
+        town::Requeue,
+        town::Extend,
+        town::Len,
+        town::Peek,
+        town::Reclaim,
+        town::Broadcast,
+    );
     None
 }
 

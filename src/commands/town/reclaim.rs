@@ -5,7 +5,7 @@
 //! message that no longer parses moves unchanged. The old agent's lists
 //! end empty. Reply: how many messages moved.
 
-use super::{id, town, TOWN_ARG};
+use super::TOWN_ARG;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
@@ -17,7 +17,8 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
 use crate::town::reclaim::{reclaim, OldMail};
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -31,17 +32,10 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::new("from-agent-id", ArgKind::String), Arg::new("to-agent-id", ArgKind::String)],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, String), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let from = id(&mut args, "from agent id")?;
-    let to = id(&mut args, "to agent id")?;
-    args.end()?;
-    if from == to {
-        return Err(CommandError::err("cannot reclaim an agent's messages for itself"));
-    }
-    Ok((keys, from, to))
+/// The parse step ([`request::Reclaim`]).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a str), CommandError> {
+    let request = request::Reclaim::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.from, request.to))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

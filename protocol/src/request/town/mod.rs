@@ -2,13 +2,21 @@
 //! (a tenant name) and an agent or task id (non-empty UTF-8).
 
 mod ack;
+mod broadcast;
 mod extend;
+mod len;
+mod peek;
+mod reclaim;
 mod recv;
 mod requeue;
 mod send;
 
 pub use ack::Ack;
+pub use broadcast::Broadcast;
 pub use extend::Extend;
+pub use len::Len;
+pub use peek::Peek;
+pub use reclaim::Reclaim;
 pub use recv::Recv;
 pub use requeue::Requeue;
 pub use send::Send;
