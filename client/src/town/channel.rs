@@ -178,11 +178,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.keys
     }
 
-    /// `name <town>`.
-    pub(super) fn call(&self, name: &'static str) -> Call {
-        Call::new(name).arg(&self.town)
-    }
-
     /// Subcommand `action` of `name` for this channel's town:
     /// `TOWN.AGENT GET <town> ...` (Redis dispatches a subcommand by the
     /// word after the command's name, so the town comes after it).

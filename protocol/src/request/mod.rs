@@ -167,6 +167,8 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         town::Peek,
         town::Reclaim,
         town::Broadcast,
+        town::Reset,
+        town::Stats,
     );
     None
 }

@@ -24,8 +24,6 @@ const NOT_YET: &[&str] = &[
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
     "DREAMTOWN.DRYRUN",
-    "TOWN.RESET",
-    "TOWN.STATS",
     "TOWN.AGENT SET",
     "TOWN.AGENT GET",
     "TOWN.AGENT DEL",

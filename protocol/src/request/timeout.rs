@@ -1,6 +1,6 @@
 //! A blocking timeout (`BLOCK <secs>`) written back: the module reads
 //! decimal seconds into milliseconds ([`parse_timeout_ms`], as `BLPOP`
-//! does: rounded up, so `0.007` is 8 ms), and a request keeps the
+//! does: rounded up, so `2.007` is 2,008 ms), and a request keeps the
 //! milliseconds; [`TimeoutMs`] writes seconds that read back as exactly
 //! those milliseconds.
 
@@ -21,13 +21,13 @@ impl EncodeArg for TimeoutMs {
 /// for a text that reads back as `ms`.
 const NEIGHBOURS: usize = 8;
 
-/// Seconds that [`parse_timeout_ms`] reads as `ms`: whole seconds when
-/// `ms` is a multiple of 1,000 (exact), else the shortest text of the
-/// `f64` nearest `ms / 1000` that reads back as `ms` (the product by
-/// 1,000 is rounded, then rounded up: `0.007` reads as 8 ms, the `f64`
-/// just below it as 7). A timeout no text reads as (negative, above the
-/// longest, or between the values an `f64` holds) is written as its
-/// exact decimal, which the module refuses or rounds as it would any.
+/// Seconds that [`parse_timeout_ms`] reads as `ms`: its exact decimal
+/// (`1.500`, whole seconds as `5`) when that reads back as `ms`, else the
+/// shortest text of an `f64` next to `ms / 1000` that does (the product
+/// by 1,000 is rounded, then rounded up: `2.007` reads as 2,008 ms, the
+/// `f64` just below it as 2,007). A timeout no text reads as (negative,
+/// above the longest, or between the values an `f64` holds) is written as
+/// its exact decimal, which the module refuses or rounds as it would any.
 pub fn seconds(ms: i64) -> String {
     let exact = exact_decimal(ms);
     if ms < 0 || parse_timeout_ms(exact.as_bytes()) == Ok(ms) {
@@ -67,7 +67,7 @@ mod tests {
     #[test]
     fn every_timeout_read_writes_back_as_itself() {
         let mut random = Random::new(0x7e0);
-        let mut texts: Vec<String> = ["0", "0.007", "0.5", "1e3", "1.0000001e12", "9.223e15", "9000000000000000", "5"]
+        let mut texts: Vec<String> = ["0", "2.007", "0.5", "1e3", "1.0000001e12", "9.223e15", "9000000000000000", "5"]
             .iter()
             .map(|text| text.to_string())
             .collect();
@@ -93,7 +93,8 @@ mod tests {
         assert_eq!(seconds(0), "0");
         assert_eq!(seconds(5000), "5");
         assert_eq!(seconds(1500), "1.500");
-        assert_eq!(parse_timeout_ms(seconds(7).as_bytes()), Ok(7));
+        assert_eq!(parse_timeout_ms(b"2.007"), Ok(2008));
+        assert_eq!(parse_timeout_ms(seconds(2007).as_bytes()), Ok(2007));
         assert_eq!(seconds(-1500), "-1.500");
         assert!(parse_timeout_ms(seconds(i64::MAX).as_bytes()).is_err());
         assert_eq!(parse_timeout_ms(seconds(TIMEOUT_MS_MAX).as_bytes()), Ok(TIMEOUT_MS_MAX));

@@ -38,11 +38,11 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, message, secs) = parse(argv)?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
-    let leases = check_leases::<ReadWrite>(session, &keys, &agent)?;
+    let leases = check_leases::<ReadWrite>(session, &keys, agent)?;
     let mut leases = RedisLeases::open(session, leases)?;
     if !extend(&mut leases, message, until) {
         return Ok(Reply::Integer(0));
     }
-    leases::note(session, &keys, &agent, until);
+    leases::note(session, &keys, agent, until);
     Ok(Reply::Integer(1))
 }

@@ -31,8 +31,8 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str), Com
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent) = parse(argv)?;
-    let inboxes = Inboxes::<Meta>::check(session, &keys, &agent)?;
-    let pending = check_list::<Meta>(session, &keys.pending(&agent))?;
+    let inboxes = Inboxes::<Meta>::check(session, &keys, agent)?;
+    let pending = check_list::<Meta>(session, &keys.pending(agent))?;
     let inboxes = inboxes.open(session)?;
     let pending = open_list(session, pending)?;
     Ok(Reply::Array(vec![

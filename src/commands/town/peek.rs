@@ -34,7 +34,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, u64)
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, count) = parse(argv)?;
-    let inbox = check_list::<Read>(session, &keys.inbox(&agent))?;
+    let inbox = check_list::<Read>(session, &keys.inbox(agent))?;
     let inbox = open_list(session, inbox)?;
     Ok(Reply::bulks(inbox.range(0, count)))
 }

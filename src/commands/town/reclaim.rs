@@ -40,16 +40,16 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a 
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, from, to) = parse(argv)?;
-    let old = Inboxes::<ReadWrite>::check(session, &keys, &from)?;
-    let old_pending = check_list::<ReadWrite>(session, &keys.pending(&from))?;
-    let new = Inboxes::<Write>::check(session, &keys, &to)?;
+    let old = Inboxes::<ReadWrite>::check(session, &keys, from)?;
+    let old_pending = check_list::<ReadWrite>(session, &keys.pending(from))?;
+    let new = Inboxes::<Write>::check(session, &keys, to)?;
     let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
     let old = old.open(session)?;
     let old_pending = open_list(session, old_pending)?;
     let new = new.open(session)?;
     let mailboxes = IdIndex::open(session, mailboxes)?;
     let mail = OldMail { urgent: old.urgent.all(), pending: old_pending.all(), inbox: old.inbox.all() };
-    let moves = reclaim(mail, &to);
+    let moves = reclaim(mail, to);
     if moves.is_empty() {
         return Ok(Reply::Integer(0));
     }
@@ -59,10 +59,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     for delivery in &moves {
         new.deliver(delivery.destination, &delivery.message);
     }
-    mailboxes.add(&to);
+    mailboxes.add(to);
     let moved = moves.len() as u64;
     let unparsed = moves.iter().filter(|m| !m.readdressed).count() as u64;
-    count::town(&keys, Some(&from), &[(Town::Reclaimed, moved)]);
-    count::town(&keys, Some(&from), &[(Town::ReclaimedUnparsed, unparsed)]);
+    count::town(&keys, Some(from), &[(Town::Reclaimed, moved)]);
+    count::town(&keys, Some(from), &[(Town::ReclaimedUnparsed, unparsed)]);
     Ok(Reply::count(moved))
 }

@@ -39,10 +39,10 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str), Com
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent) = parse(argv)?;
-    let pending = check_list::<ReadWrite>(session, &keys.pending(&agent))?;
-    let inbox = check_list::<Write>(session, &keys.inbox(&agent))?;
+    let pending = check_list::<ReadWrite>(session, &keys.pending(agent))?;
+    let inbox = check_list::<Write>(session, &keys.inbox(agent))?;
     let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
-    let leases = check_leases::<Write>(session, &keys, &agent)?;
+    let leases = check_leases::<Write>(session, &keys, agent)?;
     let pending = open_list(session, pending)?;
     let inbox = open_list(session, inbox)?;
     let mailboxes = IdIndex::open(session, mailboxes)?;
@@ -58,8 +58,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let reversed: Vec<&[u8]> = messages.iter().rev().map(Vec::as_slice).collect();
     pending.delete();
     inbox.push(End::Head, &reversed);
-    mailboxes.add(&agent);
+    mailboxes.add(agent);
     let moved = messages.len() as u64;
-    count::town(&keys, Some(&agent), &[(Town::Requeued, moved)]);
+    count::town(&keys, Some(agent), &[(Town::Requeued, moved)]);
     Ok(Reply::count(moved))
 }

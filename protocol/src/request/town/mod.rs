@@ -9,7 +9,9 @@ mod peek;
 mod reclaim;
 mod recv;
 mod requeue;
+mod reset;
 mod send;
+mod stats;
 
 pub use ack::Ack;
 pub use broadcast::Broadcast;
@@ -19,7 +21,9 @@ pub use peek::Peek;
 pub use reclaim::Reclaim;
 pub use recv::Recv;
 pub use requeue::Requeue;
+pub use reset::Reset;
 pub use send::Send;
+pub use stats::Stats;
 
 use crate::args::{tenant_str, Args};
 use crate::error::CommandError;
@@ -38,3 +42,6 @@ pub fn id<'a>(args: &mut Args<'a>, what: &str) -> Result<&'a str, CommandError> 
     }
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests;
