@@ -288,3 +288,26 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
         messages => Some(Ok(Reply::Strings(messages))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The clause a blocked call leaves out is the one the parse read,
+    /// wherever it is and whatever the agent and the id are named.
+    #[test]
+    fn the_ack_clause_is_where_the_parse_read_it() {
+        let cases: [(&[&[u8]], usize); 4] = [
+            (&[b"t", b"a", b"RELIABLE", b"ACK", b"m"], 3),
+            (&[b"t", b"ACK", b"ack", b"ACK", b"RELIABLE"], 2),
+            (&[b"t", b"a", b"BLOCK", b"1", b"COUNT", b"2", b"LEASE", b"5", b"RELIABLE", b"Ack", b"ACK"], 9),
+            (&[b"t", b"a", b"URGENT", b"RELIABLE", b"aCk", b"x"], 4),
+        ];
+        for (argv, at) in cases {
+            let request = request::Recv::parse(argv).expect("accepted");
+            assert!(request.ack.is_some());
+            assert_eq!(ack_clause_at(argv), Some(at), "{argv:?}");
+            assert_eq!(argv.get(at + 1).copied(), request.ack, "{argv:?}");
+        }
+    }
+}
