@@ -360,6 +360,21 @@ pub(crate) fn timeout_secs(timeout: std::time::Duration) -> String {
     format!("{secs}.{millis:03}")
 }
 
+/// A timeout in whole milliseconds, rounded up as [`timeout_secs`] rounds
+/// it (a request's `BLOCK`; past `i64::MAX` ms it saturates, which the
+/// module refuses as it refuses any timeout that long).
+pub(crate) fn timeout_ms(timeout: std::time::Duration) -> i64 {
+    let millis = timeout.as_nanos().div_ceil(1_000_000);
+    i64::try_from(millis).unwrap_or(i64::MAX)
+}
+
+/// A lease in seconds, as the module reads [`timeout_secs`] of it: the
+/// milliseconds rounded up, divided by 1,000 (correctly rounded, as
+/// reading that decimal is).
+pub(crate) fn lease_secs(lease: std::time::Duration) -> f64 {
+    lease.as_nanos().div_ceil(1_000_000) as f64 / 1000.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,6 +425,14 @@ mod tests {
         assert_eq!(timeout_secs(std::time::Duration::from_millis(1500)), "1.500");
         assert_eq!(timeout_secs(std::time::Duration::new(2, 999_999_999)), "3.000");
         assert_eq!(timeout_secs(std::time::Duration::from_secs(7)), "7.000");
+        for nanos in [0, 1, 999_999, 1_000_000, 1_500_000_000, 2_999_999_999, 7_000_000_000, 86_400_123_456_789] {
+            let timeout = std::time::Duration::from_nanos(nanos);
+            let text = timeout_secs(timeout);
+            assert_eq!(lease_secs(timeout), text.parse::<f64>().unwrap(), "{text}");
+            let ms = timeout_ms(timeout);
+            assert_eq!(text, format!("{}.{:03}", ms / 1000, ms % 1000));
+        }
+        assert_eq!(timeout_ms(std::time::Duration::MAX), i64::MAX);
     }
 
     #[test]

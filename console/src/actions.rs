@@ -19,6 +19,7 @@ use std::fmt::Write;
 use dreamtown::dreams::message::ReadFire;
 use dreamtown::dreams::region::QueueKeys;
 use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::request::{self, Request, command_line};
 use redis::Value;
 use serde::Deserialize;
 
@@ -178,7 +179,7 @@ impl Action {
                 args
             }
             Action::ClearLimits(org) => vec![s("DREAMS.LIMIT"), s("CLEAR"), org.clone()],
-            Action::Requeue(town, agent) => vec![s("TOWN.REQUEUE"), town.clone(), agent.clone()],
+            Action::Requeue(town, agent) => request_args(&request::town::Requeue { town, agent }),
             Action::Stop(town, agent, ttl) => {
                 vec![s("TOWN.STOP"), s("REQUEST"), town.clone(), agent.clone(), s("TTL"), ttl.to_string()]
             }
@@ -421,6 +422,12 @@ pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
     let _ =
         write!(out, "<button id=\"confirm\">run it</button> <a id=\"cancel\" href=\"{}\">cancel</a></form>", esc(back));
     out
+}
+
+/// `request`'s command line as the protocol writes it, as text (every
+/// argument of an action is text).
+fn request_args<'a, R: Request<'a>>(request: &R) -> Vec<String> {
+    command_line(request).into_iter().map(|arg| String::from_utf8_lossy(&arg).into_owned()).collect()
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use dreamtown_protocol::keyspace::dreams::{self, RegionName};
 use dreamtown_protocol::keyspace::split_tag;
 use dreamtown_protocol::keyspace::town::{self, TownKeys};
+use dreamtown_protocol::request::command_line;
 use redis::Value;
 
 use crate::backend::{Backend, NodeId};
@@ -511,10 +512,9 @@ pub fn stats_cmd(org: &str) -> redis::Cmd {
 
 /// `TOWN.STATS <town> [<agent>]`.
 pub fn town_stats_cmd(town: &str, agent: Option<&str>) -> redis::Cmd {
-    let mut cmd = redis::cmd("TOWN.STATS");
-    cmd.arg(town);
-    if let Some(agent) = agent {
-        cmd.arg(agent);
+    let mut cmd = redis::Cmd::new();
+    for arg in command_line(&dreamtown_protocol::request::town::Stats { town, agent }) {
+        cmd.arg(arg);
     }
     cmd
 }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use dreamtown::events;
 use dreamtown_protocol::info;
 use dreamtown_protocol::keyspace::town::TownKeys;
+use dreamtown_protocol::request::{command_line, town::Stats as TownStats};
 use dreamtown_protocol::stats::{Stat, dreams as dreams_stats, town as town_stats};
 use redis::Value;
 
@@ -435,7 +436,7 @@ async fn scrape_node(
     for town in &towns {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        pipe.cmd("TOWN.STATS").arg(town);
+        pipe.add_command(town_stats_cmd(town, None));
         pipe.cmd("ZRANGE").arg(TownKeys::new(town).mailbox_index()).arg(0).arg(config.max_agents as i64);
         let replies: Vec<Value> = pipe.query_async(con).await?;
         let [town_reply, agents_reply] = replies.as_slice() else { continue };
@@ -465,7 +466,7 @@ async fn scrape_node(
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for agent in &agents {
-            pipe.cmd("TOWN.STATS").arg(town).arg(agent);
+            pipe.add_command(town_stats_cmd(town, Some(agent)));
         }
         let replies: Vec<Value> = pipe.query_async(con).await?;
         for (agent, reply) in agents.iter().zip(&replies) {
@@ -550,6 +551,15 @@ fn info_metrics(info: &str, node: &str, metrics: &mut Metrics) {
         };
         metrics.add(&name, kind, &help, &[("node", node)], value * scale);
     }
+}
+
+/// `TOWN.STATS <town> [<agent>]`, as the protocol writes it.
+fn town_stats_cmd(town: &str, agent: Option<&str>) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for arg in command_line(&TownStats { town, agent }) {
+        cmd.arg(arg);
+    }
+    cmd
 }
 
 #[cfg(test)]

@@ -633,5 +633,3 @@ fn lookup_user(name: &[u8]) -> Option<(*mut raw::RedisModuleUser, bool)> {
     }
     Some((user, true))
 }
-
-pub use dreamtown_protocol::args::tenant_str;

@@ -8,12 +8,13 @@ use std::fmt::Display;
 use std::time::Duration;
 
 use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::request::town as request;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::delivery::Delivery;
 use super::ids::AgentId;
 use super::message::Message;
-use crate::call::{Call, Reply, timeout_secs};
+use crate::call::{Call, Reply, lease_secs, timeout_ms};
 use crate::error::{Error, Result};
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
@@ -177,11 +178,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.keys
     }
 
-    /// `name <town>`.
-    pub(super) fn call(&self, name: &'static str) -> Call {
-        Call::new(name).arg(&self.town)
-    }
-
     /// Subcommand `action` of `name` for this channel's town:
     /// `TOWN.AGENT GET <town> ...` (Redis dispatches a subcommand by the
     /// word after the command's name, so the town comes after it).
@@ -230,8 +226,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
 
     async fn send_to(&self, message: &Message, urgent: bool) -> Result<()> {
         let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        let call = self.call("TOWN.SEND").arg(json).arg_if(urgent, "URGENT");
-        self.run(call).await?.count().map(drop)
+        let request = request::Send { town: &self.town, message: &json, urgent };
+        self.run(Call::request(&request)).await?.count().map(drop)
     }
 
     /// Take every urgent message of `agent_id`, newest first, without
@@ -251,8 +247,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive_urgent(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("URGENT");
-        deliveries(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Recv { urgent: true, ..request::Recv::new(&self.town, &agent) };
+        deliveries(&self.run(Call::request(&request)).await?)
     }
 
     /// How many urgent messages wait for `agent_id` (`TOWN.LEN`).
@@ -290,7 +287,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn lengths(&self, agent_id: AgentId) -> Result<MailboxLengths> {
-        let reply = self.run(self.call("TOWN.LEN").arg(agent_id.to_string())).await?;
+        let agent = agent_id.to_string();
+        let reply = self.run(Call::request(&request::Len { town: &self.town, agent: &agent })).await?;
         let [inbox, urgent, pending] = reply.counts::<3>()?;
         let size = |n: u64| usize::try_from(n).map_err(|_| reply.unexpected());
         Ok(MailboxLengths { inbox: size(inbox)?, urgent: size(urgent)?, pending: size(pending)? })
@@ -315,8 +313,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive(&self, agent_id: AgentId, timeout: Duration) -> Result<Option<Message>> {
-        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("BLOCK").arg(timeout_secs(timeout));
-        single(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Recv { block_ms: Some(timeout_ms(timeout)), ..request::Recv::new(&self.town, &agent) };
+        single(&self.run(Call::request(&request)).await?)
     }
 
     /// Receive one message for `agent_id` if there is one, without waiting
@@ -332,7 +331,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn try_receive(&self, agent_id: AgentId) -> Result<Option<Message>> {
-        single(&self.run(self.call("TOWN.RECV").arg(agent_id.to_string())).await?)
+        let agent = agent_id.to_string();
+        single(&self.run(Call::request(&request::Recv::new(&self.town, &agent))).await?)
     }
 
     /// Up to `count` messages from the head of `agent_id`'s inbox, without
@@ -349,8 +349,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn peek_inbox(&self, agent_id: AgentId, count: usize) -> Result<Vec<Delivery>> {
-        let call = self.call("TOWN.PEEK").arg(agent_id.to_string()).arg(count);
-        deliveries(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Peek { town: &self.town, agent: &agent, count: count as u64 };
+        deliveries(&self.run(Call::request(&request)).await?)
     }
 
     /// Publish `message` to every subscriber of the town's broadcast channel
@@ -366,7 +367,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn broadcast(&self, message: &Message) -> Result<()> {
         let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        self.run(self.call("TOWN.BROADCAST").arg(json)).await?.count().map(drop)
+        self.run(Call::request(&request::Broadcast { town: &self.town, message: &json })).await?.count().map(drop)
     }
 
     /// Take every message of `agent_id`, without waiting: its urgent inbox,
@@ -384,8 +385,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn drain_inbox(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let call = self.call("TOWN.RECV").arg(agent_id.to_string()).arg("COUNT").arg(i64::MAX);
-        deliveries(&self.run(call).await?)
+        let agent = agent_id.to_string();
+        let request = request::Recv { count: Some(i64::MAX as u64), ..request::Recv::new(&self.town, &agent) };
+        deliveries(&self.run(Call::request(&request)).await?)
     }
 
     /// Send a copy of `message` addressed to `to_agent` (`TOWN.SEND`).
@@ -431,12 +433,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         count: usize,
         wait: Option<Duration>,
     ) -> Result<Vec<Delivery>> {
-        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
-        if let Some(timeout) = wait {
-            call = call.arg("BLOCK").arg(timeout_secs(timeout));
-        }
-        let call = call.arg("COUNT").arg(count).arg("RELIABLE");
-        Ok(optional_deliveries(&self.run(call).await?)?.unwrap_or_default())
+        let agent = agent_id.to_string();
+        let request = request::Recv {
+            block_ms: wait.map(timeout_ms),
+            count: Some(count as u64),
+            reliable: true,
+            ..request::Recv::new(&self.town, &agent)
+        };
+        Ok(optional_deliveries(&self.run(Call::request(&request)).await?)?.unwrap_or_default())
     }
 
     /// [`receive_reliable`](Self::receive_reliable), leasing each message
@@ -450,21 +454,29 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         wait: Option<Duration>,
         lease: Duration,
     ) -> Result<Vec<Delivery>> {
-        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
-        if let Some(timeout) = wait {
-            call = call.arg("BLOCK").arg(timeout_secs(timeout));
-        }
-        let call = call.arg("COUNT").arg(count).arg("RELIABLE").arg("LEASE").arg(timeout_secs(lease));
-        Ok(optional_deliveries(&self.run(call).await?)?.unwrap_or_default())
+        let agent = agent_id.to_string();
+        let request = request::Recv {
+            block_ms: wait.map(timeout_ms),
+            count: Some(count as u64),
+            reliable: true,
+            lease: Some(lease_secs(lease)),
+            ..request::Recv::new(&self.town, &agent)
+        };
+        Ok(optional_deliveries(&self.run(Call::request(&request)).await?)?.unwrap_or_default())
     }
 
     /// Push the lease of a message received with
     /// [`receive_leased`](Self::receive_leased) out to now + `lease`
     /// (`TOWN.EXTEND`); false when it is leased to no one any more.
     pub async fn extend_message(&self, agent_id: AgentId, message_id: impl Display, lease: Duration) -> Result<bool> {
-        let call =
-            self.call("TOWN.EXTEND").arg(agent_id.to_string()).arg(message_id.to_string()).arg(timeout_secs(lease));
-        self.run(call).await?.flag()
+        let (agent, message_id) = (agent_id.to_string(), message_id.to_string());
+        let request = request::Extend {
+            town: &self.town,
+            agent: &agent,
+            message_id: message_id.as_bytes(),
+            lease: lease_secs(lease),
+        };
+        self.run(Call::request(&request)).await?.flag()
     }
 
     /// Run `work` while keeping a leased message's lease alive: extended
@@ -520,8 +532,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn ack_message(&self, agent_id: AgentId, message_id: impl Display) -> Result<bool> {
-        let call = self.call("TOWN.ACK").arg(agent_id.to_string()).arg(message_id.to_string());
-        self.run(call).await?.flag()
+        let (agent, message_id) = (agent_id.to_string(), message_id.to_string());
+        let ids = [message_id.as_bytes()];
+        let request = request::Ack { town: &self.town, agent: &agent, ids: &ids };
+        self.run(Call::request(&request)).await?.flag()
     }
 
     /// Acknowledge several messages in one call, in order, exactly as one
@@ -545,16 +559,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         I: IntoIterator,
         I::Item: Display,
     {
-        let mut call = self.call("TOWN.ACK").arg(agent_id.to_string());
-        let mut any = false;
-        for id in message_ids {
-            call = call.arg(id.to_string());
-            any = true;
-        }
-        if !any {
+        let message_ids: Vec<String> = message_ids.into_iter().map(|id| id.to_string()).collect();
+        if message_ids.is_empty() {
             return Ok(0);
         }
-        self.run(call).await?.length()
+        let agent = agent_id.to_string();
+        let ids: Vec<&[u8]> = message_ids.iter().map(String::as_bytes).collect();
+        let request = request::Ack { town: &self.town, agent: &agent, ids: &ids };
+        self.run(Call::request(&request)).await?.length()
     }
 
     /// The agent loop's one round trip: acknowledge `done` exactly as
@@ -593,16 +605,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<(bool, Vec<Delivery>)> {
-        let mut call = self.call("TOWN.RECV").arg(agent_id.to_string());
-        if let Some(timeout) = wait {
-            call = call.arg("BLOCK").arg(timeout_secs(timeout));
-        }
-        let mut call = call.arg("COUNT").arg(count).arg("RELIABLE");
-        if let Some(lease) = lease {
-            call = call.arg("LEASE").arg(timeout_secs(lease));
-        }
-        let call = call.arg("ACK").arg(done.to_string());
-        let (acked, received) = self.run(call).await?.halves()?;
+        let (agent, done) = (agent_id.to_string(), done.to_string());
+        let request = request::Recv {
+            block_ms: wait.map(timeout_ms),
+            count: Some(count as u64),
+            reliable: true,
+            lease: lease.map(lease_secs),
+            ack: Some(done.as_bytes()),
+            ..request::Recv::new(&self.town, &agent)
+        };
+        let (acked, received) = self.run(Call::request(&request)).await?.halves()?;
         Ok((acked.flag()?, optional_deliveries(&received)?.unwrap_or_default()))
     }
 
@@ -618,7 +630,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn requeue_pending(&self, agent_id: AgentId) -> Result<usize> {
-        self.run(self.call("TOWN.REQUEUE").arg(agent_id.to_string())).await?.length()
+        let agent = agent_id.to_string();
+        self.run(Call::request(&request::Requeue { town: &self.town, agent: &agent })).await?.length()
     }
 
     /// Move all of a dead agent's mail (urgent, pending, inbox) to `to_agent`
@@ -634,8 +647,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reclaim(&self, from_agent: AgentId, to_agent: AgentId) -> Result<usize> {
-        let call = self.call("TOWN.RECLAIM").arg(from_agent.to_string()).arg(to_agent.to_string());
-        self.run(call).await?.length()
+        let (from, to) = (from_agent.to_string(), to_agent.to_string());
+        self.run(Call::request(&request::Reclaim { town: &self.town, from: &from, to: &to })).await?.length()
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use dreamtown_protocol::request::town as request;
 use redis::aio::ConnectionLike;
 
 use super::agent::Agent;
@@ -386,7 +387,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reset_all(&self) -> Result<usize> {
-        self.run(self.call("TOWN.RESET")).await?.length()
+        self.run(Call::request(&request::Reset { town: self.town_name(), agents_only: false })).await?.length()
     }
 
     /// Delete only the agents' state (records, inboxes, pending lists,
@@ -402,7 +403,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reset_agents_only(&self) -> Result<usize> {
-        self.run(self.call("TOWN.RESET").arg("AGENTS")).await?.length()
+        self.run(Call::request(&request::Reset { town: self.town_name(), agents_only: true })).await?.length()
     }
 }
 

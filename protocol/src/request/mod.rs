@@ -12,6 +12,7 @@
 
 pub mod dreams;
 pub mod options;
+pub mod timeout;
 pub mod town;
 
 use crate::error::CommandError;
@@ -155,7 +156,20 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record,);
+    each!(
+        dreams::Record,
+        town::Send,
+        town::Recv,
+        town::Ack,
+        town::Requeue,
+        town::Extend,
+        town::Len,
+        town::Peek,
+        town::Reclaim,
+        town::Broadcast,
+        town::Reset,
+        town::Stats,
+    );
     None
 }
 

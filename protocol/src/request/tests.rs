@@ -24,17 +24,6 @@ const NOT_YET: &[&str] = &[
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
     "DREAMTOWN.DRYRUN",
-    "TOWN.SEND",
-    "TOWN.RECV",
-    "TOWN.ACK",
-    "TOWN.REQUEUE",
-    "TOWN.EXTEND",
-    "TOWN.LEN",
-    "TOWN.PEEK",
-    "TOWN.RECLAIM",
-    "TOWN.BROADCAST",
-    "TOWN.RESET",
-    "TOWN.STATS",
     "TOWN.AGENT SET",
     "TOWN.AGENT GET",
     "TOWN.AGENT DEL",
@@ -124,6 +113,7 @@ const ATOMS: &[&[u8]] = &[
     b"MATCH",
     b"DRYRUN",
     b"REQUEUE",
+    b"RELIABLE",
 ];
 
 #[test]

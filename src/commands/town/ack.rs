@@ -8,7 +8,7 @@
 //! Several ids cost one pass over the pending list (and over the inbox
 //! only for ids whose lease ran out), not one per id.
 
-use super::{id_str, town, AGENT_ARG, TOWN_ARG};
+use super::{AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::ReadWrite;
@@ -20,7 +20,8 @@ use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{check_leases, MailChecked, RedisMail};
 use crate::town::keys::TownKeys;
 use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -34,14 +35,11 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String).multiple()],
 };
 
-/// The parse step: the town, the agent and the ids (at least one).
+/// The parse step ([`request::Ack`]): the town, the agent and the ids
+/// (at least one).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a [&'a [u8]]), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id_str(&mut args, "agent id")?;
-    let first = args.position();
-    args.required("message id")?;
-    Ok((keys, agent, argv.get(first..).unwrap_or_default()))
+    let request = request::Ack::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.agent, request.ids))
 }
 
 /// The most ids acknowledged one after another (see `run`).

@@ -2,7 +2,7 @@
 //! object) to every subscriber of `tt:{<town>}:broadcast`. Reply: the
 //! number of clients that received it, as `PUBLISH` replies.
 
-use super::{invalid_message, town, TOWN_ARG};
+use super::{invalid_message, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
@@ -12,7 +12,8 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::town::keys::TownKeys;
 use crate::town::message::is_object;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -26,14 +27,12 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::new("message-json", ArgKind::String)],
 };
 
-/// The parse step.
+/// The parse step ([`request::Broadcast`]), then the check that the
+/// message is a JSON object (last, as before the request type).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a [u8]), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let message = args.required("message")?;
-    args.end()?;
-    is_object(message).map_err(invalid_message)?;
-    Ok((keys, message))
+    let request = request::Broadcast::parse(argv)?;
+    is_object(request.message).map_err(invalid_message)?;
+    Ok((TownKeys::new(request.town), request.message))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

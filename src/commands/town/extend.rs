@@ -3,8 +3,7 @@
 //! `<secs>`. Reply 1, or 0 when the message is leased to no one
 //! (acknowledged, or its lease ran out and it went back to the inbox).
 
-use super::{id, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::options::lease_secs;
+use super::{AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::glue::access::ReadWrite;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
@@ -14,7 +13,8 @@ use crate::lease::{deadline, extend};
 use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{self, check_leases};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -28,25 +28,21 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("message-id", ArgKind::String), Arg::new("secs", ArgKind::Double)],
 };
 
-/// The parse step: the town's keys, agent, message id, lease seconds.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, &'a [u8], f64), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
-    let message = args.required("message id")?;
-    let secs = lease_secs(&mut args)?;
-    args.end()?;
-    Ok((keys, agent, message, secs))
+/// The parse step ([`request::Extend`]): the town's keys, agent, message
+/// id, lease seconds.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a [u8], f64), CommandError> {
+    let request = request::Extend::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.agent, request.message_id, request.lease))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, message, secs) = parse(argv)?;
     let until = deadline(session.now_ms(), secs).ok_or_else(|| CommandError::err("lease out of range"))?;
-    let leases = check_leases::<ReadWrite>(session, &keys, &agent)?;
+    let leases = check_leases::<ReadWrite>(session, &keys, agent)?;
     let mut leases = RedisLeases::open(session, leases)?;
     if !extend(&mut leases, message, until) {
         return Ok(Reply::Integer(0));
     }
-    leases::note(session, &keys, &agent, until);
+    leases::note(session, &keys, agent, until);
     Ok(Reply::Integer(1))
 }

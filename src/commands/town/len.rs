@@ -1,6 +1,6 @@
 //! `TOWN.LEN <town> <agent>`: `[inbox, urgent, pending]` lengths.
 
-use super::{id, town, AGENT_ARG, TOWN_ARG};
+use super::{AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::glue::access::Meta;
 use crate::glue::command::{CommandSpec, TenantUse};
@@ -8,7 +8,8 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -22,19 +23,16 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
-    args.end()?;
-    Ok((keys, agent))
+/// The parse step ([`request::Len`]).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str), CommandError> {
+    let request = request::Len::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.agent))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent) = parse(argv)?;
-    let inboxes = Inboxes::<Meta>::check(session, &keys, &agent)?;
-    let pending = check_list::<Meta>(session, &keys.pending(&agent))?;
+    let inboxes = Inboxes::<Meta>::check(session, &keys, agent)?;
+    let pending = check_list::<Meta>(session, &keys.pending(agent))?;
     let inboxes = inboxes.open(session)?;
     let pending = open_list(session, pending)?;
     Ok(Reply::Array(vec![

@@ -24,10 +24,10 @@ pub mod task;
 
 use crate::glue::command::{Arg, ArgKind};
 use crate::glue::reply::CommandError;
-use crate::glue::session::tenant_str;
 use crate::town::keys::TownKeys;
 use crate::town::message::MessageError;
 use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
 
 /// The town argument, for docs.
 pub const TOWN_ARG: Arg = Arg::tenant("town");
@@ -42,7 +42,7 @@ pub const FIELDS_ARG: Arg =
 
 /// Read `<town>` and name its keys.
 pub fn town(args: &mut Args<'_>) -> Result<TownKeys, CommandError> {
-    Ok(TownKeys::new(tenant_str(args.required("town")?, "town")?))
+    Ok(TownKeys::new(request::town(args)?))
 }
 
 /// Read an agent or task id: non-empty UTF-8 (`what` names it in errors).
@@ -52,11 +52,7 @@ pub fn id(args: &mut Args<'_>, what: &str) -> Result<String, CommandError> {
 
 /// [`id`], borrowed from the arguments.
 pub fn id_str<'a>(args: &mut Args<'a>, what: &str) -> Result<&'a str, CommandError> {
-    let text = args.text(what)?;
-    if text.is_empty() {
-        return Err(CommandError::err(format_args!("{what} must not be empty")));
-    }
-    Ok(text)
+    request::id(args, what)
 }
 
 /// A subcommand word the parse step does not know: only reached by a

@@ -3,7 +3,7 @@
 //! is returned, whether or not it still parses (tinytown's `peek_inbox`
 //! silently skipped those, hiding them from whoever inspected the inbox).
 
-use super::{id, town, AGENT_ARG, TOWN_ARG};
+use super::{AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::glue::access::Read;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
@@ -11,7 +11,8 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -25,19 +26,15 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG, Arg::new("count", ArgKind::Integer)],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, u64), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
-    let count = args.unsigned("count", i64::MAX as u64)?;
-    args.end()?;
-    Ok((keys, agent, count))
+/// The parse step ([`request::Peek`]).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, u64), CommandError> {
+    let request = request::Peek::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.agent, request.count))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, count) = parse(argv)?;
-    let inbox = check_list::<Read>(session, &keys.inbox(&agent))?;
+    let inbox = check_list::<Read>(session, &keys.inbox(agent))?;
     let inbox = open_list(session, inbox)?;
     Ok(Reply::bulks(inbox.range(0, count)))
 }

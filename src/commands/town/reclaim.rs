@@ -5,7 +5,7 @@
 //! message that no longer parses moves unchanged. The old agent's lists
 //! end empty. Reply: how many messages moved.
 
-use super::{id, town, TOWN_ARG};
+use super::TOWN_ARG;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
@@ -17,7 +17,8 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
 use crate::town::reclaim::{reclaim, OldMail};
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -31,31 +32,24 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::new("from-agent-id", ArgKind::String), Arg::new("to-agent-id", ArgKind::String)],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String, String), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let from = id(&mut args, "from agent id")?;
-    let to = id(&mut args, "to agent id")?;
-    args.end()?;
-    if from == to {
-        return Err(CommandError::err("cannot reclaim an agent's messages for itself"));
-    }
-    Ok((keys, from, to))
+/// The parse step ([`request::Reclaim`]).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, &'a str), CommandError> {
+    let request = request::Reclaim::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.from, request.to))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, from, to) = parse(argv)?;
-    let old = Inboxes::<ReadWrite>::check(session, &keys, &from)?;
-    let old_pending = check_list::<ReadWrite>(session, &keys.pending(&from))?;
-    let new = Inboxes::<Write>::check(session, &keys, &to)?;
+    let old = Inboxes::<ReadWrite>::check(session, &keys, from)?;
+    let old_pending = check_list::<ReadWrite>(session, &keys.pending(from))?;
+    let new = Inboxes::<Write>::check(session, &keys, to)?;
     let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
     let old = old.open(session)?;
     let old_pending = open_list(session, old_pending)?;
     let new = new.open(session)?;
     let mailboxes = IdIndex::open(session, mailboxes)?;
     let mail = OldMail { urgent: old.urgent.all(), pending: old_pending.all(), inbox: old.inbox.all() };
-    let moves = reclaim(mail, &to);
+    let moves = reclaim(mail, to);
     if moves.is_empty() {
         return Ok(Reply::Integer(0));
     }
@@ -65,10 +59,10 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     for delivery in &moves {
         new.deliver(delivery.destination, &delivery.message);
     }
-    mailboxes.add(&to);
+    mailboxes.add(to);
     let moved = moves.len() as u64;
     let unparsed = moves.iter().filter(|m| !m.readdressed).count() as u64;
-    count::town(&keys, Some(&from), &[(Town::Reclaimed, moved)]);
-    count::town(&keys, Some(&from), &[(Town::ReclaimedUnparsed, unparsed)]);
+    count::town(&keys, Some(from), &[(Town::Reclaimed, moved)]);
+    count::town(&keys, Some(from), &[(Town::ReclaimedUnparsed, unparsed)]);
     Ok(Reply::count(moved))
 }

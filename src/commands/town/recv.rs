@@ -26,8 +26,8 @@
 //! null array).
 
 use super::ack::AckKeys;
-use super::{id_str, town, AGENT_ARG, TOWN_ARG};
-use crate::commands::options::{flag_once, given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
+use super::{AGENT_ARG, TOWN_ARG};
+use crate::commands::options::{COUNT_ARG, LEASE_ARG};
 use crate::commands::town::settings;
 use crate::entry::entry_point;
 use crate::events::Town;
@@ -47,7 +47,9 @@ use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::args::is_word;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request as _;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -78,49 +80,34 @@ pub(crate) struct Request<'a> {
     reliable: bool,
     /// Lease length in seconds (reliable receives only).
     lease: Option<f64>,
-    /// `ACK <message-id>`, and where the clause starts in the arguments
-    /// (a blocked call waits with the arguments less the clause).
-    ack: Option<(&'a [u8], usize)>,
+    /// `ACK <message-id>`.
+    ack: Option<&'a [u8]>,
 }
 
-/// The parse step.
+/// The parse step ([`request::Recv`]), with the `dreamtown.town-lease`
+/// config as the lease of a reliable receive that names none.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id_str(&mut args, "agent id")?;
-    let mut block_ms = None;
-    let mut count = None;
-    let (mut urgent_only, mut reliable) = (false, false);
-    let mut lease = None;
-    let mut ack = None;
-    while let Some(option) = args.option() {
-        match option.as_str() {
-            "ACK" if ack.is_none() => {
-                let at = args.position().saturating_sub(1);
-                ack = Some((args.required("message id")?, at));
-            }
-            "BLOCK" if block_ms.is_none() => block_ms = Some(args.timeout_ms()?),
-            "COUNT" if count.is_none() => {
-                count = Some(args.unsigned_in("count", 1, i64::MAX as u64)?);
-            }
-            "URGENT" => flag_once(&mut urgent_only, "URGENT")?,
-            "RELIABLE" => flag_once(&mut reliable, "RELIABLE")?,
-            "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            "BLOCK" | "COUNT" | "LEASE" | "ACK" => return Err(given_twice(&option)),
-            other => return Err(unknown_option(other)),
-        }
-    }
-    if ack.is_some() && !reliable {
-        return Err(CommandError::err("ACK needs RELIABLE (only pending messages are acknowledged)"));
-    }
-    if lease.is_some() && !reliable {
-        return Err(CommandError::err("LEASE needs RELIABLE (only pending messages can be leased)"));
-    }
-    let lease = match reliable {
-        true => lease.or_else(settings::town_lease_secs),
+    let request = request::Recv::parse(argv)?;
+    let lease = match request.reliable {
+        true => request.lease.or_else(settings::town_lease_secs),
         false => None,
     };
-    Ok(Request { keys, agent, block_ms, receive: ReceiveRequest { count, urgent_only }, reliable, lease, ack })
+    Ok(Request {
+        keys: TownKeys::new(request.town),
+        agent: request.agent,
+        block_ms: request.block_ms,
+        receive: ReceiveRequest { count: request.count, urgent_only: request.urgent },
+        reliable: request.reliable,
+        lease,
+        ack: request.ack,
+    })
+}
+
+/// Where the `ACK` clause starts in `argv`, which [`parse`] accepted with
+/// one: at the first argument after the agent that reads `ACK`, since no
+/// other option's value can (`BLOCK`, `COUNT` and `LEASE` take numbers).
+fn ack_clause_at(argv: &[&[u8]]) -> Option<usize> {
+    argv.iter().skip(2).position(|arg| is_word(arg, "ACK")).map(|at| at + 2)
 }
 
 /// The keys a receive may write, opened (ACL and type checked) before
@@ -211,7 +198,7 @@ fn receive_now(session: &Session, request: &Request<'_>, keys: ReceiveKeys, acke
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let request = parse(argv)?;
     let (keys, before) = match request.ack {
-        Some((wanted, _)) => {
+        Some(wanted) => {
             let (mut ack, urgent, mailboxes) = open_one_trip(session, &request)?;
             let removed = ack.acknowledge(wanted);
             let AckKeys { mail, leases } = ack;
@@ -245,9 +232,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     // A blocked call waits with its arguments less the ACK clause.
     let without_ack: Vec<&[u8]>;
-    let wait_argv = match &request.ack {
-        Some((_, at)) => {
-            without_ack = argv.iter().enumerate().filter(|(i, _)| *i != *at && *i != at + 1).map(|(_, a)| *a).collect();
+    let wait_argv = match request.ack.and_then(|_| ack_clause_at(argv)) {
+        Some(at) => {
+            without_ack = argv.iter().enumerate().filter(|(i, _)| *i != at && *i != at + 1).map(|(_, a)| *a).collect();
             without_ack.as_slice()
         }
         None => argv,
@@ -299,5 +286,28 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     match receive_now(session, &request, keys, 0) {
         messages if messages.is_empty() => None,
         messages => Some(Ok(Reply::Strings(messages))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The clause a blocked call leaves out is the one the parse read,
+    /// wherever it is and whatever the agent and the id are named.
+    #[test]
+    fn the_ack_clause_is_where_the_parse_read_it() {
+        let cases: [(&[&[u8]], usize); 4] = [
+            (&[b"t", b"a", b"RELIABLE", b"ACK", b"m"], 3),
+            (&[b"t", b"ACK", b"ack", b"ACK", b"RELIABLE"], 2),
+            (&[b"t", b"a", b"BLOCK", b"1", b"COUNT", b"2", b"LEASE", b"5", b"RELIABLE", b"Ack", b"ACK"], 9),
+            (&[b"t", b"a", b"URGENT", b"RELIABLE", b"aCk", b"x"], 4),
+        ];
+        for (argv, at) in cases {
+            let request = request::Recv::parse(argv).expect("accepted");
+            assert!(request.ack.is_some());
+            assert_eq!(ack_clause_at(argv), Some(at), "{argv:?}");
+            assert_eq!(argv.get(at + 1).copied(), request.ack, "{argv:?}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! back to the head of the agent's inbox, in the order they were received,
 //! so they are the next to be received again. Reply: how many moved.
 
-use super::{id, town, AGENT_ARG, TOWN_ARG};
+use super::{AGENT_ARG, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
@@ -16,7 +16,8 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::leases::check_leases;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -30,21 +31,18 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG],
 };
 
-/// The parse step.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, String), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
-    args.end()?;
-    Ok((keys, agent))
+/// The parse step ([`request::Requeue`]).
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str), CommandError> {
+    let request = request::Requeue::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.agent))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent) = parse(argv)?;
-    let pending = check_list::<ReadWrite>(session, &keys.pending(&agent))?;
-    let inbox = check_list::<Write>(session, &keys.inbox(&agent))?;
+    let pending = check_list::<ReadWrite>(session, &keys.pending(agent))?;
+    let inbox = check_list::<Write>(session, &keys.inbox(agent))?;
     let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
-    let leases = check_leases::<Write>(session, &keys, &agent)?;
+    let leases = check_leases::<Write>(session, &keys, agent)?;
     let pending = open_list(session, pending)?;
     let inbox = open_list(session, inbox)?;
     let mailboxes = IdIndex::open(session, mailboxes)?;
@@ -60,8 +58,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let reversed: Vec<&[u8]> = messages.iter().rev().map(Vec::as_slice).collect();
     pending.delete();
     inbox.push(End::Head, &reversed);
-    mailboxes.add(&agent);
+    mailboxes.add(agent);
     let moved = messages.len() as u64;
-    count::town(&keys, Some(&agent), &[(Town::Requeued, moved)]);
+    count::town(&keys, Some(agent), &[(Town::Requeued, moved)]);
     Ok(Reply::count(moved))
 }

@@ -5,8 +5,7 @@
 //! key is ACL-checked before the first is deleted. Reply: the number of
 //! keys deleted (index keys included).
 
-use super::{town, TOWN_ARG};
-use crate::commands::options::unknown_option;
+use super::TOWN_ARG;
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::{ReadWrite, Write};
@@ -18,7 +17,8 @@ use crate::metrics::tenant_stats::{self, TenantId};
 use crate::stores::town::index::{AgentIndex, IdIndex};
 use crate::town::keys::TownKeys;
 use crate::town::reset::{doomed, Scope};
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -32,17 +32,11 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::flag("AGENTS")],
 };
 
-/// The parse step: the town's keys and what to delete.
-pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, Scope), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let scope = match args.option() {
-        None => Scope::All,
-        Some(option) if option == "AGENTS" => Scope::Agents,
-        Some(other) => return Err(unknown_option(&other)),
-    };
-    args.end()?;
-    Ok((keys, scope))
+/// The parse step ([`request::Reset`]): the town's keys and what to delete.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, Scope), CommandError> {
+    let request = request::Reset::parse(argv)?;
+    let scope = if request.agents_only { Scope::Agents } else { Scope::All };
+    Ok((TownKeys::new(request.town), scope))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -3,8 +3,7 @@
 //! normal, low or none at the tail; with `URGENT` at the head of the urgent
 //! inbox. Reply: the length of the list it went to.
 
-use super::{invalid_message, town, TOWN_ARG};
-use crate::commands::options::unknown_option;
+use super::{invalid_message, TOWN_ARG};
 use crate::entry::entry_point;
 use crate::events::Town;
 use crate::glue::access::Write;
@@ -17,7 +16,8 @@ use crate::stores::town::mailbox::Inboxes;
 use crate::town::keys::TownKeys;
 use crate::town::message::Envelope;
 use crate::town::priority::Destination;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -31,19 +31,12 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, Arg::new("message-json", ArgKind::String), Arg::flag("URGENT")],
 };
 
-/// The parse step: the town's keys, the message and its envelope, `URGENT`.
+/// The parse step ([`request::Send`]), then the message's envelope (its
+/// checks last, as before the request type).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a [u8], Envelope, bool), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let message = args.required("message")?;
-    let urgent = match args.option() {
-        None => false,
-        Some(option) if option == "URGENT" => true,
-        Some(other) => return Err(unknown_option(&other)),
-    };
-    args.end()?;
-    let envelope = Envelope::parse(message).map_err(invalid_message)?;
-    Ok((keys, message, envelope, urgent))
+    let request = request::Send::parse(argv)?;
+    let envelope = Envelope::parse(request.message).map_err(invalid_message)?;
+    Ok((TownKeys::new(request.town), request.message, envelope, request.urgent))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -10,7 +10,7 @@
 //! memory on this node by `metrics::tenant_stats`, not replicated: 0 on a
 //! replica, from 0 again after a restart or failover.
 
-use super::{id, town, AGENT_ARG, TOWN_ARG};
+use super::{AGENT_ARG, TOWN_ARG};
 use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs, totals_header};
 use crate::entry::entry_point;
 use crate::events::{Town, TOWN_FIELDS};
@@ -24,7 +24,8 @@ use crate::lease::EXPIRED;
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 use dreamtown_protocol::stats::{self, town as schema};
 
 /// The command.
@@ -39,22 +40,17 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[TOWN_ARG, AGENT_ARG.optional()],
 };
 
-/// The parse step: the town, and the agent if one is named.
-pub(crate) fn parse(argv: &[&[u8]]) -> Result<(TownKeys, Option<String>), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    if args.is_empty() {
-        return Ok((keys, None));
-    }
-    let agent = id(&mut args, "agent id")?;
-    args.end()?;
-    Ok((keys, Some(agent)))
+/// The parse step ([`request::Stats`]): the town, and the agent if one
+/// is named.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(TownKeys, Option<&'a str>), CommandError> {
+    let request = request::Stats::parse(argv)?;
+    Ok((TownKeys::new(request.town), request.agent))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     match parse(argv)? {
         (keys, None) => town_stats(session, &keys),
-        (keys, Some(agent)) => agent_stats(session, &keys, &agent),
+        (keys, Some(agent)) => agent_stats(session, &keys, agent),
     }
 }
 
