@@ -11,6 +11,7 @@ use super::ids::{AgentId, TaskId};
 use super::task::Task;
 use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
+use dreamtown_protocol::request::town::{self as request, Counter, FieldSet};
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// Ask `agent_id` to stop: a flag it checks each round, expiring after
@@ -89,8 +90,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_agent_state(&self, agent: &Agent) -> Result<()> {
-        let call = self.subcommand("TOWN.AGENT", "SET").arg(agent.id.to_string());
-        self.run_ok(with_fields(call, agent.to_fields()?)).await
+        let id = agent.id.to_string();
+        let fields = FieldSet::from_pairs(agent.to_fields()?);
+        self.run_ok(Call::request(&request::AgentSet { town: self.town_name(), agent: &id, fields })).await
     }
 
     /// `agent_id`'s record, or `None` (`TOWN.AGENT GET ...`). A record
@@ -106,7 +108,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_state(&self, agent_id: AgentId) -> Result<Option<Agent>> {
-        let call = self.subcommand("TOWN.AGENT", "GET").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentGet { town: self.town_name(), agent: &id });
         optional_record(&self.run(call).await?, Agent::from_fields)
     }
 
@@ -123,7 +126,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
-        let reply = self.run(self.subcommand("TOWN.AGENT", "LIST")).await?;
+        let reply = self.run(Call::request(&request::AgentList { town: self.town_name() })).await?;
         Ok(reply.records()?.iter().filter_map(|fields| Agent::from_fields(fields).ok()).collect())
     }
 
@@ -137,7 +140,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        let call = self.subcommand("TOWN.AGENT", "BYNAME").arg(name);
+        let call = Call::request(&request::AgentByName { town: self.town_name(), name: name.as_bytes() });
         optional_record(&self.run(call).await?, Agent::from_fields)
     }
 
@@ -152,7 +155,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_agent(&self, agent_id: AgentId) -> Result<()> {
-        let call = self.subcommand("TOWN.AGENT", "DEL").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentDel { town: self.town_name(), agent: &id });
         self.run(call).await?.count().map(drop)
     }
 
@@ -167,7 +171,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_rounds(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, "ROUNDS").await
+        self.increment(agent_id, Counter::Rounds).await
     }
 
     /// Add one to `agent_id`'s `tasks_completed`; the new value
@@ -181,11 +185,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_tasks_completed(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, "TASKS").await
+        self.increment(agent_id, Counter::Tasks).await
     }
 
-    async fn increment(&self, agent_id: AgentId, counter: &'static str) -> Result<u64> {
-        let call = self.subcommand("TOWN.AGENT", "INCR").arg(agent_id.to_string()).arg(counter);
+    async fn increment(&self, agent_id: AgentId, counter: Counter) -> Result<u64> {
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentIncr { town: self.town_name(), agent: &id, counter });
         self.run(call).await?.count()
     }
 
@@ -199,7 +204,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn update_agent_heartbeat(&self, agent_id: AgentId) -> Result<()> {
-        let call = self.subcommand("TOWN.AGENT", "HEARTBEAT").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentHeartbeat { town: self.town_name(), agent: &id });
         self.run_ok(call).await
     }
 

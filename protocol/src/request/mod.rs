@@ -155,7 +155,16 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record,);
+    each!(
+        dreams::Record,
+        town::AgentSet,
+        town::AgentGet,
+        town::AgentDel,
+        town::AgentList,
+        town::AgentByName,
+        town::AgentIncr,
+        town::AgentHeartbeat,
+    );
     None
 }
 

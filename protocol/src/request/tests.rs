@@ -35,13 +35,6 @@ const NOT_YET: &[&str] = &[
     "TOWN.BROADCAST",
     "TOWN.RESET",
     "TOWN.STATS",
-    "TOWN.AGENT SET",
-    "TOWN.AGENT GET",
-    "TOWN.AGENT DEL",
-    "TOWN.AGENT LIST",
-    "TOWN.AGENT BYNAME",
-    "TOWN.AGENT INCR",
-    "TOWN.AGENT HEARTBEAT",
     "TOWN.TASK SET",
     "TOWN.TASK GET",
     "TOWN.TASK DEL",
@@ -124,6 +117,7 @@ const ATOMS: &[&[u8]] = &[
     b"MATCH",
     b"DRYRUN",
     b"REQUEUE",
+    b"ROUNDS",
 ];
 
 #[test]

@@ -1,1 +1,8 @@
 //! The `TOWN.*` requests, and the argument readers they share.
+
+mod agent;
+mod container_args;
+mod fields;
+
+pub use agent::{AgentByName, AgentDel, AgentGet, AgentHeartbeat, AgentIncr, AgentList, AgentSet, Counter};
+pub use fields::{FieldSet, FieldSetError};
