@@ -147,8 +147,7 @@ pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
     match query.list {
         List::Backlog => data.backlog = ids,
         List::Tasks => {
-            let cmds: Vec<_> =
-                ids.iter().map(|id| redis::cmd("TOWN.TASK").arg("GET").arg(town).arg(id).clone()).collect();
+            let cmds: Vec<_> = ids.iter().map(|id| request_cmd(&request::TaskGet { town, task: id })).collect();
             match backend.for_tenant(town, &cmds).await {
                 Ok(values) => {
                     data.tasks = ids

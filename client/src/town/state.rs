@@ -221,8 +221,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_task(&self, task: &Task) -> Result<()> {
-        let call = self.subcommand("TOWN.TASK", "SET").arg(task.id.to_string());
-        self.run_ok(with_fields(call, task.to_fields()?)).await
+        let id = task.id.to_string();
+        let fields = FieldSet::from_pairs(task.to_fields()?);
+        self.run_ok(Call::request(&request::TaskSet { town: self.town_name(), task: &id, fields })).await
     }
 
     /// `task_id`'s record, or `None` (`TOWN.TASK GET ...`); a record without
@@ -237,7 +238,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_task(&self, task_id: TaskId) -> Result<Option<Task>> {
-        let call = self.subcommand("TOWN.TASK", "GET").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::TaskGet { town: self.town_name(), task: &id });
         optional_record(&self.run(call).await?, Task::from_fields)
     }
 
@@ -250,7 +252,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_task(&self, task_id: TaskId) -> Result<bool> {
-        let call = self.subcommand("TOWN.TASK", "DEL").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::TaskDel { town: self.town_name(), task: &id });
         self.run(call).await?.flag()
     }
 
@@ -265,7 +268,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_tasks(&self) -> Result<Vec<Task>> {
-        let reply = self.run(self.subcommand("TOWN.TASK", "LIST")).await?;
+        let reply = self.run(Call::request(&request::TaskList { town: self.town_name() })).await?;
         Ok(reply.records()?.iter().filter_map(|fields| Task::from_fields(fields).ok()).collect())
     }
 
@@ -410,11 +413,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     pub async fn reset_agents_only(&self) -> Result<usize> {
         self.run(self.call("TOWN.RESET").arg("AGENTS")).await?.length()
     }
-}
-
-/// `... <field> <value> [<field> <value> ...]`.
-fn with_fields(call: Call, fields: Vec<(&'static str, String)>) -> Call {
-    fields.into_iter().fold(call, |call, (field, value)| call.arg(field).arg(value))
 }
 
 /// Reads one stored record.

@@ -164,6 +164,10 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         town::AgentByName,
         town::AgentIncr,
         town::AgentHeartbeat,
+        town::TaskSet,
+        town::TaskGet,
+        town::TaskDel,
+        town::TaskList,
     );
     None
 }
