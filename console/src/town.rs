@@ -165,7 +165,7 @@ pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
                 cmds.push(request_cmd(&request::AgentGet { town, agent: id }));
                 cmds.push(crate::directory::town_stats_cmd(town, Some(id)));
                 cmds.push(redis::cmd("TOWN.STOP").arg("CHECK").arg(town).arg(id).clone());
-                cmds.push(redis::cmd("TOWN.ACTIVITY").arg("GET").arg(town).arg(id).clone());
+                cmds.push(request_cmd(&request::ActivityGet { town, agent: id }));
             }
             match backend.for_tenant(town, &cmds).await {
                 Ok(values) => {

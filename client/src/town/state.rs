@@ -283,7 +283,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn log_agent_activity(&self, agent_id: AgentId, activity: &str) -> Result<()> {
-        let call = self.subcommand("TOWN.ACTIVITY", "LOG").arg(agent_id.to_string()).arg(activity);
+        let id = agent_id.to_string();
+        let call =
+            Call::request(&request::ActivityLog { town: self.town_name(), agent: &id, text: activity.as_bytes() });
         self.run_ok(call).await
     }
 
@@ -299,7 +301,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_activity(&self, agent_id: AgentId) -> Result<Option<String>> {
-        let call = self.subcommand("TOWN.ACTIVITY", "GET").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::ActivityGet { town: self.town_name(), agent: &id });
         let reply = self.run(call).await?;
         reply.optional_bulk()?.map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected())).transpose()
     }

@@ -168,6 +168,8 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         town::TaskGet,
         town::TaskDel,
         town::TaskList,
+        town::ActivityLog,
+        town::ActivityGet,
     );
     None
 }

@@ -35,8 +35,6 @@ const NOT_YET: &[&str] = &[
     "TOWN.BROADCAST",
     "TOWN.RESET",
     "TOWN.STATS",
-    "TOWN.ACTIVITY LOG",
-    "TOWN.ACTIVITY GET",
     "TOWN.BACKLOG PUSH",
     "TOWN.BACKLOG POP",
     "TOWN.BACKLOG LIST",

@@ -1,10 +1,12 @@
 //! The `TOWN.*` requests, and the argument readers they share.
 
+mod activity;
 mod agent;
 mod container_args;
 mod fields;
 mod task;
 
+pub use activity::{ActivityGet, ActivityLog};
 pub use agent::{AgentByName, AgentDel, AgentGet, AgentHeartbeat, AgentIncr, AgentList, AgentSet, Counter};
 pub use fields::{FieldSet, FieldSetError};
 pub use task::{TaskDel, TaskGet, TaskList, TaskSet};
