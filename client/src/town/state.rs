@@ -316,7 +316,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_push(&self, task_id: TaskId) -> Result<()> {
-        let call = self.subcommand("TOWN.BACKLOG", "PUSH").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::BacklogPush { town: self.town_name(), task: &id });
         self.run(call).await?.count().map(drop)
     }
 
@@ -331,7 +332,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_list(&self) -> Result<Vec<TaskId>> {
-        let reply = self.run(self.subcommand("TOWN.BACKLOG", "LIST")).await?;
+        let reply = self.run(Call::request(&request::BacklogList { town: self.town_name() })).await?;
         Ok(reply.bulks()?.iter().filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok()).collect())
     }
 
@@ -344,7 +345,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_len(&self) -> Result<usize> {
-        self.run(self.subcommand("TOWN.BACKLOG", "LEN")).await?.length()
+        self.run(Call::request(&request::BacklogLen { town: self.town_name() })).await?.length()
     }
 
     /// Take the oldest task id from the backlog, or `None`
@@ -360,7 +361,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_pop(&self) -> Result<Option<TaskId>> {
-        let reply = self.run(self.subcommand("TOWN.BACKLOG", "POP")).await?;
+        let reply = self.run(Call::request(&request::BacklogPop { town: self.town_name() })).await?;
         let Some(entry) = reply.optional_bulk()? else {
             return Ok(None);
         };
@@ -381,7 +382,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_remove(&self, task_id: TaskId) -> Result<bool> {
-        let call = self.subcommand("TOWN.BACKLOG", "REMOVE").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::BacklogRemove { town: self.town_name(), task: &id });
         self.run(call).await?.flag()
     }
 

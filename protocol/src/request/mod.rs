@@ -170,6 +170,11 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         town::TaskList,
         town::ActivityLog,
         town::ActivityGet,
+        town::BacklogPush,
+        town::BacklogPop,
+        town::BacklogList,
+        town::BacklogLen,
+        town::BacklogRemove,
     );
     None
 }

@@ -2,11 +2,13 @@
 
 mod activity;
 mod agent;
+mod backlog;
 mod container_args;
 mod fields;
 mod task;
 
 pub use activity::{ActivityGet, ActivityLog};
 pub use agent::{AgentByName, AgentDel, AgentGet, AgentHeartbeat, AgentIncr, AgentList, AgentSet, Counter};
+pub use backlog::{BacklogLen, BacklogList, BacklogPop, BacklogPush, BacklogRemove};
 pub use fields::{FieldSet, FieldSetError};
 pub use task::{TaskDel, TaskGet, TaskList, TaskSet};
