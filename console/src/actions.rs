@@ -19,6 +19,8 @@ use std::fmt::Write;
 use dreamtown::dreams::message::ReadFire;
 use dreamtown::dreams::region::QueueKeys;
 use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::request::command_line;
+use dreamtown_protocol::request::town as town_request;
 use redis::Value;
 use serde::Deserialize;
 
@@ -180,9 +182,9 @@ impl Action {
             Action::ClearLimits(org) => vec![s("DREAMS.LIMIT"), s("CLEAR"), org.clone()],
             Action::Requeue(town, agent) => vec![s("TOWN.REQUEUE"), town.clone(), agent.clone()],
             Action::Stop(town, agent, ttl) => {
-                vec![s("TOWN.STOP"), s("REQUEST"), town.clone(), agent.clone(), s("TTL"), ttl.to_string()]
+                texts(command_line(&town_request::StopRequest { town, agent, ttl_secs: Some(*ttl) }))
             }
-            Action::ClearStop(town, agent) => vec![s("TOWN.STOP"), s("CLEAR"), town.clone(), agent.clone()],
+            Action::ClearStop(town, agent) => texts(command_line(&town_request::StopClear { town, agent })),
         }
     }
 
@@ -421,6 +423,12 @@ pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
     let _ =
         write!(out, "<button id=\"confirm\">run it</button> <a id=\"cancel\" href=\"{}\">cancel</a></form>", esc(back));
     out
+}
+
+/// A command line the protocol wrote, as text (its arguments came from
+/// text).
+fn texts(argv: Vec<Vec<u8>>) -> Vec<String> {
+    argv.into_iter().map(|arg| String::from_utf8_lossy(&arg).into_owned()).collect()
 }
 
 #[cfg(test)]

@@ -164,7 +164,7 @@ pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
             for id in &ids {
                 cmds.push(request_cmd(&request::AgentGet { town, agent: id }));
                 cmds.push(crate::directory::town_stats_cmd(town, Some(id)));
-                cmds.push(redis::cmd("TOWN.STOP").arg("CHECK").arg(town).arg(id).clone());
+                cmds.push(request_cmd(&request::StopCheck { town, agent: id }));
                 cmds.push(request_cmd(&request::ActivityGet { town, agent: id }));
             }
             match backend.for_tenant(town, &cmds).await {

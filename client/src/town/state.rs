@@ -26,7 +26,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn request_stop(&self, agent_id: AgentId) -> Result<()> {
-        self.run_ok(self.stop("REQUEST", agent_id)).await
+        let id = agent_id.to_string();
+        self.run_ok(Call::request(&request::StopRequest { town: self.town_name(), agent: &id, ttl_secs: None })).await
     }
 
     /// As [`request_stop`](Self::request_stop), with the flag expiring after
@@ -42,7 +43,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn request_stop_for(&self, agent_id: AgentId, ttl: Duration) -> Result<()> {
         let secs = ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).max(1);
-        self.run_ok(self.stop("REQUEST", agent_id).arg("TTL").arg(secs)).await
+        let id = agent_id.to_string();
+        let call = Call::request(&request::StopRequest { town: self.town_name(), agent: &id, ttl_secs: Some(secs) });
+        self.run_ok(call).await
     }
 
     /// Has a stop been requested for `agent_id` (`TOWN.STOP CHECK ...`)?
@@ -56,7 +59,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn should_stop(&self, agent_id: AgentId) -> Result<bool> {
-        self.run(self.stop("CHECK", agent_id)).await?.flag()
+        let id = agent_id.to_string();
+        self.run(Call::request(&request::StopCheck { town: self.town_name(), agent: &id })).await?.flag()
     }
 
     /// Remove `agent_id`'s stop flag, when it stops (`TOWN.STOP CLEAR ...`).
@@ -69,11 +73,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn clear_stop(&self, agent_id: AgentId) -> Result<()> {
-        self.run(self.stop("CLEAR", agent_id)).await?.flag().map(drop)
-    }
-
-    fn stop(&self, action: &'static str, agent_id: AgentId) -> Call {
-        self.subcommand("TOWN.STOP", action).arg(agent_id.to_string())
+        let id = agent_id.to_string();
+        self.run(Call::request(&request::StopClear { town: self.town_name(), agent: &id })).await?.flag().map(drop)
     }
 
     /// Store `agent`'s record: the hash becomes exactly tinytown's fields

@@ -175,6 +175,9 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         town::BacklogList,
         town::BacklogLen,
         town::BacklogRemove,
+        town::StopRequest,
+        town::StopCheck,
+        town::StopClear,
     );
     None
 }

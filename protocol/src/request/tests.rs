@@ -35,9 +35,6 @@ const NOT_YET: &[&str] = &[
     "TOWN.BROADCAST",
     "TOWN.RESET",
     "TOWN.STATS",
-    "TOWN.STOP REQUEST",
-    "TOWN.STOP CHECK",
-    "TOWN.STOP CLEAR",
 ];
 
 /// The words of every command and subcommand in the name table.
