@@ -65,8 +65,7 @@ town_and_id!(
 mod tests {
     use crate::request::round_trip;
 
-    /// `TTL` is not among the random tests' words (each word added there
-    /// makes the long commands' accepting argv rarer): its paths here.
+    /// The TTL's edges and repeats, which random argv seldom reach.
     #[test]
     fn a_ttl_encodes_back_to_itself_and_is_read_once() {
         let request = |argv: &[&[u8]]| round_trip(&["TOWN.STOP", "REQUEST"], argv).unwrap();
