@@ -19,8 +19,7 @@ use std::fmt::Write;
 use dreamtown::dreams::message::ReadFire;
 use dreamtown::dreams::region::QueueKeys;
 use dreamtown::town::keys::TownKeys;
-use dreamtown_protocol::request::command_line;
-use dreamtown_protocol::request::town as town_request;
+use dreamtown_protocol::request::{self, Request, command_line};
 use redis::Value;
 use serde::Deserialize;
 
@@ -182,9 +181,9 @@ impl Action {
             Action::ClearLimits(org) => vec![s("DREAMS.LIMIT"), s("CLEAR"), org.clone()],
             Action::Requeue(town, agent) => vec![s("TOWN.REQUEUE"), town.clone(), agent.clone()],
             Action::Stop(town, agent, ttl) => {
-                texts(command_line(&town_request::StopRequest { town, agent, ttl_secs: Some(*ttl) }))
+                request_args(&request::town::StopRequest { town, agent, ttl_secs: Some(*ttl) })
             }
-            Action::ClearStop(town, agent) => texts(command_line(&town_request::StopClear { town, agent })),
+            Action::ClearStop(town, agent) => request_args(&request::town::StopClear { town, agent }),
         }
     }
 
@@ -425,10 +424,10 @@ pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
     out
 }
 
-/// A command line the protocol wrote, as text (its arguments came from
-/// text).
-fn texts(argv: Vec<Vec<u8>>) -> Vec<String> {
-    argv.into_iter().map(|arg| String::from_utf8_lossy(&arg).into_owned()).collect()
+/// `request`'s command line as the protocol writes it, as text (every
+/// argument of an action is text).
+fn request_args<'a, R: Request<'a>>(request: &R) -> Vec<String> {
+    command_line(request).into_iter().map(|arg| String::from_utf8_lossy(&arg).into_owned()).collect()
 }
 
 #[cfg(test)]
