@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use dreamtown_protocol::request::town as request;
 use redis::aio::ConnectionLike;
 
 use super::agent::Agent;
@@ -11,7 +12,6 @@ use super::ids::{AgentId, TaskId};
 use super::task::Task;
 use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
-use dreamtown_protocol::request::town::{self as request, Counter, FieldSet};
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// Ask `agent_id` to stop: a flag it checks each round, expiring after
@@ -92,7 +92,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn set_agent_state(&self, agent: &Agent) -> Result<()> {
         let id = agent.id.to_string();
-        let fields = FieldSet::from_pairs(agent.to_fields()?);
+        let fields = request::FieldSet::from_pairs(agent.to_fields()?);
         self.run_ok(Call::request(&request::AgentSet { town: self.town_name(), agent: &id, fields })).await
     }
 
@@ -172,7 +172,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_rounds(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, Counter::Rounds).await
+        self.increment(agent_id, request::Counter::Rounds).await
     }
 
     /// Add one to `agent_id`'s `tasks_completed`; the new value
@@ -186,10 +186,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_tasks_completed(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, Counter::Tasks).await
+        self.increment(agent_id, request::Counter::Tasks).await
     }
 
-    async fn increment(&self, agent_id: AgentId, counter: Counter) -> Result<u64> {
+    async fn increment(&self, agent_id: AgentId, counter: request::Counter) -> Result<u64> {
         let id = agent_id.to_string();
         let call = Call::request(&request::AgentIncr { town: self.town_name(), agent: &id, counter });
         self.run(call).await?.count()
@@ -223,7 +223,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn set_task(&self, task: &Task) -> Result<()> {
         let id = task.id.to_string();
-        let fields = FieldSet::from_pairs(task.to_fields()?);
+        let fields = request::FieldSet::from_pairs(task.to_fields()?);
         self.run_ok(Call::request(&request::TaskSet { town: self.town_name(), task: &id, fields })).await
     }
 
