@@ -84,9 +84,9 @@ pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
         2 => dreams::trigger(&mut a).map(drop),
         3 => crate::commands::options::lease_secs(&mut a).map(drop),
         4 => dreamtown_protocol::request::dreams::Delivery::parse(&mut a).map(drop),
-        5 => town::town(&mut a).map(drop),
-        6 => town::id(&mut a, "agent id").map(drop),
-        7 => town::id(&mut a, "task id").map(drop),
+        5 => dreamtown_protocol::request::town::town(&mut a).map(drop),
+        6 => dreamtown_protocol::request::town::id(&mut a, "agent id").map(drop),
+        7 => dreamtown_protocol::request::town::id(&mut a, "task id").map(drop),
         8 => crate::town::fields::FieldSet::parse(argv).map(drop).map_err(CommandError::err),
         9 => crate::town::agent::Counter::parse(argv.first().copied().unwrap_or_default())
             .map(drop)

@@ -181,9 +181,9 @@ impl Action {
             Action::ClearLimits(org) => vec![s("DREAMS.LIMIT"), s("CLEAR"), org.clone()],
             Action::Requeue(town, agent) => request_args(&request::town::Requeue { town, agent }),
             Action::Stop(town, agent, ttl) => {
-                vec![s("TOWN.STOP"), s("REQUEST"), town.clone(), agent.clone(), s("TTL"), ttl.to_string()]
+                request_args(&request::town::StopRequest { town, agent, ttl_secs: Some(*ttl) })
             }
-            Action::ClearStop(town, agent) => vec![s("TOWN.STOP"), s("CLEAR"), town.clone(), agent.clone()],
+            Action::ClearStop(town, agent) => request_args(&request::town::StopClear { town, agent }),
         }
     }
 

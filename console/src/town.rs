@@ -9,6 +9,8 @@
 use std::fmt::Write;
 
 use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::{Request, command_line};
 use redis::Value;
 use serde::Deserialize;
 
@@ -145,8 +147,7 @@ pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
     match query.list {
         List::Backlog => data.backlog = ids,
         List::Tasks => {
-            let cmds: Vec<_> =
-                ids.iter().map(|id| redis::cmd("TOWN.TASK").arg("GET").arg(town).arg(id).clone()).collect();
+            let cmds: Vec<_> = ids.iter().map(|id| request_cmd(&request::TaskGet { town, task: id })).collect();
             match backend.for_tenant(town, &cmds).await {
                 Ok(values) => {
                     data.tasks = ids
@@ -161,10 +162,10 @@ pub async fn load(backend: &Backend, query: &TownQuery) -> TownData {
         List::Agents => {
             let mut cmds = Vec::new();
             for id in &ids {
-                cmds.push(redis::cmd("TOWN.AGENT").arg("GET").arg(town).arg(id).clone());
+                cmds.push(request_cmd(&request::AgentGet { town, agent: id }));
                 cmds.push(crate::directory::town_stats_cmd(town, Some(id)));
-                cmds.push(redis::cmd("TOWN.STOP").arg("CHECK").arg(town).arg(id).clone());
-                cmds.push(redis::cmd("TOWN.ACTIVITY").arg("GET").arg(town).arg(id).clone());
+                cmds.push(request_cmd(&request::StopCheck { town, agent: id }));
+                cmds.push(request_cmd(&request::ActivityGet { town, agent: id }));
             }
             match backend.for_tenant(town, &cmds).await {
                 Ok(values) => {
@@ -426,4 +427,14 @@ pub fn body(query: &TownQuery, live_html: &str, csrf: Option<&str>) -> String {
         esc(&query.name),
         esc(&query.live_src())
     )
+}
+
+/// `request`'s command, ready to send (its words and arguments as the
+/// protocol writes them).
+fn request_cmd<'a, R: Request<'a>>(request: &R) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for arg in command_line(request) {
+        cmd.arg(arg);
+    }
+    cmd
 }

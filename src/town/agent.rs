@@ -9,35 +9,9 @@ pub const NAME: &[u8] = b"name";
 /// The field `HEARTBEAT` sets.
 pub const LAST_HEARTBEAT: &[u8] = b"last_heartbeat";
 
-/// A counter `TOWN.AGENT INCR` increments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Counter {
-    /// `ROUNDS`: `rounds_completed`.
-    Rounds,
-    /// `TASKS`: `tasks_completed`.
-    Tasks,
-}
-
-impl Counter {
-    /// Parse `ROUNDS` or `TASKS` (any case).
-    pub fn parse(word: &[u8]) -> Option<Self> {
-        if word.eq_ignore_ascii_case(b"ROUNDS") {
-            Some(Self::Rounds)
-        } else if word.eq_ignore_ascii_case(b"TASKS") {
-            Some(Self::Tasks)
-        } else {
-            None
-        }
-    }
-
-    /// The hash field.
-    pub fn field(self) -> &'static [u8] {
-        match self {
-            Self::Rounds => b"rounds_completed",
-            Self::Tasks => b"tasks_completed",
-        }
-    }
-}
+/// A counter `TOWN.AGENT INCR` increments (its word and field are in the
+/// protocol crate, shared with the client).
+pub use dreamtown_protocol::request::town::Counter;
 
 /// `now_ms` (unix ms) as RFC 3339 UTC, e.g. `2025-01-02T03:04:05.678+00:00`
 /// (what chrono's `to_rfc3339` writes, so tinytown parses it back).
@@ -49,15 +23,6 @@ pub fn timestamp(now_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counters() {
-        assert_eq!(Counter::parse(b"rounds"), Some(Counter::Rounds));
-        assert_eq!(Counter::parse(b"TASKS"), Some(Counter::Tasks));
-        assert_eq!(Counter::parse(b"task"), None);
-        assert_eq!(Counter::Rounds.field(), b"rounds_completed");
-        assert_eq!(Counter::Tasks.field(), b"tasks_completed");
-    }
 
     #[test]
     fn heartbeat_timestamps_are_rfc3339_utc() {

@@ -4,8 +4,9 @@
 
 /// The default lifetime of a stop flag, in seconds.
 pub const DEFAULT_TTL_SECS: u64 = 3_600;
-/// The longest lifetime accepted (100 years), far below clock overflow.
-pub const MAX_TTL_SECS: u64 = 3_153_600_000;
+/// The longest lifetime accepted (100 years), far below clock overflow
+/// (a limit of the request, in the protocol crate).
+pub use dreamtown_protocol::request::town::STOP_TTL_SECS_MAX as MAX_TTL_SECS;
 /// The flag's value.
 pub const FLAG: &[u8] = b"1";
 

@@ -178,13 +178,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.keys
     }
 
-    /// Subcommand `action` of `name` for this channel's town:
-    /// `TOWN.AGENT GET <town> ...` (Redis dispatches a subcommand by the
-    /// word after the command's name, so the town comes after it).
-    pub(super) fn subcommand(&self, name: &'static str, action: &'static str) -> Call {
-        Call::new(name).arg(action).arg(&self.town)
-    }
-
     /// Send `call` over a clone of the connection.
     pub(super) async fn run(&self, call: Call) -> Result<Reply> {
         let mut conn = self.conn.clone();

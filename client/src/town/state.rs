@@ -26,7 +26,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn request_stop(&self, agent_id: AgentId) -> Result<()> {
-        self.run_ok(self.stop("REQUEST", agent_id)).await
+        let id = agent_id.to_string();
+        self.run_ok(Call::request(&request::StopRequest { town: self.town_name(), agent: &id, ttl_secs: None })).await
     }
 
     /// As [`request_stop`](Self::request_stop), with the flag expiring after
@@ -42,7 +43,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// ```
     pub async fn request_stop_for(&self, agent_id: AgentId, ttl: Duration) -> Result<()> {
         let secs = ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).max(1);
-        self.run_ok(self.stop("REQUEST", agent_id).arg("TTL").arg(secs)).await
+        let id = agent_id.to_string();
+        let call = Call::request(&request::StopRequest { town: self.town_name(), agent: &id, ttl_secs: Some(secs) });
+        self.run_ok(call).await
     }
 
     /// Has a stop been requested for `agent_id` (`TOWN.STOP CHECK ...`)?
@@ -56,7 +59,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn should_stop(&self, agent_id: AgentId) -> Result<bool> {
-        self.run(self.stop("CHECK", agent_id)).await?.flag()
+        let id = agent_id.to_string();
+        self.run(Call::request(&request::StopCheck { town: self.town_name(), agent: &id })).await?.flag()
     }
 
     /// Remove `agent_id`'s stop flag, when it stops (`TOWN.STOP CLEAR ...`).
@@ -69,11 +73,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn clear_stop(&self, agent_id: AgentId) -> Result<()> {
-        self.run(self.stop("CLEAR", agent_id)).await?.flag().map(drop)
-    }
-
-    fn stop(&self, action: &'static str, agent_id: AgentId) -> Call {
-        self.subcommand("TOWN.STOP", action).arg(agent_id.to_string())
+        let id = agent_id.to_string();
+        self.run(Call::request(&request::StopClear { town: self.town_name(), agent: &id })).await?.flag().map(drop)
     }
 
     /// Store `agent`'s record: the hash becomes exactly tinytown's fields
@@ -90,8 +91,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_agent_state(&self, agent: &Agent) -> Result<()> {
-        let call = self.subcommand("TOWN.AGENT", "SET").arg(agent.id.to_string());
-        self.run_ok(with_fields(call, agent.to_fields()?)).await
+        let id = agent.id.to_string();
+        let fields = request::FieldSet::from_pairs(agent.to_fields()?);
+        self.run_ok(Call::request(&request::AgentSet { town: self.town_name(), agent: &id, fields })).await
     }
 
     /// `agent_id`'s record, or `None` (`TOWN.AGENT GET ...`). A record
@@ -107,7 +109,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_state(&self, agent_id: AgentId) -> Result<Option<Agent>> {
-        let call = self.subcommand("TOWN.AGENT", "GET").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentGet { town: self.town_name(), agent: &id });
         optional_record(&self.run(call).await?, Agent::from_fields)
     }
 
@@ -124,7 +127,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
-        let reply = self.run(self.subcommand("TOWN.AGENT", "LIST")).await?;
+        let reply = self.run(Call::request(&request::AgentList { town: self.town_name() })).await?;
         Ok(reply.records()?.iter().filter_map(|fields| Agent::from_fields(fields).ok()).collect())
     }
 
@@ -138,7 +141,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        let call = self.subcommand("TOWN.AGENT", "BYNAME").arg(name);
+        let call = Call::request(&request::AgentByName { town: self.town_name(), name: name.as_bytes() });
         optional_record(&self.run(call).await?, Agent::from_fields)
     }
 
@@ -153,7 +156,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_agent(&self, agent_id: AgentId) -> Result<()> {
-        let call = self.subcommand("TOWN.AGENT", "DEL").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentDel { town: self.town_name(), agent: &id });
         self.run(call).await?.count().map(drop)
     }
 
@@ -168,7 +172,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_rounds(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, "ROUNDS").await
+        self.increment(agent_id, request::Counter::Rounds).await
     }
 
     /// Add one to `agent_id`'s `tasks_completed`; the new value
@@ -182,11 +186,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_tasks_completed(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, "TASKS").await
+        self.increment(agent_id, request::Counter::Tasks).await
     }
 
-    async fn increment(&self, agent_id: AgentId, counter: &'static str) -> Result<u64> {
-        let call = self.subcommand("TOWN.AGENT", "INCR").arg(agent_id.to_string()).arg(counter);
+    async fn increment(&self, agent_id: AgentId, counter: request::Counter) -> Result<u64> {
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentIncr { town: self.town_name(), agent: &id, counter });
         self.run(call).await?.count()
     }
 
@@ -200,7 +205,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn update_agent_heartbeat(&self, agent_id: AgentId) -> Result<()> {
-        let call = self.subcommand("TOWN.AGENT", "HEARTBEAT").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::AgentHeartbeat { town: self.town_name(), agent: &id });
         self.run_ok(call).await
     }
 
@@ -216,8 +222,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_task(&self, task: &Task) -> Result<()> {
-        let call = self.subcommand("TOWN.TASK", "SET").arg(task.id.to_string());
-        self.run_ok(with_fields(call, task.to_fields()?)).await
+        let id = task.id.to_string();
+        let fields = request::FieldSet::from_pairs(task.to_fields()?);
+        self.run_ok(Call::request(&request::TaskSet { town: self.town_name(), task: &id, fields })).await
     }
 
     /// `task_id`'s record, or `None` (`TOWN.TASK GET ...`); a record without
@@ -232,7 +239,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_task(&self, task_id: TaskId) -> Result<Option<Task>> {
-        let call = self.subcommand("TOWN.TASK", "GET").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::TaskGet { town: self.town_name(), task: &id });
         optional_record(&self.run(call).await?, Task::from_fields)
     }
 
@@ -245,7 +253,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_task(&self, task_id: TaskId) -> Result<bool> {
-        let call = self.subcommand("TOWN.TASK", "DEL").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::TaskDel { town: self.town_name(), task: &id });
         self.run(call).await?.flag()
     }
 
@@ -260,7 +269,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_tasks(&self) -> Result<Vec<Task>> {
-        let reply = self.run(self.subcommand("TOWN.TASK", "LIST")).await?;
+        let reply = self.run(Call::request(&request::TaskList { town: self.town_name() })).await?;
         Ok(reply.records()?.iter().filter_map(|fields| Task::from_fields(fields).ok()).collect())
     }
 
@@ -275,7 +284,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn log_agent_activity(&self, agent_id: AgentId, activity: &str) -> Result<()> {
-        let call = self.subcommand("TOWN.ACTIVITY", "LOG").arg(agent_id.to_string()).arg(activity);
+        let id = agent_id.to_string();
+        let call =
+            Call::request(&request::ActivityLog { town: self.town_name(), agent: &id, text: activity.as_bytes() });
         self.run_ok(call).await
     }
 
@@ -291,7 +302,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_activity(&self, agent_id: AgentId) -> Result<Option<String>> {
-        let call = self.subcommand("TOWN.ACTIVITY", "GET").arg(agent_id.to_string());
+        let id = agent_id.to_string();
+        let call = Call::request(&request::ActivityGet { town: self.town_name(), agent: &id });
         let reply = self.run(call).await?;
         reply.optional_bulk()?.map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected())).transpose()
     }
@@ -305,7 +317,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_push(&self, task_id: TaskId) -> Result<()> {
-        let call = self.subcommand("TOWN.BACKLOG", "PUSH").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::BacklogPush { town: self.town_name(), task: &id });
         self.run(call).await?.count().map(drop)
     }
 
@@ -320,7 +333,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_list(&self) -> Result<Vec<TaskId>> {
-        let reply = self.run(self.subcommand("TOWN.BACKLOG", "LIST")).await?;
+        let reply = self.run(Call::request(&request::BacklogList { town: self.town_name() })).await?;
         Ok(reply.bulks()?.iter().filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok()).collect())
     }
 
@@ -333,7 +346,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_len(&self) -> Result<usize> {
-        self.run(self.subcommand("TOWN.BACKLOG", "LEN")).await?.length()
+        self.run(Call::request(&request::BacklogLen { town: self.town_name() })).await?.length()
     }
 
     /// Take the oldest task id from the backlog, or `None`
@@ -349,7 +362,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_pop(&self) -> Result<Option<TaskId>> {
-        let reply = self.run(self.subcommand("TOWN.BACKLOG", "POP")).await?;
+        let reply = self.run(Call::request(&request::BacklogPop { town: self.town_name() })).await?;
         let Some(entry) = reply.optional_bulk()? else {
             return Ok(None);
         };
@@ -370,7 +383,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_remove(&self, task_id: TaskId) -> Result<bool> {
-        let call = self.subcommand("TOWN.BACKLOG", "REMOVE").arg(task_id.to_string());
+        let id = task_id.to_string();
+        let call = Call::request(&request::BacklogRemove { town: self.town_name(), task: &id });
         self.run(call).await?.flag()
     }
 
@@ -405,11 +419,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     pub async fn reset_agents_only(&self) -> Result<usize> {
         self.run(Call::request(&request::Reset { town: self.town_name(), agents_only: true })).await?.length()
     }
-}
-
-/// `... <field> <value> [<field> <value> ...]`.
-fn with_fields(call: Call, fields: Vec<(&'static str, String)>) -> Call {
-    fields.into_iter().fold(call, |call, (field, value)| call.arg(field).arg(value))
 }
 
 /// Reads one stored record.

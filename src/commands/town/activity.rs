@@ -5,7 +5,7 @@
 //! a Redis subcommand with the flags of its native analogue (LPUSH,
 //! LRANGE): GET runs on a replica, LOG is `deny-oom`.
 
-use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
+use super::{unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
 use crate::glue::access::{Read, Write};
@@ -18,7 +18,8 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -50,39 +51,40 @@ pub const SPEC: ContainerSpec = ContainerSpec {
 };
 
 /// The parse step of subcommand `action` (upper case) on the arguments
-/// after its name: the town's keys, the agent and, for LOG, the text.
+/// after its name, through its request type (`request::Activity*`): the
+/// town's keys, the agent and, for LOG, the text.
 pub(crate) fn parse<'a>(
     action: &str,
     argv: &'a [&'a [u8]],
-) -> Result<(TownKeys, String, Option<&'a [u8]>), CommandError> {
-    if !matches!(action, "LOG" | "GET") {
-        return Err(unknown_subcommand("TOWN.ACTIVITY", action));
-    }
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
-    let text = match action {
-        "LOG" => Some(args.required("text")?),
-        _ => None,
+) -> Result<(TownKeys, &'a str, Option<&'a [u8]>), CommandError> {
+    let (town, agent, text) = match action {
+        "LOG" => {
+            let request::ActivityLog { town, agent, text } = request::ActivityLog::parse(argv)?;
+            (town, agent, Some(text))
+        }
+        "GET" => {
+            let request::ActivityGet { town, agent } = request::ActivityGet::parse(argv)?;
+            (town, agent, None)
+        }
+        other => return Err(unknown_subcommand("TOWN.ACTIVITY", other)),
     };
-    args.end()?;
-    Ok((keys, agent, text))
+    Ok((TownKeys::new(town), agent, text))
 }
 
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, text) = parse(action, argv)?;
     if let Some(text) = text {
-        let log = check_list::<Write>(session, &keys.activity(&agent))?;
+        let log = check_list::<Write>(session, &keys.activity(agent))?;
         let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
         let log = open_list(session, log)?;
         let mailboxes = IdIndex::open(session, mailboxes)?;
         log.push(End::Head, &[text]);
         log.trim_to(KEPT);
         log.expire_at(expires_at(session.now_ms()));
-        mailboxes.add(&agent);
-        count::town(&keys, Some(&agent), &[(Town::ActivityLogged, 1)]);
+        mailboxes.add(agent);
+        count::town(&keys, Some(agent), &[(Town::ActivityLogged, 1)]);
         return Ok(Reply::OK);
     }
-    let log = open_list(session, check_list::<Read>(session, &keys.activity(&agent))?)?;
+    let log = open_list(session, check_list::<Read>(session, &keys.activity(agent))?)?;
     Ok(Reply::bulk_or_nil(recent(&log.range(0, SHOWN))))
 }

@@ -21,7 +21,7 @@
 //! * `HEARTBEAT <town> <agent-id>`: OK; `last_heartbeat` = the server's
 //!   clock, RFC 3339 UTC (ERR if the agent does not exist).
 
-use super::{id, town, unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
+use super::{unknown_subcommand, AGENT_ARG, FIELDS_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::{Mode, Read, ReadWrite, Write};
 use crate::glue::command::{Arg, ArgKind, CommandSpec, ContainerSpec, TenantUse};
@@ -34,7 +34,8 @@ use crate::stores::town::record;
 use crate::town::agent::{timestamp, Counter, LAST_HEARTBEAT, NAME};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -120,63 +121,66 @@ pub const SPEC: ContainerSpec = ContainerSpec {
 
 /// What TOWN.AGENT was asked.
 pub(crate) enum AgentRequest<'a> {
-    Set(String, FieldSet),
-    Get(String),
-    Del(String),
+    Set(&'a str, FieldSet),
+    Get(&'a str),
+    Del(&'a str),
     List,
     ByName(&'a [u8]),
-    Incr(String, Counter),
-    Heartbeat(String),
+    Incr(&'a str, Counter),
+    Heartbeat(&'a str),
 }
 
 /// The parse step of subcommand `action` (upper case) on the arguments
-/// after its name.
+/// after its name, through its request type (`request::Agent*`).
 pub(crate) fn parse<'a>(action: &str, argv: &'a [&'a [u8]]) -> Result<(TownKeys, AgentRequest<'a>), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let request = match action {
+    let (town, request) = match action {
         "SET" => {
-            let agent = id(&mut args, "agent id")?;
-            let mut rest = Vec::new();
-            while let Some(item) = args.next() {
-                rest.push(item);
-            }
-            AgentRequest::Set(agent, FieldSet::parse(&rest).map_err(CommandError::err)?)
+            let request::AgentSet { town, agent, fields } = request::AgentSet::parse(argv)?;
+            (town, AgentRequest::Set(agent, fields))
         }
-        "LIST" => AgentRequest::List,
-        "BYNAME" => AgentRequest::ByName(args.required("name")?),
-        "GET" => AgentRequest::Get(id(&mut args, "agent id")?),
-        "DEL" => AgentRequest::Del(id(&mut args, "agent id")?),
+        "LIST" => (request::AgentList::parse(argv)?.town, AgentRequest::List),
+        "BYNAME" => {
+            let request::AgentByName { town, name } = request::AgentByName::parse(argv)?;
+            (town, AgentRequest::ByName(name))
+        }
+        "GET" => {
+            let request::AgentGet { town, agent } = request::AgentGet::parse(argv)?;
+            (town, AgentRequest::Get(agent))
+        }
+        "DEL" => {
+            let request::AgentDel { town, agent } = request::AgentDel::parse(argv)?;
+            (town, AgentRequest::Del(agent))
+        }
         "INCR" => {
-            let agent = id(&mut args, "agent id")?;
-            let counter = Counter::parse(args.required("counter")?)
-                .ok_or_else(|| CommandError::err("the counter must be ROUNDS or TASKS"))?;
-            AgentRequest::Incr(agent, counter)
+            let request::AgentIncr { town, agent, counter } = request::AgentIncr::parse(argv)?;
+            (town, AgentRequest::Incr(agent, counter))
         }
-        "HEARTBEAT" => AgentRequest::Heartbeat(id(&mut args, "agent id")?),
+        "HEARTBEAT" => {
+            let request::AgentHeartbeat { town, agent } = request::AgentHeartbeat::parse(argv)?;
+            (town, AgentRequest::Heartbeat(agent))
+        }
         other => return Err(unknown_subcommand("TOWN.AGENT", other)),
     };
-    args.end()?;
-    Ok((keys, request))
+    Ok((TownKeys::new(town), request))
 }
 
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, request) = parse(action, argv)?;
     match request {
-        AgentRequest::Set(agent, fields) => set(session, &keys, &agent, &fields),
+        AgentRequest::Set(agent, fields) => set(session, &keys, agent, &fields),
         AgentRequest::Get(agent) => {
-            let stored = record::check::<Read>(session, &keys.agent(&agent))?;
+            let stored = record::check::<Read>(session, &keys.agent(agent))?;
             Ok(record::reply(&record::open(session, stored)?))
         }
-        AgentRequest::Del(agent) => delete(session, &keys, &agent),
+        AgentRequest::Del(agent) => delete(session, &keys, agent),
         AgentRequest::List => list(session, &keys),
         AgentRequest::ByName(name) => by_name(session, &keys, name),
         AgentRequest::Incr(agent, counter) => {
-            let stored = existing::<ReadWrite>(session, &keys, &agent)?;
+            let stored = existing::<ReadWrite>(session, &keys, agent)?;
             Ok(Reply::Integer(stored.hincrby(counter.field(), 1)?))
         }
         AgentRequest::Heartbeat(agent) => {
-            let stored = existing::<Write>(session, &keys, &agent)?;
+            let stored = existing::<Write>(session, &keys, agent)?;
             let now = timestamp(session.now_ms());
             stored.hset(&[(LAST_HEARTBEAT, now.as_bytes())]);
             Ok(Reply::OK)

@@ -5,7 +5,7 @@
 //! listed, whatever it holds. Each subcommand is a Redis subcommand with
 //! the flags of its native analogue (RPUSH, LPOP, LRANGE, LLEN, LREM).
 
-use super::{id, town, unknown_subcommand, TASK_ARG, TOWN_ARG};
+use super::{unknown_subcommand, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::{Meta, Read, ReadWrite, Write};
 use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
@@ -14,7 +14,8 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -75,17 +76,24 @@ pub const SPEC: ContainerSpec = ContainerSpec {
 };
 
 /// The parse step of subcommand `action` (upper case) on the arguments
-/// after its name: the town's keys and the task (PUSH, REMOVE).
-pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, Option<String>), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let task = match action {
-        "PUSH" | "REMOVE" => Some(id(&mut args, "task id")?),
-        "POP" | "LIST" | "LEN" => None,
+/// after its name, through its request type (`request::Backlog*`): the
+/// town's keys and the task (PUSH, REMOVE).
+pub(crate) fn parse<'a>(action: &str, argv: &'a [&'a [u8]]) -> Result<(TownKeys, Option<&'a str>), CommandError> {
+    let (town, task) = match action {
+        "PUSH" => {
+            let request::BacklogPush { town, task } = request::BacklogPush::parse(argv)?;
+            (town, Some(task))
+        }
+        "REMOVE" => {
+            let request::BacklogRemove { town, task } = request::BacklogRemove::parse(argv)?;
+            (town, Some(task))
+        }
+        "POP" => (request::BacklogPop::parse(argv)?.town, None),
+        "LIST" => (request::BacklogList::parse(argv)?.town, None),
+        "LEN" => (request::BacklogLen::parse(argv)?.town, None),
         other => return Err(unknown_subcommand("TOWN.BACKLOG", other)),
     };
-    args.end()?;
-    Ok((keys, task))
+    Ok((TownKeys::new(town), task))
 }
 
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {

@@ -24,10 +24,7 @@ pub mod task;
 
 use crate::glue::command::{Arg, ArgKind};
 use crate::glue::reply::CommandError;
-use crate::town::keys::TownKeys;
 use crate::town::message::MessageError;
-use dreamtown_protocol::args::Args;
-use dreamtown_protocol::request::town as request;
 
 /// The town argument, for docs.
 pub const TOWN_ARG: Arg = Arg::tenant("town");
@@ -39,21 +36,6 @@ pub const TASK_ARG: Arg = Arg::new("task-id", ArgKind::String);
 pub const FIELDS_ARG: Arg =
     Arg::new("data", ArgKind::Block(&[Arg::new("field", ArgKind::String), Arg::new("value", ArgKind::String)]))
         .multiple();
-
-/// Read `<town>` and name its keys.
-pub fn town(args: &mut Args<'_>) -> Result<TownKeys, CommandError> {
-    Ok(TownKeys::new(request::town(args)?))
-}
-
-/// Read an agent or task id: non-empty UTF-8 (`what` names it in errors).
-pub fn id(args: &mut Args<'_>, what: &str) -> Result<String, CommandError> {
-    id_str(args, what).map(str::to_owned)
-}
-
-/// [`id`], borrowed from the arguments.
-pub fn id_str<'a>(args: &mut Args<'a>, what: &str) -> Result<&'a str, CommandError> {
-    request::id(args, what)
-}
 
 /// A subcommand word the parse step does not know: only reached by a
 /// caller other than Redis (the fuzz targets), which dispatches the

@@ -6,8 +6,7 @@
 //! Redis subcommand with the flags of its native analogue (SET EX, EXISTS,
 //! UNLINK): CHECK runs on a replica, REQUEST is `deny-oom`.
 
-use super::{id, town, unknown_subcommand, AGENT_ARG, TOWN_ARG};
-use crate::commands::options::{given_twice, unknown_option};
+use super::{unknown_subcommand, AGENT_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::events::Town;
 use crate::glue::access::{Meta, Mode, Write};
@@ -18,8 +17,9 @@ use crate::glue::session::{Checked, Session};
 use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
 use crate::town::keys::TownKeys;
-use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG, MAX_TTL_SECS};
-use dreamtown_protocol::args::Args;
+use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG};
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -66,51 +66,47 @@ fn open_flag<M: Mode>(session: &Session, checked: Checked<M>) -> Result<Key<M>, 
 }
 
 /// The parse step of subcommand `action` (upper case) on the arguments
-/// after its name: the town's keys, the agent and (for REQUEST) the
-/// `TTL`, if given.
-pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, String, Option<u64>), CommandError> {
-    if !matches!(action, "REQUEST" | "CHECK" | "CLEAR") {
-        return Err(unknown_subcommand("TOWN.STOP", action));
-    }
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let agent = id(&mut args, "agent id")?;
-    let mut ttl = None;
-    if action != "REQUEST" {
-        args.end()?;
-    }
-    while let Some(option) = args.option() {
-        match option.as_str() {
-            "TTL" if ttl.is_none() => {
-                ttl = Some(args.unsigned_in("TTL (seconds)", 1, MAX_TTL_SECS)?);
-            }
-            "TTL" => return Err(given_twice("TTL")),
-            other => return Err(unknown_option(other)),
+/// after its name, through its request type (`request::Stop*`): the
+/// town's keys, the agent and (for REQUEST) the `TTL`, if given.
+pub(crate) fn parse<'a>(action: &str, argv: &'a [&'a [u8]]) -> Result<(TownKeys, &'a str, Option<u64>), CommandError> {
+    let (town, agent, ttl) = match action {
+        "REQUEST" => {
+            let request::StopRequest { town, agent, ttl_secs } = request::StopRequest::parse(argv)?;
+            (town, agent, ttl_secs)
         }
-    }
-    Ok((keys, agent, ttl))
+        "CHECK" => {
+            let request::StopCheck { town, agent } = request::StopCheck::parse(argv)?;
+            (town, agent, None)
+        }
+        "CLEAR" => {
+            let request::StopClear { town, agent } = request::StopClear::parse(argv)?;
+            (town, agent, None)
+        }
+        other => return Err(unknown_subcommand("TOWN.STOP", other)),
+    };
+    Ok((TownKeys::new(town), agent, ttl))
 }
 
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, ttl) = parse(action, argv)?;
     match action {
         "REQUEST" => {
-            let flag = session.check::<Write>(&keys.stop(&agent))?;
+            let flag = session.check::<Write>(&keys.stop(agent))?;
             let mailboxes = IdIndex::<Write>::mailboxes(session, &keys)?;
             let flag = open_flag(session, flag)?;
             let mailboxes = IdIndex::open(session, mailboxes)?;
             let at = expires_at(session.now_ms(), ttl.unwrap_or(DEFAULT_TTL_SECS));
             flag.set_string_expiring(FLAG, at);
-            mailboxes.add(&agent);
-            count::town(&keys, Some(&agent), &[(Town::StopRequests, 1)]);
+            mailboxes.add(agent);
+            count::town(&keys, Some(agent), &[(Town::StopRequests, 1)]);
             Ok(Reply::OK)
         }
         "CHECK" => {
-            let flag = open_flag(session, session.check::<Meta>(&keys.stop(&agent))?)?;
+            let flag = open_flag(session, session.check::<Meta>(&keys.stop(agent))?)?;
             Ok(Reply::Integer(i64::from(flag.exists())))
         }
         _ => {
-            let flag = open_flag(session, session.check::<Write>(&keys.stop(&agent))?)?;
+            let flag = open_flag(session, session.check::<Write>(&keys.stop(agent))?)?;
             Ok(Reply::Integer(i64::from(flag.delete())))
         }
     }

@@ -11,7 +11,7 @@
 //! * `LIST <town>`: every indexed task (by id), an array of records each
 //!   as `GET` replies it.
 
-use super::{id, town, unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
+use super::{unknown_subcommand, FIELDS_ARG, TASK_ARG, TOWN_ARG};
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::{Read, Write};
 use crate::glue::command::{CommandSpec, ContainerSpec, TenantUse};
@@ -21,7 +21,8 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::record;
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::request::Request;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -72,58 +73,57 @@ pub const SPEC: ContainerSpec = ContainerSpec {
 };
 
 /// What TOWN.TASK was asked.
-pub(crate) enum TaskRequest {
-    Set(String, FieldSet),
-    Get(String),
-    Del(String),
+pub(crate) enum TaskRequest<'a> {
+    Set(&'a str, FieldSet),
+    Get(&'a str),
+    Del(&'a str),
     List,
 }
 
 /// The parse step of subcommand `action` (upper case) on the arguments
-/// after its name.
-pub(crate) fn parse(action: &str, argv: &[&[u8]]) -> Result<(TownKeys, TaskRequest), CommandError> {
-    let mut args = Args::new(argv);
-    let keys = town(&mut args)?;
-    let request = match action {
+/// after its name, through its request type (`request::Task*`).
+pub(crate) fn parse<'a>(action: &str, argv: &'a [&'a [u8]]) -> Result<(TownKeys, TaskRequest<'a>), CommandError> {
+    let (town, request) = match action {
         "SET" => {
-            let task = id(&mut args, "task id")?;
-            let mut rest = Vec::new();
-            while let Some(item) = args.next() {
-                rest.push(item);
-            }
-            TaskRequest::Set(task, FieldSet::parse(&rest).map_err(CommandError::err)?)
+            let request::TaskSet { town, task, fields } = request::TaskSet::parse(argv)?;
+            (town, TaskRequest::Set(task, fields))
         }
-        "GET" => TaskRequest::Get(id(&mut args, "task id")?),
-        "DEL" => TaskRequest::Del(id(&mut args, "task id")?),
-        "LIST" => TaskRequest::List,
+        "GET" => {
+            let request::TaskGet { town, task } = request::TaskGet::parse(argv)?;
+            (town, TaskRequest::Get(task))
+        }
+        "DEL" => {
+            let request::TaskDel { town, task } = request::TaskDel::parse(argv)?;
+            (town, TaskRequest::Del(task))
+        }
+        "LIST" => (request::TaskList::parse(argv)?.town, TaskRequest::List),
         other => return Err(unknown_subcommand("TOWN.TASK", other)),
     };
-    args.end()?;
-    Ok((keys, request))
+    Ok((TownKeys::new(town), request))
 }
 
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
     let (keys, request) = parse(action, argv)?;
     match request {
         TaskRequest::Set(task, fields) => {
-            let stored = record::check::<Write>(session, &keys.task(&task))?;
+            let stored = record::check::<Write>(session, &keys.task(task))?;
             let tasks = IdIndex::<Write>::tasks(session, &keys)?;
             let stored = record::open(session, stored)?;
             let tasks = IdIndex::open(session, tasks)?;
             record::replace(&stored, &fields);
-            tasks.add(&task);
+            tasks.add(task);
             Ok(Reply::OK)
         }
         TaskRequest::Get(task) => {
-            let stored = record::check::<Read>(session, &keys.task(&task))?;
+            let stored = record::check::<Read>(session, &keys.task(task))?;
             Ok(record::reply(&record::open(session, stored)?))
         }
         TaskRequest::Del(task) => {
-            let stored = session.check::<Write>(&keys.task(&task))?;
+            let stored = session.check::<Write>(&keys.task(task))?;
             let tasks = IdIndex::<Write>::tasks(session, &keys)?;
             let tasks = IdIndex::open(session, tasks)?;
             let deleted = stored.open(session)?.delete();
-            tasks.remove(&task);
+            tasks.remove(task);
             Ok(Reply::Integer(i64::from(deleted)))
         }
         TaskRequest::List => list(session, &keys),

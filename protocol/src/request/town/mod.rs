@@ -2,8 +2,13 @@
 //! (a tenant name) and an agent or task id (non-empty UTF-8).
 
 mod ack;
+mod activity;
+mod agent;
+mod backlog;
 mod broadcast;
+mod container_args;
 mod extend;
+mod fields;
 mod len;
 mod peek;
 mod reclaim;
@@ -12,10 +17,16 @@ mod requeue;
 mod reset;
 mod send;
 mod stats;
+mod stop;
+mod task;
 
 pub use ack::Ack;
+pub use activity::{ActivityGet, ActivityLog};
+pub use agent::{AgentByName, AgentDel, AgentGet, AgentHeartbeat, AgentIncr, AgentList, AgentSet, Counter};
+pub use backlog::{BacklogLen, BacklogList, BacklogPop, BacklogPush, BacklogRemove};
 pub use broadcast::Broadcast;
 pub use extend::Extend;
+pub use fields::{FieldSet, FieldSetError};
 pub use len::Len;
 pub use peek::Peek;
 pub use reclaim::Reclaim;
@@ -24,6 +35,8 @@ pub use requeue::Requeue;
 pub use reset::Reset;
 pub use send::Send;
 pub use stats::Stats;
+pub use stop::{StopCheck, StopClear, StopRequest, STOP_TTL_SECS_MAX};
+pub use task::{TaskDel, TaskGet, TaskList, TaskSet};
 
 use crate::args::{tenant_str, Args};
 use crate::error::CommandError;
