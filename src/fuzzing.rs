@@ -81,7 +81,7 @@ pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
     let result: Result<(), CommandError> = match which % 12 {
         0 => dreams::organization(&mut a).map(drop),
         1 => dreams::region(&mut a).map(drop),
-        2 => dreams::trigger(&mut a).map(drop),
+        2 => dreamtown_protocol::request::dreams::Trigger::parse(&mut a).map(drop),
         3 => crate::commands::options::lease_secs(&mut a).map(drop),
         4 => dreamtown_protocol::request::dreams::Delivery::parse(&mut a).map(drop),
         5 => town::town(&mut a).map(drop),

@@ -10,4 +10,4 @@ pub const COUNT_ARG: Arg = Arg::new("count", ArgKind::Integer).token("COUNT").op
 /// `[LEASE secs]`, for docs.
 pub const LEASE_ARG: Arg = Arg::new("secs", ArgKind::Double).token("LEASE").optional();
 
-pub use dreamtown_protocol::request::options::{flag_once, given_twice, lease_secs, once, unknown_option};
+pub use dreamtown_protocol::request::options::{flag_once, given_twice, lease_secs, unknown_option};

@@ -12,7 +12,9 @@ use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
 use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
-use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::error::CommandError;
+use dreamtown_protocol::request::dreams::{self as request, quiet::QuietWindow};
+use dreamtown_protocol::request::options::{Timeout, lease_from_duration};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{
@@ -41,13 +43,6 @@ impl Verdict {
     /// `Success` for `true`, `Failure` for `false` (for code that has a bool).
     pub fn from_success(success: bool) -> Self {
         if success { Self::Success } else { Self::Failure }
-    }
-
-    fn word(self) -> &'static str {
-        match self {
-            Self::Success => "SUCCESS",
-            Self::Failure => "FAILURE",
-        }
     }
 }
 
@@ -168,7 +163,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// ceiling (`DREAMS.FIRE <org> <project> <type> NODE <node>`).
     pub async fn fire(&self, region: &RegionKey, node: &str) -> Result<FireOutcome> {
         self.ensure_region(region)?;
-        let reply = self.send(region_call("DREAMS.FIRE", region).arg("NODE").arg(node)).await?;
+        let request = request::Fire { region: region.into(), node: Some(node) };
+        let reply = self.send(Call::request(&request)).await?;
         match reply.word()? {
             "queued" => Ok(FireOutcome::Queued),
             "dropped" => Ok(FireOutcome::Dropped),
@@ -324,18 +320,27 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         self.send(Call::new("DREAMS.RESUME").arg(&self.org)).await?.flag()
     }
 
-    /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`.
-    fn drain_call(&self, wait: Duration, lease: Option<Duration>) -> Call {
-        let call = Call::new("DREAMS.DRAIN").arg(&self.org).arg(timeout_secs(wait));
-        let call = if self.quiet_hours.enabled {
-            call.arg("QUIET").arg(self.quiet_hours.to_string()).arg("OFFSET").arg(self.quiet_hours.utc_offset_minutes)
-        } else {
-            call.arg("NOQUIET")
+    /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`; a
+    /// wait or lease the module would refuse is refused here, in its words.
+    fn drain_request(&self, wait: Duration, lease: Option<Duration>) -> Result<request::Drain<'_>> {
+        let quiet = match self.quiet_hours.enabled {
+            true => request::Quiet::Given {
+                window: Some(QuietWindow {
+                    start_hour: self.quiet_hours.start_hour,
+                    end_hour: self.quiet_hours.end_hour,
+                }),
+                offset: Some(self.quiet_hours.utc_offset_minutes),
+            },
+            false => request::Quiet::Off,
         };
-        match lease {
-            Some(lease) => call.arg("LEASE").arg(timeout_secs(lease)),
-            None => call,
-        }
+        Ok(request::Drain {
+            org: &self.org,
+            timeout: Timeout::from_duration(wait).map_err(refused)?,
+            quiet,
+            lease: lease.map(lease_from_duration).transpose().map_err(refused)?,
+            count: None,
+            ack: None,
+        })
     }
 
     /// A drain's reply: one payload, or nil on timeout.
@@ -470,15 +475,20 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Ack<'a, C> {
         let Some(payload) = &self.fire.queued_payload else {
             return Ok(AcknowledgeOutcome::Stale);
         };
-        let call = Call::new("DREAMS.ACK")
-            .arg(&self.dreams.org)
-            .arg(payload)
-            .arg(self.verdict.word())
-            .arg("NODE")
-            .arg(self.node);
-        let reply = self.dreams.send(with_trigger(call, self.trigger)).await?;
+        let request = request::Ack { org: &self.dreams.org, clause: self.clause(payload) };
+        let reply = self.dreams.send(Call::request(&request)).await?;
         let (word, memories, edges) = reply.counted()?;
         AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))
+    }
+
+    /// `<payload> SUCCESS|FAILURE NODE <node> TRIGGER ...`.
+    fn clause(&self, payload: &'a str) -> request::AckClause<'a> {
+        request::AckClause {
+            payload: payload.as_bytes(),
+            success: self.verdict == Verdict::Success,
+            node: Some(self.node),
+            trigger: Some(self.trigger.into()),
+        }
     }
 
     /// The worker loop's one round trip: this acknowledgement, then a drain
@@ -514,9 +524,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AckAndDrain<'_, C> {
         let Some(payload) = &ack.fire.queued_payload else {
             return Ok((AcknowledgeOutcome::Stale, Drain { dreams, wait, lease }.send().await?));
         };
-        let call =
-            dreams.drain_call(wait, lease).arg("ACK").arg(payload).arg(ack.verdict.word()).arg("NODE").arg(ack.node);
-        let (acked, drained) = dreams.send(with_trigger(call, ack.trigger)).await?.halves()?;
+        let request = request::Drain { ack: Some(ack.clause(payload)), ..dreams.drain_request(wait, lease)? };
+        let (acked, drained) = dreams.send(Call::request(&request)).await?.halves()?;
         let (word, memories, edges) = acked.counted()?;
         let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
         Ok((outcome, dreams.drained(&drained)?))
@@ -541,15 +550,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Drain<'_, C> {
 
     /// Send it: the next fire, or `None` when the wait ran out.
     pub async fn send(self) -> Result<Option<FireMessage>> {
-        let reply = self.dreams.send(self.dreams.drain_call(self.wait, self.lease)).await?;
+        let request = self.dreams.drain_request(self.wait, self.lease)?;
+        let reply = self.dreams.send(Call::request(&request)).await?;
         self.dreams.drained(&reply)
     }
 
     /// Up to `count` fires in one call (`COUNT <n>`), in the order single
     /// drains would hand them out; empty when the wait ran out.
     pub async fn batch(self, count: u32) -> Result<Vec<FireMessage>> {
-        let call = self.dreams.drain_call(self.wait, self.lease).arg("COUNT").arg(count.max(1));
-        let reply = self.dreams.send(call).await?;
+        let request = request::Drain {
+            count: Some(u64::from(count.max(1))),
+            ..self.dreams.drain_request(self.wait, self.lease)?
+        };
+        let reply = self.dreams.send(Call::request(&request)).await?;
         let payloads = reply.optional_bulks()?.unwrap_or_default();
         payloads.iter().map(|payload| self.dreams.fire_of(payload)).collect()
     }
@@ -560,13 +573,12 @@ fn region_call(name: &'static str, region: &RegionKey) -> Call {
     Call::new(name).arg(&region.org).arg(&region.project).arg(region.memory_type)
 }
 
-/// `... TRIGGER <memories> <edges> <min-interval-secs> <age-floor-secs>`.
-fn with_trigger(call: Call, trigger: Trigger) -> Call {
-    call.arg("TRIGGER")
-        .arg(trigger.memory_threshold)
-        .arg(trigger.edge_threshold)
-        .arg(trigger.min_interval_secs)
-        .arg(trigger.age_floor_secs)
+/// An argument the module would refuse, refused before sending with the
+/// error the server would have answered (the protocol's words).
+fn refused(error: CommandError) -> Error {
+    let message = error.message();
+    let (code, detail) = message.split_once(' ').unwrap_or((message, ""));
+    Error::Server { code: code.to_owned(), message: detail.to_owned() }
 }
 
 fn snapshot(memories: u32, edges: u32) -> RegionWriteCounters {
@@ -596,11 +608,5 @@ mod tests {
         assert!(check_fence("", 1).is_err());
         assert!(check_fence("e", 0).is_err());
         assert!(check_fence("e", 1).is_ok());
-    }
-
-    #[test]
-    fn verdicts_are_the_command_words() {
-        assert_eq!(Verdict::from_success(true).word(), "SUCCESS");
-        assert_eq!(Verdict::Failure.word(), "FAILURE");
     }
 }

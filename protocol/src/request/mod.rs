@@ -155,7 +155,7 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record,);
+    each!(dreams::Record, dreams::Fire, dreams::Ack, dreams::Drain,);
     None
 }
 

@@ -20,7 +20,6 @@ pub mod settle;
 pub mod stats;
 
 use crate::dreams::region::{QueueKeys, RegionKey, RegionRef};
-use crate::dreams::trigger::Trigger;
 use crate::glue::command::{Arg, ArgKind};
 use crate::glue::reply::{CommandError, Reply};
 use crate::glue::session::Session;
@@ -31,7 +30,7 @@ use dreamtown_protocol::request::dreams as request;
 pub use crate::dreams::message::DEFAULT_NODE;
 
 /// Read `<org>`.
-pub use dreamtown_protocol::request::dreams::{node, organization};
+pub use dreamtown_protocol::request::dreams::organization;
 
 /// Read `<org> <project> <memory-type>`.
 pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
@@ -42,11 +41,6 @@ pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
 /// copy the names nowhere but into the key names and the payload.
 pub fn region_ref<'a>(args: &mut Args<'a>) -> Result<RegionRef<'a>, CommandError> {
     request::Region::parse(args).map(RegionRef::from)
-}
-
-/// Read the four values after `TRIGGER`.
-pub fn trigger(args: &mut Args<'_>) -> Result<Trigger, CommandError> {
-    request::Trigger::parse(args).map(Trigger::from)
 }
 
 /// `[outcome, memories, edges]`: a counted write's reply (RECORD, ACK).

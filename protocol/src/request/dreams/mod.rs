@@ -2,8 +2,15 @@
 //! organization, a region (`<org> <project> <memory-type>`), `NODE <id>`,
 //! `TRIGGER <m> <e> <min-interval> <age-floor>`, `EVENT <id> GENERATION <n>`.
 
+mod ack;
+mod drain;
+mod fire;
+pub mod quiet;
 mod record;
 
+pub use ack::{Ack, AckClause};
+pub use drain::{Drain, Quiet, COUNT_MAX as DRAIN_COUNT_MAX};
+pub use fire::Fire;
 pub use record::Record;
 
 use crate::args::{tenant_str, Args};
