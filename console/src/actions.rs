@@ -19,6 +19,8 @@ use std::fmt::Write;
 use dreamtown::dreams::message::ReadFire;
 use dreamtown::dreams::region::QueueKeys;
 use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::{Request, command_line};
 use redis::Value;
 use serde::Deserialize;
 
@@ -159,10 +161,10 @@ impl Action {
     pub fn args(&self) -> Vec<String> {
         let s = |v: &str| v.to_owned();
         match self {
-            Action::Recover(org) => vec![s("DREAMS.RECOVER"), org.clone()],
-            Action::Redrive(org, count) => vec![s("DREAMS.REDRIVE"), org.clone(), s("COUNT"), count.to_string()],
-            Action::Pause(org) => vec![s("DREAMS.PAUSE"), org.clone()],
-            Action::Resume(org) => vec![s("DREAMS.RESUME"), org.clone()],
+            Action::Recover(org) => words(&request::Recover { org }),
+            Action::Redrive(org, count) => words(&request::Redrive { org, count: Some(*count) }),
+            Action::Pause(org) => words(&request::Pause { org }),
+            Action::Resume(org) => words(&request::Resume { org }),
             Action::Limits { org, concurrency, rate } => {
                 let mut args = vec![s("DREAMS.LIMIT"), s("SET"), org.clone()];
                 match concurrency {
@@ -421,6 +423,12 @@ pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
     let _ =
         write!(out, "<button id=\"confirm\">run it</button> <a id=\"cancel\" href=\"{}\">cancel</a></form>", esc(back));
     out
+}
+
+/// A request's whole command line, as text (each argument as the protocol
+/// writes it).
+fn words<'a, R: Request<'a>>(request: &R) -> Vec<String> {
+    command_line(request).into_iter().map(|arg| String::from_utf8_lossy(&arg).into_owned()).collect()
 }
 
 #[cfg(test)]

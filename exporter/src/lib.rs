@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use dreamtown::events;
 use dreamtown_protocol::info;
 use dreamtown_protocol::keyspace::town::TownKeys;
+use dreamtown_protocol::request::command_line;
 use dreamtown_protocol::stats::{Stat, dreams as dreams_stats, town as town_stats};
 use redis::Value;
 
@@ -416,7 +417,11 @@ async fn scrape_node(
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for org in chunk {
-            pipe.cmd("DREAMS.STATS").arg(org);
+            let mut cmd = redis::Cmd::new();
+            for arg in command_line(&dreamtown_protocol::request::dreams::Stats { org }) {
+                cmd.arg(arg);
+            }
+            pipe.add_command(cmd);
         }
         let replies: Vec<Value> = pipe.query_async(con).await?;
         for (org, reply) in chunk.iter().zip(&replies) {

@@ -20,7 +20,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use super::outcome::{
     AcknowledgeOutcome, DeliveryFence, DrainRate, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
 };
-use crate::call::{Call, Reply, timeout_secs};
+use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
 use crate::lease::{Held, renew_period};
 
@@ -204,7 +204,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         let Some(payload) = &fire.queued_payload else {
             return Ok(false);
         };
-        self.send(Call::new("DREAMS.EXTEND").arg(&self.org).arg(payload).arg(timeout_secs(lease))).await?.flag()
+        let lease_secs = lease_from_duration(lease).map_err(refused)?;
+        let request = request::Extend { org: &self.org, payload: payload.as_bytes(), lease_secs };
+        self.send(Call::request(&request)).await?.flag()
     }
 
     /// Run `work` while keeping `fire`'s lease alive, extended by `lease`
@@ -227,12 +229,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Requeue every fire left in flight by a dead owner (`DREAMS.RECOVER`);
     /// how many moved.
     pub async fn recover(&self) -> Result<u64> {
-        self.send(Call::new("DREAMS.RECOVER").arg(&self.org)).await?.count()
+        self.send(Call::request(&request::Recover { org: &self.org })).await?.count()
     }
 
     /// Ready, deferred and in-flight lengths (`DREAMS.LEN`).
     pub async fn lengths(&self) -> Result<QueueLengths> {
-        let [ready, deferred, processing] = self.send(Call::new("DREAMS.LEN").arg(&self.org)).await?.counts::<3>()?;
+        let request = request::Len { org: &self.org };
+        let [ready, deferred, processing] = self.send(Call::request(&request)).await?.counts::<3>()?;
         Ok(QueueLengths { ready, deferred, processing })
     }
 
@@ -243,7 +246,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
 
     pub(crate) async fn stored_counters(&self, region: &RegionKey) -> Result<RegionCounters> {
         self.ensure_region(region)?;
-        let reply = self.send(region_call("DREAMS.COUNTERS", region)).await?;
+        let reply = self.send(Call::request(&request::Counters { region: region.into() })).await?;
         let pairs = reply.pairs()?;
         let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| value.clone());
         RegionCounters::parse(field).map_err(|_| reply.unexpected())
@@ -312,12 +315,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Hand out nothing until [`resume`](Self::resume) (`DREAMS.PAUSE`);
     /// whether it was running.
     pub async fn pause(&self) -> Result<bool> {
-        self.send(Call::new("DREAMS.PAUSE").arg(&self.org)).await?.flag()
+        self.send(Call::request(&request::Pause { org: &self.org })).await?.flag()
     }
 
     /// End a pause (`DREAMS.RESUME`); whether it was paused.
     pub async fn resume(&self) -> Result<bool> {
-        self.send(Call::new("DREAMS.RESUME").arg(&self.org)).await?.flag()
+        self.send(Call::request(&request::Resume { org: &self.org })).await?.flag()
     }
 
     /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`; a
@@ -443,11 +446,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Settle<'_, C> {
     pub async fn send(self) -> Result<()> {
         self.dreams.ensure_region(self.region)?;
         check_fence(self.event_id, self.generation)?;
-        let call = region_call("DREAMS.SETTLE", self.region)
-            .arg(self.event_id)
-            .arg(self.generation)
-            .arg_if(self.retain, "RETAIN");
-        self.dreams.send(call).await?.ok()
+        let request = request::Settle {
+            region: self.region.into(),
+            event_id: self.event_id.as_bytes(),
+            // The module reads a generation above i64::MAX as i64::MAX.
+            generation: i64::try_from(self.generation).unwrap_or(i64::MAX),
+            retain: self.retain,
+        };
+        self.dreams.send(Call::request(&request)).await?.ok()
     }
 }
 
@@ -566,11 +572,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Drain<'_, C> {
         let payloads = reply.optional_bulks()?.unwrap_or_default();
         payloads.iter().map(|payload| self.dreams.fire_of(payload)).collect()
     }
-}
-
-/// `<name> <org> <project> <memory-type>`.
-fn region_call(name: &'static str, region: &RegionKey) -> Call {
-    Call::new(name).arg(&region.org).arg(&region.project).arg(region.memory_type)
 }
 
 /// An argument the module would refuse, refused before sending with the

@@ -155,7 +155,22 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
             )*
         };
     }
-    each!(dreams::Record, dreams::Fire, dreams::Ack, dreams::Drain,);
+    each!(
+        dreams::Record,
+        dreams::Fire,
+        dreams::Ack,
+        dreams::Drain,
+        dreams::Settle,
+        dreams::Recover,
+        dreams::Redrive,
+        dreams::Len,
+        dreams::Counters,
+        dreams::Extend,
+        dreams::Inflight,
+        dreams::Stats,
+        dreams::Pause,
+        dreams::Resume,
+    );
     None
 }
 

@@ -7,16 +7,6 @@ use crate::test_random::Random;
 
 /// Commands whose request type is still to be written (issue 44).
 const NOT_YET: &[&str] = &[
-    "DREAMS.SETTLE",
-    "DREAMS.RECOVER",
-    "DREAMS.REDRIVE",
-    "DREAMS.LEN",
-    "DREAMS.COUNTERS",
-    "DREAMS.EXTEND",
-    "DREAMS.INFLIGHT",
-    "DREAMS.STATS",
-    "DREAMS.PAUSE",
-    "DREAMS.RESUME",
     "DREAMS.LIMIT SET",
     "DREAMS.LIMIT GET",
     "DREAMS.LIMIT CLEAR",
@@ -127,6 +117,10 @@ const ATOMS: &[&[u8]] = &[
     b"OFFSET",
     b"22-06",
     b"-60",
+    b"RETAIN",
+    b"CONCURRENCY",
+    b"RATE",
+    b"NONE",
 ];
 
 #[test]

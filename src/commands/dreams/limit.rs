@@ -14,7 +14,7 @@
 //! * `CLEAR <org>`: removes the concurrency cap and the rate (a pause
 //!   stays: `DREAMS.RESUME`); 1 if there was one, else 0.
 
-use super::{organization, wake_drainers};
+use super::wake_drainers;
 use crate::commands::options::{given_twice, unknown_option};
 use crate::dreams::limits::{Rate, CONCURRENCY_MAX, RATE_COUNT_MAX, RATE_SECONDS_MAX};
 use crate::dreams::region::QueueKey;
@@ -27,6 +27,7 @@ use crate::glue::session::Session;
 use crate::stores::dreams::limits::{self, RedisLimits};
 use crate::stores::dreams::queue_names::queue_names;
 use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams::organization;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {

@@ -33,6 +33,7 @@ pub struct AckClause<'a> {
 
 impl<'a> AckClause<'a> {
     /// Read the clause to the end of `args`.
+    #[inline]
     pub fn parse(args: &mut Args<'a>) -> Result<Self, CommandError> {
         let payload = args.required("payload")?;
         let success = match args.option_in(&["SUCCESS", "FAILURE"]) {
@@ -69,6 +70,7 @@ impl<'a> AckClause<'a> {
 impl<'a> Request<'a> for Ack<'a> {
     const COMMAND: &'static [&'static str] = &[ACK];
 
+    #[inline]
     fn parse(argv: &'a [&'a [u8]]) -> Result<Self, CommandError> {
         let mut args = Args::new(argv);
         let org = organization(&mut args)?;

@@ -62,6 +62,7 @@ impl Drain<'_> {
 impl<'a> Request<'a> for Drain<'a> {
     const COMMAND: &'static [&'static str] = &[DRAIN];
 
+    #[inline]
     fn parse(argv: &'a [&'a [u8]]) -> Result<Self, CommandError> {
         let mut args = Args::new(argv);
         let org = organization(&mut args)?;

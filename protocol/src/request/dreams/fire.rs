@@ -19,6 +19,7 @@ pub struct Fire<'a> {
 impl<'a> Request<'a> for Fire<'a> {
     const COMMAND: &'static [&'static str] = &[FIRE];
 
+    #[inline]
     fn parse(argv: &'a [&'a [u8]]) -> Result<Self, CommandError> {
         let mut args = Args::new(argv);
         let region = Region::parse(&mut args)?;
