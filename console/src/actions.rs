@@ -165,21 +165,12 @@ impl Action {
             Action::Redrive(org, count) => words(&request::Redrive { org, count: Some(*count) }),
             Action::Pause(org) => words(&request::Pause { org }),
             Action::Resume(org) => words(&request::Resume { org }),
-            Action::Limits { org, concurrency, rate } => {
-                let mut args = vec![s("DREAMS.LIMIT"), s("SET"), org.clone()];
-                match concurrency {
-                    Some(Some(n)) => args.extend([s("CONCURRENCY"), n.to_string()]),
-                    Some(None) => args.extend([s("CONCURRENCY"), s("NONE")]),
-                    None => {}
-                }
-                match rate {
-                    Some(Some((count, secs))) => args.extend([s("RATE"), count.to_string(), secs.to_string()]),
-                    Some(None) => args.extend([s("RATE"), s("NONE")]),
-                    None => {}
-                }
-                args
-            }
-            Action::ClearLimits(org) => vec![s("DREAMS.LIMIT"), s("CLEAR"), org.clone()],
+            Action::Limits { org, concurrency, rate } => words(&request::LimitSet {
+                org,
+                concurrency: *concurrency,
+                rate: rate.map(|rate| rate.map(|(count, seconds)| request::Rate { count, seconds })),
+            }),
+            Action::ClearLimits(org) => words(&request::LimitClear { org }),
             Action::Requeue(town, agent) => vec![s("TOWN.REQUEUE"), town.clone(), agent.clone()],
             Action::Stop(town, agent, ttl) => {
                 vec![s("TOWN.STOP"), s("REQUEST"), town.clone(), agent.clone(), s("TTL"), ttl.to_string()]

@@ -258,25 +258,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         if change == LimitChange::default() {
             return Err(Error::InvalidArgument("a limit change needs a concurrency or a rate"));
         }
-        let mut call = Call::new("DREAMS.LIMIT").arg("SET").arg(&self.org);
-        match change.concurrency {
-            Some(Some(cap)) => call = call.arg("CONCURRENCY").arg(cap),
-            Some(None) => call = call.arg("CONCURRENCY").arg("NONE"),
-            None => {}
-        }
-        match change.rate {
-            Some(Some(rate)) => call = call.arg("RATE").arg(rate.count).arg(rate.seconds),
-            Some(None) => call = call.arg("RATE").arg("NONE"),
-            None => {}
-        }
-        call.send_routed(&mut self.conn.clone(), self.tryagain_deadline).await?.ok()
+        let request = request::LimitSet {
+            org: &self.org,
+            concurrency: change.concurrency,
+            rate: change.rate.map(|rate| rate.map(|DrainRate { count, seconds }| request::Rate { count, seconds })),
+        };
+        Call::request(&request).send_routed(&mut self.conn.clone(), self.tryagain_deadline).await?.ok()
     }
 
     /// The organization's fair share as it stands (`DREAMS.LIMIT GET`).
     pub async fn limits(&self) -> Result<OrgLimits> {
-        let reply = Call::new("DREAMS.LIMIT")
-            .arg("GET")
-            .arg(&self.org)
+        let reply = Call::request(&request::LimitGet { org: &self.org })
             .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
             .await?;
         let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
@@ -304,9 +296,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Remove the concurrency cap and rate (`DREAMS.LIMIT CLEAR`); whether
     /// there was one.
     pub async fn clear_limits(&self) -> Result<bool> {
-        Call::new("DREAMS.LIMIT")
-            .arg("CLEAR")
-            .arg(&self.org)
+        Call::request(&request::LimitClear { org: &self.org })
             .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
             .await?
             .flag()

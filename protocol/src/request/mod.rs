@@ -170,6 +170,9 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         dreams::Stats,
         dreams::Pause,
         dreams::Resume,
+        dreams::LimitSet,
+        dreams::LimitGet,
+        dreams::LimitClear,
     );
     None
 }
