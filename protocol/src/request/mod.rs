@@ -11,6 +11,7 @@
 //! request.
 
 pub mod dreams;
+pub mod dryrun;
 pub mod options;
 pub mod town;
 
@@ -173,6 +174,7 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         dreams::LimitSet,
         dreams::LimitGet,
         dreams::LimitClear,
+        dryrun::DryRun,
     );
     None
 }
