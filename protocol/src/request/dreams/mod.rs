@@ -18,6 +18,8 @@ pub mod redrive;
 mod resume;
 mod settle;
 mod stats;
+#[cfg(test)]
+mod tests;
 
 pub use ack::{Ack, AckClause};
 pub use counters::Counters;
