@@ -8,6 +8,7 @@ use crate::commands::{dreams, town};
 use crate::glue::reply::CommandError;
 use dreamtown_protocol::args::{self, Args};
 use dreamtown_protocol::commands as names;
+use dreamtown_protocol::request;
 
 /// The parse step of command `name` (any case) on `argv` (the arguments
 /// after the name): `Ok` if it accepts them, else its error reply. `None`
@@ -79,14 +80,14 @@ pub fn commands() -> Vec<(String, i32)> {
 pub fn shared(which: u8, argv: &[&[u8]]) -> Result<(), String> {
     let mut a = Args::new(argv);
     let result: Result<(), CommandError> = match which % 12 {
-        0 => dreams::organization(&mut a).map(drop),
-        1 => dreams::region(&mut a).map(drop),
-        2 => dreams::trigger(&mut a).map(drop),
-        3 => crate::commands::options::lease_secs(&mut a).map(drop),
-        4 => dreamtown_protocol::request::dreams::Delivery::parse(&mut a).map(drop),
-        5 => dreamtown_protocol::request::town::town(&mut a).map(drop),
-        6 => dreamtown_protocol::request::town::id(&mut a, "agent id").map(drop),
-        7 => dreamtown_protocol::request::town::id(&mut a, "task id").map(drop),
+        0 => request::dreams::organization(&mut a).map(drop),
+        1 => request::dreams::Region::parse(&mut a).map(drop),
+        2 => request::dreams::Trigger::parse(&mut a).map(drop),
+        3 => request::options::lease_secs(&mut a).map(drop),
+        4 => request::dreams::Delivery::parse(&mut a).map(drop),
+        5 => request::town::town(&mut a).map(drop),
+        6 => request::town::id(&mut a, "agent id").map(drop),
+        7 => request::town::id(&mut a, "task id").map(drop),
         8 => crate::town::fields::FieldSet::parse(argv).map(drop).map_err(CommandError::err),
         9 => crate::town::agent::Counter::parse(argv.first().copied().unwrap_or_default())
             .map(drop)

@@ -84,11 +84,6 @@ impl Call {
         self
     }
 
-    /// Append `arg` when `condition` holds.
-    pub(crate) fn arg_if(self, condition: bool, arg: impl redis::ToRedisArgs) -> Self {
-        if condition { self.arg(arg) } else { self }
-    }
-
     /// Send it and wait for the reply. A command the server unblocked
     /// without running it because the node changed role (a failover: the
     /// blocked `DREAMS.DRAIN`/`TOWN.RECV` on the old master) is sent again,
@@ -350,25 +345,16 @@ fn count(value: &Value) -> Option<u64> {
     }
 }
 
-/// A timeout as the decimal seconds blocking commands take, with
-/// millisecond precision, rounding up so that a non-zero timeout never
-/// becomes 0 (which waits forever).
-pub(crate) fn timeout_secs(timeout: std::time::Duration) -> String {
-    let millis = timeout.subsec_nanos().div_ceil(1_000_000);
-    let (secs, millis) =
-        if millis == 1_000 { (timeout.as_secs().saturating_add(1), 0) } else { (timeout.as_secs(), millis) };
-    format!("{secs}.{millis:03}")
-}
-
-/// A timeout in whole milliseconds, rounded up as [`timeout_secs`] rounds
-/// it (a request's `BLOCK`; past `i64::MAX` ms it saturates, which the
+/// A timeout in whole milliseconds, rounded up so that a non-zero timeout
+/// never becomes 0, which waits forever (a request's `BLOCK`; past `i64::MAX` ms it saturates, which the
 /// module refuses as it refuses any timeout that long).
 pub(crate) fn timeout_ms(timeout: std::time::Duration) -> i64 {
     let millis = timeout.as_nanos().div_ceil(1_000_000);
     i64::try_from(millis).unwrap_or(i64::MAX)
 }
 
-/// A lease in seconds, as the module reads [`timeout_secs`] of it: the
+/// A lease in seconds, as the module reads the text the clients write of
+/// it (`dreamtown_protocol::request::options::duration_text`): the
 /// milliseconds rounded up, divided by 1,000 (correctly rounded, as
 /// reading that decimal is).
 pub(crate) fn lease_secs(lease: std::time::Duration) -> f64 {
@@ -420,6 +406,7 @@ mod tests {
 
     #[test]
     fn timeouts_round_up_to_milliseconds() {
+        use dreamtown_protocol::request::options::duration_text as timeout_secs;
         assert_eq!(timeout_secs(std::time::Duration::ZERO), "0.000");
         assert_eq!(timeout_secs(std::time::Duration::from_nanos(1)), "0.001");
         assert_eq!(timeout_secs(std::time::Duration::from_millis(1500)), "1.500");

@@ -19,7 +19,9 @@ use std::fmt::Write;
 use dreamtown::dreams::message::ReadFire;
 use dreamtown::dreams::region::QueueKeys;
 use dreamtown::town::keys::TownKeys;
-use dreamtown_protocol::request::{self, Request, command_line};
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::town;
+use dreamtown_protocol::request::{Request, command_line};
 use redis::Value;
 use serde::Deserialize;
 
@@ -158,32 +160,20 @@ impl Action {
 
     /// The command's arguments.
     pub fn args(&self) -> Vec<String> {
-        let s = |v: &str| v.to_owned();
         match self {
-            Action::Recover(org) => vec![s("DREAMS.RECOVER"), org.clone()],
-            Action::Redrive(org, count) => vec![s("DREAMS.REDRIVE"), org.clone(), s("COUNT"), count.to_string()],
-            Action::Pause(org) => vec![s("DREAMS.PAUSE"), org.clone()],
-            Action::Resume(org) => vec![s("DREAMS.RESUME"), org.clone()],
-            Action::Limits { org, concurrency, rate } => {
-                let mut args = vec![s("DREAMS.LIMIT"), s("SET"), org.clone()];
-                match concurrency {
-                    Some(Some(n)) => args.extend([s("CONCURRENCY"), n.to_string()]),
-                    Some(None) => args.extend([s("CONCURRENCY"), s("NONE")]),
-                    None => {}
-                }
-                match rate {
-                    Some(Some((count, secs))) => args.extend([s("RATE"), count.to_string(), secs.to_string()]),
-                    Some(None) => args.extend([s("RATE"), s("NONE")]),
-                    None => {}
-                }
-                args
-            }
-            Action::ClearLimits(org) => vec![s("DREAMS.LIMIT"), s("CLEAR"), org.clone()],
-            Action::Requeue(town, agent) => request_args(&request::town::Requeue { town, agent }),
-            Action::Stop(town, agent, ttl) => {
-                request_args(&request::town::StopRequest { town, agent, ttl_secs: Some(*ttl) })
-            }
-            Action::ClearStop(town, agent) => request_args(&request::town::StopClear { town, agent }),
+            Action::Recover(org) => words(&request::Recover { org }),
+            Action::Redrive(org, count) => words(&request::Redrive { org, count: Some(*count) }),
+            Action::Pause(org) => words(&request::Pause { org }),
+            Action::Resume(org) => words(&request::Resume { org }),
+            Action::Limits { org, concurrency, rate } => words(&request::LimitSet {
+                org,
+                concurrency: *concurrency,
+                rate: rate.map(|rate| rate.map(|(count, seconds)| request::Rate { count, seconds })),
+            }),
+            Action::ClearLimits(org) => words(&request::LimitClear { org }),
+            Action::Requeue(town, agent) => words(&town::Requeue { town, agent }),
+            Action::Stop(town, agent, ttl) => words(&town::StopRequest { town, agent, ttl_secs: Some(*ttl) }),
+            Action::ClearStop(town, agent) => words(&town::StopClear { town, agent }),
         }
     }
 
@@ -424,9 +414,9 @@ pub fn confirm_form(form: &ActionForm, csrf: &str, back: &str) -> String {
     out
 }
 
-/// `request`'s command line as the protocol writes it, as text (every
-/// argument of an action is text).
-fn request_args<'a, R: Request<'a>>(request: &R) -> Vec<String> {
+/// A request's whole command line, as text (each argument as the protocol
+/// writes it).
+fn words<'a, R: Request<'a>>(request: &R) -> Vec<String> {
     command_line(request).into_iter().map(|arg| String::from_utf8_lossy(&arg).into_owned()).collect()
 }
 

@@ -505,9 +505,7 @@ fn set_figures(stats: &mut Option<Fields>, error: &mut Option<String>, value: &V
 
 /// `DREAMS.STATS <org>`.
 pub fn stats_cmd(org: &str) -> redis::Cmd {
-    let mut cmd = redis::cmd("DREAMS.STATS");
-    cmd.arg(org);
-    cmd
+    crate::org::command(&dreamtown_protocol::request::dreams::Stats { org })
 }
 
 /// `TOWN.STATS <town> [<agent>]`.

@@ -10,6 +10,8 @@ use std::fmt::Write;
 
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::region::QueueKeys;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::{Request, command_line};
 use redis::Value;
 use serde::Deserialize;
 
@@ -112,11 +114,18 @@ pub struct Item {
     pub counters: Option<Fields>,
 }
 
+/// `request`'s command, as the protocol writes it.
+pub fn command<'a, R: Request<'a>>(request: &R) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for arg in command_line(request) {
+        cmd.arg(arg);
+    }
+    cmd
+}
+
 /// `DREAMS.INFLIGHT <org> LIMIT <offset> <count>`.
 pub fn inflight_cmd(org: &str, offset: u64, count: u64) -> redis::Cmd {
-    let mut cmd = redis::cmd("DREAMS.INFLIGHT");
-    cmd.arg(org).arg("LIMIT").arg(offset).arg(count);
-    cmd
+    command(&request::Inflight { org, limit: Some(request::Page { offset, count }) })
 }
 
 /// Read the page's figures and list.
@@ -144,7 +153,8 @@ pub async fn load(backend: &Backend, directory: &Directory, query: &OrgQuery) ->
                 }
             });
             for (memory_type, project) in &regions {
-                cmds.push(redis::cmd("DREAMS.COUNTERS").arg(org).arg(project).arg(*memory_type).clone());
+                let region = request::Region { org, project: project.as_bytes(), memory_type: *memory_type };
+                cmds.push(command(&request::Counters { region }));
             }
         }
     }

@@ -417,7 +417,11 @@ async fn scrape_node(
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for org in chunk {
-            pipe.cmd("DREAMS.STATS").arg(org);
+            let mut cmd = redis::Cmd::new();
+            for arg in command_line(&dreamtown_protocol::request::dreams::Stats { org }) {
+                cmd.arg(arg);
+            }
+            pipe.add_command(cmd);
         }
         let replies: Vec<Value> = pipe.query_async(con).await?;
         for (org, reply) in chunk.iter().zip(&replies) {

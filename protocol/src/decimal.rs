@@ -1,6 +1,6 @@
 //! Decimal integers read straight from argument or stored bytes, defined
-//! once for the argument reader ([`crate::args`]) and the module's cores
-//! that read back what the module wrote (its limits, `dreamtown::dreams::limits`).
+//! once for the argument reader (`args`) and the module's cores that read
+//! back what the module wrote (an organization's stored limits).
 
 /// Parse a decimal unsigned integer (digits only) no larger than `max`.
 /// Read straight from the bytes (no UTF-8 pass and `str::parse`: every

@@ -26,6 +26,8 @@ use crate::glue::acl;
 use crate::glue::command::{self, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
+use dreamtown_protocol::request::dryrun::DryRun;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -44,12 +46,10 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// The parse step: the user and the call (its command name first).
+/// The parse step ([`DryRun`]): the user and the call (its command name first).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a [u8], &'a [&'a [u8]]), CommandError> {
-    match argv {
-        [user, inner @ ..] if !inner.is_empty() => Ok((user, inner)),
-        _ => Err(CommandError::err("wrong number of arguments for 'acl|dryrun' command")),
-    }
+    let request = DryRun::parse(argv)?;
+    Ok((request.user, request.call))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

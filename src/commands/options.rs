@@ -1,6 +1,5 @@
-//! The docs of the options several commands take (`COUNT`, `LEASE`), and
-//! the option readers both families share (defined once, in
-//! `dreamtown_protocol::request::options`).
+//! The docs of the options several commands take (`COUNT`, `LEASE`); their
+//! readers are the protocol's (`dreamtown_protocol::request::options`).
 
 use crate::glue::command::{Arg, ArgKind};
 
@@ -9,5 +8,3 @@ pub const COUNT_ARG: Arg = Arg::new("count", ArgKind::Integer).token("COUNT").op
 
 /// `[LEASE secs]`, for docs.
 pub const LEASE_ARG: Arg = Arg::new("secs", ArgKind::Double).token("LEASE").optional();
-
-pub use dreamtown_protocol::request::options::{given_twice, lease_secs, once, unknown_option};

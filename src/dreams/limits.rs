@@ -21,15 +21,10 @@
 
 use dreamtown_protocol::decimal::{parse_signed, parse_unsigned};
 
-/// The largest concurrency cap.
-pub const CONCURRENCY_MAX: u64 = u32::MAX as u64;
-/// The largest count of a rate.
-pub const RATE_COUNT_MAX: u64 = 1_000_000_000;
-/// The longest period of a rate, in seconds (a year).
-pub const RATE_SECONDS_MAX: u64 = 31_536_000;
-/// The fastest rate, in items per second: the interval between items is
-/// then 1,000 ns, so its rounding to whole nanoseconds stays below 0.1%.
-pub const RATE_PER_SECOND_MAX: u64 = 1_000_000;
+// The bounds of a fair share, which `DREAMS.LIMIT SET` reads against too.
+pub use dreamtown_protocol::request::dreams::limit::{
+    CONCURRENCY_MAX, RATE_COUNT_MAX, RATE_PER_SECOND_MAX, RATE_SECONDS_MAX,
+};
 
 const NS_PER_SEC: i64 = 1_000_000_000;
 const NS_PER_MS: i64 = 1_000_000;
@@ -46,18 +41,10 @@ pub struct Rate {
 impl Rate {
     /// A rate, if within the bounds (count and seconds at least 1, at most
     /// [`RATE_COUNT_MAX`] and [`RATE_SECONDS_MAX`], no faster than
-    /// [`RATE_PER_SECOND_MAX`]).
+    /// [`RATE_PER_SECOND_MAX`]): the protocol's check, which `DREAMS.LIMIT
+    /// SET` makes.
     pub fn new(count: u64, seconds: u64) -> Result<Self, String> {
-        if !(1..=RATE_COUNT_MAX).contains(&count) {
-            return Err(format!("rate count must be an integer from 1 to {RATE_COUNT_MAX}"));
-        }
-        if !(1..=RATE_SECONDS_MAX).contains(&seconds) {
-            return Err(format!("rate seconds must be an integer from 1 to {RATE_SECONDS_MAX}"));
-        }
-        if count > seconds.saturating_mul(RATE_PER_SECOND_MAX) {
-            return Err(format!("rate must be at most {RATE_PER_SECOND_MAX} items per second"));
-        }
-        Ok(Self { count, seconds })
+        dreamtown_protocol::request::dreams::Rate::new(count, seconds).map(Self::from)
     }
 
     /// The time between two items at the long-run rate (ns, ≥ 1,000).
@@ -70,6 +57,13 @@ impl Rate {
     /// TAT may be while an item can still go (`count` intervals).
     fn window_ns(&self) -> i64 {
         self.interval_ns().saturating_mul(self.count as i64)
+    }
+}
+
+impl From<dreamtown_protocol::request::dreams::Rate> for Rate {
+    fn from(given: dreamtown_protocol::request::dreams::Rate) -> Self {
+        let dreamtown_protocol::request::dreams::Rate { count, seconds } = given;
+        Self { count, seconds }
     }
 }
 

@@ -6,6 +6,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use dreamtown_protocol::request::dreams::quiet::{utc_offset, QuietWindow};
+
 /// The default backlog at which quiet hours stop reordering.
 pub const QUIET_HOURS_BACKLOG_MIN: u64 = 32;
 
@@ -45,28 +47,18 @@ impl Default for QuietHours {
 impl FromStr for QuietHours {
     type Err = QuietHoursError;
 
-    /// Parse `HH-HH` with two-digit hours, start ≠ end.
+    /// Parse `HH-HH` with two-digit hours, start ≠ end (the protocol's
+    /// reader: `DREAMS.DRAIN ... QUIET` refuses the same texts).
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let (start, end) = value.split_once('-').ok_or(QuietHoursError("quiet hours must use START-END"))?;
-        if start.len() != 2 || end.len() != 2 {
-            return Err(QuietHoursError("quiet hours must use two-digit UTC hours"));
-        }
-        let start_hour = parse_hour(start)?;
-        let end_hour = parse_hour(end)?;
-        if start_hour == end_hour {
-            return Err(QuietHoursError("quiet window must not be empty"));
-        }
-        Ok(Self { start_hour, end_hour, enabled: true, utc_offset_minutes: 0 })
+        let window = QuietWindow::parse(value).map_err(QuietHoursError)?;
+        Ok(Self::from(window))
     }
 }
 
-fn parse_hour(digits: &str) -> Result<u8, QuietHoursError> {
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(QuietHoursError("quiet hours must be numbers"));
-    }
-    match digits.parse::<u8>() {
-        Ok(hour) if hour < 24 => Ok(hour),
-        _ => Err(QuietHoursError("hours must be 00-23")),
+impl From<QuietWindow> for QuietHours {
+    /// The window, enabled, at UTC.
+    fn from(window: QuietWindow) -> Self {
+        Self { start_hour: window.start_hour, end_hour: window.end_hour, enabled: true, utc_offset_minutes: 0 }
     }
 }
 
@@ -136,11 +128,7 @@ impl QuietHours {
 
 /// Validate a UTC offset in minutes.
 pub fn check_utc_offset(offset: i64) -> Result<i16, QuietHoursError> {
-    if (-1439..=1439).contains(&offset) {
-        Ok(offset as i16)
-    } else {
-        Err(QuietHoursError("UTC offset out of range (-1439..1439 minutes)"))
-    }
+    utc_offset(offset).map_err(QuietHoursError)
 }
 
 #[cfg(test)]

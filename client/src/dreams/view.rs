@@ -12,13 +12,15 @@ use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
 use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
-use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::error::CommandError;
+use dreamtown_protocol::request::dreams::{self as request, quiet::QuietWindow};
+use dreamtown_protocol::request::options::{Timeout, lease_from_duration};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{
     AcknowledgeOutcome, DeliveryFence, DrainRate, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
 };
-use crate::call::{Call, Reply, timeout_secs};
+use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
 use crate::lease::{Held, renew_period};
 
@@ -41,13 +43,6 @@ impl Verdict {
     /// `Success` for `true`, `Failure` for `false` (for code that has a bool).
     pub fn from_success(success: bool) -> Self {
         if success { Self::Success } else { Self::Failure }
-    }
-
-    fn word(self) -> &'static str {
-        match self {
-            Self::Success => "SUCCESS",
-            Self::Failure => "FAILURE",
-        }
     }
 }
 
@@ -168,7 +163,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// ceiling (`DREAMS.FIRE <org> <project> <type> NODE <node>`).
     pub async fn fire(&self, region: &RegionKey, node: &str) -> Result<FireOutcome> {
         self.ensure_region(region)?;
-        let reply = self.send(region_call("DREAMS.FIRE", region).arg("NODE").arg(node)).await?;
+        let request = request::Fire { region: region.into(), node: Some(node) };
+        let reply = self.send(Call::request(&request)).await?;
         match reply.word()? {
             "queued" => Ok(FireOutcome::Queued),
             "dropped" => Ok(FireOutcome::Dropped),
@@ -208,7 +204,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         let Some(payload) = &fire.queued_payload else {
             return Ok(false);
         };
-        self.send(Call::new("DREAMS.EXTEND").arg(&self.org).arg(payload).arg(timeout_secs(lease))).await?.flag()
+        let lease_secs = lease_from_duration(lease).map_err(refused)?;
+        let request = request::Extend { org: &self.org, payload: payload.as_bytes(), lease_secs };
+        self.send(Call::request(&request)).await?.flag()
     }
 
     /// Run `work` while keeping `fire`'s lease alive, extended by `lease`
@@ -231,12 +229,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Requeue every fire left in flight by a dead owner (`DREAMS.RECOVER`);
     /// how many moved.
     pub async fn recover(&self) -> Result<u64> {
-        self.send(Call::new("DREAMS.RECOVER").arg(&self.org)).await?.count()
+        self.send(Call::request(&request::Recover { org: &self.org })).await?.count()
     }
 
     /// Ready, deferred and in-flight lengths (`DREAMS.LEN`).
     pub async fn lengths(&self) -> Result<QueueLengths> {
-        let [ready, deferred, processing] = self.send(Call::new("DREAMS.LEN").arg(&self.org)).await?.counts::<3>()?;
+        let request = request::Len { org: &self.org };
+        let [ready, deferred, processing] = self.send(Call::request(&request)).await?.counts::<3>()?;
         Ok(QueueLengths { ready, deferred, processing })
     }
 
@@ -247,7 +246,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
 
     pub(crate) async fn stored_counters(&self, region: &RegionKey) -> Result<RegionCounters> {
         self.ensure_region(region)?;
-        let reply = self.send(region_call("DREAMS.COUNTERS", region)).await?;
+        let reply = self.send(Call::request(&request::Counters { region: region.into() })).await?;
         let pairs = reply.pairs()?;
         let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| value.clone());
         RegionCounters::parse(field).map_err(|_| reply.unexpected())
@@ -259,25 +258,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         if change == LimitChange::default() {
             return Err(Error::InvalidArgument("a limit change needs a concurrency or a rate"));
         }
-        let mut call = Call::new("DREAMS.LIMIT").arg("SET").arg(&self.org);
-        match change.concurrency {
-            Some(Some(cap)) => call = call.arg("CONCURRENCY").arg(cap),
-            Some(None) => call = call.arg("CONCURRENCY").arg("NONE"),
-            None => {}
-        }
-        match change.rate {
-            Some(Some(rate)) => call = call.arg("RATE").arg(rate.count).arg(rate.seconds),
-            Some(None) => call = call.arg("RATE").arg("NONE"),
-            None => {}
-        }
-        call.send_routed(&mut self.conn.clone(), self.tryagain_deadline).await?.ok()
+        let request = request::LimitSet {
+            org: &self.org,
+            concurrency: change.concurrency,
+            rate: change.rate.map(|rate| rate.map(|DrainRate { count, seconds }| request::Rate { count, seconds })),
+        };
+        Call::request(&request).send_routed(&mut self.conn.clone(), self.tryagain_deadline).await?.ok()
     }
 
     /// The organization's fair share as it stands (`DREAMS.LIMIT GET`).
     pub async fn limits(&self) -> Result<OrgLimits> {
-        let reply = Call::new("DREAMS.LIMIT")
-            .arg("GET")
-            .arg(&self.org)
+        let reply = Call::request(&request::LimitGet { org: &self.org })
             .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
             .await?;
         let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
@@ -305,9 +296,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Remove the concurrency cap and rate (`DREAMS.LIMIT CLEAR`); whether
     /// there was one.
     pub async fn clear_limits(&self) -> Result<bool> {
-        Call::new("DREAMS.LIMIT")
-            .arg("CLEAR")
-            .arg(&self.org)
+        Call::request(&request::LimitClear { org: &self.org })
             .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
             .await?
             .flag()
@@ -316,26 +305,35 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Hand out nothing until [`resume`](Self::resume) (`DREAMS.PAUSE`);
     /// whether it was running.
     pub async fn pause(&self) -> Result<bool> {
-        self.send(Call::new("DREAMS.PAUSE").arg(&self.org)).await?.flag()
+        self.send(Call::request(&request::Pause { org: &self.org })).await?.flag()
     }
 
     /// End a pause (`DREAMS.RESUME`); whether it was paused.
     pub async fn resume(&self) -> Result<bool> {
-        self.send(Call::new("DREAMS.RESUME").arg(&self.org)).await?.flag()
+        self.send(Call::request(&request::Resume { org: &self.org })).await?.flag()
     }
 
-    /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`.
-    fn drain_call(&self, wait: Duration, lease: Option<Duration>) -> Call {
-        let call = Call::new("DREAMS.DRAIN").arg(&self.org).arg(timeout_secs(wait));
-        let call = if self.quiet_hours.enabled {
-            call.arg("QUIET").arg(self.quiet_hours.to_string()).arg("OFFSET").arg(self.quiet_hours.utc_offset_minutes)
-        } else {
-            call.arg("NOQUIET")
+    /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`; a
+    /// wait or lease the module would refuse is refused here, in its words.
+    fn drain_request(&self, wait: Duration, lease: Option<Duration>) -> Result<request::Drain<'_>> {
+        let quiet = match self.quiet_hours.enabled {
+            true => request::Quiet::Given {
+                window: Some(QuietWindow {
+                    start_hour: self.quiet_hours.start_hour,
+                    end_hour: self.quiet_hours.end_hour,
+                }),
+                offset: Some(self.quiet_hours.utc_offset_minutes),
+            },
+            false => request::Quiet::Off,
         };
-        match lease {
-            Some(lease) => call.arg("LEASE").arg(timeout_secs(lease)),
-            None => call,
-        }
+        Ok(request::Drain {
+            org: &self.org,
+            timeout: Timeout::from_duration(wait).map_err(refused)?,
+            quiet,
+            lease: lease.map(lease_from_duration).transpose().map_err(refused)?,
+            count: None,
+            ack: None,
+        })
     }
 
     /// A drain's reply: one payload, or nil on timeout.
@@ -438,11 +436,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Settle<'_, C> {
     pub async fn send(self) -> Result<()> {
         self.dreams.ensure_region(self.region)?;
         check_fence(self.event_id, self.generation)?;
-        let call = region_call("DREAMS.SETTLE", self.region)
-            .arg(self.event_id)
-            .arg(self.generation)
-            .arg_if(self.retain, "RETAIN");
-        self.dreams.send(call).await?.ok()
+        let request = request::Settle {
+            region: self.region.into(),
+            event_id: self.event_id.as_bytes(),
+            // The module reads a generation above i64::MAX as i64::MAX.
+            generation: i64::try_from(self.generation).unwrap_or(i64::MAX),
+            retain: self.retain,
+        };
+        self.dreams.send(Call::request(&request)).await?.ok()
     }
 }
 
@@ -470,15 +471,20 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Ack<'a, C> {
         let Some(payload) = &self.fire.queued_payload else {
             return Ok(AcknowledgeOutcome::Stale);
         };
-        let call = Call::new("DREAMS.ACK")
-            .arg(&self.dreams.org)
-            .arg(payload)
-            .arg(self.verdict.word())
-            .arg("NODE")
-            .arg(self.node);
-        let reply = self.dreams.send(with_trigger(call, self.trigger)).await?;
+        let request = request::Ack { org: &self.dreams.org, clause: self.clause(payload) };
+        let reply = self.dreams.send(Call::request(&request)).await?;
         let (word, memories, edges) = reply.counted()?;
         AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))
+    }
+
+    /// `<payload> SUCCESS|FAILURE NODE <node> TRIGGER ...`.
+    fn clause(&self, payload: &'a str) -> request::AckClause<'a> {
+        request::AckClause {
+            payload: payload.as_bytes(),
+            success: self.verdict == Verdict::Success,
+            node: Some(self.node),
+            trigger: Some(self.trigger.into()),
+        }
     }
 
     /// The worker loop's one round trip: this acknowledgement, then a drain
@@ -514,9 +520,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AckAndDrain<'_, C> {
         let Some(payload) = &ack.fire.queued_payload else {
             return Ok((AcknowledgeOutcome::Stale, Drain { dreams, wait, lease }.send().await?));
         };
-        let call =
-            dreams.drain_call(wait, lease).arg("ACK").arg(payload).arg(ack.verdict.word()).arg("NODE").arg(ack.node);
-        let (acked, drained) = dreams.send(with_trigger(call, ack.trigger)).await?.halves()?;
+        let request = request::Drain { ack: Some(ack.clause(payload)), ..dreams.drain_request(wait, lease)? };
+        let (acked, drained) = dreams.send(Call::request(&request)).await?.halves()?;
         let (word, memories, edges) = acked.counted()?;
         let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
         Ok((outcome, dreams.drained(&drained)?))
@@ -541,32 +546,30 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Drain<'_, C> {
 
     /// Send it: the next fire, or `None` when the wait ran out.
     pub async fn send(self) -> Result<Option<FireMessage>> {
-        let reply = self.dreams.send(self.dreams.drain_call(self.wait, self.lease)).await?;
+        let request = self.dreams.drain_request(self.wait, self.lease)?;
+        let reply = self.dreams.send(Call::request(&request)).await?;
         self.dreams.drained(&reply)
     }
 
     /// Up to `count` fires in one call (`COUNT <n>`), in the order single
     /// drains would hand them out; empty when the wait ran out.
     pub async fn batch(self, count: u32) -> Result<Vec<FireMessage>> {
-        let call = self.dreams.drain_call(self.wait, self.lease).arg("COUNT").arg(count.max(1));
-        let reply = self.dreams.send(call).await?;
+        let request = request::Drain {
+            count: Some(u64::from(count.max(1))),
+            ..self.dreams.drain_request(self.wait, self.lease)?
+        };
+        let reply = self.dreams.send(Call::request(&request)).await?;
         let payloads = reply.optional_bulks()?.unwrap_or_default();
         payloads.iter().map(|payload| self.dreams.fire_of(payload)).collect()
     }
 }
 
-/// `<name> <org> <project> <memory-type>`.
-fn region_call(name: &'static str, region: &RegionKey) -> Call {
-    Call::new(name).arg(&region.org).arg(&region.project).arg(region.memory_type)
-}
-
-/// `... TRIGGER <memories> <edges> <min-interval-secs> <age-floor-secs>`.
-fn with_trigger(call: Call, trigger: Trigger) -> Call {
-    call.arg("TRIGGER")
-        .arg(trigger.memory_threshold)
-        .arg(trigger.edge_threshold)
-        .arg(trigger.min_interval_secs)
-        .arg(trigger.age_floor_secs)
+/// An argument the module would refuse, refused before sending with the
+/// error the server would have answered (the protocol's words).
+fn refused(error: CommandError) -> Error {
+    let message = error.message();
+    let (code, detail) = message.split_once(' ').unwrap_or((message, ""));
+    Error::Server { code: code.to_owned(), message: detail.to_owned() }
 }
 
 fn snapshot(memories: u32, edges: u32) -> RegionWriteCounters {
@@ -596,11 +599,5 @@ mod tests {
         assert!(check_fence("", 1).is_err());
         assert!(check_fence("e", 0).is_err());
         assert!(check_fence("e", 1).is_ok());
-    }
-
-    #[test]
-    fn verdicts_are_the_command_words() {
-        assert_eq!(Verdict::from_success(true).word(), "SUCCESS");
-        assert_eq!(Verdict::Failure.word(), "FAILURE");
     }
 }

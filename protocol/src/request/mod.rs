@@ -11,8 +11,8 @@
 //! request.
 
 pub mod dreams;
+pub mod dryrun;
 pub mod options;
-pub mod timeout;
 pub mod town;
 
 use crate::error::CommandError;
@@ -190,6 +190,23 @@ pub fn round_trip(words: &[&str], argv: &[&[u8]]) -> Option<Result<bool, String>
         town::StopRequest,
         town::StopCheck,
         town::StopClear,
+        dreams::Fire,
+        dreams::Ack,
+        dreams::Drain,
+        dreams::Settle,
+        dreams::Recover,
+        dreams::Redrive,
+        dreams::Len,
+        dreams::Counters,
+        dreams::Extend,
+        dreams::Inflight,
+        dreams::Stats,
+        dreams::Pause,
+        dreams::Resume,
+        dreams::LimitSet,
+        dreams::LimitGet,
+        dreams::LimitClear,
+        dryrun::DryRun,
     );
     None
 }

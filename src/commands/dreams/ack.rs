@@ -2,9 +2,8 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::{counted_reply, node, organization, trigger, NODE_ARG, TRIGGER_ARG};
+use super::{counted_reply, NODE_ARG, TRIGGER_ARG};
 use crate::commands::dreams::settings;
-use crate::commands::options::{once, unknown_option};
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::lease::LeaseAwareQueue;
 use crate::dreams::message::ReadFire;
@@ -19,7 +18,8 @@ use crate::metrics::count;
 use crate::services::{limits_index, waiters};
 use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
 use crate::stores::leases::RedisLeases;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -41,11 +41,11 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// The parse step (the payload is read when the request is applied).
+/// The parse step ([`request::Ack`]; the payload is read when the
+/// request is applied).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<AckRequest<'a>, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    parse_clause(&mut args, org)
+    let request = request::Ack::parse(argv)?;
+    Ok(AckRequest::new(request.org, request.clause))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
@@ -69,25 +69,15 @@ pub struct AckRequest<'a> {
     thresholds: Option<Trigger>,
 }
 
-/// Read `<payload> SUCCESS|FAILURE [NODE <id>] [TRIGGER ...]` to the end
-/// of `args`, for organization `org`. The payload is read (and refused if
-/// it is not a fire of `org`) when the request is applied, before any write.
-pub fn parse_clause<'a>(args: &mut Args<'a>, org: &'a str) -> Result<AckRequest<'a>, CommandError> {
-    let payload = args.required("payload")?;
-    let success = match args.option_in(&["SUCCESS", "FAILURE"]) {
-        Some(Ok("SUCCESS")) => true,
-        Some(Ok(_)) => false,
-        _ => return Err(CommandError::err("the result must be SUCCESS or FAILURE")),
-    };
-    let (mut fired_by, mut thresholds) = (None, None);
-    while let Some(option) = args.option_in(&["NODE", "TRIGGER"]) {
-        match option {
-            Ok("NODE") => once(&mut fired_by, node(args)?, "NODE")?,
-            Ok(_) => once(&mut thresholds, trigger(args)?, "TRIGGER")?,
-            Err(other) => return Err(unknown_option(&other)),
-        }
+impl<'a> AckRequest<'a> {
+    /// The acknowledgement `clause` for organization `org` (`DREAMS.ACK`'s,
+    /// or the `ACK` clause of `DREAMS.DRAIN`). The payload is read (and
+    /// refused if it is not a fire of `org`) when the request is applied,
+    /// before any write.
+    pub fn new(org: &'a str, clause: request::AckClause<'a>) -> Self {
+        let request::AckClause { payload, success, node, trigger } = clause;
+        Self { org, payload, success, fired_by: node, thresholds: trigger.map(Trigger::from) }
     }
-    Ok(AckRequest { org, payload, success, fired_by, thresholds })
 }
 
 /// Apply `request`: every key it may touch is checked (ACL) before any

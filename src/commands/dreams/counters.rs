@@ -2,14 +2,14 @@
 //! fields as field/value pairs, a map in RESP3 (empty if the region was
 //! never written).
 
-use super::region;
-use crate::dreams::region::RegionKey;
+use crate::dreams::region::{RegionKey, RegionRef};
 use crate::entry::entry_point;
 use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisRegion;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -23,12 +23,10 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &super::REGION_ARGS,
 };
 
-/// The parse step.
+/// The parse step ([`request::Counters`]).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<RegionKey, CommandError> {
-    let mut args = Args::new(argv);
-    let region = region(&mut args)?;
-    args.end()?;
-    Ok(region)
+    let request = request::Counters::parse(argv)?;
+    Ok(RegionRef::from(request.region).to_key())
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

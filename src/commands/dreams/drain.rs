@@ -45,12 +45,12 @@
 //! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest, Acknowledged};
-use super::{acked_then_drained, organization, NODE_ARG, TRIGGER_ARG};
+use super::{acked_then_drained, NODE_ARG, TRIGGER_ARG};
 use crate::commands::dreams::settings;
-use crate::commands::options::{given_twice, lease_secs, unknown_option, COUNT_ARG, LEASE_ARG};
+use crate::commands::options::{COUNT_ARG, LEASE_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
 use crate::dreams::limits::{Allowance, Throttle};
-use crate::dreams::quiet::{check_utc_offset, QuietHours};
+use crate::dreams::quiet::QuietHours;
 use crate::dreams::region::{QueueKey, QueueKeys};
 use crate::dreams::store::QueueAppend;
 use crate::entry::entry_point;
@@ -73,7 +73,8 @@ use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams::{self as request, Quiet};
+use dreamtown_protocol::request::Request;
 use std::os::raw::c_int;
 
 /// The command.
@@ -117,10 +118,6 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// The largest `COUNT`: one call's batch stays small next to the main
-/// thread's other work.
-const COUNT_MAX: u64 = 1000;
-
 pub(crate) struct DrainRequest<'a> {
     org: &'a str,
     timeout_ms: i64,
@@ -134,67 +131,30 @@ pub(crate) struct DrainRequest<'a> {
     ack: Option<(AckRequest<'a>, usize)>,
 }
 
-/// The parse step.
+/// The parse step ([`request::Drain`]), the module's settings filling in
+/// what the call leaves out (quiet hours, lease).
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<DrainRequest<'a>, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    let timeout_ms = args.timeout_ms()?;
-    let mut window: Option<QuietHours> = None;
-    let mut offset: Option<i16> = None;
-    let mut no_quiet = false;
-    let mut lease = None;
-    let mut count = None;
-    let mut ack = None;
-    const OPTIONS: [&str; 6] = ["COUNT", "ACK", "QUIET", "OFFSET", "NOQUIET", "LEASE"];
-    while let Some(option) = args.option_in(&OPTIONS) {
-        let option = option.map_err(|other| unknown_option(&other))?;
-        match option {
-            "COUNT" if count.is_none() => {
-                count = Some(args.unsigned_in("count", 1, COUNT_MAX)?);
-            }
-            "ACK" => {
-                let at = args.position().saturating_sub(1);
-                // The clause runs to the end of the arguments.
-                ack = Some((ack::parse_clause(&mut args, org)?, at));
-            }
-            "QUIET" if window.is_none() => {
-                let text = args.text("quiet window")?;
-                let parsed: QuietHours =
-                    text.parse().map_err(|e| CommandError::err(format_args!("invalid quiet window '{text}': {e}")))?;
-                window = Some(parsed);
-            }
-            "OFFSET" if offset.is_none() => {
-                let minutes = args.signed("UTC offset (minutes)", -1439, 1439)?;
-                offset = Some(check_utc_offset(minutes).map_err(CommandError::err)?);
-            }
-            "NOQUIET" => no_quiet = true,
-            "LEASE" if lease.is_none() => lease = Some(lease_secs(&mut args)?),
-            _ => return Err(given_twice(option)),
+    let request = request::Drain::parse(argv)?;
+    let quiet = match request.quiet {
+        Quiet::Off => QuietHours::none(),
+        Quiet::Given { window: Some(window), offset: Some(offset) } => {
+            QuietHours { utc_offset_minutes: offset, ..QuietHours::from(window) }
         }
-    }
-    if no_quiet && (window.is_some() || offset.is_some()) {
-        return Err(CommandError::err("NOQUIET cannot be combined with QUIET or OFFSET"));
-    }
-    let quiet = match (no_quiet, window, offset) {
-        (true, _, _) => QuietHours::none(),
-        (false, Some(mut window), Some(offset)) => {
-            window.utc_offset_minutes = offset;
-            window
-        }
-        (false, window, offset) => {
+        Quiet::Given { window, offset } => {
             let configured = settings::quiet_hours();
-            let mut quiet = window.unwrap_or(configured);
+            let mut quiet = window.map_or(configured, QuietHours::from);
             quiet.utc_offset_minutes = offset.unwrap_or(configured.utc_offset_minutes);
             quiet
         }
     };
+    let at = request.ack_at(argv.len());
     Ok(DrainRequest {
-        org,
-        timeout_ms,
+        org: request.org,
+        timeout_ms: request.timeout.ms,
         policy: DrainPolicy { quiet, backlog_min: settings::quiet_backlog_min(), queue_max: settings::queue_max() },
-        lease: lease.or_else(settings::lease_secs),
-        count,
-        ack,
+        lease: request.lease.or_else(settings::lease_secs),
+        count: request.count,
+        ack: request.ack.map(|clause| (AckRequest::new(request.org, clause), at)),
     })
 }
 

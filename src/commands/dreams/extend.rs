@@ -3,8 +3,6 @@
 //! the payload is leased to no one (acknowledged, or its lease ran out and
 //! it went back to ready).
 
-use super::organization;
-use crate::commands::options::lease_secs;
 use crate::entry::entry_point;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
@@ -12,7 +10,8 @@ use crate::glue::session::Session;
 use crate::lease::{deadline, extend};
 use crate::stores::dreams::leases;
 use crate::stores::leases::RedisLeases;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -26,14 +25,10 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org"), Arg::new("payload", ArgKind::String), Arg::new("secs", ArgKind::Double)],
 };
 
-/// The parse step: organization, payload, lease seconds.
+/// The parse step ([`request::Extend`]): organization, payload, lease seconds.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a str, &'a [u8], f64), CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    let payload = args.required("payload")?;
-    let secs = lease_secs(&mut args)?;
-    args.end()?;
-    Ok((org, payload, secs))
+    let request = request::Extend::parse(argv)?;
+    Ok((request.org, request.payload, request.lease_secs))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -1,9 +1,8 @@
 //! `DREAMS.FIRE <org> <project> <memory-type> [NODE <id>]`: queue an
 //! explicit fire of a region under the ceiling. Reply `queued` or `dropped`.
 
-use super::{node, region_ref, DEFAULT_NODE, NODE_ARG, REGION_ARGS};
+use super::{DEFAULT_NODE, NODE_ARG, REGION_ARGS};
 use crate::commands::dreams::settings;
-use crate::commands::options::{once, unknown_option};
 use crate::dreams::fire::{fire, FireOutcome};
 use crate::dreams::message::FireIdText;
 use crate::dreams::region::RegionRef;
@@ -14,7 +13,8 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::FireQueue;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -28,18 +28,10 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[REGION_ARGS[0], REGION_ARGS[1], REGION_ARGS[2], NODE_ARG],
 };
 
-/// The parse step: the region and the `NODE`, if given.
+/// The parse step ([`request::Fire`]): the region and the `NODE`, if given.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionRef<'a>, Option<&'a str>), CommandError> {
-    let mut args = Args::new(argv);
-    let region = region_ref(&mut args)?;
-    let mut fired_by = None;
-    while let Some(option) = args.option() {
-        match option.as_str() {
-            "NODE" => once(&mut fired_by, node(&mut args)?, "NODE")?,
-            other => return Err(unknown_option(other)),
-        }
-    }
-    Ok((region, fired_by))
+    let request = request::Fire::parse(argv)?;
+    Ok((request.region.into(), request.node))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

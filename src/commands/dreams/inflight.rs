@@ -5,7 +5,6 @@
 //! 100,000 items in flight without a reply of them all. Expired items
 //! back in ready are not in flight and not listed.
 
-use super::organization;
 use crate::entry::entry_point;
 use crate::glue::access::Read;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
@@ -14,7 +13,8 @@ use crate::glue::session::Session;
 use crate::lease::EXPIRED;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -35,20 +35,12 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// The largest offset and count `LIMIT` takes.
-const LIMIT_MAX: u64 = i64::MAX as u64;
-
-/// What to list: `(org, offset, count)`.
+/// What to list ([`request::Inflight`]): `(org, offset, count)`, every
+/// item without `LIMIT`.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a str, u64, u64), CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    let (mut offset, mut count) = (0, u64::MAX);
-    if args.keyword("LIMIT") {
-        offset = args.unsigned("offset", LIMIT_MAX)?;
-        count = args.unsigned("count", LIMIT_MAX)?;
-    }
-    args.end()?;
-    Ok((org, offset, count))
+    let request = request::Inflight::parse(argv)?;
+    let request::Page { offset, count } = request.limit.unwrap_or(request::Page { offset: 0, count: u64::MAX });
+    Ok((request.org, offset, count))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -1,12 +1,12 @@
 //! `DREAMS.LEN <org>`: `[ready, deferred, processing]` lengths.
 
-use super::organization;
 use crate::entry::entry_point;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -20,12 +20,9 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-/// The parse step.
+/// The parse step ([`request::Len`]): the organization.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    args.end()?;
-    Ok(org)
+    request::Len::parse(argv).map(|request| request.org)
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -14,9 +14,8 @@
 //! * `CLEAR <org>`: removes the concurrency cap and the rate (a pause
 //!   stays: `DREAMS.RESUME`); 1 if there was one, else 0.
 
-use super::{organization, wake_drainers};
-use crate::commands::options::{given_twice, unknown_option};
-use crate::dreams::limits::{Rate, CONCURRENCY_MAX, RATE_COUNT_MAX, RATE_SECONDS_MAX};
+use super::wake_drainers;
+use crate::dreams::limits::Rate;
 use crate::dreams::region::QueueKey;
 use crate::entry::subcommand_entry_point;
 use crate::glue::access::Meta;
@@ -26,7 +25,8 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::limits::{self, RedisLimits};
 use crate::stores::dreams::queue_names::queue_names;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command: a container of subcommands.
 pub const SPEC: ContainerSpec = ContainerSpec {
@@ -104,57 +104,19 @@ pub(crate) enum LimitRequest<'a> {
 }
 
 /// The parse step of subcommand `action` (upper case) on the arguments
-/// after its name.
+/// after its name ([`request::LimitSet`], [`request::LimitGet`],
+/// [`request::LimitClear`]).
 pub(crate) fn parse<'a>(action: &str, argv: &'a [&'a [u8]]) -> Result<LimitRequest<'a>, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    let request = match action {
-        "SET" => LimitRequest::Set(org, parse_change(&mut args)?),
-        "GET" => LimitRequest::Get(org),
-        "CLEAR" => LimitRequest::Clear(org),
-        other => return Err(CommandError::err(format_args!("unknown subcommand '{other}'. Try DREAMS.LIMIT HELP."))),
-    };
-    args.end()?;
-    Ok(request)
-}
-
-fn parse_change(args: &mut Args<'_>) -> Result<LimitChange, CommandError> {
-    let mut change = LimitChange::default();
-    while let Some(option) = args.option_in(&["CONCURRENCY", "RATE"]) {
-        match option.map_err(|other| unknown_option(&other))? {
-            "CONCURRENCY" if change.concurrency.is_none() => {
-                change.concurrency = Some(match args.keyword("NONE") {
-                    true => None,
-                    false => {
-                        let text = args.text("concurrency")?;
-                        let cap = dreamtown_protocol::args::parse_unsigned(text.as_bytes(), CONCURRENCY_MAX)
-                            .filter(|cap| *cap >= 1)
-                            .ok_or_else(|| {
-                                CommandError::err(format_args!(
-                                    "concurrency must be an integer from 1 to {CONCURRENCY_MAX} or NONE, got '{text}'"
-                                ))
-                            })?;
-                        Some(cap)
-                    }
-                });
-            }
-            "RATE" if change.rate.is_none() => {
-                change.rate = Some(match args.keyword("NONE") {
-                    true => None,
-                    false => {
-                        let count = args.unsigned("rate count", RATE_COUNT_MAX)?;
-                        let seconds = args.unsigned("rate seconds", RATE_SECONDS_MAX)?;
-                        Some(Rate::new(count, seconds).map_err(CommandError::err)?)
-                    }
-                });
-            }
-            option => return Err(given_twice(option)),
+    Ok(match action {
+        "SET" => {
+            let request = request::LimitSet::parse(argv)?;
+            let rate = request.rate.map(|rate| rate.map(Rate::from));
+            LimitRequest::Set(request.org, LimitChange { concurrency: request.concurrency, rate })
         }
-    }
-    if change == LimitChange::default() {
-        return Err(CommandError::err("DREAMS.LIMIT SET needs CONCURRENCY or RATE (or both)"));
-    }
-    Ok(change)
+        "GET" => LimitRequest::Get(request::LimitGet::parse(argv)?.org),
+        "CLEAR" => LimitRequest::Clear(request::LimitClear::parse(argv)?.org),
+        other => return Err(CommandError::err(format_args!("unknown subcommand '{other}'. Try DREAMS.LIMIT HELP."))),
+    })
 }
 
 fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {

@@ -19,35 +19,13 @@ pub mod settings;
 pub mod settle;
 pub mod stats;
 
-use crate::dreams::region::{QueueKeys, RegionKey, RegionRef};
-use crate::dreams::trigger::Trigger;
+use crate::dreams::region::QueueKeys;
 use crate::glue::command::{Arg, ArgKind};
-use crate::glue::reply::{CommandError, Reply};
+use crate::glue::reply::Reply;
 use crate::glue::session::Session;
 use crate::services::waiters;
-use dreamtown_protocol::args::Args;
-use dreamtown_protocol::request::dreams as request;
 
 pub use crate::dreams::message::DEFAULT_NODE;
-
-/// Read `<org>`.
-pub use dreamtown_protocol::request::dreams::{node, organization};
-
-/// Read `<org> <project> <memory-type>`.
-pub fn region(args: &mut Args<'_>) -> Result<RegionKey, CommandError> {
-    region_ref(args).map(|region| region.to_key())
-}
-
-/// [`region`] borrowed from the arguments: the hot commands (FIRE, RECORD)
-/// copy the names nowhere but into the key names and the payload.
-pub fn region_ref<'a>(args: &mut Args<'a>) -> Result<RegionRef<'a>, CommandError> {
-    request::Region::parse(args).map(RegionRef::from)
-}
-
-/// Read the four values after `TRIGGER`.
-pub fn trigger(args: &mut Args<'_>) -> Result<Trigger, CommandError> {
-    request::Trigger::parse(args).map(Trigger::from)
-}
 
 /// `[outcome, memories, edges]`: a counted write's reply (RECORD, ACK).
 pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64) -> Reply {

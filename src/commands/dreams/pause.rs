@@ -5,13 +5,13 @@
 //! limits key, so a pause replicates, persists and survives a failover.
 //! Reply: 1 if it was not paused, else 0 (it stays paused since then).
 
-use super::organization;
 use crate::entry::entry_point;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::limits::RedisLimits;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -26,12 +26,9 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-/// The parse step.
+/// The parse step ([`request::Pause`]): the organization.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    args.end()?;
-    Ok(org)
+    request::Pause::parse(argv).map(|request| request.org)
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

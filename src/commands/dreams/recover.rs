@@ -1,7 +1,6 @@
 //! `DREAMS.RECOVER <org>`: move everything in flight back to the tail of
 //! ready (after a worker died) and drop their leases. Reply: how many moved.
 
-use super::organization;
 use crate::dreams::drain::recover;
 use crate::entry::entry_point;
 use crate::events::Dreams;
@@ -11,7 +10,8 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -25,12 +25,9 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-/// The parse step.
+/// The parse step ([`request::Recover`]): the organization.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    args.end()?;
-    Ok(org)
+    request::Recover::parse(argv).map(|request| request.org)
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

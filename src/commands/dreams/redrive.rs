@@ -6,7 +6,6 @@
 //! is, with its keyspace events, and wakes a blocked drain as any push
 //! onto ready does.
 
-use super::organization;
 use crate::commands::dreams::settings;
 use crate::commands::options::COUNT_ARG;
 use crate::dreams::redrive::redrive;
@@ -15,7 +14,8 @@ use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -29,25 +29,10 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org"), COUNT_ARG],
 };
 
-/// Dead items one call looks at unless told: a step that stays small.
-pub const DEFAULT_COUNT: u64 = 100;
-
-/// The largest `COUNT`: one call stays a few milliseconds.
-pub const COUNT_MAX: u64 = 10_000;
-
-/// The parse step: `(org, count)`.
+/// The parse step ([`request::Redrive`]): `(org, count)`.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a str, u64), CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    let mut count = DEFAULT_COUNT;
-    if args.keyword("COUNT") {
-        count = args.unsigned("count", COUNT_MAX)?;
-        if count == 0 {
-            return Err(CommandError::err(format_args!("count must be from 1 to {COUNT_MAX}")));
-        }
-    }
-    args.end()?;
-    Ok((org, count))
+    let request = request::Redrive::parse(argv)?;
+    Ok((request.org, request.count()))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

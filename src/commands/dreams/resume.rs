@@ -3,7 +3,7 @@
 //! limits. Counts the time paused (`paused_ms` in `DREAMS.STATS` and
 //! `INFO dreamtown`). Reply: 1 if it was paused, else 0.
 
-use super::{organization, wake_drainers};
+use super::wake_drainers;
 use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::command::{Arg, CommandSpec, TenantUse};
@@ -12,7 +12,8 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::stores::dreams::limits::RedisLimits;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -27,12 +28,9 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-/// The parse step.
+/// The parse step ([`request::Resume`]): the organization.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    args.end()?;
-    Ok(org)
+    request::Resume::parse(argv).map(|request| request.org)
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -3,17 +3,16 @@
 //! generation (monotonically) and forget the effect's identity, unless
 //! `RETAIN`. Reply `OK`.
 
-use super::{region, REGION_ARGS};
-use crate::commands::options::unknown_option;
+use super::REGION_ARGS;
 use crate::dreams::record::settle;
-use crate::dreams::region::RegionKey;
+use crate::dreams::region::RegionRef;
 use crate::entry::entry_point;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::{EventSet, RedisRegion};
-use dreamtown_protocol::args::Args;
-use dreamtown_protocol::request::dreams::generation;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 
 /// The command.
 pub const SPEC: CommandSpec = CommandSpec {
@@ -37,28 +36,15 @@ pub const SPEC: CommandSpec = CommandSpec {
     ],
 };
 
-/// The parse step: region, event id, generation, `RETAIN`.
-pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionKey, &'a [u8], i64, bool), CommandError> {
-    let mut args = Args::new(argv);
-    let region = region(&mut args)?;
-    let event_id = args.required("event id")?;
-    if event_id.is_empty() {
-        return Err(CommandError::err("Dreams write event id must not be empty"));
-    }
-    let generation = generation(&mut args)?;
-    let mut retain = false;
-    while let Some(option) = args.option() {
-        match option.as_str() {
-            "RETAIN" => retain = true,
-            other => return Err(unknown_option(other)),
-        }
-    }
-    Ok((region, event_id, generation, retain))
+/// The parse step ([`request::Settle`]): region, event id, generation, `RETAIN`.
+pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<(RegionRef<'a>, &'a [u8], i64, bool), CommandError> {
+    let request = request::Settle::parse(argv)?;
+    Ok((request.region.into(), request.event_id, request.generation, request.retain))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, event_id, generation, retain) = parse(argv)?;
-    let mut counters = RedisRegion::check(session, region.borrowed(), EventSet::Open)?.open(session, true)?;
+    let mut counters = RedisRegion::check(session, region, EventSet::Open)?.open(session, true)?;
     settle(&mut counters, event_id, generation, retain);
     Ok(Reply::OK)
 }

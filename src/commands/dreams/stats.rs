@@ -7,7 +7,6 @@
 //! the organization's totals from `metrics::tenant_stats`: both in memory on
 //! this node, not replicated (see docs/dreams.md#dreamsstats).
 
-use super::organization;
 use crate::dreams::limits::Limits;
 use crate::dreams::region::QueueKey;
 use crate::entry::entry_point;
@@ -24,7 +23,8 @@ use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::stores::dreams::limits;
 use crate::stores::dreams::queue_names::queue_names;
-use dreamtown_protocol::args::Args;
+use dreamtown_protocol::request::dreams as request;
+use dreamtown_protocol::request::Request;
 use dreamtown_protocol::stats::{self, dreams};
 
 /// The command.
@@ -39,12 +39,9 @@ pub const SPEC: CommandSpec = CommandSpec {
     args: &[Arg::tenant("org")],
 };
 
-/// The parse step: the organization.
+/// The parse step ([`request::Stats`]): the organization.
 pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
-    let mut args = Args::new(argv);
-    let org = organization(&mut args)?;
-    args.end()?;
-    Ok(org)
+    request::Stats::parse(argv).map(|request| request.org)
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

@@ -2,9 +2,40 @@
 //! organization, a region (`<org> <project> <memory-type>`), `NODE <id>`,
 //! `TRIGGER <m> <e> <min-interval> <age-floor>`, `EVENT <id> GENERATION <n>`.
 
+mod ack;
+mod counters;
+mod drain;
+mod extend;
+mod fire;
+mod inflight;
+mod len;
+pub mod limit;
+mod pause;
+pub mod quiet;
 mod record;
+mod recover;
+pub mod redrive;
+mod resume;
+mod settle;
+mod stats;
+#[cfg(test)]
+mod tests;
 
+pub use ack::{Ack, AckClause};
+pub use counters::Counters;
+pub use drain::{Drain, Quiet, COUNT_MAX as DRAIN_COUNT_MAX};
+pub use extend::Extend;
+pub use fire::Fire;
+pub use inflight::{Inflight, Page};
+pub use len::Len;
+pub use limit::{LimitClear, LimitGet, LimitSet, Rate};
+pub use pause::Pause;
 pub use record::Record;
+pub use recover::Recover;
+pub use redrive::Redrive;
+pub use resume::Resume;
+pub use settle::Settle;
+pub use stats::Stats;
 
 use crate::args::{tenant_str, Args};
 use crate::error::CommandError;
@@ -13,6 +44,14 @@ use crate::request::Argv;
 /// Read `<org>`.
 pub fn organization<'a>(args: &mut Args<'a>) -> Result<&'a str, CommandError> {
     tenant_str(args.required("organization")?, "organization")
+}
+
+/// Read `<org>` and nothing after it (`ERR syntax error`).
+pub fn organization_only<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
+    let mut args = Args::new(argv);
+    let org = organization(&mut args)?;
+    args.end()?;
+    Ok(org)
 }
 
 /// A region's coordinates, borrowed from the arguments.

@@ -5,8 +5,8 @@ use super::{id, town};
 use crate::args::Args;
 use crate::commands::town::RECV;
 use crate::error::CommandError;
+use crate::request::options::Timeout;
 use crate::request::options::{flag_once, given_twice, lease_secs, unknown_option};
-use crate::request::timeout::TimeoutMs;
 use crate::request::{Argv, Request};
 
 /// Receive an agent's messages.
@@ -77,7 +77,7 @@ impl<'a> Request<'a> for Recv<'a> {
     fn encode(&self, out: &mut Argv) {
         out.push(self.town)
             .push(self.agent)
-            .option("BLOCK", self.block_ms.map(TimeoutMs))
+            .option("BLOCK", self.block_ms.map(|ms| Timeout { ms }))
             .option("COUNT", self.count)
             .flag("URGENT", self.urgent)
             .flag("RELIABLE", self.reliable)
