@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The architecture check of `make lint`: no import cycle among the files of
 src/, every file imports only from its own layer or the layers below, and
-the module API's FFI is used only in `glue/`.
+the module API's FFI is used only in `glue/`, and commands read their
+arguments only through the protocol's request types.
 
 It reads every `use` statement and every `crate::` / `super::` / `self::`
 path in the code (inline `#[cfg(test)]` modules left out: tests may reach
@@ -15,7 +16,12 @@ and builds the graph of file -> file imports. Then it fails on:
 * FFI outside glue: `unsafe`, `redis_module::raw` (or a `raw::` path other
   than `std::os::raw::`) or the `api!` macro in a file outside `src/glue/`
   (comments and strings left out; tests included), unless FFI_EXCEPTIONS
-  names the file and why.
+  names the file and why, and
+* a parse outside the protocol: the argument reader
+  (`dreamtown_protocol::args`, `Args::new`) in a file of `src/commands/`,
+  whose arguments are read by a request type of
+  `dreamtown_protocol::request` (one definition of each command's wire
+  format, shared with the client).
 
 Each run first checks itself on a made-up tree that breaks every rule
 (each must be reported), so a check that could no longer fail fails.
@@ -31,7 +37,7 @@ import sys
 # it in this list, never from one after it. Matched on the path under src/
 # (first match wins).
 LAYERS = [
-    ("neutral core", ["lease/", "decimal.rs"]),
+    ("neutral core", ["lease/"]),
     ("core", ["lib.rs", "version.rs", "events.rs", "cluster_slot.rs", "test_random.rs", "dreams/", "town/"]),
     ("glue", ["glue/"]),
     ("metrics", ["metrics/"]),
@@ -54,6 +60,12 @@ FFI_PATTERNS = [
     ("redis_module::raw", re.compile(r"\bredis_module\s*::\s*raw\b")),
     ("a raw:: path", re.compile(r"(?<!os::)(?<![A-Za-z0-9_])raw\s*::")),
     ("api!", re.compile(r"\bapi\s*!")),
+]
+
+# The argument reader, which only the protocol's request types use.
+PARSE_PATTERNS = [
+    ("dreamtown_protocol::args", re.compile(r"\bdreamtown_protocol\s*::\s*args\b")),
+    ("Args::new", re.compile(r"\bArgs\s*::\s*new\b")),
 ]
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -176,6 +188,21 @@ def ffi_problems(rel, text):
     return problems
 
 
+def parse_problems(rel, text):
+    """Arguments read outside the protocol's request types, in a command's file."""
+    if not rel.startswith("commands/"):
+        return []
+    problems = []
+    for what, pattern in PARSE_PATTERNS:
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(
+                f"parse: {rel}:{line}: {what} in a command (read its arguments with a request type of"
+                " dreamtown_protocol::request)"
+            )
+    return problems
+
+
 def self_test():
     """Run the check on a made-up tree that breaks every rule; each break
     must be reported. Returns a list of what was not."""
@@ -193,7 +220,8 @@ def self_test():
         # FFI outside glue, each form; std::os::raw and comments are fine.
         "commands/c.rs": "use std::os::raw::c_int;\n// unsafe raw:: api!\n"
         "use redis_module::raw;\nfn f() { let x = unsafe { api!(RedisModule_Milliseconds)() }; }\n"
-        "fn g() -> u32 { raw::REDISMODULE_OK }\n",
+        "fn g() -> u32 { raw::REDISMODULE_OK }\n"
+        "use dreamtown_protocol::args::Args;\nfn h(argv: &[&[u8]]) { let a = Args::new(argv); }\n",
     }
     expected = [
         "layer: services/a.rs (services) imports commands/c.rs (commands)",
@@ -202,6 +230,8 @@ def self_test():
         "ffi: commands/c.rs:4: unsafe",
         "ffi: commands/c.rs:4: api!",
         "ffi: commands/c.rs:5: a raw:: path",
+        "parse: commands/c.rs:6: dreamtown_protocol::args",
+        "parse: commands/c.rs:7: Args::new",
     ]
     with tempfile.TemporaryDirectory() as root:
         for rel, text in tree.items():
@@ -233,7 +263,7 @@ def main():
         return 1
     print(
         f"check-layers: {len(graph)} files, no import cycle, every import within its layer or below,"
-        " FFI only in glue/"
+        " FFI only in glue/, arguments read only by the protocol's request types"
     )
     return 0
 
@@ -254,6 +284,7 @@ def check(root):
         with open(full, encoding="utf-8") as handle:
             code = strip_comments_and_strings(handle.read())
         ffi.extend(ffi_problems(rel, code))
+        ffi.extend(parse_problems(rel, code))
         text = strip_test_modules(code)
         current = module_path(rel)
         paths = []

@@ -47,7 +47,6 @@ use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
-use dreamtown_protocol::args::is_word;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request as _;
 
@@ -101,13 +100,6 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Request<'a>, CommandErro
         lease,
         ack: request.ack,
     })
-}
-
-/// Where the `ACK` clause starts in `argv`, which [`parse`] accepted with
-/// one: at the first argument after the agent that reads `ACK`, since no
-/// other option's value can (`BLOCK`, `COUNT` and `LEASE` take numbers).
-fn ack_clause_at(argv: &[&[u8]]) -> Option<usize> {
-    argv.iter().skip(2).position(|arg| is_word(arg, "ACK")).map(|at| at + 2)
 }
 
 /// The keys a receive may write, opened (ACL and type checked) before
@@ -232,7 +224,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     }
     // A blocked call waits with its arguments less the ACK clause.
     let without_ack: Vec<&[u8]>;
-    let wait_argv = match request.ack.and_then(|_| ack_clause_at(argv)) {
+    let wait_argv = match request.ack.and_then(|_| request::Recv::ack_clause_at(argv)) {
         Some(at) => {
             without_ack = argv.iter().enumerate().filter(|(i, _)| *i != at && *i != at + 1).map(|(_, a)| *a).collect();
             without_ack.as_slice()
@@ -286,28 +278,5 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     match receive_now(session, &request, keys, 0) {
         messages if messages.is_empty() => None,
         messages => Some(Ok(Reply::Strings(messages))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The clause a blocked call leaves out is the one the parse read,
-    /// wherever it is and whatever the agent and the id are named.
-    #[test]
-    fn the_ack_clause_is_where_the_parse_read_it() {
-        let cases: [(&[&[u8]], usize); 4] = [
-            (&[b"t", b"a", b"RELIABLE", b"ACK", b"m"], 3),
-            (&[b"t", b"ACK", b"ack", b"ACK", b"RELIABLE"], 2),
-            (&[b"t", b"a", b"BLOCK", b"1", b"COUNT", b"2", b"LEASE", b"5", b"RELIABLE", b"Ack", b"ACK"], 9),
-            (&[b"t", b"a", b"URGENT", b"RELIABLE", b"aCk", b"x"], 4),
-        ];
-        for (argv, at) in cases {
-            let request = request::Recv::parse(argv).expect("accepted");
-            assert!(request.ack.is_some());
-            assert_eq!(ack_clause_at(argv), Some(at), "{argv:?}");
-            assert_eq!(argv.get(at + 1).copied(), request.ack, "{argv:?}");
-        }
     }
 }

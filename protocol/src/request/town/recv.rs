@@ -2,7 +2,7 @@
 //! [LEASE <secs>] [ACK <message-id>]`.
 
 use super::{id, town};
-use crate::args::Args;
+use crate::args::{is_word, Args};
 use crate::commands::town::RECV;
 use crate::error::CommandError;
 use crate::request::options::Timeout;
@@ -36,6 +36,13 @@ impl<'a> Recv<'a> {
     /// urgent inbox first, not blocking, not kept pending.
     pub fn new(town: &'a str, agent: &'a str) -> Self {
         Self { town, agent, block_ms: None, count: None, urgent: false, reliable: false, lease: None, ack: None }
+    }
+
+    /// Where the `ACK` clause starts in `argv`, which [`Recv::parse`] accepted with
+    /// one: at the first argument after the agent that reads `ACK`, since no
+    /// other option's value can (`BLOCK`, `COUNT` and `LEASE` take numbers).
+    pub fn ack_clause_at(argv: &[&[u8]]) -> Option<usize> {
+        argv.iter().skip(2).position(|arg| is_word(arg, "ACK")).map(|at| at + 2)
     }
 }
 
@@ -83,5 +90,28 @@ impl<'a> Request<'a> for Recv<'a> {
             .flag("RELIABLE", self.reliable)
             .option("LEASE", self.lease)
             .option("ACK", self.ack);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The clause a blocked call leaves out is the one the parse read,
+    /// wherever it is and whatever the agent and the id are named.
+    #[test]
+    fn the_ack_clause_is_where_the_parse_read_it() {
+        let cases: [(&[&[u8]], usize); 4] = [
+            (&[b"t", b"a", b"RELIABLE", b"ACK", b"m"], 3),
+            (&[b"t", b"ACK", b"ack", b"ACK", b"RELIABLE"], 2),
+            (&[b"t", b"a", b"BLOCK", b"1", b"COUNT", b"2", b"LEASE", b"5", b"RELIABLE", b"Ack", b"ACK"], 9),
+            (&[b"t", b"a", b"URGENT", b"RELIABLE", b"aCk", b"x"], 4),
+        ];
+        for (argv, at) in cases {
+            let request = Recv::parse(argv).expect("accepted");
+            assert!(request.ack.is_some());
+            assert_eq!(Recv::ack_clause_at(argv), Some(at), "{argv:?}");
+            assert_eq!(argv.get(at + 1).copied(), request.ack, "{argv:?}");
+        }
     }
 }
