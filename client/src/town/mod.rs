@@ -46,6 +46,7 @@
 
 mod agent;
 mod channel;
+mod containers;
 mod delivery;
 mod docket;
 mod events;
@@ -55,15 +56,18 @@ mod record;
 mod state;
 mod stream;
 mod task;
+mod view;
 
 pub use agent::{Agent, AgentState, AgentType, SpawnMode};
 pub use channel::{Channel, MailboxLengths};
+pub use containers::{Activity, AgentRecord, Backlog, StopFlag, StopRequest, TaskRecord};
 pub use delivery::Delivery;
 pub use docket::DOCKET_GROUP;
 pub use events::{EventStream, EventType, TownEvent};
 pub use ids::{AgentId, MessageId, MissionId, TaskId};
 pub use message::{ConfirmationType, Message, MessageType, Priority};
 pub use task::{Task, TaskState};
+pub use view::{AckAndRecv, Peek, Received, Recv, Reset, SendMessage, Town, TownStats};
 
 /// The names of a town's keys, `tt:{<town>}:...` (the module's own).
 ///
