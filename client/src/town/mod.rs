@@ -1,8 +1,11 @@
-//! The Town side: one town's tinytown agent channel ([`Channel`]), with the
-//! public API of tinytown 0.10's `Channel`, each call one `TOWN.*` command
-//! (or one plain stream command for the docket and the event stream), plus
-//! the reliable receive the module adds; and tinytown's types (messages,
-//! agents, tasks, events) with its JSON and hash encodings.
+//! The Town side: one town's agent channel as the native view [`Town`]
+//! (`Dreamtown::town(name)`: builders over the `TOWN.*` request types,
+//! typed outcomes, the containers as sub-views), and the seed-shaped
+//! [`Channel`] beside it, with the public API of tinytown 0.10's `Channel`,
+//! each call one `TOWN.*` command (or one plain stream command for the
+//! docket and the event stream), plus the reliable receive the module adds;
+//! and tinytown's types (messages, agents, tasks, events) with its JSON and
+//! hash encodings.
 //!
 //! Reads never drop a stored message the client cannot parse: calls that
 //! return several messages return [`Delivery`] values (parsed, or the exact
