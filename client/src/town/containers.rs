@@ -224,13 +224,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Backlog<'_, C> {
     /// Take the oldest task id, or `None` (`TOWN.BACKLOG POP`).
     pub async fn pop(&self) -> Result<Option<TaskId>> {
         let reply = self.town.call(&request::BacklogPop { town: self.town.name() }).await?;
-        reply.optional_bulk()?.map(task_id).transpose()
+        reply.optional_bulk()?.map(|entry| task_id(entry, "taken from the backlog")).transpose()
     }
 
-    /// Every task id, oldest first (`TOWN.BACKLOG LIST`).
+    /// Every task id, oldest first (`TOWN.BACKLOG LIST`). An entry that is
+    /// not a task id is [`Error::InvalidRecord`] (never skipped; the
+    /// seed-shaped [`Channel::backlog_list`](super::Channel::backlog_list)
+    /// leaves it out, as tinytown did).
     pub async fn list(&self) -> Result<Vec<TaskId>> {
         let reply = self.town.call(&request::BacklogList { town: self.town.name() }).await?;
-        reply.bulks()?.iter().map(|entry| task_id(entry)).collect()
+        reply.bulks()?.iter().map(|entry| task_id(entry, "in the backlog")).collect()
     }
 
     /// How many task ids wait (`TOWN.BACKLOG LEN`).
@@ -326,12 +329,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StopRequest<'_, C> {
     }
 }
 
-/// A backlog entry as a task id.
-fn task_id(entry: &[u8]) -> Result<TaskId> {
+/// A backlog entry as a task id (`place` says where it was, for the error).
+fn task_id(entry: &[u8], place: &str) -> Result<TaskId> {
     let text = String::from_utf8_lossy(entry);
     text.parse().map_err(|error| Error::InvalidRecord {
         what: "backlog task id",
-        reason: format!("{text:?} (in the backlog): {error}"),
+        reason: format!("{text:?} ({place}): {error}"),
     })
 }
 
