@@ -11,7 +11,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use crate::dreams::Dreams;
 use crate::error::Result;
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
-use crate::town::Channel;
+use crate::town::Town;
 
 /// A connection to servers with the dreamtown module, and its tenants'
 /// views.
@@ -43,7 +43,7 @@ use crate::town::Channel;
 ///     dreams.ack(&fire, Verdict::Success, "node-a").send().await?;
 /// }
 /// let town = dreamtown.town("acme");
-/// println!("{} agents", town.list_agents().await?.len());
+/// println!("{} agents", town.agents().await?.len());
 /// # Ok(()) }
 /// ```
 ///
@@ -111,8 +111,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreamtown<C> {
         Dreams::new(self.conn.clone(), org.into(), self.tryagain_deadline)
     }
 
-    /// Town `name`'s agent channel.
-    pub fn town(&self, name: impl Into<String>) -> Channel<C> {
-        Channel::new(self.conn.clone(), name).with_tryagain_deadline(self.tryagain_deadline)
+    /// Town `name`'s agent channel. A name the server refuses (empty, or
+    /// with `{` or `}`) fails every call with a server error. The
+    /// seed-shaped (tinytown) API of the same town: `.town(name).channel()`.
+    pub fn town(&self, name: impl Into<String>) -> Town<C> {
+        Town::new(self.conn.clone(), name.into(), self.tryagain_deadline)
     }
 }

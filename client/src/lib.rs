@@ -10,9 +10,9 @@
 //! * [`dreams`]: the Dreams consolidation fire queue, the view
 //!   [`dreams::Dreams`], and [`dreams::RedisFireQueue`] over it with the
 //!   seed transport's API (change the constructor, keep the calls).
-//! * [`town`]: the tinytown agent channel, [`town::Channel`], with the
-//!   public API of tinytown's `Channel` over `TOWN.*`, built the same way on
-//!   the shared command layer.
+//! * [`town`]: the agent channel, the view [`town::Town`], and
+//!   [`town::Channel`] beside it with the public API of tinytown's
+//!   `Channel` over `TOWN.*`, built the same way on the shared command layer.
 //!
 //! The tools on this crate are crates of their own: `dreamtown-migrate`
 //! (`migrate/`) and `dreamtown-exporter` (`exporter/`).

@@ -29,6 +29,7 @@ mod reshard;
 mod sentinel;
 mod tls;
 mod town;
+mod town_view;
 mod waiters_cluster;
 
 /// Every `client/tests/*.rs` is declared above or in Cargo.toml: a file

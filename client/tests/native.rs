@@ -122,11 +122,16 @@ async fn the_town_view_sends_and_receives() {
     let dreamtown = Dreamtown::connect(&server.url()).await.expect("connect");
     let town_name = tenant("native-town");
     let town = dreamtown.town(town_name.as_str());
-    assert_eq!(town.town_name(), town_name);
+    assert_eq!(town.name(), town_name);
     assert_eq!(town.tenant(), town_name);
     let (from, to) = (AgentId::new(), AgentId::new());
     let message = Message::new(from, to, MessageType::StatusRequest);
-    town.send(&message).await.unwrap();
-    let received = town.receive(to, WAIT).await.unwrap().expect("the message");
-    assert_eq!(received.id, message.id);
+    assert_eq!(town.send(&message).send().await.unwrap(), 1);
+    let received = town.recv(to).block(WAIT).send().await.unwrap().into_messages();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].message().expect("a tinytown message").id, message.id);
+    // The seed-shaped channel of the same town reads the same mailbox.
+    assert_eq!(town.channel().town_name(), town_name);
+    town.send(&message).send().await.unwrap();
+    assert_eq!(town.channel().try_receive(to).await.unwrap().expect("the message").id, message.id);
 }

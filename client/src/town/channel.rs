@@ -14,8 +14,11 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use super::delivery::Delivery;
 use super::ids::AgentId;
 use super::message::Message;
+use super::view::Town;
 use crate::call::{Call, Reply, lease_secs, timeout_ms};
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// One town's agent channel on a server with the dreamtown module, over any
@@ -178,6 +181,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.keys
     }
 
+    /// The native [`Town`] view of the same town over the same connection
+    /// (what most of this channel's calls are a layer over).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Channel;
+    /// # async fn demo(channel: Channel) -> dreamtown_client::Result<()> {
+    /// println!("{:?}", channel.view().stats().await?.get("agents"));
+    /// # Ok(()) }
+    /// ```
+    pub fn view(&self) -> Town<C> {
+        Town::new(self.conn.clone(), self.town.clone(), self.tryagain_deadline)
+    }
+
     /// Send `call` over a clone of the connection.
     pub(super) async fn run(&self, call: Call) -> Result<Reply> {
         let mut conn = self.conn.clone();
@@ -218,9 +234,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     }
 
     async fn send_to(&self, message: &Message, urgent: bool) -> Result<()> {
-        let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        let request = request::Send { town: &self.town, message: &json, urgent };
-        self.run(Call::request(&request)).await?.count().map(drop)
+        let town = self.view();
+        let send = town.send(message);
+        let send = if urgent { send.urgent() } else { send };
+        send.send().await.map(drop)
     }
 
     /// Take every urgent message of `agent_id`, newest first, without
@@ -280,11 +297,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn lengths(&self, agent_id: AgentId) -> Result<MailboxLengths> {
-        let agent = agent_id.to_string();
-        let reply = self.run(Call::request(&request::Len { town: &self.town, agent: &agent })).await?;
-        let [inbox, urgent, pending] = reply.counts::<3>()?;
-        let size = |n: u64| usize::try_from(n).map_err(|_| reply.unexpected());
-        Ok(MailboxLengths { inbox: size(inbox)?, urgent: size(urgent)?, pending: size(pending)? })
+        self.view().lengths(agent_id).await
     }
 
     /// Receive one message for `agent_id`, waiting up to `timeout` for one
@@ -359,8 +372,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn broadcast(&self, message: &Message) -> Result<()> {
-        let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        self.run(Call::request(&request::Broadcast { town: &self.town, message: &json })).await?.count().map(drop)
+        self.view().broadcast(message).await.map(drop)
     }
 
     /// Take every message of `agent_id`, without waiting: its urgent inbox,
@@ -462,14 +474,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// [`receive_leased`](Self::receive_leased) out to now + `lease`
     /// (`TOWN.EXTEND`); false when it is leased to no one any more.
     pub async fn extend_message(&self, agent_id: AgentId, message_id: impl Display, lease: Duration) -> Result<bool> {
-        let (agent, message_id) = (agent_id.to_string(), message_id.to_string());
-        let request = request::Extend {
-            town: &self.town,
-            agent: &agent,
-            message_id: message_id.as_bytes(),
-            lease: lease_secs(lease),
-        };
-        self.run(Call::request(&request)).await?.flag()
+        self.view().extend(agent_id, message_id, lease).await
     }
 
     /// Run `work` while keeping a leased message's lease alive: extended
@@ -498,18 +503,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         lease: Duration,
         work: F,
     ) -> Result<crate::lease::Held<F::Output>> {
-        let message_id = message_id.to_string();
-        let mut work = std::pin::pin!(work);
-        let period = crate::lease::renew_period(lease);
-        loop {
-            tokio::select! {
-                output = &mut work => return Ok(crate::lease::Held { output, lease_kept: true }),
-                () = tokio::time::sleep(period) => {}
-            }
-            if !self.extend_message(agent_id, &message_id, lease).await? {
-                return Ok(crate::lease::Held { output: work.await, lease_kept: false });
-            }
-        }
+        self.view().hold(agent_id, message_id, lease, work).await
     }
 
     /// Acknowledge a message received with [`receive_reliable`](Self::receive_reliable):
@@ -525,10 +519,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn ack_message(&self, agent_id: AgentId, message_id: impl Display) -> Result<bool> {
-        let (agent, message_id) = (agent_id.to_string(), message_id.to_string());
-        let ids = [message_id.as_bytes()];
-        let request = request::Ack { town: &self.town, agent: &agent, ids: &ids };
-        self.run(Call::request(&request)).await?.flag()
+        Ok(self.view().ack(agent_id, [message_id]).await? > 0)
     }
 
     /// Acknowledge several messages in one call, in order, exactly as one
@@ -552,14 +543,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         I: IntoIterator,
         I::Item: Display,
     {
-        let message_ids: Vec<String> = message_ids.into_iter().map(|id| id.to_string()).collect();
-        if message_ids.is_empty() {
-            return Ok(0);
-        }
-        let agent = agent_id.to_string();
-        let ids: Vec<&[u8]> = message_ids.iter().map(String::as_bytes).collect();
-        let request = request::Ack { town: &self.town, agent: &agent, ids: &ids };
-        self.run(Call::request(&request)).await?.length()
+        self.view().ack(agent_id, message_ids).await
     }
 
     /// The agent loop's one round trip: acknowledge `done` exactly as
@@ -623,8 +607,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn requeue_pending(&self, agent_id: AgentId) -> Result<usize> {
-        let agent = agent_id.to_string();
-        self.run(Call::request(&request::Requeue { town: &self.town, agent: &agent })).await?.length()
+        self.view().requeue(agent_id).await
     }
 
     /// Move all of a dead agent's mail (urgent, pending, inbox) to `to_agent`
@@ -640,8 +623,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reclaim(&self, from_agent: AgentId, to_agent: AgentId) -> Result<usize> {
-        let (from, to) = (from_agent.to_string(), to_agent.to_string());
-        self.run(Call::request(&request::Reclaim { town: &self.town, from: &from, to: &to })).await?.length()
+        self.view().reclaim(from_agent, to_agent).await
     }
 }
 

@@ -1,8 +1,11 @@
-//! The Town side: one town's tinytown agent channel ([`Channel`]), with the
-//! public API of tinytown 0.10's `Channel`, each call one `TOWN.*` command
-//! (or one plain stream command for the docket and the event stream), plus
-//! the reliable receive the module adds; and tinytown's types (messages,
-//! agents, tasks, events) with its JSON and hash encodings.
+//! The Town side: one town's agent channel as the native view [`Town`]
+//! (`Dreamtown::town(name)`: builders over the `TOWN.*` request types,
+//! typed outcomes, the containers as sub-views), and the seed-shaped
+//! [`Channel`] beside it, with the public API of tinytown 0.10's `Channel`,
+//! each call one `TOWN.*` command (or one plain stream command for the
+//! docket and the event stream), plus the reliable receive the module adds;
+//! and tinytown's types (messages, agents, tasks, events) with its JSON and
+//! hash encodings.
 //!
 //! Reads never drop a stored message the client cannot parse: calls that
 //! return several messages return [`Delivery`] values (parsed, or the exact
@@ -46,6 +49,7 @@
 
 mod agent;
 mod channel;
+mod containers;
 mod delivery;
 mod docket;
 mod events;
@@ -55,15 +59,18 @@ mod record;
 mod state;
 mod stream;
 mod task;
+mod view;
 
 pub use agent::{Agent, AgentState, AgentType, SpawnMode};
 pub use channel::{Channel, MailboxLengths};
+pub use containers::{Activity, AgentRecord, Backlog, StopFlag, StopRequest, TaskRecord};
 pub use delivery::Delivery;
 pub use docket::DOCKET_GROUP;
 pub use events::{EventStream, EventType, TownEvent};
 pub use ids::{AgentId, MessageId, MissionId, TaskId};
 pub use message::{ConfirmationType, Message, MessageType, Priority};
 pub use task::{Task, TaskState};
+pub use view::{AckAndRecv, Peek, Received, Recv, Reset, SendMessage, Town, TownStats};
 
 /// The names of a town's keys, `tt:{<town>}:...` (the module's own).
 ///

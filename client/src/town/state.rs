@@ -1,5 +1,6 @@
 //! The [`Channel`]'s town state: stop flags, agent and task records,
-//! activity logs, the backlog and reset, each one `TOWN.*` command.
+//! activity logs, the backlog and reset, each one `TOWN.*` command, most
+//! of them a call of the native view's ([`Channel::view`]).
 
 use std::time::Duration;
 
@@ -10,8 +11,10 @@ use super::agent::Agent;
 use super::channel::Channel;
 use super::ids::{AgentId, TaskId};
 use super::task::Task;
-use crate::call::{Call, Reply};
-use crate::error::{Error, Result};
+use crate::call::Call;
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// Ask `agent_id` to stop: a flag it checks each round, expiring after
@@ -26,8 +29,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn request_stop(&self, agent_id: AgentId) -> Result<()> {
-        let id = agent_id.to_string();
-        self.run_ok(Call::request(&request::StopRequest { town: self.town_name(), agent: &id, ttl_secs: None })).await
+        self.view().stop(agent_id).request().send().await
     }
 
     /// As [`request_stop`](Self::request_stop), with the flag expiring after
@@ -59,8 +61,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn should_stop(&self, agent_id: AgentId) -> Result<bool> {
-        let id = agent_id.to_string();
-        self.run(Call::request(&request::StopCheck { town: self.town_name(), agent: &id })).await?.flag()
+        self.view().stop(agent_id).requested().await
     }
 
     /// Remove `agent_id`'s stop flag, when it stops (`TOWN.STOP CLEAR ...`).
@@ -73,8 +74,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn clear_stop(&self, agent_id: AgentId) -> Result<()> {
-        let id = agent_id.to_string();
-        self.run(Call::request(&request::StopClear { town: self.town_name(), agent: &id })).await?.flag().map(drop)
+        self.view().stop(agent_id).clear().await.map(drop)
     }
 
     /// Store `agent`'s record: the hash becomes exactly tinytown's fields
@@ -91,9 +91,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_agent_state(&self, agent: &Agent) -> Result<()> {
-        let id = agent.id.to_string();
-        let fields = request::FieldSet::from_pairs(agent.to_fields()?);
-        self.run_ok(Call::request(&request::AgentSet { town: self.town_name(), agent: &id, fields })).await
+        self.view().agent(agent.id).set(agent).await
     }
 
     /// `agent_id`'s record, or `None` (`TOWN.AGENT GET ...`). A record
@@ -109,9 +107,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_state(&self, agent_id: AgentId) -> Result<Option<Agent>> {
-        let id = agent_id.to_string();
-        let call = Call::request(&request::AgentGet { town: self.town_name(), agent: &id });
-        optional_record(&self.run(call).await?, Agent::from_fields)
+        self.view().agent(agent_id).get().await
     }
 
     /// Every agent of the town, ordered by id, from the module's index
@@ -127,8 +123,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
-        let reply = self.run(Call::request(&request::AgentList { town: self.town_name() })).await?;
-        Ok(reply.records()?.iter().filter_map(|fields| Agent::from_fields(fields).ok()).collect())
+        self.view().agents().await
     }
 
     /// The agent named `name` (the lowest id if several), or `None`
@@ -141,8 +136,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        let call = Call::request(&request::AgentByName { town: self.town_name(), name: name.as_bytes() });
-        optional_record(&self.run(call).await?, Agent::from_fields)
+        self.view().agent_named(name).await
     }
 
     /// Delete `agent_id`: its record, inbox, urgent inbox, pending list,
@@ -156,9 +150,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_agent(&self, agent_id: AgentId) -> Result<()> {
-        let id = agent_id.to_string();
-        let call = Call::request(&request::AgentDel { town: self.town_name(), agent: &id });
-        self.run(call).await?.count().map(drop)
+        self.view().agent(agent_id).delete().await.map(drop)
     }
 
     /// Add one to `agent_id`'s `rounds_completed`; the new value
@@ -172,7 +164,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_rounds(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, request::Counter::Rounds).await
+        self.view().agent(agent_id).count_round().await
     }
 
     /// Add one to `agent_id`'s `tasks_completed`; the new value
@@ -186,13 +178,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn increment_agent_tasks_completed(&self, agent_id: AgentId) -> Result<u64> {
-        self.increment(agent_id, request::Counter::Tasks).await
-    }
-
-    async fn increment(&self, agent_id: AgentId, counter: request::Counter) -> Result<u64> {
-        let id = agent_id.to_string();
-        let call = Call::request(&request::AgentIncr { town: self.town_name(), agent: &id, counter });
-        self.run(call).await?.count()
+        self.view().agent(agent_id).count_task().await
     }
 
     /// Set `agent_id`'s `last_heartbeat` to the server's clock
@@ -205,9 +191,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn update_agent_heartbeat(&self, agent_id: AgentId) -> Result<()> {
-        let id = agent_id.to_string();
-        let call = Call::request(&request::AgentHeartbeat { town: self.town_name(), agent: &id });
-        self.run_ok(call).await
+        self.view().agent(agent_id).heartbeat().await
     }
 
     /// Store `task`'s record: the hash becomes exactly tinytown's fields for
@@ -222,9 +206,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn set_task(&self, task: &Task) -> Result<()> {
-        let id = task.id.to_string();
-        let fields = request::FieldSet::from_pairs(task.to_fields()?);
-        self.run_ok(Call::request(&request::TaskSet { town: self.town_name(), task: &id, fields })).await
+        self.view().task(task.id).set(task).await
     }
 
     /// `task_id`'s record, or `None` (`TOWN.TASK GET ...`); a record without
@@ -239,9 +221,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_task(&self, task_id: TaskId) -> Result<Option<Task>> {
-        let id = task_id.to_string();
-        let call = Call::request(&request::TaskGet { town: self.town_name(), task: &id });
-        optional_record(&self.run(call).await?, Task::from_fields)
+        self.view().task(task_id).get().await
     }
 
     /// Delete `task_id`'s record; whether it existed (`TOWN.TASK DEL ...`).
@@ -253,9 +233,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn delete_task(&self, task_id: TaskId) -> Result<bool> {
-        let id = task_id.to_string();
-        let call = Call::request(&request::TaskDel { town: self.town_name(), task: &id });
-        self.run(call).await?.flag()
+        self.view().task(task_id).delete().await
     }
 
     /// Every task of the town, ordered by id, from the module's index
@@ -269,8 +247,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn list_tasks(&self) -> Result<Vec<Task>> {
-        let reply = self.run(Call::request(&request::TaskList { town: self.town_name() })).await?;
-        Ok(reply.records()?.iter().filter_map(|fields| Task::from_fields(fields).ok()).collect())
+        self.view().tasks().await
     }
 
     /// Log what `agent_id` is doing: newest first, the last 10 kept, the log
@@ -284,10 +261,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn log_agent_activity(&self, agent_id: AgentId, activity: &str) -> Result<()> {
-        let id = agent_id.to_string();
-        let call =
-            Call::request(&request::ActivityLog { town: self.town_name(), agent: &id, text: activity.as_bytes() });
-        self.run_ok(call).await
+        self.view().activity(agent_id).log(activity).await
     }
 
     /// `agent_id`'s newest 5 activity entries joined by `"\n"`, newest first,
@@ -302,10 +276,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn get_agent_activity(&self, agent_id: AgentId) -> Result<Option<String>> {
-        let id = agent_id.to_string();
-        let call = Call::request(&request::ActivityGet { town: self.town_name(), agent: &id });
-        let reply = self.run(call).await?;
-        reply.optional_bulk()?.map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected())).transpose()
+        self.view().activity(agent_id).get().await
     }
 
     /// Append `task_id` to the town's backlog (`TOWN.BACKLOG PUSH ...`).
@@ -317,9 +288,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_push(&self, task_id: TaskId) -> Result<()> {
-        let id = task_id.to_string();
-        let call = Call::request(&request::BacklogPush { town: self.town_name(), task: &id });
-        self.run(call).await?.count().map(drop)
+        self.view().backlog().push(task_id).await.map(drop)
     }
 
     /// Every task id in the backlog, oldest first (`TOWN.BACKLOG LIST ...`).
@@ -346,7 +315,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_len(&self) -> Result<usize> {
-        self.run(Call::request(&request::BacklogLen { town: self.town_name() })).await?.length()
+        self.view().backlog().len().await
     }
 
     /// Take the oldest task id from the backlog, or `None`
@@ -362,15 +331,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_pop(&self) -> Result<Option<TaskId>> {
-        let reply = self.run(Call::request(&request::BacklogPop { town: self.town_name() })).await?;
-        let Some(entry) = reply.optional_bulk()? else {
-            return Ok(None);
-        };
-        let text = String::from_utf8_lossy(entry);
-        text.parse().map(Some).map_err(|error| Error::InvalidRecord {
-            what: "backlog task id",
-            reason: format!("{text:?} (taken from the backlog): {error}"),
-        })
+        self.view().backlog().pop().await
     }
 
     /// Remove the first `task_id` from the backlog; whether it was there
@@ -383,9 +344,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_remove(&self, task_id: TaskId) -> Result<bool> {
-        let id = task_id.to_string();
-        let call = Call::request(&request::BacklogRemove { town: self.town_name(), task: &id });
-        self.run(call).await?.flag()
+        self.view().backlog().remove(task_id).await
     }
 
     /// Delete the town's state: every agent (record, inboxes, pending list,
@@ -401,7 +360,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reset_all(&self) -> Result<usize> {
-        self.run(Call::request(&request::Reset { town: self.town_name(), agents_only: false })).await?.length()
+        self.view().reset().send().await
     }
 
     /// Delete only the agents' state (records, inboxes, pending lists,
@@ -417,18 +376,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn reset_agents_only(&self) -> Result<usize> {
-        self.run(Call::request(&request::Reset { town: self.town_name(), agents_only: true })).await?.length()
+        self.view().reset().agents_only().send().await
     }
-}
-
-/// Reads one stored record.
-type RecordParser<T> = fn(&[(String, Vec<u8>)]) -> Result<T>;
-
-/// A record reply: `None` when empty, else parsed.
-fn optional_record<T>(reply: &Reply, parse: RecordParser<T>) -> Result<Option<T>> {
-    let fields = reply.pairs()?;
-    if fields.is_empty() {
-        return Ok(None);
-    }
-    parse(&fields).map(Some)
 }

@@ -1,0 +1,351 @@
+//! The [`Town`] view's containers, each a small sub-view borrowed from it:
+//! an agent's record ([`AgentRecord`], `town.agent(id)`), a task's
+//! ([`TaskRecord`], `town.task(id)`), the backlog ([`Backlog`]), an
+//! agent's activity log ([`Activity`]) and stop flag ([`StopFlag`]). Each
+//! call is one `TOWN.AGENT|TASK|BACKLOG|ACTIVITY|STOP` subcommand, built
+//! from its request type.
+
+use std::time::Duration;
+
+use dreamtown_protocol::request::town as request;
+use redis::aio::ConnectionLike;
+
+use super::agent::Agent;
+use super::channel::MailboxLengths;
+use super::ids::{AgentId, TaskId};
+use super::task::Task;
+use super::view::{Town, TownStats};
+use crate::call::Reply;
+use crate::error::{Error, Result};
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
+    /// Agent `id`'s record and state (`TOWN.AGENT ...`, `TOWN.LEN`, `TOWN.STATS`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::{Agent, AgentType};
+    /// # async fn demo(town: dreamtown_client::town::Town) -> dreamtown_client::Result<()> {
+    /// let me = Agent::new("backend", "claude", AgentType::Worker);
+    /// let agent = town.agent(me.id);
+    /// agent.set(&me).await?;
+    /// agent.heartbeat().await?;
+    /// assert_eq!(agent.count_round().await?, 1);
+    /// assert_eq!(agent.get().await?.map(|stored| stored.name), Some("backend".to_owned()));
+    /// # Ok(()) }
+    /// ```
+    pub fn agent(&self, id: AgentId) -> AgentRecord<'_, C> {
+        AgentRecord { town: self, id }
+    }
+
+    /// Task `id`'s record (`TOWN.TASK ...`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::Task;
+    /// # async fn demo(town: dreamtown_client::town::Town) -> dreamtown_client::Result<()> {
+    /// let task = Task::new("Write the parser");
+    /// town.task(task.id).set(&task).await?;
+    /// town.backlog().push(task.id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn task(&self, id: TaskId) -> TaskRecord<'_, C> {
+        TaskRecord { town: self, id }
+    }
+
+    /// The town's backlog of task ids (`TOWN.BACKLOG ...`).
+    ///
+    /// ```no_run
+    /// # async fn demo(town: dreamtown_client::town::Town) -> dreamtown_client::Result<()> {
+    /// if let Some(id) = town.backlog().pop().await? {
+    ///     let task = town.task(id).get().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn backlog(&self) -> Backlog<'_, C> {
+        Backlog { town: self }
+    }
+
+    /// Agent `id`'s activity log (`TOWN.ACTIVITY ...`).
+    ///
+    /// ```no_run
+    /// # use dreamtown_client::town::AgentId;
+    /// # async fn demo(town: dreamtown_client::town::Town, me: AgentId) -> dreamtown_client::Result<()> {
+    /// town.activity(me).log("parsed 3 files").await?;
+    /// println!("{:?}", town.activity(me).get().await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn activity(&self, id: AgentId) -> Activity<'_, C> {
+        Activity { town: self, id }
+    }
+
+    /// Agent `id`'s stop flag (`TOWN.STOP ...`).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dreamtown_client::town::AgentId;
+    /// # async fn demo(town: dreamtown_client::town::Town, worker: AgentId) -> dreamtown_client::Result<()> {
+    /// town.stop(worker).request().ttl(Duration::from_secs(600)).send().await?;
+    /// assert!(town.stop(worker).requested().await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn stop(&self, id: AgentId) -> StopFlag<'_, C> {
+        StopFlag { town: self, id }
+    }
+}
+
+/// One agent of a [`Town`]: `town.agent(id)`.
+#[derive(Clone, Debug)]
+pub struct AgentRecord<'a, C> {
+    town: &'a Town<C>,
+    id: AgentId,
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> AgentRecord<'_, C> {
+    /// The agent's id.
+    pub fn id(&self) -> AgentId {
+        self.id
+    }
+
+    /// The agent's record, or `None` (`TOWN.AGENT GET`). A record without a
+    /// readable `id` is [`Error::InvalidRecord`]; other fields missing or
+    /// unreadable take tinytown's defaults.
+    pub async fn get(&self) -> Result<Option<Agent>> {
+        let id = self.id.to_string();
+        optional_record(
+            &self.town.call(&request::AgentGet { town: self.town.name(), agent: &id }).await?,
+            Agent::from_fields,
+        )
+    }
+
+    /// Replace the agent's record with `agent`, whole and in one step
+    /// (`TOWN.AGENT SET`); `agent.id` must be this agent's.
+    pub async fn set(&self, agent: &Agent) -> Result<()> {
+        if agent.id != self.id {
+            return Err(Error::InvalidArgument("the agent's id is not the record's"));
+        }
+        let id = self.id.to_string();
+        let fields = request::FieldSet::from_pairs(agent.to_fields()?);
+        self.town.call(&request::AgentSet { town: self.town.name(), agent: &id, fields }).await?.ok()
+    }
+
+    /// Delete the agent: its record, inboxes, pending list, activity log and
+    /// stop flag, in one step (`TOWN.AGENT DEL`); how many keys went.
+    pub async fn delete(&self) -> Result<usize> {
+        let id = self.id.to_string();
+        self.town.call(&request::AgentDel { town: self.town.name(), agent: &id }).await?.length()
+    }
+
+    /// Set the record's `last_heartbeat` to the server's clock
+    /// (`TOWN.AGENT HEARTBEAT`).
+    pub async fn heartbeat(&self) -> Result<()> {
+        let id = self.id.to_string();
+        self.town.call(&request::AgentHeartbeat { town: self.town.name(), agent: &id }).await?.ok()
+    }
+
+    /// Add 1 to `rounds_completed` (`TOWN.AGENT INCR ... ROUNDS`); the new count.
+    pub async fn count_round(&self) -> Result<u64> {
+        self.increment(request::Counter::Rounds).await
+    }
+
+    /// Add 1 to `tasks_completed` (`TOWN.AGENT INCR ... TASKS`); the new count.
+    pub async fn count_task(&self) -> Result<u64> {
+        self.increment(request::Counter::Tasks).await
+    }
+
+    async fn increment(&self, counter: request::Counter) -> Result<u64> {
+        let id = self.id.to_string();
+        self.town.call(&request::AgentIncr { town: self.town.name(), agent: &id, counter }).await?.count()
+    }
+
+    /// The lengths of the agent's lists ([`Town::lengths`]).
+    pub async fn lengths(&self) -> Result<MailboxLengths> {
+        self.town.lengths(self.id).await
+    }
+
+    /// The agent's statistics (`TOWN.STATS <town> <agent>`): list lengths,
+    /// leases, ages, totals.
+    pub async fn stats(&self) -> Result<TownStats> {
+        let id = self.id.to_string();
+        TownStats::of(&self.town.call(&request::Stats { town: self.town.name(), agent: Some(&id) }).await?)
+    }
+}
+
+/// One task of a [`Town`]: `town.task(id)`.
+#[derive(Clone, Debug)]
+pub struct TaskRecord<'a, C> {
+    town: &'a Town<C>,
+    id: TaskId,
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> TaskRecord<'_, C> {
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+
+    /// The task's record, or `None` (`TOWN.TASK GET`).
+    pub async fn get(&self) -> Result<Option<Task>> {
+        let id = self.id.to_string();
+        optional_record(
+            &self.town.call(&request::TaskGet { town: self.town.name(), task: &id }).await?,
+            Task::from_fields,
+        )
+    }
+
+    /// Replace the task's record with `task`, whole and in one step
+    /// (`TOWN.TASK SET`); `task.id` must be this task's.
+    pub async fn set(&self, task: &Task) -> Result<()> {
+        if task.id != self.id {
+            return Err(Error::InvalidArgument("the task's id is not the record's"));
+        }
+        let id = self.id.to_string();
+        let fields = request::FieldSet::from_pairs(task.to_fields()?);
+        self.town.call(&request::TaskSet { town: self.town.name(), task: &id, fields }).await?.ok()
+    }
+
+    /// Delete the task's record (`TOWN.TASK DEL`); whether there was one.
+    pub async fn delete(&self) -> Result<bool> {
+        let id = self.id.to_string();
+        self.town.call(&request::TaskDel { town: self.town.name(), task: &id }).await?.flag()
+    }
+}
+
+/// A [`Town`]'s backlog of task ids: `town.backlog()`.
+#[derive(Clone, Debug)]
+pub struct Backlog<'a, C> {
+    town: &'a Town<C>,
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Backlog<'_, C> {
+    /// Append `task` (`TOWN.BACKLOG PUSH`); the backlog's new length.
+    pub async fn push(&self, task: TaskId) -> Result<usize> {
+        let id = task.to_string();
+        self.town.call(&request::BacklogPush { town: self.town.name(), task: &id }).await?.length()
+    }
+
+    /// Take the oldest task id, or `None` (`TOWN.BACKLOG POP`).
+    pub async fn pop(&self) -> Result<Option<TaskId>> {
+        let reply = self.town.call(&request::BacklogPop { town: self.town.name() }).await?;
+        reply.optional_bulk()?.map(|entry| task_id(entry, "taken from the backlog")).transpose()
+    }
+
+    /// Every task id, oldest first (`TOWN.BACKLOG LIST`). An entry that is
+    /// not a task id is [`Error::InvalidRecord`] (never skipped; the
+    /// seed-shaped [`Channel::backlog_list`](super::Channel::backlog_list)
+    /// leaves it out, as tinytown did).
+    pub async fn list(&self) -> Result<Vec<TaskId>> {
+        let reply = self.town.call(&request::BacklogList { town: self.town.name() }).await?;
+        reply.bulks()?.iter().map(|entry| task_id(entry, "in the backlog")).collect()
+    }
+
+    /// How many task ids wait (`TOWN.BACKLOG LEN`).
+    pub async fn len(&self) -> Result<usize> {
+        self.town.call(&request::BacklogLen { town: self.town.name() }).await?.length()
+    }
+
+    /// Whether the backlog is empty (`TOWN.BACKLOG LEN`).
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// Remove the first `task`; whether it was there (`TOWN.BACKLOG REMOVE`).
+    pub async fn remove(&self, task: TaskId) -> Result<bool> {
+        let id = task.to_string();
+        self.town.call(&request::BacklogRemove { town: self.town.name(), task: &id }).await?.flag()
+    }
+}
+
+/// An agent's activity log: `town.activity(id)`.
+#[derive(Clone, Debug)]
+pub struct Activity<'a, C> {
+    town: &'a Town<C>,
+    id: AgentId,
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Activity<'_, C> {
+    /// Log `text` (`TOWN.ACTIVITY LOG`); the log keeps the newest entries.
+    pub async fn log(&self, text: &str) -> Result<()> {
+        let id = self.id.to_string();
+        self.town.call(&request::ActivityLog { town: self.town.name(), agent: &id, text: text.as_bytes() }).await?.ok()
+    }
+
+    /// The newest entries, one per line, or `None` when nothing was logged
+    /// (`TOWN.ACTIVITY GET`).
+    pub async fn get(&self) -> Result<Option<String>> {
+        let id = self.id.to_string();
+        let reply = self.town.call(&request::ActivityGet { town: self.town.name(), agent: &id }).await?;
+        reply.optional_bulk()?.map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected())).transpose()
+    }
+}
+
+/// An agent's stop flag: `town.stop(id)`.
+#[derive(Clone, Debug)]
+pub struct StopFlag<'a, C> {
+    town: &'a Town<C>,
+    id: AgentId,
+}
+
+impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> StopFlag<'a, C> {
+    /// Ask the agent to stop (`TOWN.STOP REQUEST`): a [`StopRequest`]
+    /// whose flag expires after the module's default (an hour) unless
+    /// [`ttl`](StopRequest::ttl) says otherwise.
+    pub fn request(&self) -> StopRequest<'a, C> {
+        StopRequest { flag: StopFlag { town: self.town, id: self.id }, ttl: None }
+    }
+
+    /// Whether a stop is requested (`TOWN.STOP CHECK`).
+    pub async fn requested(&self) -> Result<bool> {
+        let id = self.id.to_string();
+        self.town.call(&request::StopCheck { town: self.town.name(), agent: &id }).await?.flag()
+    }
+
+    /// Remove the flag (`TOWN.STOP CLEAR`); whether there was one.
+    pub async fn clear(&self) -> Result<bool> {
+        let id = self.id.to_string();
+        self.town.call(&request::StopClear { town: self.town.name(), agent: &id }).await?.flag()
+    }
+}
+
+/// `TOWN.STOP REQUEST`, from [`StopFlag::request`].
+#[must_use = "a StopRequest does nothing until sent"]
+pub struct StopRequest<'a, C> {
+    flag: StopFlag<'a, C>,
+    ttl: Option<Duration>,
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> StopRequest<'_, C> {
+    /// The flag expires after `ttl` (`TTL <secs>`: rounded up to whole
+    /// seconds, at least 1).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Send it.
+    pub async fn send(self) -> Result<()> {
+        let id = self.flag.id.to_string();
+        let ttl_secs = self.ttl.map(|ttl| {
+            ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).clamp(1, request::STOP_TTL_SECS_MAX)
+        });
+        self.flag.town.call(&request::StopRequest { town: self.flag.town.name(), agent: &id, ttl_secs }).await?.ok()
+    }
+}
+
+/// A backlog entry as a task id (`place` says where it was, for the error).
+fn task_id(entry: &[u8], place: &str) -> Result<TaskId> {
+    let text = String::from_utf8_lossy(entry);
+    text.parse().map_err(|error| Error::InvalidRecord {
+        what: "backlog task id",
+        reason: format!("{text:?} ({place}): {error}"),
+    })
+}
+
+/// Reads one stored record.
+type RecordParser<T> = fn(&[(String, Vec<u8>)]) -> Result<T>;
+
+/// A record reply: `None` when empty, else parsed.
+pub(super) fn optional_record<T>(reply: &Reply, parse: RecordParser<T>) -> Result<Option<T>> {
+    let fields = reply.pairs()?;
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    parse(&fields).map(Some)
+}
