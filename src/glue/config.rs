@@ -77,20 +77,53 @@ impl Text {
 
     /// Validate and install `text` (the setter); the error text when it is
     /// refused (the old value stays).
-    fn set(&self, text: &[u8]) -> Result<(), String> {
+    fn set(&'static self, text: &[u8]) -> Result<(), String> {
         let text = std::str::from_utf8(text).map_err(|_| self.not_text.to_owned())?;
         (self.check)(text)?;
-        match self.value.lock() {
-            Ok(mut current) => *current = text.to_owned(),
-            Err(poisoned) => *poisoned.into_inner() = text.to_owned(),
-        }
+        self.replace(text.to_owned());
+        SET_TEXTS.with(|texts| texts.remember(self));
         Ok(())
+    }
+
+    /// Install `text`, dropping the value before.
+    fn replace(&self, text: String) {
+        match self.value.lock() {
+            Ok(mut current) => *current = text,
+            Err(poisoned) => *poisoned.into_inner() = text,
+        }
     }
 
     fn text(&self) -> String {
         self.with(str::to_owned)
     }
 }
+
+/// The text settings this load set: their values are freed with the load's
+/// state (at `MODULE UNLOAD`, or a failed load). The `Text`s are statics,
+/// which the server keeps pointers to; their text is on the heap, and a
+/// `MODULE UNLOAD` that unmaps the library would lose it (LeakSanitizer's
+/// report, `make test-asan`). The next load sets every one again.
+#[derive(Default)]
+struct SetTexts(std::cell::RefCell<Vec<&'static Text>>);
+
+impl SetTexts {
+    fn remember(&self, text: &'static Text) {
+        let mut texts = self.0.borrow_mut();
+        if !texts.iter().any(|known| std::ptr::eq(*known, text)) {
+            texts.push(text);
+        }
+    }
+}
+
+impl Drop for SetTexts {
+    fn drop(&mut self) {
+        for text in self.0.get_mut().drain(..) {
+            text.replace(String::new());
+        }
+    }
+}
+
+static SET_TEXTS: PerLoad<SetTexts> = PerLoad::new();
 
 /// A setting as the module registers it.
 #[derive(Clone, Copy)]
