@@ -22,7 +22,7 @@ use super::outcome::{
 };
 use crate::call::{Call, Reply};
 use crate::error::{Error, Result};
-use crate::lease::{Held, renew_period};
+use crate::lease::{self, Held};
 
 /// How a worker's cycle went: what an acknowledgement reports
 /// (`DREAMS.ACK ... SUCCESS|FAILURE`).
@@ -213,17 +213,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// every third of it; [`Held::lease_kept`] tells whether every
     /// extension found it still ours.
     pub async fn hold_lease<F: Future>(&self, fire: &FireMessage, lease: Duration, work: F) -> Result<Held<F::Output>> {
-        let mut work = std::pin::pin!(work);
-        let period = renew_period(lease);
-        loop {
-            tokio::select! {
-                output = &mut work => return Ok(Held { output, lease_kept: true }),
-                () = tokio::time::sleep(period) => {}
-            }
-            if !self.extend(fire, lease).await? {
-                return Ok(Held { output: work.await, lease_kept: false });
-            }
-        }
+        lease::hold(lease, work, || self.extend(fire, lease)).await
     }
 
     /// Requeue every fire left in flight by a dead owner (`DREAMS.RECOVER`);

@@ -22,7 +22,7 @@ use super::message::Message;
 use super::task::Task;
 use crate::call::{Call, Reply, lease_secs, timeout_ms};
 use crate::error::{Error, Result};
-use crate::lease::{Held, renew_period};
+use crate::lease::{self, Held};
 
 /// One town's agent channel: `dreamtown.town("acme")`.
 ///
@@ -302,17 +302,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
         work: F,
     ) -> Result<Held<F::Output>> {
         let message_id = message_id.to_string();
-        let mut work = std::pin::pin!(work);
-        let period = renew_period(lease);
-        loop {
-            tokio::select! {
-                output = &mut work => return Ok(Held { output, lease_kept: true }),
-                () = tokio::time::sleep(period) => {}
-            }
-            if !self.extend(agent, &message_id, lease).await? {
-                return Ok(Held { output: work.await, lease_kept: false });
-            }
-        }
+        lease::hold(lease, work, || self.extend(agent, &message_id, lease)).await
     }
 
     /// Look at the head of `agent`'s inbox without taking anything
