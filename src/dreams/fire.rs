@@ -47,7 +47,7 @@ pub fn fire(
     if queue.total_len() >= queue_max {
         return FireOutcome::Dropped;
     }
-    with_payload(region, fired_by, None, Some(fire_id), false, |payload| queue.push_ready(payload));
+    push_payload(queue, region, fired_by, None, fire_id);
     FireOutcome::Queued
 }
 
@@ -66,10 +66,22 @@ pub(crate) fn enqueue_counted(
         return false;
     }
     counters.set_pending(&fire_id);
-    with_payload(region, fired_by, Some(snapshot), Some(FireIdText::Text(&fire_id)), false, |payload| {
-        queue.push_ready(payload)
-    });
+    push_payload(queue, region, fired_by, Some(snapshot), FireIdText::Text(&fire_id));
     true
+}
+
+/// Append a fire's payload to the ready list, written in the queue's
+/// payload buffer.
+fn push_payload(
+    queue: &mut impl QueueAppend,
+    region: RegionRef<'_>,
+    fired_by: &str,
+    fired_at: Option<RegionWriteCounters>,
+    fire_id: FireIdText<'_>,
+) {
+    let mut buffer = queue.take_payload_buffer();
+    with_payload(&mut buffer, region, fired_by, fired_at, Some(fire_id), false, |payload| queue.push_ready(payload));
+    queue.keep_payload_buffer(buffer);
 }
 
 /// A counter value as the snapshot's `u32`.

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use super::message::PayloadBuffer;
 use super::store::{QueueAppend, QueueStore};
 use crate::lease::expiry::{self, Expired, InFlight};
 use crate::lease::{LeaseStore, EXPIRED};
@@ -77,6 +78,12 @@ impl<Q: QueueStore, L: LeaseStore> QueueAppend for LeaseAwareQueue<'_, Q, L> {
     }
     fn push_ready(&mut self, payload: &[u8]) {
         self.queue.push_ready(payload);
+    }
+    fn take_payload_buffer(&mut self) -> PayloadBuffer {
+        self.queue.take_payload_buffer()
+    }
+    fn keep_payload_buffer(&mut self, buffer: PayloadBuffer) {
+        self.queue.keep_payload_buffer(buffer);
     }
 }
 

@@ -142,62 +142,49 @@ pub fn payload(
     String::from_utf8(out).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
-/// [`payload`], handed to `use_payload` from a buffer kept between calls
-/// (one per thread) instead of a new string: every FIRE and every record
-/// that fires makes one, only to copy it into a Redis string. The start of
-/// the last payload, up to its project (`{"region":{"org":"<org>","project":"`),
-/// is kept too and reused when the next one is for the same organization
-/// (the tenant: consecutive fires usually are), saving its escape scan.
+/// [`payload`], written into `buffer` and handed to `use_payload` instead
+/// of a new string: every FIRE and every record that fires makes one, only
+/// to copy it into a Redis string. Its owner keeps the buffer between
+/// calls (the module keeps one per load beside its queue stores:
+/// [`QueueAppend::take_payload_buffer`](super::store::QueueAppend::take_payload_buffer)),
+/// so a payload costs no allocation; and the start of the last payload, up
+/// to its project (`{"region":{"org":"<org>","project":"`), is reused when
+/// the next one is for the same organization (the tenant: consecutive
+/// fires usually are), saving its escape scan.
 pub fn with_payload<R>(
+    buffer: &mut PayloadBuffer,
     region: RegionRef<'_>,
     fired_by: &str,
     fired_at: Option<RegionWriteCounters>,
     fire_id: Option<FireIdText<'_>>,
     quiet_deferred: bool,
-    mut use_payload: impl FnMut(&[u8]) -> R,
+    use_payload: impl FnOnce(&[u8]) -> R,
 ) -> R {
-    thread_local! {
-        static KEPT: std::cell::RefCell<Kept> = const {
-            std::cell::RefCell::new(Kept { out: Vec::new(), org: String::new(), start: 0 })
-        };
+    // The start is reused only for exactly the same organization text
+    // (so it escapes the same), and only while it is still in place.
+    if buffer.start > 0 && buffer.start <= buffer.out.len() && buffer.org == region.org {
+        buffer.out.truncate(buffer.start);
+    } else {
+        buffer.out.clear();
+        write_start(&mut buffer.out, region.org);
+        buffer.start = buffer.out.len();
+        buffer.org.clear();
+        buffer.org.push_str(region.org);
     }
-    let kept = KEPT.try_with(|kept| {
-        // Never re-entered (nothing below calls back here); if it were,
-        // or the buffer were gone, a fresh one does the job.
-        let mut kept = kept.try_borrow_mut().ok()?;
-        let kept = &mut *kept;
-        // The start is reused only for exactly the same organization text
-        // (so it escapes the same), and only while it is still in place.
-        if kept.start > 0 && kept.start <= kept.out.len() && kept.org == region.org {
-            kept.out.truncate(kept.start);
-        } else {
-            kept.out.clear();
-            write_start(&mut kept.out, region.org);
-            kept.start = kept.out.len();
-            kept.org.clear();
-            kept.org.push_str(region.org);
-        }
-        write_rest(&mut kept.out, region, fired_by, fired_at, fire_id, quiet_deferred);
-        let done = use_payload(&kept.out);
-        // A payload is a few hundred bytes; an outsized one is not kept.
-        if kept.out.capacity() > 4096 || kept.org.capacity() > 4096 {
-            *kept = Kept { out: Vec::new(), org: String::new(), start: 0 };
-        }
-        Some(done)
-    });
-    match kept {
-        Ok(Some(done)) => done,
-        _ => {
-            let mut out = Vec::new();
-            write_payload(&mut out, region, fired_by, fired_at, fire_id, quiet_deferred);
-            use_payload(&out)
-        }
+    write_rest(&mut buffer.out, region, fired_by, fired_at, fire_id, quiet_deferred);
+    let done = use_payload(&buffer.out);
+    // A payload is a few hundred bytes; an outsized one is not kept.
+    if buffer.out.capacity() > 4096 || buffer.org.capacity() > 4096 {
+        *buffer = PayloadBuffer::default();
     }
+    done
 }
 
-/// The buffer [`with_payload`] keeps: the last payload, the organization
-/// it was written for, and how long its start (up to the project) is.
-struct Kept {
+/// The buffer [`with_payload`] writes into: the last payload, the
+/// organization it was written for, and how long its start (up to the
+/// project) is. A new one is empty; any one writes right.
+#[derive(Debug, Default)]
+pub struct PayloadBuffer {
     out: Vec<u8>,
     org: String,
     start: usize,
@@ -450,6 +437,7 @@ mod tests {
 
     #[test]
     fn the_kept_buffer_hands_over_what_payload_makes() {
+        let mut buffer = PayloadBuffer::default();
         let long = "x".repeat(5000);
         for (project, fire_id) in [("p", Some("f")), (long.as_str(), None), ("q\"\n", Some("g")), ("p", None)] {
             for fired_by in ["n", DEFAULT_NODE, "dreamtown2", "\"dreamtown"] {
@@ -460,9 +448,15 @@ mod tests {
                     seconds_since_last_cycle: 3,
                 });
                 let expected = payload(region, fired_by, counters, fire_id, true);
-                let handed = with_payload(region, fired_by, counters, fire_id.map(FireIdText::Text), true, |bytes| {
-                    bytes.to_vec()
-                });
+                let handed = with_payload(
+                    &mut buffer,
+                    region,
+                    fired_by,
+                    counters,
+                    fire_id.map(FireIdText::Text),
+                    true,
+                    |bytes| bytes.to_vec(),
+                );
                 assert_eq!(handed, expected.as_bytes());
             }
         }
@@ -471,7 +465,9 @@ mod tests {
         let region = RegionRef { org: "o", project: b"p", memory_type: 1 };
         let expected = payload(region, DEFAULT_NODE, None, Some(made.as_str()), false);
         let handed =
-            with_payload(region, DEFAULT_NODE, None, Some(FireIdText::Made(&made)), false, |bytes| bytes.to_vec());
+            with_payload(&mut buffer, region, DEFAULT_NODE, None, Some(FireIdText::Made(&made)), false, |bytes| {
+                bytes.to_vec()
+            });
         assert_eq!(handed, expected.as_bytes());
     }
 
@@ -480,13 +476,16 @@ mod tests {
         // In turn: the same organization again, another one, one whose raw
         // text is the previous one's escaped text, an empty one, a long one.
         let long = "o".repeat(5000);
+        let mut buffer = PayloadBuffer::default();
         let orgs = ["o", "o", "org-2", "o", "a\"", "a\\\"", "a\\\"", "", "", long.as_str(), "o", "日本", "日本"];
         for (i, org) in orgs.iter().enumerate() {
             let region = RegionRef { org, project: if i % 2 == 0 { b"p" } else { b"q\n" }, memory_type: i as u32 };
             let fired_by = if i % 3 == 0 { DEFAULT_NODE } else { "n" };
             let expected = payload(region, fired_by, None, Some("f"), false);
             let handed =
-                with_payload(region, fired_by, None, Some(FireIdText::Text("f")), false, |bytes| bytes.to_vec());
+                with_payload(&mut buffer, region, fired_by, None, Some(FireIdText::Text("f")), false, |bytes| {
+                    bytes.to_vec()
+                });
             assert_eq!(String::from_utf8(handed).unwrap(), expected, "call {i}");
         }
     }

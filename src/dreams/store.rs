@@ -6,6 +6,8 @@
 //! in-memory store. An implementation validates key types and counter
 //! fields when it is opened, so every method here is infallible.
 
+use super::message::PayloadBuffer;
+
 /// What adding work to an organization's queue needs: its lengths (the
 /// ceiling) and an append to the ready list. An explicit or counted fire
 /// needs nothing else (so a caller allowed only to write the queue, and
@@ -19,6 +21,17 @@ pub trait QueueAppend {
     fn processing_len(&self) -> u64;
     /// Append to the ready list.
     fn push_ready(&mut self, payload: &[u8]);
+
+    /// The buffer to write the next payload in
+    /// ([`with_payload`](super::message::with_payload)): a store that keeps
+    /// one from one command to the next lends it; by default a new one.
+    fn take_payload_buffer(&mut self) -> PayloadBuffer {
+        PayloadBuffer::default()
+    }
+
+    /// Take back the buffer [`Self::take_payload_buffer`] lent (by default
+    /// it is dropped).
+    fn keep_payload_buffer(&mut self, _buffer: PayloadBuffer) {}
 
     /// Ready + deferred + in-flight: what the ceiling counts.
     fn total_len(&self) -> u64 {

@@ -5,6 +5,7 @@
 use std::ffi::CStr;
 
 use super::queue_names::{queue_names, queue_names_and_tenant};
+use crate::dreams::message::PayloadBuffer;
 use crate::dreams::region::{QueueKey, RegionKey, RegionKeys, RegionRef};
 use crate::dreams::store::{DeadLetters, QueueAppend, QueueStore, RegionCounters, RegionStore};
 use crate::glue::access::{Meta, Mode, Read, ReadWrite, ReadsValues, Write};
@@ -257,6 +258,12 @@ impl QueueAppend for RedisQueue {
         self.ready.push(End::Tail, &[payload]);
         fire_ages::entered(self.org, List::Ready, payload, clock_ms());
     }
+    fn take_payload_buffer(&mut self) -> PayloadBuffer {
+        super::payload_buffer::take()
+    }
+    fn keep_payload_buffer(&mut self, buffer: PayloadBuffer) {
+        super::payload_buffer::keep(buffer);
+    }
 }
 
 impl QueueStore for RedisQueue {
@@ -486,6 +493,12 @@ impl QueueAppend for FireQueue {
     fn push_ready(&mut self, payload: &[u8]) {
         self.ready.push(End::Tail, &[payload]);
         fire_ages::entered(self.org, List::Ready, payload, clock_ms());
+    }
+    fn take_payload_buffer(&mut self) -> PayloadBuffer {
+        super::payload_buffer::take()
+    }
+    fn keep_payload_buffer(&mut self, buffer: PayloadBuffer) {
+        super::payload_buffer::keep(buffer);
     }
 }
 
