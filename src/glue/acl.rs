@@ -39,6 +39,7 @@ use std::rc::Rc;
 use redis_module::raw;
 
 use super::api::api;
+use super::ctx::Ctx;
 use super::module_state::PerLoad;
 use super::string::OwnedString;
 
@@ -118,7 +119,7 @@ impl Drop for Probe {
 
 /// The shape of user `name`'s selectors, read with `ctx` when not known
 /// since the ACL last changed.
-pub fn shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Rc<Shape> {
+pub fn shape(ctx: Ctx, name: &[u8]) -> Rc<Shape> {
     let (generation, cached) = STATE.with(|state| {
         let generation = state.generation.get();
         let cache = state.cache.borrow();
@@ -148,7 +149,7 @@ pub fn shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Rc<Shape> {
 }
 
 /// Read user `name`'s selectors (`ACL GETUSER`) and build the probes.
-fn read_shape(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Shape {
+fn read_shape(ctx: Ctx, name: &[u8]) -> Shape {
     let Some(user) = getuser(ctx, name) else {
         return Shape::Unreadable("ACL GETUSER did not describe the user".into());
     };
@@ -209,11 +210,12 @@ fn probe(selector: &Selector) -> Result<Probe, String> {
 /// `ACL GETUSER name`, read: the root selector's commands, keys and
 /// channels and the other selectors'. `None` when the call fails or the
 /// user does not exist.
-fn getuser(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Option<User> {
+fn getuser(ctx: Ctx, name: &[u8]) -> Option<User> {
     let name = OwnedString::new(name);
     // SAFETY: valid ctx and strings; the reply is freed below.
-    let reply =
-        unsafe { api!(RedisModule_Call)(ctx, c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), name.as_ptr()) };
+    let reply = unsafe {
+        api!(RedisModule_Call)(ctx.raw(), c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), name.as_ptr())
+    };
     if reply.is_null() {
         return None;
     }

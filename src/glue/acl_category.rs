@@ -14,20 +14,22 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
+use super::ctx::Ctx;
+
 /// The category's name (without the `@`).
 pub const NAME: &str = "dreamtown";
 
 /// Add `@dreamtown` if this server can. `Ok(true)`: the category exists and
 /// the commands' categories should include it; `Ok(false)`: this server
 /// has no module categories.
-pub fn add(ctx: *mut raw::RedisModuleCtx) -> Result<bool, String> {
+pub fn add(ctx: Ctx) -> Result<bool, String> {
     // SAFETY: reads the API table's entry, filled once at load.
     let Some(add_category) = (unsafe { raw::RedisModule_AddACLCategory }) else {
         return Ok(false);
     };
     let name = c"dreamtown";
     // SAFETY: `ctx` is the load's live context and `name` NUL-terminated.
-    if unsafe { add_category(ctx, name.as_ptr()) } == raw::REDISMODULE_OK as c_int {
+    if unsafe { add_category(ctx.raw(), name.as_ptr()) } == raw::REDISMODULE_OK as c_int {
         return Ok(true);
     }
     // EBUSY: a category of that name exists. The server keeps a module's

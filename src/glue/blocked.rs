@@ -71,7 +71,7 @@ pub fn block_on_key<T: Blocked>(ctx: Ctx, key: &OwnedString, timeout_ms: i64, da
     // slot, given to the server and taken back by `free::<T>` (or below).
     let bc = unsafe {
         api!(RedisModule_BlockClientOnKeys)(
-            ctx,
+            ctx.raw(),
             Some(keep_waiting),
             Some(timeout::<T>),
             Some(free::<T>),
@@ -97,15 +97,24 @@ fn slot_of<'a, T>(ctx: Ctx) -> Option<&'a Slot<T>> {
     // SAFETY: in a blocked client's callback the server answers the
     // private data given to `block_on_key::<T>`, an `Rc<Slot<T>>` count it
     // holds until `free::<T>` runs, after every other callback.
-    unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx).cast::<Slot<T>>().as_ref() }
+    unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx.raw()).cast::<Slot<T>>().as_ref() }
 }
 
 /// Someone wrote the never-created key: not our signal.
-extern "C" fn keep_waiting(_ctx: Ctx, _argv: *mut *mut raw::RedisModuleString, _argc: c_int) -> c_int {
+extern "C" fn keep_waiting(
+    _ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
     raw::REDISMODULE_ERR as c_int
 }
 
-extern "C" fn timeout<T: Blocked>(ctx: Ctx, _argv: *mut *mut raw::RedisModuleString, _argc: c_int) -> c_int {
+extern "C" fn timeout<T: Blocked>(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let ctx = Ctx::from_raw(ctx);
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if let Some(slot) = slot_of::<T>(ctx) {
             T::on_timeout(ctx, &mut slot.data.borrow_mut());
@@ -114,7 +123,8 @@ extern "C" fn timeout<T: Blocked>(ctx: Ctx, _argv: *mut *mut raw::RedisModuleStr
     raw::REDISMODULE_OK as c_int
 }
 
-extern "C" fn disconnect<T: Blocked>(ctx: Ctx, _bc: *mut raw::RedisModuleBlockedClient) {
+extern "C" fn disconnect<T: Blocked>(ctx: *mut raw::RedisModuleCtx, _bc: *mut raw::RedisModuleBlockedClient) {
+    let ctx = Ctx::from_raw(ctx);
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if let Some(slot) = slot_of::<T>(ctx) {
             T::on_disconnect(ctx, &mut slot.data.borrow_mut());
@@ -122,7 +132,8 @@ extern "C" fn disconnect<T: Blocked>(ctx: Ctx, _bc: *mut raw::RedisModuleBlocked
     }));
 }
 
-extern "C" fn free<T: Blocked>(ctx: Ctx, privdata: *mut c_void) {
+extern "C" fn free<T: Blocked>(ctx: *mut raw::RedisModuleCtx, privdata: *mut c_void) {
+    let ctx = Ctx::from_raw(ctx);
     if privdata.is_null() {
         return;
     }

@@ -9,6 +9,7 @@ use std::os::raw::{c_char, c_int};
 use redis_module::raw;
 
 use super::api::api;
+use super::ctx::Ctx;
 use super::string::OwnedString;
 
 /// The called command replied with an error (for `SADD`/`SREM`: the key
@@ -32,7 +33,7 @@ pub enum Member<'a> {
 /// (`RM_Call` flag `!`); its integer reply, `None` for a call that did not
 /// run or replied something else, `Err` for an error reply.
 pub fn integer_replicated(
-    ctx: *mut raw::RedisModuleCtx,
+    ctx: Ctx,
     command: &CStr,
     key: &OwnedString,
     member: Member<'_>,
@@ -42,10 +43,15 @@ pub fn integer_replicated(
     // (`s`: a live string, `b`: a pointer and length valid for the call).
     let reply = unsafe {
         match member {
-            Member::Bytes(bytes) => {
-                call(ctx, command.as_ptr(), c"!sb".as_ptr(), key.as_ptr(), bytes.as_ptr().cast::<c_char>(), bytes.len())
-            }
-            Member::String(string) => call(ctx, command.as_ptr(), c"!ss".as_ptr(), key.as_ptr(), string),
+            Member::Bytes(bytes) => call(
+                ctx.raw(),
+                command.as_ptr(),
+                c"!sb".as_ptr(),
+                key.as_ptr(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            ),
+            Member::String(string) => call(ctx.raw(), command.as_ptr(), c"!ss".as_ptr(), key.as_ptr(), string),
         }
     };
     if reply.is_null() {
@@ -70,10 +76,10 @@ pub fn integer_replicated(
 /// number of members scored in `[min, max]`, O(log n) — the key API can
 /// only count by walking the range. `None` when the call did not answer an
 /// integer (the caller checked the key's type first).
-pub fn zcount(ctx: *mut raw::RedisModuleCtx, key: &OwnedString, min: &CStr, max: &CStr) -> Option<i64> {
+pub fn zcount(ctx: Ctx, key: &OwnedString, min: &CStr, max: &CStr) -> Option<i64> {
     // SAFETY: `ctx` is live; the format `scc` matches a live string and two NUL-terminated strings.
     let reply = unsafe {
-        api!(RedisModule_Call)(ctx, c"ZCOUNT".as_ptr(), c"scc".as_ptr(), key.as_ptr(), min.as_ptr(), max.as_ptr())
+        api!(RedisModule_Call)(ctx.raw(), c"ZCOUNT".as_ptr(), c"scc".as_ptr(), key.as_ptr(), min.as_ptr(), max.as_ptr())
     };
     if reply.is_null() {
         return None;
@@ -92,14 +98,14 @@ pub fn zcount(ctx: *mut raw::RedisModuleCtx, key: &OwnedString, min: &CStr, max:
 /// is not read): `None` when the call gave no reply (a refusal by
 /// cluster routing on 7.0, or a passed dry run), else whether it answered
 /// an error. `dry_run`: with the `D` flag (Redis 7.2+), no command runs.
-pub fn exists_is_refused(ctx: *mut raw::RedisModuleCtx, first: &[u8], second: &[u8], dry_run: bool) -> Option<bool> {
+pub fn exists_is_refused(ctx: Ctx, first: &[u8], second: &[u8], dry_run: bool) -> Option<bool> {
     let format = if dry_run { c"bbD" } else { c"bb" };
     // SAFETY: `ctx` is the running callback's live context; the format
     // names two binary-safe strings, each given as a pointer and a length
     // that stay valid for the call.
     let reply = unsafe {
         api!(RedisModule_Call)(
-            ctx,
+            ctx.raw(),
             c"EXISTS".as_ptr(),
             format.as_ptr(),
             first.as_ptr().cast::<std::os::raw::c_char>(),

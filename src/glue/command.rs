@@ -33,6 +33,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::api::api;
+use super::ctx::Ctx;
 use super::module_state::PerLoad;
 use super::reply::{self, CommandResult};
 use super::session::Session;
@@ -52,8 +53,20 @@ pub struct Entry {
     pub handler: Option<Handler>,
 }
 
-/// The C entry point Redis calls.
-pub type RawCommand = unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+/// The C entry point Redis calls (a [`Ctx`] in the context pointer's
+/// place: `Ctx` is `repr(transparent)` over it).
+pub type RawCommand = unsafe extern "C" fn(Ctx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// The module API's command function type.
+type ServerCommand = unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// `entry` as the module API takes it.
+fn server_command(entry: RawCommand) -> ServerCommand {
+    // SAFETY: the two function types differ only in the first argument,
+    // `Ctx` against the pointer it wraps (`repr(transparent)`): one ABI,
+    // and every pointer the server passes is a valid `Ctx`.
+    unsafe { std::mem::transmute::<RawCommand, ServerCommand>(entry) }
+}
 
 /// How a command uses its tenant's keys, for the key spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,18 +256,20 @@ pub fn arity_allows(full_name: &str, argc: usize) -> bool {
 
 /// Register `spec` with the server; `module_category`: the server has the
 /// module's own ACL category (`acl_category::add`), which every command joins.
-pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_category: bool) -> Result<(), String> {
+pub fn register(ctx: Ctx, spec: &CommandSpec, module_category: bool) -> Result<(), String> {
     let mut arena = Arena::default();
     let name = arena.text(spec.name);
     let flags = arena.text(spec.flags);
     // SAFETY: `ctx` is the load's live context; `name` and `flags` are NUL-terminated strings of
     // the arena, which outlives the registration (the server copies them).
-    let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, Some(spec.entry.raw), flags, 0, 0, 0) };
+    let created = unsafe {
+        api!(RedisModule_CreateCommand)(ctx.raw(), name, Some(server_command(spec.entry.raw)), flags, 0, 0, 0)
+    };
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not create command {}", spec.name));
     }
     // SAFETY: `ctx` is live and `name` NUL-terminated.
-    let command = unsafe { api!(RedisModule_GetCommand)(ctx, name) };
+    let command = unsafe { api!(RedisModule_GetCommand)(ctx.raw(), name) };
     if command.is_null() {
         return Err(format!("could not find command {}", spec.name));
     }
@@ -268,11 +283,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec, module_catego
 }
 
 /// Register the container `spec`, its subcommands and its `HELP`.
-pub fn register_container(
-    ctx: *mut raw::RedisModuleCtx,
-    spec: &'static ContainerSpec,
-    module_category: bool,
-) -> Result<(), String> {
+pub fn register_container(ctx: Ctx, spec: &'static ContainerSpec, module_category: bool) -> Result<(), String> {
     let mut arena = Arena::default();
     // Lower case, as Redis names its own containers and subcommands:
     // clients match `COMMAND`'s subcommand names (`town.agent|get`) in
@@ -282,12 +293,12 @@ pub fn register_container(
     // answers a bare `TOWN.AGENT` (arity) and an unknown subcommand ("unknown
     // subcommand '...'. Try TOWN.AGENT HELP.") itself.
     // SAFETY: as above, for a container command (no entry point).
-    let created = unsafe { api!(RedisModule_CreateCommand)(ctx, name, None, arena.text(""), 0, 0, 0) };
+    let created = unsafe { api!(RedisModule_CreateCommand)(ctx.raw(), name, None, arena.text(""), 0, 0, 0) };
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not create command {}", spec.name));
     }
     // SAFETY: `ctx` is live and `name` NUL-terminated.
-    let parent = unsafe { api!(RedisModule_GetCommand)(ctx, name) };
+    let parent = unsafe { api!(RedisModule_GetCommand)(ctx.raw(), name) };
     if parent.is_null() {
         return Err(format!("could not find command {}", spec.name));
     }
@@ -317,12 +328,13 @@ pub fn register_container(
         let full = format!("{}|{}", spec.name, sub.name).to_ascii_lowercase();
         let sub_name = arena.text(&sub.name.to_ascii_lowercase());
         // SAFETY: `parent` is a live command; the strings are the arena's, NUL-terminated.
-        let created = unsafe { create(parent, sub_name, Some(sub.entry.raw), arena.text(sub.flags), 0, 0, 0) };
+        let created =
+            unsafe { create(parent, sub_name, Some(server_command(sub.entry.raw)), arena.text(sub.flags), 0, 0, 0) };
         if created != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not create subcommand {full}"));
         }
         // SAFETY: `ctx` is live and the name NUL-terminated.
-        let command = unsafe { api!(RedisModule_GetCommand)(ctx, arena.text(&full)) };
+        let command = unsafe { api!(RedisModule_GetCommand)(ctx.raw(), arena.text(&full)) };
         if command.is_null() {
             return Err(format!("could not find subcommand {full}"));
         }
@@ -395,11 +407,7 @@ const HELP: CommandSpec = CommandSpec {
 /// `<CONTAINER> HELP`: the container's subcommands with their arguments
 /// and summaries, one status line each, as Redis's own `HELP` subcommands
 /// answer.
-unsafe extern "C" fn help_entry(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
+unsafe extern "C" fn help_entry(ctx: Ctx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> c_int {
     let lines = catch_unwind(AssertUnwindSafe(|| {
         let count = usize::try_from(argc).unwrap_or(0);
         if argv.is_null() || count == 0 {
@@ -416,10 +424,10 @@ unsafe extern "C" fn help_entry(
     match lines {
         Ok(Some(lines)) => {
             // SAFETY: `ctx` is the running command's live context.
-            unsafe { api!(RedisModule_ReplyWithArray)(ctx, lines.len() as std::os::raw::c_long) };
+            unsafe { api!(RedisModule_ReplyWithArray)(ctx.raw(), lines.len() as std::os::raw::c_long) };
             for line in &lines {
                 // SAFETY: `ctx` is live and `line` NUL-terminated.
-                unsafe { api!(RedisModule_ReplyWithSimpleString)(ctx, line.as_ptr()) };
+                unsafe { api!(RedisModule_ReplyWithSimpleString)(ctx.raw(), line.as_ptr()) };
             }
         }
         _ => reply::send_error(ctx, BUG),

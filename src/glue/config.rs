@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use redis_module::raw;
 
 use super::api::api;
+use super::ctx::Ctx;
 use super::module_state::PerLoad;
 
 /// A numeric setting: its name (after `dreamtown.`), default (before
@@ -198,7 +199,7 @@ pub fn check_module_args(args: &[&[u8]], settings: &[Setting]) -> Result<(), Str
 /// 11 small boxes left behind by every `MODULE LOAD` (352 bytes of
 /// `used_memory` a load/unload cycle). Here the private data is the
 /// setting's own static: nothing to free.
-pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]], settings: &[Setting]) -> Result<(), String> {
+pub fn register(ctx: Ctx, args: &[&[u8]], settings: &[Setting]) -> Result<(), String> {
     let given = |name: &str| {
         args.chunks(2).find(|pair| pair.first() == Some(&name.as_bytes())).and_then(|pair| pair.get(1).copied())
     };
@@ -216,7 +217,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]], settings: &[Setti
         // read as one.
         let done = unsafe {
             api!(RedisModule_RegisterNumericConfig)(
-                ctx,
+                ctx.raw(),
                 c_name.as_ptr(),
                 default,
                 raw::REDISMODULE_CONFIG_DEFAULT,
@@ -244,7 +245,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]], settings: &[Setti
         // callbacks read as one.
         let done = unsafe {
             api!(RedisModule_RegisterStringConfig)(
-                ctx,
+                ctx.raw(),
                 c_name.as_ptr(),
                 default.as_ptr(),
                 raw::REDISMODULE_CONFIG_DEFAULT,
@@ -259,7 +260,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, args: &[&[u8]], settings: &[Setti
         }
     }
     // SAFETY: `ctx` is the load's live context.
-    if unsafe { api!(RedisModule_LoadConfigs)(ctx) } != raw::REDISMODULE_OK as c_int {
+    if unsafe { api!(RedisModule_LoadConfigs)(ctx.raw()) } != raw::REDISMODULE_OK as c_int {
         return Err("a configured value was refused".into());
     }
     Ok(())

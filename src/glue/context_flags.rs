@@ -18,7 +18,7 @@ impl ContextFlags {
     pub fn of(ctx: Ctx) -> Self {
         // SAFETY: `ctx` is a live context the server passed to the running
         // callback (or null: the server then answers the flags of no client).
-        Self(unsafe { api!(RedisModule_GetContextFlags)(ctx) } as u32)
+        Self(unsafe { api!(RedisModule_GetContextFlags)(ctx.raw()) } as u32)
     }
 
     /// The server is a master.

@@ -39,7 +39,7 @@ impl DbScope {
     pub fn size(&self) -> u64 {
         // SAFETY: the scope's context is live while the scope is (it is
         // made from the running callback's context and not kept beyond it).
-        unsafe { api!(RedisModule_DbSize)(self.ctx) }
+        unsafe { api!(RedisModule_DbSize)(self.ctx.raw()) }
     }
 }
 
@@ -52,5 +52,5 @@ impl Drop for DbScope {
 fn select(ctx: Ctx, db: c_int) -> bool {
     // SAFETY: `ctx` is the live context of the running callback; the
     // server checks `db` and refuses one out of range.
-    unsafe { api!(RedisModule_SelectDb)(ctx, db) == raw::REDISMODULE_OK as c_int }
+    unsafe { api!(RedisModule_SelectDb)(ctx.raw(), db) == raw::REDISMODULE_OK as c_int }
 }

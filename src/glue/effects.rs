@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use redis_module::raw;
 
 use super::api::api;
+use super::ctx::Ctx;
 use super::string::OwnedString;
 
 /// A keyspace event, by class, with the event name Redis's own command for
@@ -53,35 +54,35 @@ impl Event {
 /// vector (`"v"`): Redis sizes its argv from the format, so a vector costs
 /// it a second allocation (a `realloc`) per replicated command. For strings
 /// the module created, `s` and `v` take the same reference.
-pub fn replicate_strings(ctx: *mut raw::RedisModuleCtx, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
+pub fn replicate_strings(ctx: Ctx, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
     let replicate = api!(RedisModule_Replicate);
     let name = command.as_ptr();
     // SAFETY: `ctx` is the running command's live context; each format has one `s` per live string
     // passed (or `v` with a live array and its length).
     unsafe {
         match *argv {
-            [a] => replicate(ctx, name, c"s".as_ptr(), a),
-            [a, b] => replicate(ctx, name, c"ss".as_ptr(), a, b),
-            [a, b, c] => replicate(ctx, name, c"sss".as_ptr(), a, b, c),
-            [a, b, c, d] => replicate(ctx, name, c"ssss".as_ptr(), a, b, c, d),
-            [a, b, c, d, e] => replicate(ctx, name, c"sssss".as_ptr(), a, b, c, d, e),
-            [a, b, c, d, e, f] => replicate(ctx, name, c"ssssss".as_ptr(), a, b, c, d, e, f),
-            [a, b, c, d, e, f, g] => replicate(ctx, name, c"sssssss".as_ptr(), a, b, c, d, e, f, g),
-            [a, b, c, d, e, f, g, h] => replicate(ctx, name, c"ssssssss".as_ptr(), a, b, c, d, e, f, g, h),
-            _ => replicate(ctx, name, c"v".as_ptr(), argv.as_ptr(), argv.len()),
+            [a] => replicate(ctx.raw(), name, c"s".as_ptr(), a),
+            [a, b] => replicate(ctx.raw(), name, c"ss".as_ptr(), a, b),
+            [a, b, c] => replicate(ctx.raw(), name, c"sss".as_ptr(), a, b, c),
+            [a, b, c, d] => replicate(ctx.raw(), name, c"ssss".as_ptr(), a, b, c, d),
+            [a, b, c, d, e] => replicate(ctx.raw(), name, c"sssss".as_ptr(), a, b, c, d, e),
+            [a, b, c, d, e, f] => replicate(ctx.raw(), name, c"ssssss".as_ptr(), a, b, c, d, e, f),
+            [a, b, c, d, e, f, g] => replicate(ctx.raw(), name, c"sssssss".as_ptr(), a, b, c, d, e, f, g),
+            [a, b, c, d, e, f, g, h] => replicate(ctx.raw(), name, c"ssssssss".as_ptr(), a, b, c, d, e, f, g, h),
+            _ => replicate(ctx.raw(), name, c"v".as_ptr(), argv.as_ptr(), argv.len()),
         };
     }
 }
 
 /// Fire a keyspace notification for `key`.
-pub fn notify(ctx: *mut raw::RedisModuleCtx, event: Event, key: *mut raw::RedisModuleString) {
+pub fn notify(ctx: Ctx, event: Event, key: *mut raw::RedisModuleString) {
     let notify = api!(RedisModule_NotifyKeyspaceEvent);
     // Our own subscriber is called from inside this call; it tells the
     // module's writes (whose side tables the writer keeps itself) from
     // everyone else's by this flag (`keyspace_events`).
     OWN_WRITE.store(true, Ordering::Relaxed);
     // SAFETY: `ctx` is live, the event name NUL-terminated and `key` a live string.
-    unsafe { notify(ctx, event.class(), event.name().as_ptr(), key) };
+    unsafe { notify(ctx.raw(), event.class(), event.name().as_ptr(), key) };
     OWN_WRITE.store(false, Ordering::Relaxed);
 }
 
@@ -99,16 +100,19 @@ pub fn own_write() -> bool {
 /// Outside a cluster the `PUBLISH` is also sent to replicas (not the AOF),
 /// as Redis's own `PUBLISH` does, so their subscribers hear it too; in a
 /// cluster the server spreads it over the cluster bus itself.
-pub fn publish(ctx: *mut raw::RedisModuleCtx, channel: &[u8], message: &[u8], in_cluster: bool) -> i64 {
+pub fn publish(ctx: Ctx, channel: &[u8], message: &[u8], in_cluster: bool) -> i64 {
     let channel_string = OwnedString::new(channel);
     let message_string = OwnedString::new(message);
     // SAFETY: `ctx` is live and both strings are live for the call.
-    let receivers = unsafe { api!(RedisModule_PublishMessage)(ctx, channel_string.as_ptr(), message_string.as_ptr()) };
+    let receivers =
+        unsafe { api!(RedisModule_PublishMessage)(ctx.raw(), channel_string.as_ptr(), message_string.as_ptr()) };
     if !in_cluster {
         let argv = [channel_string.as_ptr(), message_string.as_ptr()];
         // "A": keep it out of the AOF (a replayed message reaches no one).
         // SAFETY: `ctx` is live; `vA` takes a live array of strings and its length.
-        unsafe { api!(RedisModule_Replicate)(ctx, c"PUBLISH".as_ptr(), c"vA".as_ptr(), argv.as_ptr(), argv.len()) };
+        unsafe {
+            api!(RedisModule_Replicate)(ctx.raw(), c"PUBLISH".as_ptr(), c"vA".as_ptr(), argv.as_ptr(), argv.len())
+        };
     }
     i64::from(receivers)
 }

@@ -38,7 +38,7 @@ pub fn register<F: CommandFilter>(ctx: Ctx) -> bool {
     // NOSELF: the module's own `RM_Call`s (`ACL GETUSER`, ...) are not filtered.
     // SAFETY: `ctx` is the load's live context; `on_command::<F>` has the
     // callback's signature and lives as long as the library.
-    let filter = unsafe { register(ctx, Some(on_command::<F>), raw::REDISMODULE_CMDFILTER_NOSELF as c_int) };
+    let filter = unsafe { register(ctx.raw(), Some(on_command::<F>), raw::REDISMODULE_CMDFILTER_NOSELF as c_int) };
     !filter.is_null()
 }
 

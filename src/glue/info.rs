@@ -45,7 +45,7 @@ pub trait InfoProvider {
 pub fn register<P: InfoProvider>(ctx: Ctx) {
     // SAFETY: `ctx` is the load's live context; `fill::<P>` has the
     // callback's signature and lives as long as the library.
-    unsafe { api!(RedisModule_RegisterInfoFunc)(ctx, Some(fill::<P>)) };
+    unsafe { api!(RedisModule_RegisterInfoFunc)(ctx.raw(), Some(fill::<P>)) };
 }
 
 extern "C" fn fill<P: InfoProvider>(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {

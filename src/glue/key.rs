@@ -14,6 +14,7 @@ use redis_module::raw;
 
 use super::access::{Mode, ReadWrite, ReadsValues, Writes};
 use super::api::api;
+use super::ctx::Ctx;
 use super::effects::{notify, replicate_strings, Event};
 use super::reply::CommandError;
 use super::string::{bytes_of, take_bytes, Argv, KeyName, OwnedString, StaticString};
@@ -119,7 +120,7 @@ static ONE: StaticString = StaticString::new("1");
 
 /// An open key; closed (and signalled modified, if written) on drop.
 pub struct Key<M: Mode = ReadWrite> {
-    ctx: *mut raw::RedisModuleCtx,
+    ctx: Ctx,
     handle: Cell<*mut raw::RedisModuleKey>,
     mode: c_int,
     name: KeyName,
@@ -148,35 +149,30 @@ fn open_mode(write: bool) -> c_int {
 impl<M: Mode> Key<M> {
     /// Open the key named by `name` in mode `M`: only a checked key
     /// (`session::Checked`) opens one.
-    pub(super) fn open_name(ctx: *mut raw::RedisModuleCtx, name: KeyName) -> Self {
+    pub(super) fn open_name(ctx: Ctx, name: KeyName) -> Self {
         Self::open_name_as(ctx, name, M::WRITE)
     }
 
     /// [`Key::open_name`], opened for writing if `write` whatever `M`
     /// allows (see `session::Checked::open_beside_writes`).
-    pub(super) fn open_name_as(ctx: *mut raw::RedisModuleCtx, name: KeyName, write: bool) -> Self {
+    pub(super) fn open_name_as(ctx: Ctx, name: KeyName, write: bool) -> Self {
         let mode = open_mode(write);
         // SAFETY: `ctx` is the command's live context and `name` a live string; the handle (or
         // null) is closed once, by `Drop` or `reopen`.
-        let handle = unsafe { api!(RedisModule_OpenKey)(ctx, name.as_ptr(), mode) };
+        let handle = unsafe { api!(RedisModule_OpenKey)(ctx.raw(), name.as_ptr(), mode) };
         Self::with_handle(ctx, name, mode, handle)
     }
 
     /// A key named `name`, in mode `M`, that is opened only by the first
     /// operation that needs it: for a key a command touches on some paths
     /// only (checked all the same, as every key: `session::Checked`).
-    pub(super) fn unopened(ctx: *mut raw::RedisModuleCtx, name: KeyName) -> Self {
+    pub(super) fn unopened(ctx: Ctx, name: KeyName) -> Self {
         let key = Self::with_handle(ctx, name, open_mode(M::WRITE), ptr::null_mut());
         key.unopened.set(true);
         key
     }
 
-    fn with_handle(
-        ctx: *mut raw::RedisModuleCtx,
-        name: KeyName,
-        mode: c_int,
-        handle: *mut raw::RedisModuleKey,
-    ) -> Self {
+    fn with_handle(ctx: Ctx, name: KeyName, mode: c_int, handle: *mut raw::RedisModuleKey) -> Self {
         Self {
             ctx,
             handle: Cell::new(handle),
@@ -1160,7 +1156,7 @@ impl<M: Mode> Key<M> {
     pub fn signal_modified_now(&self) {
         if self.modified.get() && !self.handle.get().is_null() {
             // SAFETY: `self.ctx` is the command's live context and the name a live string.
-            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.as_ptr()) };
+            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx.raw(), self.name.as_ptr()) };
             self.modified.set(false);
         }
     }
@@ -1172,7 +1168,7 @@ impl<M: Mode> Key<M> {
         }
         // SAFETY: `self.ctx` is live and the name a live string; the new handle is closed once, by
         // `Drop` or another `reopen`.
-        let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx, self.name.as_ptr(), self.mode) };
+        let handle = unsafe { api!(RedisModule_OpenKey)(self.ctx.raw(), self.name.as_ptr(), self.mode) };
         self.handle.set(handle);
         self.list_iterator_spent.set(false);
         self.unopened.set(false);
@@ -1216,7 +1212,7 @@ impl<M: Mode> Drop for Key<M> {
         }
         if self.modified.get() {
             // SAFETY: `self.ctx` is live and the name a live string.
-            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.as_ptr()) };
+            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx.raw(), self.name.as_ptr()) };
         }
         // SAFETY: the key's non-null handle, closed once: the key is being dropped.
         unsafe { api!(RedisModule_CloseKey)(self.handle.get()) };

@@ -48,14 +48,20 @@ pub trait KeyspaceListener {
 pub fn subscribe<L: KeyspaceListener>(ctx: Ctx, classes: EventClasses) -> Result<(), String> {
     // SAFETY: `ctx` is the load's live context; `on_event::<L>` has the
     // callback's signature and lives as long as the library.
-    let done = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx, classes.0, Some(on_event::<L>)) };
+    let done = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.raw(), classes.0, Some(on_event::<L>)) };
     if done != raw::REDISMODULE_OK as c_int {
         return Err("could not subscribe to keyspace events".into());
     }
     Ok(())
 }
 
-extern "C" fn on_event<L: KeyspaceListener>(ctx: Ctx, _type: c_int, event: *const c_char, key: RawString) -> c_int {
+extern "C" fn on_event<L: KeyspaceListener>(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: c_int,
+    event: *const c_char,
+    key: RawString,
+) -> c_int {
+    let ctx = Ctx::from_raw(ctx);
     if event.is_null() || key.is_null() {
         return raw::REDISMODULE_OK as c_int;
     }

@@ -56,7 +56,7 @@ pub fn on_load(
     // SAFETY: `ctx` is the load's live context and `name` a NUL-terminated
     // string that outlives the call (the server copies it).
     let status =
-        unsafe { raw::Export_RedisModule_Init(ctx, name.as_ptr(), version, raw::REDISMODULE_APIVER_1 as c_int) };
+        unsafe { raw::Export_RedisModule_Init(ctx.raw(), name.as_ptr(), version, raw::REDISMODULE_APIVER_1 as c_int) };
     if status == STATUS_ERR {
         return STATUS_ERR;
     }

@@ -26,7 +26,7 @@ impl ModuleOptions {
     /// Tell the server (at load).
     pub fn set(self, ctx: Ctx) {
         // SAFETY: `ctx` is the load's live context; the bits are plain.
-        unsafe { api!(RedisModule_SetModuleOptions)(ctx, self.0) };
+        unsafe { api!(RedisModule_SetModuleOptions)(ctx.raw(), self.0) };
     }
 }
 

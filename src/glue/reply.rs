@@ -6,9 +6,8 @@
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_long};
 
-use redis_module::raw;
-
 use super::api::api;
+use super::ctx::Ctx;
 use super::string::OwnedString;
 
 /// A reply value.
@@ -90,7 +89,7 @@ pub(crate) fn dry_run_complete() -> CommandError {
 pub type CommandResult = Result<Reply, CommandError>;
 
 /// Write `result` to the client of `ctx`.
-pub fn send(ctx: *mut raw::RedisModuleCtx, result: &CommandResult) {
+pub fn send(ctx: Ctx, result: &CommandResult) {
     match result {
         Ok(reply) => send_reply(ctx, reply),
         Err(error) => send_error(ctx, error.message()),
@@ -98,57 +97,57 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, result: &CommandResult) {
 }
 
 /// Write an error reply; the text is made a legal one-line RESP error.
-pub fn send_error(ctx: *mut raw::RedisModuleCtx, message: &str) {
+pub fn send_error(ctx: Ctx, message: &str) {
     let clean: String = message.chars().map(|c| if c == '\r' || c == '\n' || c == '\0' { ' ' } else { c }).collect();
     let text = CString::new(clean).unwrap_or_default();
     // SAFETY: `ctx` is the running command's live context and `text` NUL-terminated.
-    unsafe { api!(RedisModule_ReplyWithError)(ctx, text.as_ptr()) };
+    unsafe { api!(RedisModule_ReplyWithError)(ctx.raw(), text.as_ptr()) };
 }
 
-fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
+fn send_reply(ctx: Ctx, reply: &Reply) {
     // SAFETY: `ctx` is the live context of the command (or blocked client) replying; every string
     // passed is NUL-terminated or given with its length, valid for the call.
     unsafe {
         match reply {
             Reply::Status(status) => {
-                api!(RedisModule_ReplyWithSimpleString)(ctx, status.as_ptr());
+                api!(RedisModule_ReplyWithSimpleString)(ctx.raw(), status.as_ptr());
             }
             Reply::Bulk(bytes) => {
-                api!(RedisModule_ReplyWithStringBuffer)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
+                api!(RedisModule_ReplyWithStringBuffer)(ctx.raw(), bytes.as_ptr().cast::<c_char>(), bytes.len());
             }
             Reply::Integer(value) => {
-                api!(RedisModule_ReplyWithLongLong)(ctx, *value);
+                api!(RedisModule_ReplyWithLongLong)(ctx.raw(), *value);
             }
             Reply::Nil => {
-                api!(RedisModule_ReplyWithNull)(ctx);
+                api!(RedisModule_ReplyWithNull)(ctx.raw());
             }
             Reply::NilArray => {
-                api!(RedisModule_ReplyWithNullArray)(ctx);
+                api!(RedisModule_ReplyWithNullArray)(ctx.raw());
             }
             Reply::Array(items) => {
-                api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
+                api!(RedisModule_ReplyWithArray)(ctx.raw(), items.len() as c_long);
                 for item in items {
                     send_reply(ctx, item);
                 }
             }
             Reply::Map(pairs) => {
-                api!(RedisModule_ReplyWithMap)(ctx, pairs.len() as c_long);
+                api!(RedisModule_ReplyWithMap)(ctx.raw(), pairs.len() as c_long);
                 for (field, value) in pairs {
                     send_reply(ctx, field);
                     send_reply(ctx, value);
                 }
             }
             Reply::Strings(items) => {
-                api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
+                api!(RedisModule_ReplyWithArray)(ctx.raw(), items.len() as c_long);
                 for item in items {
-                    api!(RedisModule_ReplyWithString)(ctx, item.as_ptr());
+                    api!(RedisModule_ReplyWithString)(ctx.raw(), item.as_ptr());
                 }
             }
             Reply::Counted(status, first, second) => {
-                api!(RedisModule_ReplyWithArray)(ctx, 3);
-                api!(RedisModule_ReplyWithSimpleString)(ctx, status.as_ptr());
-                api!(RedisModule_ReplyWithLongLong)(ctx, *first);
-                api!(RedisModule_ReplyWithLongLong)(ctx, *second);
+                api!(RedisModule_ReplyWithArray)(ctx.raw(), 3);
+                api!(RedisModule_ReplyWithSimpleString)(ctx.raw(), status.as_ptr());
+                api!(RedisModule_ReplyWithLongLong)(ctx.raw(), *first);
+                api!(RedisModule_ReplyWithLongLong)(ctx.raw(), *second);
             }
             Reply::Blocked => {}
         }

@@ -61,11 +61,16 @@ impl ScanCursor {
         // SAFETY: `ctx` is the running callback's live context, the
         // cursor is live while `self` is, and `data` points at `each`,
         // alive for the call, which `on_key::<F>` reads as an `F`.
-        unsafe { api!(RedisModule_Scan)(ctx, self.0 .0, Some(on_key::<F>), data.cast()) != 0 }
+        unsafe { api!(RedisModule_Scan)(ctx.raw(), self.0 .0, Some(on_key::<F>), data.cast()) != 0 }
     }
 }
 
-extern "C" fn on_key<F: FnMut(&[u8])>(_ctx: Ctx, name: RawString, _key: *mut raw::RedisModuleKey, data: *mut c_void) {
+extern "C" fn on_key<F: FnMut(&[u8])>(
+    _ctx: *mut raw::RedisModuleCtx,
+    name: RawString,
+    _key: *mut raw::RedisModuleKey,
+    data: *mut c_void,
+) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `step::<F>` passes a pointer to its `F`, alive and not
         // otherwise borrowed during the scan call that runs this.

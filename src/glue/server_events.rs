@@ -80,7 +80,7 @@ pub fn subscribe<H: ServerEventHandler>(ctx: Ctx, events: &[Subscription]) -> Re
 }
 
 /// The C callback of an event.
-pub(super) type RawHandler = unsafe extern "C" fn(Ctx, raw::RedisModuleEvent, u64, *mut c_void);
+pub(super) type RawHandler = unsafe extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
 
 /// Subscribe `handler` to the event of id `id` (version 1 of its data).
 pub(super) fn subscribe_raw(ctx: Ctx, id: u64, handler: RawHandler) -> bool {
@@ -89,15 +89,16 @@ pub(super) fn subscribe_raw(ctx: Ctx, id: u64, handler: RawHandler) -> bool {
     let event = raw::RedisModuleEvent { id, dataver: 1 };
     // SAFETY: `ctx` is the load's live context; `handler` is a function
     // of the callback's signature, alive as long as the library.
-    unsafe { subscribe(ctx, event, Some(handler)) == raw::REDISMODULE_OK as c_int }
+    unsafe { subscribe(ctx.raw(), event, Some(handler)) == raw::REDISMODULE_OK as c_int }
 }
 
 unsafe extern "C" fn on_event<H: ServerEventHandler>(
-    ctx: Ctx,
+    ctx: *mut raw::RedisModuleCtx,
     event: raw::RedisModuleEvent,
     subevent: u64,
     data: *mut c_void,
 ) {
+    let ctx = Ctx::from_raw(ctx);
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the server passes, for these events and subevents, data
         // of the types named (redismodule.h), valid during the callback.

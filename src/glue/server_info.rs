@@ -28,7 +28,7 @@ pub fn fields<const N: usize>(ctx: Ctx, section: &CStr, names: [&CStr; N]) -> Op
     };
     // SAFETY: `ctx` is the running callback's live context; `section` is
     // NUL-terminated.
-    let info = unsafe { get(ctx, section.as_ptr()) };
+    let info = unsafe { get(ctx.raw(), section.as_ptr()) };
     if info.is_null() {
         return None;
     }
@@ -40,6 +40,6 @@ pub fn fields<const N: usize>(ctx: Ctx, section: &CStr, names: [&CStr; N]) -> Op
         (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
     });
     // SAFETY: `info` came from `get` with this context and is freed once.
-    unsafe { free(ctx, info) };
+    unsafe { free(ctx.raw(), info) };
     Some(values)
 }

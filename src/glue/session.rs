@@ -28,6 +28,7 @@ use super::access::{Meta, Mode, Read, ReadsValues};
 use super::acl::{self, Selectors, Shape};
 use super::api::api;
 use super::context_flags::ContextFlags;
+use super::ctx::Ctx;
 use super::key::Key;
 use super::module_state::PerLoad;
 use super::reply::CommandError;
@@ -137,7 +138,7 @@ enum Caller {
 
 /// The per-command context.
 pub struct Session {
-    ctx: *mut raw::RedisModuleCtx,
+    ctx: Ctx,
     caller: Caller,
     /// The context flags as the command found them, once read: for the
     /// flags that cannot change while it runs (MULTI, Lua, no-block,
@@ -178,7 +179,7 @@ impl Session {
     /// first), within the client's whole call `call`/`call_len` (a
     /// subcommand's container name first).
     pub fn for_command(
-        ctx: *mut raw::RedisModuleCtx,
+        ctx: Ctx,
         flags: ContextFlags,
         argv: *mut *mut raw::RedisModuleString,
         argc: usize,
@@ -198,7 +199,7 @@ impl Session {
         }
     }
 
-    fn for_caller(ctx: *mut raw::RedisModuleCtx, caller: Caller, flags: Option<ContextFlags>) -> Self {
+    fn for_caller(ctx: Ctx, caller: Caller, flags: Option<ContextFlags>) -> Self {
         Self {
             ctx,
             caller,
@@ -226,13 +227,13 @@ impl Session {
 
     /// The context flags of `ctx`, now.
     #[inline]
-    pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> ContextFlags {
+    pub fn context_flags(ctx: Ctx) -> ContextFlags {
         ContextFlags::of(ctx)
     }
 
     /// A session of the server itself (a module timer): no ACL user, as
     /// for the replication link; the module's own housekeeping.
-    pub fn internal(ctx: *mut raw::RedisModuleCtx) -> Self {
+    pub fn internal(ctx: Ctx) -> Self {
         Self::for_caller(ctx, Caller::Server, None)
     }
 
@@ -240,11 +241,7 @@ impl Session {
     /// if that user ran the call `command` (its name words and arguments:
     /// what the ACL's command check reads); `None`: the server itself (no
     /// checks). Refused when the user no longer exists.
-    pub fn acting_as(
-        ctx: *mut raw::RedisModuleCtx,
-        name: Option<&[u8]>,
-        command: &[&[u8]],
-    ) -> Result<Self, CommandError> {
+    pub fn acting_as(ctx: Ctx, name: Option<&[u8]>, command: &[&[u8]]) -> Result<Self, CommandError> {
         let Some(name) = name else {
             return Ok(Self::internal(ctx));
         };
@@ -262,7 +259,7 @@ impl Session {
     /// A dry run of the call `command` as user `name`: every key check the
     /// call would make, as `name` would, with no `ACL LOG` entry; the
     /// first key it would open ends it ([`dry_run_complete`](super::reply::dry_run_complete)).
-    pub fn dry_run_as(ctx: *mut raw::RedisModuleCtx, name: &[u8], command: &[&[u8]]) -> Result<Self, CommandError> {
+    pub fn dry_run_as(ctx: Ctx, name: &[u8], command: &[&[u8]]) -> Result<Self, CommandError> {
         let mut session = Self::acting_as(ctx, Some(name), command)?;
         session.dry_run = true;
         Ok(session)
@@ -300,7 +297,7 @@ impl Session {
             let reason = raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD;
             // SAFETY: `self.ctx` is live, `user` a live module user (not null here) and `object` a
             // live string.
-            unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
+            unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx.raw(), user, object.as_ptr(), reason) };
         }
         Err(CommandError::coded(
             "NOPERM",
@@ -309,7 +306,7 @@ impl Session {
     }
 
     /// The raw context.
-    pub fn ctx(&self) -> *mut raw::RedisModuleCtx {
+    pub fn ctx(&self) -> Ctx {
         self.ctx
     }
 
@@ -441,7 +438,7 @@ impl Session {
                 Object::Channel => raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CHANNEL,
             };
             // SAFETY: as above.
-            unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx, user, object.as_ptr(), reason) };
+            unsafe { api!(RedisModule_ACLAddLogEntry)(self.ctx.raw(), user, object.as_ptr(), reason) };
         }
         CommandError::coded(
             "NOPERM",
@@ -572,13 +569,13 @@ impl Drop for DefaultUser {
 /// `flags` just read): the server itself for the replication link and AOF
 /// loading; else the client's ACL user, refused (fail closed) when the
 /// module cannot look it up (a user of another module's own).
-fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: ContextFlags) -> Caller {
+fn current_caller(ctx: Ctx, flags: ContextFlags) -> Caller {
     if flags.replicated() || flags.loading() {
         return Caller::Server;
     }
     // SAFETY: `ctx` is the running command's live context; the name is a new string `OwnedString`
     // frees.
-    let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }) else {
+    let Some(name) = OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx.raw()) }) else {
         return Caller::Server;
     };
     caller_named(ctx, name.as_bytes()).unwrap_or_else(|| Caller::Refused {
@@ -589,15 +586,15 @@ fn current_caller(ctx: *mut raw::RedisModuleCtx, flags: ContextFlags) -> Caller 
 }
 
 /// The name of the ACL user of the client running in `ctx`, if any.
-pub fn current_user_name(ctx: *mut raw::RedisModuleCtx) -> Option<Vec<u8>> {
+pub fn current_user_name(ctx: Ctx) -> Option<Vec<u8>> {
     // SAFETY: `ctx` is the running callback's live context; the name is a
     // new string the caller owns (freed by `OwnedString`'s drop).
-    OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx) }).map(|n| n.as_bytes().to_vec())
+    OwnedString::from_raw(unsafe { api!(RedisModule_GetCurrentUserName)(ctx.raw()) }).map(|n| n.as_bytes().to_vec())
 }
 
 /// The caller for ACL user `name`, with its selectors' shape; `None` when
 /// the server has no such user.
-fn caller_named(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Option<Caller> {
+fn caller_named(ctx: Ctx, name: &[u8]) -> Option<Caller> {
     let (user, owned) = lookup_user(name)?;
     if let Some((all_keys, all_channels)) = acl::default_one_selector(name) {
         return Some(Caller::Simple { user, owned, all_keys, all_channels });

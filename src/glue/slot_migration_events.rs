@@ -152,11 +152,12 @@ pub fn subscribe_redis<H: SlotMigrationHandler>(ctx: Ctx) -> bool {
 }
 
 unsafe extern "C" fn on_valkey_event<H: SlotMigrationHandler>(
-    ctx: Ctx,
+    ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     data: *mut c_void,
 ) {
+    let ctx = Ctx::from_raw(ctx);
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let Some(step) = valkey_step(subevent) else { return };
         // SAFETY: Valkey passes an `AtomicSlotMigrationInfoV1` (or null)
@@ -167,11 +168,12 @@ unsafe extern "C" fn on_valkey_event<H: SlotMigrationHandler>(
 }
 
 unsafe extern "C" fn on_redis_event<H: SlotMigrationHandler>(
-    ctx: Ctx,
+    ctx: *mut raw::RedisModuleCtx,
     event: raw::RedisModuleEvent,
     subevent: u64,
     data: *mut c_void,
 ) {
+    let ctx = Ctx::from_raw(ctx);
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let Some(step) = redis_step(event.id, subevent) else { return };
         let slots = if event.id == redis84::EVENT_TRIM {

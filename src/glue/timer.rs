@@ -57,7 +57,7 @@ pub fn after(ctx: Ctx, delay_ms: i64, fire: fn(Ctx)) -> Timer {
     let data = fire as *mut c_void;
     // SAFETY: `ctx` is the running callback's live context; the data is
     // the function pointer `fire_plain` turns back into `fn(Ctx)`.
-    Timer(unsafe { api!(RedisModule_CreateTimer)(ctx, delay_ms, Some(fire_plain), data) })
+    Timer(unsafe { api!(RedisModule_CreateTimer)(ctx.raw(), delay_ms, Some(fire_plain), data) })
 }
 
 /// Stop `timer` if it has not fired yet; true if it was stopped.
@@ -66,7 +66,7 @@ pub fn stop(ctx: Ctx, timer: Timer) -> bool {
     // SAFETY: `ctx` is live; the server looks `timer` up and refuses an id
     // it does not know (or one of another module). A plain timer's data is
     // a function pointer: nothing to free.
-    unsafe { api!(RedisModule_StopTimer)(ctx, timer.0, &mut data) == raw::REDISMODULE_OK as c_int }
+    unsafe { api!(RedisModule_StopTimer)(ctx.raw(), timer.0, &mut data) == raw::REDISMODULE_OK as c_int }
 }
 
 /// Run `fire` with `data` in `delay_ms`; `data` is dropped with the timer
@@ -77,7 +77,7 @@ pub fn after_with<T: 'static>(ctx: Ctx, delay_ms: i64, data: T, fire: fn(Ctx, T)
     // freed by `fire_with::<T>` when it fires or by `stop_with::<T>` when
     // stopped, the only two ways a timer ends (the server refuses an
     // unload while one is scheduled).
-    let id = unsafe { api!(RedisModule_CreateTimer)(ctx, delay_ms, Some(fire_with::<T>), boxed.cast()) };
+    let id = unsafe { api!(RedisModule_CreateTimer)(ctx.raw(), delay_ms, Some(fire_with::<T>), boxed.cast()) };
     TimerWith { id, data: PhantomData }
 }
 
@@ -85,7 +85,7 @@ pub fn after_with<T: 'static>(ctx: Ctx, delay_ms: i64, data: T, fire: fn(Ctx, T)
 pub fn stop_with<T: 'static>(ctx: Ctx, timer: TimerWith<T>) -> Option<T> {
     let mut data: *mut c_void = std::ptr::null_mut();
     // SAFETY: `ctx` is live; the server refuses an unknown id.
-    let stopped = unsafe { api!(RedisModule_StopTimer)(ctx, timer.id, &mut data) };
+    let stopped = unsafe { api!(RedisModule_StopTimer)(ctx.raw(), timer.id, &mut data) };
     if stopped != raw::REDISMODULE_OK as c_int || data.is_null() {
         return None;
     }
@@ -96,7 +96,8 @@ pub fn stop_with<T: 'static>(ctx: Ctx, timer: TimerWith<T>) -> Option<T> {
     Some(boxed.1)
 }
 
-extern "C" fn fire_plain(ctx: Ctx, data: *mut c_void) {
+extern "C" fn fire_plain(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let ctx = Ctx::from_raw(ctx);
     if data.is_null() {
         return;
     }
@@ -106,7 +107,8 @@ extern "C" fn fire_plain(ctx: Ctx, data: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| fire(ctx)));
 }
 
-extern "C" fn fire_with<T: 'static>(ctx: Ctx, data: *mut c_void) {
+extern "C" fn fire_with<T: 'static>(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let ctx = Ctx::from_raw(ctx);
     if data.is_null() {
         return;
     }

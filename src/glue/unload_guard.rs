@@ -13,10 +13,10 @@
 //! (`tests/server_events.rs`, `tests/acl.rs`); to remove it from a Valkey
 //! 8.1 server, restart the server without it.
 
-use redis_module::raw;
+use super::ctx::Ctx;
 
 /// Why this server must keep the module loaded, if it must.
-pub fn refusal(ctx: *mut raw::RedisModuleCtx) -> Option<&'static str> {
+pub fn refusal(ctx: Ctx) -> Option<&'static str> {
     let version = valkey_version(ctx)?;
     let mut parts = version.split('.');
     let (major, minor) = (parts.next()?, parts.next()?);
@@ -26,7 +26,7 @@ pub fn refusal(ctx: *mut raw::RedisModuleCtx) -> Option<&'static str> {
 }
 
 /// `valkey_version` of `INFO server`, on Valkey (Redis has no such field).
-fn valkey_version(ctx: *mut raw::RedisModuleCtx) -> Option<String> {
+fn valkey_version(ctx: Ctx) -> Option<String> {
     let [version] = super::server_info::fields(ctx, c"server", [c"valkey_version"])?;
     version
 }
