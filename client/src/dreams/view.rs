@@ -397,7 +397,7 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Record<'a, C> {
                 // The module reads a generation above i64::MAX as i64::MAX.
                 generation: i64::try_from(fence.generation).unwrap_or(i64::MAX),
             }),
-            trigger: Some(self.trigger.into()),
+            trigger: Some(self.trigger),
         };
         let reply = dreams.send(Call::request(&request)).await?;
         let (word, memories, edges) = reply.counted()?;
@@ -473,7 +473,7 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Ack<'a, C> {
             payload: payload.as_bytes(),
             success: self.verdict == Verdict::Success,
             node: Some(self.node),
-            trigger: Some(self.trigger.into()),
+            trigger: Some(self.trigger),
         }
     }
 

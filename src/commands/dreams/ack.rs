@@ -76,7 +76,7 @@ impl<'a> AckRequest<'a> {
     /// before any write.
     pub fn new(org: &'a str, clause: request::AckClause<'a>) -> Self {
         let request::AckClause { payload, success, node, trigger } = clause;
-        Self { org, payload, success, fired_by: node, thresholds: trigger.map(Trigger::from) }
+        Self { org, payload, success, fired_by: node, thresholds: trigger }
     }
 }
 

@@ -58,7 +58,7 @@ pub(crate) fn parse<'a>(
     let request = request::Record::parse(argv)?;
     let delivery = request.delivery.map(|fence| Delivery { event_id: fence.event_id, generation: fence.generation });
     let write = Write { memories: request.memories, edges: request.edges, delivery };
-    Ok((request.region.into(), write, request.node, request.trigger.map(Trigger::from)))
+    Ok((request.region.into(), write, request.node, request.trigger))
 }
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {

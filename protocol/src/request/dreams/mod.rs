@@ -80,7 +80,9 @@ impl<'a> Region<'a> {
     }
 }
 
-/// The thresholds after `TRIGGER`.
+/// The thresholds after `TRIGGER`: when a region's accumulated writes
+/// are due for a consolidation cycle, all in seconds. The module decides
+/// with this type too ([`Trigger::threshold_met`], [`Trigger::interval_passed`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Trigger {
     /// Fire when this many memories accumulated.
@@ -91,6 +93,14 @@ pub struct Trigger {
     pub min_interval_secs: u64,
     /// Fire anyway once this many seconds passed since the last success.
     pub age_floor_secs: u64,
+}
+
+impl Default for Trigger {
+    /// 50 memories, 200 edges, an hour, seven days: the seed's defaults
+    /// (and the module's settings' defaults).
+    fn default() -> Self {
+        Self { memory_threshold: 50, edge_threshold: 200, min_interval_secs: 3_600, age_floor_secs: 7 * 86_400 }
+    }
 }
 
 impl Trigger {
@@ -117,6 +127,24 @@ impl Trigger {
             .push(self.min_interval_secs)
             .push(self.age_floor_secs);
     }
+
+    /// The seed's threshold: memories, edges or age (each setting compared
+    /// exactly; one past `i64::MAX` is never met).
+    pub fn threshold_met(&self, memories: i64, edges: i64, elapsed: i64) -> bool {
+        memories >= clamp(self.memory_threshold)
+            || edges >= clamp(self.edge_threshold)
+            || elapsed >= clamp(self.age_floor_secs)
+    }
+
+    /// Has the minimum interval passed?
+    pub fn interval_passed(&self, elapsed: i64) -> bool {
+        elapsed >= clamp(self.min_interval_secs)
+    }
+}
+
+/// A setting as the signed seconds and counts it is compared with.
+fn clamp(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 /// Read the node id after `NODE`.
