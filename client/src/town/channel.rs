@@ -7,7 +7,7 @@
 use std::fmt::Display;
 use std::time::Duration;
 
-use dreamtown::town::keys::TownKeys;
+use dreamtown_protocol::keyspace::town::TownKeys;
 use dreamtown_protocol::request::town as request;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
@@ -169,7 +169,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.conn
     }
 
-    /// The names of the town's keys (`tt:{town}:...`), from the module's own core.
+    /// The names of the town's keys (`tt:{town}:...`), from the wire
+    /// protocol's keyspace ([`crate::keyspace::town`]), as the module names them.
     ///
     /// ```no_run
     /// # use dreamtown_client::town::Channel;
