@@ -86,6 +86,20 @@ pub use retry::DEFAULT_TRYAGAIN_DEADLINE;
 #[cfg(feature = "net")]
 pub use redis;
 
+/// The key names of both families (`exocortex:dreams:{<org>}:...`,
+/// `tt:{<town>}:...`), formatted and parsed: the wire protocol's, which
+/// the module uses too, for tools and tests that look at keys directly.
+///
+/// ```
+/// use dreamtown_client::keyspace::dreams::{DreamsKey, QueueKeys, RegionName};
+/// use dreamtown_client::keyspace::town::TownKeys;
+/// assert_eq!(QueueKeys::new("acme").processing, "exocortex:dreams:{acme}:processing");
+/// let counters = DreamsKey::Counters(RegionName { memory_type: 3, project: "web" });
+/// assert_eq!(counters.name("acme"), "exocortex:dreams:{acme}:counters:3:web");
+/// assert_eq!(TownKeys::new("acme").inbox("w1"), "tt:{acme}:inbox:w1");
+/// ```
+pub use dreamtown_protocol::keyspace;
+
 /// The `uuid` crate of the Town ids ([`town::AgentId::from_uuid`] ...).
 ///
 /// ```

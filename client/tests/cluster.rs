@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use common::{Cluster, Server};
 use dreamtown_client::chrono::{DateTime, Utc};
-use dreamtown_client::dreams::{DeliveryFence, DrainResult, QueueKeys, QuietHours, RedisFireQueue, RegionKey, Trigger};
+use dreamtown_client::dreams::{DeliveryFence, DrainResult, QuietHours, RedisFireQueue, RegionKey, Trigger};
+use dreamtown_client::keyspace::dreams::QueueKeys;
 use dreamtown_client::town::{
     Agent, AgentId, AgentState, AgentType, Channel, EventType, Message, MessageId, MessageType, Priority, Task, TaskId,
     TownEvent,
@@ -195,7 +196,7 @@ async fn dreams_load(conn: AnyConnection, org: String) -> dreamtown_client::Resu
         "counters {:?} {:?} pending={} settled={:?}",
         counters.memories,
         counters.edges,
-        counters.pending.is_some(),
+        counters.pending_fire.is_some(),
         counters.settled_generation
     ));
     Ok(seen)

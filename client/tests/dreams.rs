@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use common::{Server, tenant};
 use dreamtown_client::Error;
 use dreamtown_client::dreams::{
-    AcknowledgeOutcome, DeliveryFence, DrainResult, DreamsTrigger, FireMessage, FireOutcome, QueueKeys, QueueLengths,
-    QuietHours, RecordWriteOutcome, RedisFireQueue, RegionKey, RegionWriteCounters, Trigger,
+    AcknowledgeOutcome, DeliveryFence, DrainResult, DreamsTrigger, FireMessage, FireOutcome, QueueLengths, QuietHours,
+    RecordWriteOutcome, RedisFireQueue, RegionKey, RegionWriteCounters, Trigger,
 };
+use dreamtown_client::keyspace::dreams::QueueKeys;
 use redis::aio::ConnectionLike;
 
 /// Fires once 3 memories accumulated, no minimum interval, no age floor in sight.
@@ -102,18 +103,18 @@ async fn records_accumulate_fire_once_and_acknowledge_the_snapshot() {
 
     let stored = queue.counters(&region).await.unwrap();
     assert_eq!((stored.memories, stored.edges), (Some(4), Some(2)));
-    assert!(stored.pending.is_some());
+    assert!(stored.pending_fire.is_some());
 
     let fire = ready(queue.drain(Duration::from_secs(1)).await.unwrap());
     assert_eq!(fire.fired_by, "node-b");
     let fired_at = fire.fired_at.expect("a counted fire carries its snapshot");
     assert_eq!((fired_at.memories_since_last_cycle, fired_at.edges_since_last_cycle), (3, 2));
-    assert_eq!(fire.fire_id.as_deref().map(str::as_bytes), stored.pending.as_deref());
+    assert_eq!(fire.fire_id.as_deref(), stored.pending_fire.as_deref());
 
     let acked = queue.acknowledge(&fire, true, EAGER, "node-a").await.unwrap();
     assert_eq!(acked, AcknowledgeOutcome::Acknowledged(counts(1, 0)), "success subtracts the snapshot");
     let after = queue.counters(&region).await.unwrap();
-    assert_eq!((after.memories, after.edges, after.pending), (Some(1), Some(0), None));
+    assert_eq!((after.memories, after.edges, after.pending_fire), (Some(1), Some(0), None));
     assert!(after.last_success.is_some());
     assert_eq!(queue.lengths().await.unwrap(), QueueLengths::default());
 }

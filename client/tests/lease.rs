@@ -7,9 +7,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{Server, tenant};
-use dreamtown_client::dreams::{
-    DrainResult, FireMessage, QueueKeys, QueueLengths, QuietHours, RedisFireQueue, RegionKey,
-};
+use dreamtown_client::dreams::{DrainResult, FireMessage, QueueLengths, QuietHours, RedisFireQueue, RegionKey};
+use dreamtown_client::keyspace::dreams::QueueKeys;
 use dreamtown_client::town::{AgentId, Channel, Message, MessageType};
 
 fn ready(result: DrainResult) -> FireMessage {

@@ -252,7 +252,7 @@ async fn a_readonly_replica_read_during_a_legacy_move_redirects_on_valkey_and_se
     // The master refuses the tenant (ASK) ...
     let at_source = redis::cmd("DREAMS.LEN").arg(&org).query::<Value>(&mut cluster.nodes[from].connect());
     assert!(at_source.as_ref().is_err_and(|error| error.code() == Some("ASK")), "{at_source:?}");
-    let ready = dreamtown_client::dreams::QueueKeys::new(&org).ready;
+    let ready = dreamtown_client::keyspace::dreams::QueueKeys::new(&org).ready;
     if valkey {
         // ... and so does its replica once the replicated SETSLOT reached it
         // (before, it answers the whole tenant: nothing has moved yet), and

@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 use common::{Cluster, DEADLINE, cli_bin};
 use dreamtown_client::Durable;
 use dreamtown_client::dreams::{
-    AcknowledgeOutcome, DrainResult, DreamsTrigger, FireOutcome, QueueKeys, QuietHours, RedisFireQueue,
+    AcknowledgeOutcome, DrainResult, DreamsTrigger, FireOutcome, QuietHours, RedisFireQueue,
 };
+use dreamtown_client::keyspace::dreams::QueueKeys;
 use redis::Value;
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;

@@ -224,6 +224,15 @@ async fn reliable_receive_keeps_messages_pending_until_acknowledged() {
     assert_eq!(channel.ack_messages(worker, Vec::<String>::new()).await.unwrap(), 0);
     assert_eq!(channel.lengths(worker).await.unwrap(), MailboxLengths::default());
     assert!(channel.receive_reliable(worker, 1, None).await.unwrap().is_empty());
+
+    // The count is sent as given (the view's `count` takes 0 as 1): 0 is
+    // refused and nothing is taken or acknowledged.
+    channel.send(&sent[2]).await.unwrap();
+    let refused = |result: dreamtown_client::Result<_>| matches!(result, Err(Error::Server { .. }));
+    assert!(refused(channel.receive_reliable(worker, 0, None).await.map(drop)));
+    assert!(refused(channel.receive_leased(worker, 0, None, Duration::from_secs(30)).await.map(drop)));
+    assert!(refused(channel.ack_and_receive(worker, sent[2].id, 0, None, None).await.map(drop)));
+    assert_eq!(channel.lengths(worker).await.unwrap(), MailboxLengths { inbox: 1, urgent: 0, pending: 0 });
 }
 
 #[tokio::test]
@@ -347,6 +356,8 @@ async fn records_that_do_not_parse_are_typed_errors_or_left_alone() {
     raw::<i64>(&server, &[b"TOWN.BACKLOG", b"PUSH", t, b"t-42"]);
     channel.backlog_push(kept).await.unwrap();
     assert_eq!(channel.backlog_list().await.unwrap(), vec![kept]);
+    let listed = channel.view().backlog().list().await;
+    assert!(matches!(listed, Err(Error::InvalidRecord { .. })), "the view names it: {listed:?}");
     assert_eq!(channel.backlog_len().await.unwrap(), 2);
     match channel.backlog_pop().await.unwrap_err() {
         Error::InvalidRecord { what, reason } => {
@@ -474,6 +485,16 @@ async fn stop_flags_are_set_checked_and_cleared_with_a_ttl() {
     channel.clear_stop(worker).await.unwrap();
     channel.request_stop_for(worker, Duration::from_millis(1)).await.unwrap();
     assert!(ttl(worker) > 0, "at least a second");
+
+    // A TTL beyond the server's longest is sent as it is and refused (the
+    // view's `ttl` caps it instead).
+    let max = dreamtown_protocol::request::town::STOP_TTL_SECS_MAX;
+    let too_long = Duration::from_secs(max + 1);
+    assert!(matches!(channel.request_stop_for(other, too_long).await, Err(Error::Server { .. })));
+    assert!((1..=60_000).contains(&ttl(other)), "the refused request changed nothing");
+    channel.view().stop(other).request().ttl(too_long).send().await.unwrap();
+    let secs: i64 = raw(&server, &[b"TTL", format!("tt:{{{town}}}:stop:{other}").as_bytes()]);
+    assert!((max as i64 - 60..=max as i64).contains(&secs), "capped at the longest: {secs}");
 }
 
 #[tokio::test]

@@ -105,31 +105,6 @@ pub use dreamtown::dreams::quiet::QuietHoursError;
 /// ```
 pub use dreamtown::dreams::region::RegionKey;
 
-/// The Redis keys of an organization's queue (all in the organization's slot).
-///
-/// ```
-/// use dreamtown_client::dreams::QueueKeys;
-/// assert_eq!(QueueKeys::new("acme").processing, "exocortex:dreams:{acme}:processing");
-/// ```
-pub use dreamtown::dreams::region::QueueKeys;
-
-/// The Redis keys of one region's counters.
-///
-/// ```
-/// use dreamtown_client::dreams::{RegionKey, RegionKeys};
-/// let keys = RegionKeys::new(&RegionKey::new("acme", "web", 3));
-/// assert_eq!(keys.counters, "exocortex:dreams:{acme}:counters:3:web");
-/// ```
-pub use dreamtown::dreams::region::RegionKeys;
-
-/// A region's stored counters, as [`RedisFireQueue::counters`] reads them.
-///
-/// ```
-/// use dreamtown_client::dreams::RegionCounters;
-/// assert_eq!(RegionCounters::default().pending, None);
-/// ```
-pub use dreamtown::dreams::store::RegionCounters;
-
 /// Trigger thresholds in seconds (what the commands take); see [`DreamsTrigger`].
 ///
 /// ```

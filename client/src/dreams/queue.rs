@@ -8,14 +8,13 @@ use dreamtown::dreams::fire::FireOutcome;
 use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
-use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::outcome::{
     AcknowledgeOutcome, DeliveryFence, DrainResult, LimitChange, OrgLimits, QueueLengths, RecordWriteOutcome,
 };
-use super::view::{Dreams, Verdict};
+use super::view::{Counters, Dreams, Verdict};
 use crate::error::Result;
 use crate::lease::Held;
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
@@ -499,11 +498,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisFireQueue<C> {
     /// # use dreamtown_client::dreams::{RedisFireQueue, RegionKey};
     /// # async fn demo(mut queue: RedisFireQueue) -> dreamtown_client::Result<()> {
     /// let counters = queue.counters(&RegionKey::new("acme", "web", 3)).await?;
-    /// println!("{:?} memories, pending fire: {}", counters.memories, counters.pending.is_some());
+    /// println!("{:?} memories, pending fire: {:?}", counters.memories, counters.pending_fire);
     /// # Ok(()) }
     /// ```
-    pub async fn counters(&mut self, region: &RegionKey) -> Result<RegionCounters> {
-        self.view().stored_counters(region).await
+    pub async fn counters(&mut self, region: &RegionKey) -> Result<Counters> {
+        self.view().counters(region).await
     }
 }
 

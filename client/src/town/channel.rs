@@ -1,24 +1,24 @@
 //! [`Channel`]: one town's agent channel with the public API of tinytown's
 //! `Channel`, each call one `TOWN.*` command (or one plain stream command
-//! for the docket and the event stream). This file holds the channel and
-//! its messages: sending, receiving (plain, urgent, blocking, reliable),
-//! acknowledging, requeueing, reclaiming and broadcasting.
+//! for the docket and the event stream). Every `TOWN.*` call is a thin
+//! layer over the native [`Town`] view: it only reshapes arguments and
+//! outcomes to tinytown's; the plain stream commands are sent from here
+//! (`Channel::run`). This file holds the channel and its messages:
+//! sending, receiving (plain, urgent, blocking, reliable), acknowledging,
+//! requeueing, reclaiming and broadcasting.
 
 use std::fmt::Display;
 use std::time::Duration;
 
-use dreamtown::town::keys::TownKeys;
-use dreamtown_protocol::request::town as request;
+use dreamtown_protocol::keyspace::town::TownKeys;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 use super::delivery::Delivery;
 use super::ids::AgentId;
 use super::message::Message;
-use super::view::Town;
-use crate::call::{Call, Reply, lease_secs, timeout_ms};
-#[cfg(doc)]
-use crate::error::Error;
-use crate::error::Result;
+use super::view::{Received, Town};
+use crate::call::{Call, Reply};
+use crate::error::{Error, Result};
 use crate::retry::DEFAULT_TRYAGAIN_DEADLINE;
 
 /// One town's agent channel on a server with the dreamtown module, over any
@@ -169,7 +169,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         &self.conn
     }
 
-    /// The names of the town's keys (`tt:{town}:...`), from the module's own core.
+    /// The names of the town's keys (`tt:{town}:...`), from the wire
+    /// protocol's keyspace ([`crate::keyspace::town`]), as the module names them.
     ///
     /// ```no_run
     /// # use dreamtown_client::town::Channel;
@@ -182,7 +183,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     }
 
     /// The native [`Town`] view of the same town over the same connection
-    /// (what most of this channel's calls are a layer over).
+    /// (what every `TOWN.*` call of this channel is a layer over).
     ///
     /// ```no_run
     /// # use dreamtown_client::town::Channel;
@@ -194,15 +195,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         Town::new(self.conn.clone(), self.town.clone(), self.tryagain_deadline)
     }
 
-    /// Send `call` over a clone of the connection.
+    /// Send `call` (a plain stream command of the docket or the event
+    /// stream) over a clone of the connection.
     pub(super) async fn run(&self, call: Call) -> Result<Reply> {
         let mut conn = self.conn.clone();
         call.send_routed(&mut conn, self.tryagain_deadline).await
-    }
-
-    /// Send `call` and expect `OK`.
-    pub(super) async fn run_ok(&self, call: Call) -> Result<()> {
-        self.run(call).await?.ok()
     }
 
     /// Send `message` to its recipient's inbox: `High`/`Urgent` at the head,
@@ -257,9 +254,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive_urgent(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let agent = agent_id.to_string();
-        let request = request::Recv { urgent: true, ..request::Recv::new(&self.town, &agent) };
-        deliveries(&self.run(Call::request(&request)).await?)
+        Ok(self.view().recv(agent_id).urgent_only().send().await?.into_messages())
     }
 
     /// How many urgent messages wait for `agent_id` (`TOWN.LEN`).
@@ -319,9 +314,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn receive(&self, agent_id: AgentId, timeout: Duration) -> Result<Option<Message>> {
-        let agent = agent_id.to_string();
-        let request = request::Recv { block_ms: Some(timeout_ms(timeout)), ..request::Recv::new(&self.town, &agent) };
-        single(&self.run(Call::request(&request)).await?)
+        single(self.view().recv(agent_id).block(timeout).send().await?)
     }
 
     /// Receive one message for `agent_id` if there is one, without waiting
@@ -337,8 +330,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn try_receive(&self, agent_id: AgentId) -> Result<Option<Message>> {
-        let agent = agent_id.to_string();
-        single(&self.run(Call::request(&request::Recv::new(&self.town, &agent))).await?)
+        single(self.view().recv(agent_id).send().await?)
     }
 
     /// Up to `count` messages from the head of `agent_id`'s inbox, without
@@ -355,9 +347,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn peek_inbox(&self, agent_id: AgentId, count: usize) -> Result<Vec<Delivery>> {
-        let agent = agent_id.to_string();
-        let request = request::Peek { town: &self.town, agent: &agent, count: count as u64 };
-        deliveries(&self.run(Call::request(&request)).await?)
+        self.view().peek(agent_id).count(count).send().await
     }
 
     /// Publish `message` to every subscriber of the town's broadcast channel
@@ -390,9 +380,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn drain_inbox(&self, agent_id: AgentId) -> Result<Vec<Delivery>> {
-        let agent = agent_id.to_string();
-        let request = request::Recv { count: Some(i64::MAX as u64), ..request::Recv::new(&self.town, &agent) };
-        deliveries(&self.run(Call::request(&request)).await?)
+        Ok(self.view().recv(agent_id).count(usize::MAX).send().await?.into_messages())
     }
 
     /// Send a copy of `message` addressed to `to_agent` (`TOWN.SEND`).
@@ -418,7 +406,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// `TOWN.RECV ... COUNT <count> RELIABLE`, with `BLOCK` when `wait` is
     /// given (`Some(Duration::ZERO)` waits forever). Empty when nothing came.
     /// Unparsed messages come back as [`Delivery::Unparsed`] and stay pending
-    /// too.
+    /// too. `count` is sent as given: 0 is refused ([`Error::Server`]).
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -438,14 +426,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         count: usize,
         wait: Option<Duration>,
     ) -> Result<Vec<Delivery>> {
-        let agent = agent_id.to_string();
-        let request = request::Recv {
-            block_ms: wait.map(timeout_ms),
-            count: Some(count as u64),
-            reliable: true,
-            ..request::Recv::new(&self.town, &agent)
+        let town = self.view();
+        let recv = town.recv(agent_id).reliable().count_as_given(count as u64);
+        let recv = match wait {
+            Some(wait) => recv.block(wait),
+            None => recv,
         };
-        Ok(optional_deliveries(&self.run(Call::request(&request)).await?)?.unwrap_or_default())
+        Ok(recv.send().await?.into_messages())
     }
 
     /// [`receive_reliable`](Self::receive_reliable), leasing each message
@@ -459,15 +446,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         wait: Option<Duration>,
         lease: Duration,
     ) -> Result<Vec<Delivery>> {
-        let agent = agent_id.to_string();
-        let request = request::Recv {
-            block_ms: wait.map(timeout_ms),
-            count: Some(count as u64),
-            reliable: true,
-            lease: Some(lease_secs(lease)),
-            ..request::Recv::new(&self.town, &agent)
+        let town = self.view();
+        let recv = town.recv(agent_id).lease(lease).count_as_given(count as u64);
+        let recv = match wait {
+            Some(wait) => recv.block(wait),
+            None => recv,
         };
-        Ok(optional_deliveries(&self.run(Call::request(&request)).await?)?.unwrap_or_default())
+        Ok(recv.send().await?.into_messages())
     }
 
     /// Push the lease of a message received with
@@ -582,17 +567,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<(bool, Vec<Delivery>)> {
-        let (agent, done) = (agent_id.to_string(), done.to_string());
-        let request = request::Recv {
-            block_ms: wait.map(timeout_ms),
-            count: Some(count as u64),
-            reliable: true,
-            lease: lease.map(lease_secs),
-            ack: Some(done.as_bytes()),
-            ..request::Recv::new(&self.town, &agent)
-        };
-        let (acked, received) = self.run(Call::request(&request)).await?.halves()?;
-        Ok((acked.flag()?, optional_deliveries(&received)?.unwrap_or_default()))
+        let town = self.view();
+        let mut recv = town.recv(agent_id).reliable().count_as_given(count as u64);
+        if let Some(wait) = wait {
+            recv = recv.block(wait);
+        }
+        if let Some(lease) = lease {
+            recv = recv.lease(lease);
+        }
+        let (acked, received) = recv.ack(done).send().await?;
+        Ok((acked, received.into_messages()))
     }
 
     /// Hand every unacknowledged pending message of `agent_id` back to the
@@ -627,21 +611,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     }
 }
 
-/// Every message of an array reply.
-fn deliveries(reply: &Reply) -> Result<Vec<Delivery>> {
-    Ok(reply.bulks()?.into_iter().map(Delivery::from_payload).collect())
-}
-
-/// Every message of an array reply, or `None` for nil (a wait that timed out).
-fn optional_deliveries(reply: &Reply) -> Result<Option<Vec<Delivery>>> {
-    Ok(reply.optional_bulks()?.map(|payloads| payloads.into_iter().map(Delivery::from_payload).collect()))
-}
-
 /// The one message of a `TOWN.RECV` without `COUNT`, if any.
-fn single(reply: &Reply) -> Result<Option<Message>> {
-    let mut received = optional_deliveries(reply)?.unwrap_or_default();
+fn single(received: Received) -> Result<Option<Message>> {
+    let mut received = received.into_messages();
     if received.len() > 1 {
-        return Err(reply.unexpected());
+        return Err(Error::UnexpectedReply {
+            command: "TOWN.RECV",
+            reply: format!("{} messages without COUNT", received.len()),
+        });
     }
     received.pop().map(|delivery| delivery.into_message_of("TOWN.RECV")).transpose()
 }

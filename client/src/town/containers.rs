@@ -232,8 +232,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Backlog<'_, C> {
     /// seed-shaped [`Channel::backlog_list`](super::Channel::backlog_list)
     /// leaves it out, as tinytown did).
     pub async fn list(&self) -> Result<Vec<TaskId>> {
-        let reply = self.town.call(&request::BacklogList { town: self.town.name() }).await?;
-        reply.bulks()?.iter().map(|entry| task_id(entry, "in the backlog")).collect()
+        self.entries().await?.iter().map(|entry| task_id(entry, "in the backlog")).collect()
+    }
+
+    /// Every entry as stored, oldest first (`TOWN.BACKLOG LIST`): what
+    /// [`list`](Self::list) reads, and what the seed-shaped
+    /// [`Channel::backlog_list`](super::Channel::backlog_list) filters.
+    pub(super) async fn entries(&self) -> Result<Vec<Vec<u8>>> {
+        self.town.call(&request::BacklogList { town: self.town.name() }).await?.bulks()
     }
 
     /// How many task ids wait (`TOWN.BACKLOG LEN`).
@@ -288,7 +294,7 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> StopFlag<'a, C> {
     /// whose flag expires after the module's default (an hour) unless
     /// [`ttl`](StopRequest::ttl) says otherwise.
     pub fn request(&self) -> StopRequest<'a, C> {
-        StopRequest { flag: StopFlag { town: self.town, id: self.id }, ttl: None }
+        StopRequest { flag: StopFlag { town: self.town, id: self.id }, ttl_secs: None }
     }
 
     /// Whether a stop is requested (`TOWN.STOP CHECK`).
@@ -308,25 +314,37 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> StopFlag<'a, C> {
 #[must_use = "a StopRequest does nothing until sent"]
 pub struct StopRequest<'a, C> {
     flag: StopFlag<'a, C>,
-    ttl: Option<Duration>,
+    ttl_secs: Option<u64>,
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> StopRequest<'_, C> {
     /// The flag expires after `ttl` (`TTL <secs>`: rounded up to whole
-    /// seconds, at least 1).
+    /// seconds, at least 1, at most the longest the server takes,
+    /// `STOP_TTL_SECS_MAX` seconds).
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.ttl_secs = Some(whole_secs(ttl).min(request::STOP_TTL_SECS_MAX));
+        self
+    }
+
+    /// As [`ttl`](Self::ttl) without the cap: a TTL longer than the server
+    /// takes is sent as it is and refused ([`Error::Server`]), as the
+    /// seed-shaped [`Channel::request_stop_for`](super::Channel::request_stop_for) does.
+    pub(super) fn ttl_uncapped(mut self, ttl: Duration) -> Self {
+        self.ttl_secs = Some(whole_secs(ttl));
         self
     }
 
     /// Send it.
     pub async fn send(self) -> Result<()> {
         let id = self.flag.id.to_string();
-        let ttl_secs = self.ttl.map(|ttl| {
-            ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).clamp(1, request::STOP_TTL_SECS_MAX)
-        });
-        self.flag.town.call(&request::StopRequest { town: self.flag.town.name(), agent: &id, ttl_secs }).await?.ok()
+        let request = request::StopRequest { town: self.flag.town.name(), agent: &id, ttl_secs: self.ttl_secs };
+        self.flag.town.call(&request).await?.ok()
     }
+}
+
+/// A TTL in whole seconds, rounded up, at least 1.
+fn whole_secs(ttl: Duration) -> u64 {
+    ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).max(1)
 }
 
 /// A backlog entry as a task id (`place` says where it was, for the error).

@@ -71,13 +71,3 @@ pub use ids::{AgentId, MessageId, MissionId, TaskId};
 pub use message::{ConfirmationType, Message, MessageType, Priority};
 pub use task::{Task, TaskState};
 pub use view::{AckAndRecv, Peek, Received, Recv, Reset, SendMessage, Town, TownStats};
-
-/// The names of a town's keys, `tt:{<town>}:...` (the module's own).
-///
-/// ```
-/// use dreamtown_client::town::TownKeys;
-/// let keys = TownKeys::new("acme");
-/// assert_eq!(keys.inbox("w1"), "tt:{acme}:inbox:w1");
-/// assert_eq!(keys.docket_tasks(), "tt:{acme}:docket:tasks");
-/// ```
-pub use dreamtown::town::keys::TownKeys;

@@ -4,14 +4,12 @@
 
 use std::time::Duration;
 
-use dreamtown_protocol::request::town as request;
 use redis::aio::ConnectionLike;
 
 use super::agent::Agent;
 use super::channel::Channel;
 use super::ids::{AgentId, TaskId};
 use super::task::Task;
-use crate::call::Call;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
@@ -44,10 +42,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn request_stop_for(&self, agent_id: AgentId, ttl: Duration) -> Result<()> {
-        let secs = ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0)).max(1);
-        let id = agent_id.to_string();
-        let call = Call::request(&request::StopRequest { town: self.town_name(), agent: &id, ttl_secs: Some(secs) });
-        self.run_ok(call).await
+        self.view().stop(agent_id).request().ttl_uncapped(ttl).send().await
     }
 
     /// Has a stop been requested for `agent_id` (`TOWN.STOP CHECK ...`)?
@@ -302,8 +297,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Channel<C> {
     /// # Ok(()) }
     /// ```
     pub async fn backlog_list(&self) -> Result<Vec<TaskId>> {
-        let reply = self.run(Call::request(&request::BacklogList { town: self.town_name() })).await?;
-        Ok(reply.bulks()?.iter().filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok()).collect())
+        let entries = self.view().backlog().entries().await?;
+        Ok(entries.iter().filter_map(|entry| std::str::from_utf8(entry).ok()?.parse().ok()).collect())
     }
 
     /// How many task ids are in the backlog (`TOWN.BACKLOG LEN ...`).

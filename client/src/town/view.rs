@@ -445,6 +445,14 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Recv<'a, C> {
         self
     }
 
+    /// Take up to `count` messages, sent as given (`COUNT <n>`: the server
+    /// refuses 0 and more than `i64::MAX`): the seed-shaped
+    /// [`Channel`]'s reliable receives, which never clamped.
+    pub(super) fn count_as_given(mut self, count: u64) -> Self {
+        self.count = Some(count);
+        self
+    }
+
     /// Read only the urgent inbox, and all of it unless [`count`](Self::count)
     /// says otherwise (`URGENT`).
     pub fn urgent_only(mut self) -> Self {

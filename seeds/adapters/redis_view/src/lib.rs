@@ -36,7 +36,7 @@ pub mod seed_view {
     use std::collections::HashMap;
     use std::sync::Mutex;
 
-    use dreamtown_client::dreams::{QueueKeys, RegionKey, RegionKeys};
+    use dreamtown_client::keyspace::dreams::{DreamsKey, QueueKeys, RegionName};
     use real::aio::ConnectionLike;
     use real::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
@@ -86,13 +86,12 @@ pub mod seed_view {
             None => (json, false),
         };
         let region: serde_json::Value = serde_json::from_str(json).ok()?;
-        let region = RegionKey::new(
-            region.get("org")?.as_str()?,
-            region.get("project")?.as_str()?,
-            u32::try_from(region.get("memory_type")?.as_u64()?).ok()?,
-        );
-        let keys = RegionKeys::new(&region);
-        Some(if events { keys.events } else { keys.counters })
+        let org = region.get("org")?.as_str()?;
+        let name = RegionName {
+            memory_type: u32::try_from(region.get("memory_type")?.as_u64()?).ok()?,
+            project: region.get("project")?.as_str()?,
+        };
+        Some(if events { DreamsKey::Events(name) } else { DreamsKey::Counters(name) }.name(org))
     }
 
     fn map_cmd(cmd: &Cmd) -> Cmd {
