@@ -353,14 +353,6 @@ pub(crate) fn timeout_ms(timeout: std::time::Duration) -> i64 {
     i64::try_from(millis).unwrap_or(i64::MAX)
 }
 
-/// A lease in seconds, as the module reads the text the clients write of
-/// it (`dreamtown_protocol::request::options::duration_text`): the
-/// milliseconds rounded up, divided by 1,000 (correctly rounded, as
-/// reading that decimal is).
-pub(crate) fn lease_secs(lease: std::time::Duration) -> f64 {
-    lease.as_nanos().div_ceil(1_000_000) as f64 / 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,7 +407,8 @@ mod tests {
         for nanos in [0, 1, 999_999, 1_000_000, 1_500_000_000, 2_999_999_999, 7_000_000_000, 86_400_123_456_789] {
             let timeout = std::time::Duration::from_nanos(nanos);
             let text = timeout_secs(timeout);
-            assert_eq!(lease_secs(timeout), text.parse::<f64>().unwrap(), "{text}");
+            let lease = dreamtown_protocol::request::options::lease_from_duration(timeout);
+            assert_eq!(lease.ok(), Some(text.parse::<f64>().unwrap()).filter(|&secs| secs > 0.0), "{text}");
             let ms = timeout_ms(timeout);
             assert_eq!(text, format!("{}.{:03}", ms / 1000, ms % 1000));
         }

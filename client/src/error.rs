@@ -205,6 +205,17 @@ impl Error {
     }
 }
 
+impl From<dreamtown_protocol::error::CommandError> for Error {
+    /// An argument the module would refuse, refused before sending with
+    /// the module's own error (its code, then its words), as if the
+    /// server had answered it.
+    fn from(error: dreamtown_protocol::error::CommandError) -> Self {
+        let message = error.message();
+        let (code, detail) = message.split_once(' ').unwrap_or((message, ""));
+        Self::Server { code: code.to_owned(), message: detail.to_owned() }
+    }
+}
+
 impl From<redis::RedisError> for Error {
     /// A connection error outside a command (opening a connection, for
     /// instance); errors of the crate's own calls are classified per command.

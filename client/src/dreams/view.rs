@@ -12,7 +12,6 @@ use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
 use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
-use dreamtown_protocol::error::CommandError;
 use dreamtown_protocol::request::dreams::{self as request, quiet::QuietWindow};
 use dreamtown_protocol::request::options::{Timeout, lease_from_duration};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -204,7 +203,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         let Some(payload) = &fire.queued_payload else {
             return Ok(false);
         };
-        let lease_secs = lease_from_duration(lease).map_err(refused)?;
+        let lease_secs = lease_from_duration(lease)?;
         let request = request::Extend { org: &self.org, payload: payload.as_bytes(), lease_secs };
         self.send(Call::request(&request)).await?.flag()
     }
@@ -318,9 +317,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         };
         Ok(request::Drain {
             org: &self.org,
-            timeout: Timeout::from_duration(wait).map_err(refused)?,
+            timeout: Timeout::from_duration(wait)?,
             quiet,
-            lease: lease.map(lease_from_duration).transpose().map_err(refused)?,
+            lease: lease.map(lease_from_duration).transpose()?,
             count: None,
             ack: None,
         })
@@ -552,14 +551,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Drain<'_, C> {
         let payloads = reply.optional_bulks()?.unwrap_or_default();
         payloads.iter().map(|payload| self.dreams.fire_of(payload)).collect()
     }
-}
-
-/// An argument the module would refuse, refused before sending with the
-/// error the server would have answered (the protocol's words).
-fn refused(error: CommandError) -> Error {
-    let message = error.message();
-    let (code, detail) = message.split_once(' ').unwrap_or((message, ""));
-    Error::Server { code: code.to_owned(), message: detail.to_owned() }
 }
 
 fn snapshot(memories: u32, edges: u32) -> RegionWriteCounters {

@@ -11,6 +11,7 @@
 use std::fmt::Display;
 use std::time::Duration;
 
+use dreamtown_protocol::request::options::lease_from_duration;
 use dreamtown_protocol::request::town as request;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
@@ -20,7 +21,7 @@ use super::delivery::Delivery;
 use super::ids::AgentId;
 use super::message::Message;
 use super::task::Task;
-use crate::call::{Call, Reply, lease_secs, timeout_ms};
+use crate::call::{Call, Reply, timeout_ms};
 use crate::error::{Error, Result};
 use crate::lease::{self, Held};
 
@@ -271,7 +272,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
             town: &self.town,
             agent: &agent,
             message_id: message_id.as_bytes(),
-            lease: lease_secs(lease),
+            lease: lease_from_duration(lease)?,
         };
         self.call(&request).await?.flag()
     }
@@ -488,21 +489,23 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Recv<'a, C> {
         AckAndRecv { recv: self, done: done.to_string() }
     }
 
-    fn request<'r>(&'r self, ack: Option<&'r [u8]>) -> request::Recv<'r> {
-        request::Recv {
+    /// The request; a lease the module would refuse is refused here, in
+    /// its words.
+    fn request<'r>(&'r self, ack: Option<&'r [u8]>) -> Result<request::Recv<'r>> {
+        Ok(request::Recv {
             block_ms: self.block.map(timeout_ms),
             count: self.count,
             urgent: self.urgent,
             reliable: self.reliable,
-            lease: self.lease.map(lease_secs),
+            lease: self.lease.map(lease_from_duration).transpose()?,
             ack,
             ..request::Recv::new(&self.town.town, &self.agent)
-        }
+        })
     }
 
     /// Send it: what was taken.
     pub async fn send(self) -> Result<Received> {
-        Received::of(&self.town.call(&self.request(None)).await?)
+        Received::of(&self.town.call(&self.request(None)?).await?)
     }
 }
 
@@ -535,7 +538,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AckAndRecv<'_, C> {
     /// Send it: whether `done` was pending (and is now acknowledged), and
     /// what was taken.
     pub async fn send(self) -> Result<(bool, Received)> {
-        let request = self.recv.request(Some(self.done.as_bytes()));
+        let request = self.recv.request(Some(self.done.as_bytes()))?;
         let (acked, received) = self.recv.town.call(&request).await?.halves()?;
         Ok((acked.flag()?, Received::of(&received)?))
     }
