@@ -14,6 +14,7 @@ pub mod decimal;
 pub mod error;
 pub mod info;
 pub mod keyspace;
+pub mod reply;
 pub mod request;
 pub mod stats;
 
