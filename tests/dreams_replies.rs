@@ -11,6 +11,7 @@ use crate::common;
 use common::{blocked_clients, tenant, wait_until, Frame, RawConnection, Server};
 use dreamtown_protocol::reply::dreams::{self as reply, AckOutcome, FireOutcome, RecordOutcome};
 use dreamtown_protocol::reply::{Reply, Value};
+use dreamtown_protocol::stats::dreams as schema;
 
 /// A frame as the protocol's value (an error reply fails the test).
 fn value(frame: Frame) -> Value {
@@ -64,6 +65,10 @@ fn every_dreams_reply_reads_with_its_protocol_type_in_resp2_and_resp3() {
         assert_eq!(call::<reply::Fire>(con, &["DREAMS.FIRE", org, "p", "3"]), reply::Fire(FireOutcome::Queued));
         let len = call::<reply::Len>(con, &["DREAMS.LEN", org]);
         assert_eq!(len, reply::Len { ready: 3, deferred: 0, processing: 0 });
+        let stats = call::<reply::Stats>(con, &["DREAMS.STATS", org]);
+        assert_eq!(stats.get(schema::READY.name), Some(Some(3)), "{stats:?}");
+        assert_eq!(stats.get(schema::LIMIT_CONCURRENCY.name), Some(None), "{stats:?}");
+        assert!(matches!(stats.get("now_ms"), Some(Some(ms)) if ms > 0), "{stats:?}");
         let counters = call::<reply::Counters>(con, &["DREAMS.COUNTERS", org, "p", "1"]);
         assert_eq!(counters.get("memories"), Some(&b"6"[..]), "{counters:?}");
         assert!(counters.get("pending").is_some(), "{counters:?}");

@@ -2,6 +2,7 @@
 //! read by the client (see [`super`]). The outcome words of RECORD, FIRE
 //! and ACK are defined here; the module's core re-exports them.
 
+use std::borrow::Cow;
 use std::ffi::CStr;
 
 use super::read;
@@ -504,6 +505,46 @@ impl<B: Clone> Reply<B> for Inflight<B> {
             Ok((read::bulk(payload, INFLIGHT)?.clone(), deadline))
         };
         Ok(Self { items: items.iter().map(item).collect::<Result<_, _>>()? })
+    }
+}
+
+/// `DREAMS.STATS`: the organization's queue at a glance, field/value pairs
+/// (a map in RESP3, a flat array in RESP2) whose values are integers or
+/// nil; the fields and what they mean are the schema of
+/// [`crate::stats::dreams`] (and the counted totals of the module's events
+/// table), in the order the module writes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Each field's name and value (nil: `None`).
+    pub fields: Vec<(Cow<'static, str>, Option<i64>)>,
+}
+
+impl Stats {
+    /// The value of `field`: `None` if absent, `Some(None)` if nil.
+    pub fn get(&self, field: &str) -> Option<Option<i64>> {
+        self.fields.iter().find(|(name, _)| name == field).map(|(_, value)| *value)
+    }
+}
+
+impl Reply<Vec<u8>> for Stats {
+    fn encode<W: Wire<Vec<u8>>>(self) -> W {
+        let field = |(name, value): (Cow<'static, str>, Option<i64>)| {
+            (W::bulk(name.as_bytes().to_vec()), value.map_or_else(W::nil, W::integer))
+        };
+        W::map(self.fields.into_iter().map(field).collect())
+    }
+
+    fn decode(value: &Value<Vec<u8>>) -> Result<Self, Unexpected> {
+        const STATS: &str = "field/value pairs of integers or nil";
+        let field = |(name, value): read::Pair<'_, Vec<u8>>| {
+            let name = String::from_utf8(read::bulk(name, STATS)?.clone()).map_err(|_| Unexpected(STATS))?;
+            let value = match value {
+                Value::Nil => None,
+                other => Some(read::integer(other, STATS)?),
+            };
+            Ok((Cow::Owned(name), value))
+        };
+        Ok(Self { fields: read::pairs(value, STATS)?.into_iter().map(field).collect::<Result<_, _>>()? })
     }
 }
 

@@ -80,6 +80,11 @@ fn every_reply_decodes_to_what_was_encoded() {
         });
         let items = (0..random.below(5)).map(|_| (bytes(random), random.percent(50).then(|| signed(random))));
         holds(Inflight { items: items.collect() });
+        let fields = (0..random.below(8)).map(|i| {
+            let name = format!("field_{i}_{}", random.below(100));
+            (name.into(), random.percent(70).then(|| signed(random)))
+        });
+        holds(Stats { fields: fields.collect() });
     }
 }
 
