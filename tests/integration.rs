@@ -33,6 +33,7 @@ mod dreams_quiet;
 mod dreams_record;
 mod dreams_redrive;
 mod dreams_replica;
+mod dreams_replies;
 mod harness;
 mod lease_catch_up;
 mod native_events;

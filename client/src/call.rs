@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 // Redis Cluster's slot of a key: the module's own hash.
 use dreamtown::cluster_slot::key_slot;
+use dreamtown_protocol::reply::{self, Reply as ProtocolReply};
 use dreamtown_protocol::request::{Request, arguments};
 use redis::Value;
 use redis::aio::ConnectionLike;
@@ -205,20 +206,6 @@ impl Reply {
         }
     }
 
-    /// `[word, count, count]`: an outcome with the region's memories and edges.
-    pub(crate) fn counted(&self) -> Result<(&str, u32, u32)> {
-        let [outcome, memories, edges] = self.items::<3>()?;
-        let decoded = (
-            word(outcome),
-            count(memories).and_then(|n| u32::try_from(n).ok()),
-            count(edges).and_then(|n| u32::try_from(n).ok()),
-        );
-        match decoded {
-            (Some(outcome), Some(memories), Some(edges)) => Ok((outcome, memories, edges)),
-            _ => Err(self.unexpected()),
-        }
-    }
-
     /// `[count, count, ...]` of exactly `N` counts.
     pub(crate) fn counts<const N: usize>(&self) -> Result<[u64; N]> {
         let items = self.items::<N>()?;
@@ -293,6 +280,12 @@ impl Reply {
         }
     }
 
+    /// The reply, read by the command's protocol reply type
+    /// (`dreamtown_protocol::reply`): what the module wrote with it.
+    pub(crate) fn decode<R: ProtocolReply<Vec<u8>>>(&self) -> Result<R> {
+        protocol_value(&self.value).and_then(|value| R::decode(&value).ok()).ok_or_else(|| self.unexpected())
+    }
+
     /// The reply as it came, for replies decoded elsewhere (streams).
     pub(crate) fn value(&self) -> &Value {
         &self.value
@@ -306,6 +299,29 @@ pub(crate) fn bytes(value: &Value) -> Option<Vec<u8>> {
         Value::SimpleString(text) => Some(text.clone().into_bytes()),
         _ => None,
     }
+}
+
+/// A reply as the protocol's RESP value; `None` for a kind no dreamtown
+/// command answers (doubles, booleans, ...). Both nulls of RESP2 (`$-1`,
+/// `*-1`) and RESP3's `_` come as nil.
+pub(crate) fn protocol_value(value: &Value) -> Option<reply::Value> {
+    Some(match value {
+        Value::Okay => reply::Value::Status("OK".into()),
+        Value::SimpleString(word) => reply::Value::Status(word.clone().into()),
+        Value::BulkString(bytes) => reply::Value::Bulk(bytes.clone()),
+        Value::Int(n) => reply::Value::Integer(*n),
+        Value::Nil => reply::Value::Nil,
+        Value::Array(items) | Value::Set(items) => {
+            reply::Value::Array(items.iter().map(protocol_value).collect::<Option<_>>()?)
+        }
+        Value::Map(pairs) => reply::Value::Map(
+            pairs
+                .iter()
+                .map(|(field, value)| Some((protocol_value(field)?, protocol_value(value)?)))
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
 }
 
 /// Field/value pairs of a flat array (RESP2) or a map (RESP3), values as they came.
@@ -372,23 +388,31 @@ mod tests {
     }
 
     #[test]
-    fn counted_replies_decode_in_resp2_and_resp3_shapes() {
-        let resp2 =
+    fn replies_decode_by_their_protocol_type() {
+        use dreamtown_protocol::reply::dreams::{self as protocol, RecordOutcome};
+        let counted =
             reply(Value::Array(vec![Value::SimpleString("queued".into()), Value::Int(3), Value::Int(4_294_967_295)]));
-        assert_eq!(resp2.counted().unwrap(), ("queued", 3, u32::MAX));
-        let bulk = reply(Value::Array(vec![Value::BulkString(b"stale".to_vec()), Value::Int(0), Value::Int(0)]));
-        assert_eq!(bulk.counted().unwrap(), ("stale", 0, 0));
+        let expected = protocol::Record { outcome: RecordOutcome::Queued, memories: 3, edges: 4_294_967_295 };
+        assert_eq!(counted.decode::<protocol::Record>().unwrap(), expected);
+        // RESP2's flat array and RESP3's map alike.
+        let flat = reply(Value::Array(vec![Value::BulkString(b"memories".to_vec()), Value::BulkString(b"4".to_vec())]));
+        let map = reply(Value::Map(vec![(Value::BulkString(b"memories".to_vec()), Value::BulkString(b"4".to_vec()))]));
+        let counters = flat.decode::<protocol::Counters>().unwrap();
+        assert_eq!(counters.get("memories"), Some(&b"4"[..]));
+        assert_eq!(map.decode::<protocol::Counters>().unwrap(), counters);
+        assert_eq!(reply(Value::Okay).decode::<protocol::Settle>().unwrap(), protocol::Done);
     }
 
     #[test]
     fn replies_of_the_wrong_shape_are_errors_that_quote_them() {
-        says_what_came_back(reply(Value::Int(7)).counted().unwrap_err(), "Int(7)");
+        use dreamtown_protocol::reply::dreams::Record;
+        says_what_came_back(reply(Value::Int(7)).decode::<Record>().unwrap_err(), "Int(7)");
         let short = reply(Value::Array(vec![Value::SimpleString("queued".into())]));
-        says_what_came_back(short.counted().unwrap_err(), "queued");
-        let negative = reply(Value::Array(vec![Value::Okay, Value::Int(-1), Value::Int(0)]));
-        says_what_came_back(negative.counted().unwrap_err(), "-1");
-        let too_big = reply(Value::Array(vec![Value::Okay, Value::Int(1 << 33), Value::Int(0)]));
-        says_what_came_back(too_big.counted().unwrap_err(), "8589934592");
+        says_what_came_back(short.decode::<Record>().unwrap_err(), "queued");
+        let unknown = reply(Value::Array(vec![Value::Okay, Value::Int(1), Value::Int(0)]));
+        says_what_came_back(unknown.decode::<Record>().unwrap_err(), "ok");
+        let double = reply(Value::Double(1.5));
+        says_what_came_back(double.decode::<Record>().unwrap_err(), "1.5");
         says_what_came_back(reply(Value::Int(1)).optional_bulk().unwrap_err(), "Int(1)");
         says_what_came_back(reply(Value::Nil).count().unwrap_err(), "Nil");
         says_what_came_back(reply(Value::SimpleString("queued".into())).ok().unwrap_err(), "queued");

@@ -9,40 +9,9 @@ use super::message::{FireRef, RegionWriteCounters};
 use super::store::{QueueStore, RegionCounters, RegionStore};
 use super::trigger::Trigger;
 
-/// What an acknowledgement did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AckOutcome {
-    /// Not the pending fire (or already acknowledged): nothing counted.
-    Stale,
-    /// Acknowledged; no further fire due.
-    Acknowledged,
-    /// Acknowledged, and the retained counters were queued again.
-    Requeued,
-    /// A further fire was due but the queue was full; counters are kept.
-    Dropped,
-}
-
-impl AckOutcome {
-    /// The reply word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Stale => "stale",
-            Self::Acknowledged => "acknowledged",
-            Self::Requeued => "requeued",
-            Self::Dropped => "dropped",
-        }
-    }
-
-    /// The reply word, NUL-terminated for the reply API.
-    pub fn as_c_str(self) -> &'static std::ffi::CStr {
-        match self {
-            Self::Stale => c"stale",
-            Self::Acknowledged => c"acknowledged",
-            Self::Requeued => c"requeued",
-            Self::Dropped => c"dropped",
-        }
-    }
-}
+/// The outcome (its reply word defined by the protocol, which the client
+/// reads it with).
+pub use dreamtown_protocol::reply::dreams::AckOutcome;
 
 /// An acknowledgement's outcome and the region's counters after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

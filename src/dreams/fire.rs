@@ -9,32 +9,9 @@ use super::store::{QueueAppend, RegionStore};
 /// The default ceiling over ready + deferred + in-flight items.
 pub const DREAMS_QUEUE_MAX: u64 = 1000;
 
-/// Outcome of an enqueue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FireOutcome {
-    /// Appended below the ceiling.
-    Queued,
-    /// The queue was full; the newest fire was dropped.
-    Dropped,
-}
-
-impl FireOutcome {
-    /// The reply word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Dropped => "dropped",
-        }
-    }
-
-    /// The reply word, NUL-terminated for the reply API.
-    pub fn as_c_str(self) -> &'static std::ffi::CStr {
-        match self {
-            Self::Queued => c"queued",
-            Self::Dropped => c"dropped",
-        }
-    }
-}
+/// The outcome (its reply word defined by the protocol, which the client
+/// reads it with).
+pub use dreamtown_protocol::reply::dreams::FireOutcome;
 
 /// An explicit fire: a region payload without a counter snapshot.
 pub fn fire(

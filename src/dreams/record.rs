@@ -17,36 +17,9 @@ pub struct Delivery<'a> {
     pub generation: i64,
 }
 
-/// What a record did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordOutcome {
-    /// Counted (or deduplicated); no fire created.
-    Accumulated,
-    /// This write created the region's pending fire.
-    Queued,
-    /// A fire was due but the queue was full; counters are kept.
-    Dropped,
-}
-
-impl RecordOutcome {
-    /// The reply word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Accumulated => "accumulated",
-            Self::Queued => "queued",
-            Self::Dropped => "dropped",
-        }
-    }
-
-    /// The reply word, NUL-terminated for the reply API.
-    pub fn as_c_str(self) -> &'static std::ffi::CStr {
-        match self {
-            Self::Accumulated => c"accumulated",
-            Self::Queued => c"queued",
-            Self::Dropped => c"dropped",
-        }
-    }
-}
+/// The outcome (its reply word defined by the protocol, which the client
+/// reads it with).
+pub use dreamtown_protocol::reply::dreams::RecordOutcome;
 
 /// A record's outcome and the region's counters after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

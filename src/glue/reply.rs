@@ -9,6 +9,7 @@ use std::os::raw::{c_char, c_long};
 use super::api::api;
 use super::ctx::Ctx;
 use super::string::OwnedString;
+use dreamtown_protocol::reply::Wire;
 
 /// A reply value.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,6 +75,52 @@ impl Reply {
     /// An integer from an unsigned count.
     pub fn count(value: u64) -> Self {
         Self::Integer(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+}
+
+/// The protocol's replies ([`dreamtown_protocol::reply`]) are written
+/// straight into a `Reply`, no protocol `Value` built first: the counted
+/// shape of RECORD and ACK stays [`Reply::Counted`] (no `Vec`), a drained
+/// payload moves into [`Reply::Bulk`] uncopied.
+impl Wire<Vec<u8>> for Reply {
+    fn status(word: &'static CStr) -> Self {
+        Reply::Status(word)
+    }
+
+    fn bulk(bytes: Vec<u8>) -> Self {
+        Reply::Bulk(bytes)
+    }
+
+    fn integer(value: i64) -> Self {
+        Reply::Integer(value)
+    }
+
+    fn nil() -> Self {
+        Reply::Nil
+    }
+
+    fn nil_array() -> Self {
+        Reply::NilArray
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        Reply::Array(items)
+    }
+
+    fn map(pairs: Vec<(Self, Self)>) -> Self {
+        Reply::Map(pairs)
+    }
+
+    fn counted(word: &'static CStr, first: i64, second: i64) -> Self {
+        Reply::Counted(word, first, second)
+    }
+}
+
+impl Reply {
+    /// A command's reply, as its protocol type writes it.
+    #[inline(always)]
+    pub fn of(reply: impl dreamtown_protocol::reply::Reply<Vec<u8>>) -> Self {
+        reply.encode()
     }
 }
 

@@ -3,8 +3,7 @@
 //! idempotent record, and the queue's lengths.
 
 use dreamtown::dreams::message::{FireMessage, RegionWriteCounters};
-
-use crate::error::{Error, Result};
+use dreamtown_protocol::reply::dreams::{self as reply, AckOutcome, RecordOutcome};
 
 /// Result of atomically recording a shared write counter (`DREAMS.RECORD`).
 /// The snapshot holds the region's counters after the write;
@@ -42,13 +41,14 @@ impl RecordWriteOutcome {
         }
     }
 
-    pub(crate) fn from_reply(word: &str, counters: RegionWriteCounters) -> Result<Self> {
-        match word {
-            "accumulated" => Ok(Self::Accumulated(counters)),
-            "queued" => Ok(Self::Queued(counters)),
-            "dropped" => Ok(Self::Dropped(counters)),
-            other => Err(Error::unexpected("DREAMS.RECORD", other)),
-        }
+    /// `DREAMS.RECORD`'s reply; `None` for counters past `u32`.
+    pub(crate) fn from_reply(reply: reply::Record) -> Option<Self> {
+        let counters = snapshot(reply.memories, reply.edges)?;
+        Some(match reply.outcome {
+            RecordOutcome::Accumulated => Self::Accumulated(counters),
+            RecordOutcome::Queued => Self::Queued(counters),
+            RecordOutcome::Dropped => Self::Dropped(counters),
+        })
     }
 }
 
@@ -86,15 +86,26 @@ impl AcknowledgeOutcome {
         }
     }
 
-    pub(crate) fn from_reply(word: &str, counters: RegionWriteCounters) -> Result<Self> {
-        match word {
-            "stale" => Ok(Self::Stale),
-            "acknowledged" => Ok(Self::Acknowledged(counters)),
-            "requeued" => Ok(Self::Requeued(counters)),
-            "dropped" => Ok(Self::Dropped(counters)),
-            other => Err(Error::unexpected("DREAMS.ACK", other)),
-        }
+    /// `DREAMS.ACK`'s reply; `None` for counters past `u32`.
+    pub(crate) fn from_reply(reply: reply::Ack) -> Option<Self> {
+        let counters = snapshot(reply.memories, reply.edges)?;
+        Some(match reply.outcome {
+            AckOutcome::Stale => Self::Stale,
+            AckOutcome::Acknowledged => Self::Acknowledged(counters),
+            AckOutcome::Requeued => Self::Requeued(counters),
+            AckOutcome::Dropped => Self::Dropped(counters),
+        })
     }
+}
+
+/// The counters a counted reply carries (`seconds_since_last_cycle` is
+/// always 0, as in the seed).
+fn snapshot(memories: i64, edges: i64) -> Option<RegionWriteCounters> {
+    Some(RegionWriteCounters {
+        memories_since_last_cycle: u32::try_from(memories).ok()?,
+        edges_since_last_cycle: u32::try_from(edges).ok()?,
+        seconds_since_last_cycle: 0,
+    })
 }
 
 /// One result of [`RedisFireQueue::drain`](super::RedisFireQueue::drain).
@@ -257,5 +268,28 @@ impl LimitChange {
     pub fn no_rate(mut self) -> Self {
         self.rate = Some(None);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_replies_past_u32_are_refused() {
+        let record = |memories, edges| reply::Record { outcome: RecordOutcome::Queued, memories, edges };
+        let counters = RegionWriteCounters {
+            memories_since_last_cycle: 3,
+            edges_since_last_cycle: u32::MAX,
+            seconds_since_last_cycle: 0,
+        };
+        assert_eq!(
+            RecordWriteOutcome::from_reply(record(3, u32::MAX.into())),
+            Some(RecordWriteOutcome::Queued(counters))
+        );
+        assert_eq!(RecordWriteOutcome::from_reply(record(1 << 33, 0)), None);
+        assert_eq!(RecordWriteOutcome::from_reply(record(-1, 0)), None);
+        let stale = reply::Ack { outcome: AckOutcome::Stale, memories: 0, edges: 0 };
+        assert_eq!(AcknowledgeOutcome::from_reply(stale), Some(AcknowledgeOutcome::Stale));
     }
 }

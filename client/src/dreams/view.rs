@@ -7,11 +7,12 @@
 use std::time::Duration;
 
 use dreamtown::dreams::fire::FireOutcome;
-use dreamtown::dreams::message::{FireMessage, RegionWriteCounters};
+use dreamtown::dreams::message::FireMessage;
 use dreamtown::dreams::quiet::QuietHours;
 use dreamtown::dreams::region::RegionKey;
 use dreamtown::dreams::store::RegionCounters;
 use dreamtown::dreams::trigger::Trigger;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams::{self as request, quiet::QuietWindow};
 use dreamtown_protocol::request::options::{Timeout, lease_from_duration};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -66,8 +67,10 @@ pub struct Counters {
     pub pending_fire: Option<String>,
 }
 
-impl From<RegionCounters> for Counters {
-    fn from(stored: RegionCounters) -> Self {
+impl Counters {
+    /// The counters as the server store type reads them; private, so the
+    /// client's API names no server store type.
+    fn from_stored(stored: RegionCounters) -> Self {
         Self {
             memories: stored.memories,
             edges: stored.edges,
@@ -163,12 +166,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     pub async fn fire(&self, region: &RegionKey, node: &str) -> Result<FireOutcome> {
         self.ensure_region(region)?;
         let request = request::Fire { region: region.into(), node: Some(node) };
-        let reply = self.send(Call::request(&request)).await?;
-        match reply.word()? {
-            "queued" => Ok(FireOutcome::Queued),
-            "dropped" => Ok(FireOutcome::Dropped),
-            _ => Err(reply.unexpected()),
-        }
+        let reply::Fire(outcome) = self.send(Call::request(&request)).await?.decode()?;
+        Ok(outcome)
     }
 
     /// Count `memories` and `edges` written to `region` by `node`
@@ -205,7 +204,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         };
         let lease_secs = lease_from_duration(lease)?;
         let request = request::Extend { org: &self.org, payload: payload.as_bytes(), lease_secs };
-        self.send(Call::request(&request)).await?.flag()
+        let reply::Flag(extended) = self.send(Call::request(&request)).await?.decode::<reply::Extend>()?;
+        Ok(extended)
     }
 
     /// Run `work` while keeping `fire`'s lease alive, extended by `lease`
@@ -218,26 +218,28 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
     /// Requeue every fire left in flight by a dead owner (`DREAMS.RECOVER`);
     /// how many moved.
     pub async fn recover(&self) -> Result<u64> {
-        self.send(Call::request(&request::Recover { org: &self.org })).await?.count()
+        let recovered: reply::Recover =
+            self.send(Call::request(&request::Recover { org: &self.org })).await?.decode()?;
+        Ok(recovered.moved)
     }
 
     /// Ready, deferred and in-flight lengths (`DREAMS.LEN`).
     pub async fn lengths(&self) -> Result<QueueLengths> {
         let request = request::Len { org: &self.org };
-        let [ready, deferred, processing] = self.send(Call::request(&request)).await?.counts::<3>()?;
+        let reply::Len { ready, deferred, processing } = self.send(Call::request(&request)).await?.decode()?;
         Ok(QueueLengths { ready, deferred, processing })
     }
 
     /// The region's counters as stored (`DREAMS.COUNTERS`).
     pub async fn counters(&self, region: &RegionKey) -> Result<Counters> {
-        self.stored_counters(region).await.map(Counters::from)
+        self.stored_counters(region).await.map(Counters::from_stored)
     }
 
     pub(crate) async fn stored_counters(&self, region: &RegionKey) -> Result<RegionCounters> {
         self.ensure_region(region)?;
         let reply = self.send(Call::request(&request::Counters { region: region.into() })).await?;
-        let pairs = reply.pairs()?;
-        let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| value.clone());
+        let stored: reply::Counters = reply.decode()?;
+        let field = |name: &str| stored.get(name).map(<[u8]>::to_vec);
         RegionCounters::parse(field).map_err(|_| reply.unexpected())
     }
 
@@ -252,7 +254,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
             concurrency: change.concurrency,
             rate: change.rate.map(|rate| rate.map(|DrainRate { count, seconds }| request::Rate { count, seconds })),
         };
-        Call::request(&request).send_routed(&mut self.conn.clone(), self.tryagain_deadline).await?.ok()
+        let reply::Done = Call::request(&request)
+            .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
+            .await?
+            .decode::<reply::LimitSet>()?;
+        Ok(())
     }
 
     /// The organization's fair share as it stands (`DREAMS.LIMIT GET`).
@@ -260,46 +266,43 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         let reply = Call::request(&request::LimitGet { org: &self.org })
             .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
             .await?;
-        let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
-        let get = |name: &str| fields.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
-        let number = |name: &str| -> Result<Option<u64>> {
-            match get(name) {
-                None | Some(redis::Value::Nil) => Ok(None),
-                Some(redis::Value::Int(n)) => u64::try_from(*n).map(Some).map_err(|_| reply.unexpected()),
-                Some(_) => Err(reply.unexpected()),
-            }
-        };
-        let rate = match (number("rate_count")?, number("rate_seconds")?) {
+        let limits: reply::LimitGet = reply.decode()?;
+        let rate = match (limits.rate_count, limits.rate_seconds) {
             (Some(count), Some(seconds)) => Some(DrainRate { count, seconds }),
             _ => None,
         };
         Ok(OrgLimits {
-            concurrency: number("concurrency")?,
+            concurrency: limits.concurrency,
             rate,
-            in_flight: number("in_flight")?.unwrap_or(0),
-            tokens_left: number("tokens_left")?,
-            paused: number("paused")? == Some(1),
+            in_flight: limits.in_flight,
+            tokens_left: limits.tokens_left,
+            paused: limits.paused,
         })
     }
 
     /// Remove the concurrency cap and rate (`DREAMS.LIMIT CLEAR`); whether
     /// there was one.
     pub async fn clear_limits(&self) -> Result<bool> {
-        Call::request(&request::LimitClear { org: &self.org })
+        let reply::Flag(had) = Call::request(&request::LimitClear { org: &self.org })
             .send_routed(&mut self.conn.clone(), self.tryagain_deadline)
             .await?
-            .flag()
+            .decode::<reply::LimitClear>()?;
+        Ok(had)
     }
 
     /// Hand out nothing until [`resume`](Self::resume) (`DREAMS.PAUSE`);
     /// whether it was running.
     pub async fn pause(&self) -> Result<bool> {
-        self.send(Call::request(&request::Pause { org: &self.org })).await?.flag()
+        let reply::Flag(was_running) =
+            self.send(Call::request(&request::Pause { org: &self.org })).await?.decode::<reply::Pause>()?;
+        Ok(was_running)
     }
 
     /// End a pause (`DREAMS.RESUME`); whether it was paused.
     pub async fn resume(&self) -> Result<bool> {
-        self.send(Call::request(&request::Resume { org: &self.org })).await?.flag()
+        let reply::Flag(was_paused) =
+            self.send(Call::request(&request::Resume { org: &self.org })).await?.decode::<reply::Resume>()?;
+        Ok(was_paused)
     }
 
     /// `DREAMS.DRAIN <org> <secs> QUIET ... | NOQUIET [LEASE <secs>]`; a
@@ -325,9 +328,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Dreams<C> {
         })
     }
 
-    /// A drain's reply: one payload, or nil on timeout.
-    fn drained(&self, reply: &Reply) -> Result<Option<FireMessage>> {
-        reply.optional_bulk()?.map(|payload| self.fire_of(payload)).transpose()
+    /// A drain's reply: one payload, or nothing (the wait ran out).
+    fn drained(&self, drained: reply::Drain<Vec<u8>>) -> Result<Option<FireMessage>> {
+        drained.into_payload().map(|payload| self.fire_of(&payload)).transpose()
     }
 
     /// A drained payload as a fire of this organization, its exact bytes
@@ -399,8 +402,7 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Record<'a, C> {
             trigger: Some(self.trigger),
         };
         let reply = dreams.send(Call::request(&request)).await?;
-        let (word, memories, edges) = reply.counted()?;
-        RecordWriteOutcome::from_reply(word, snapshot(memories, edges))
+        RecordWriteOutcome::from_reply(reply.decode()?).ok_or_else(|| reply.unexpected())
     }
 }
 
@@ -432,7 +434,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Settle<'_, C> {
             generation: i64::try_from(self.generation).unwrap_or(i64::MAX),
             retain: self.retain,
         };
-        self.dreams.send(Call::request(&request)).await?.ok()
+        let reply::Done = self.dreams.send(Call::request(&request)).await?.decode::<reply::Settle>()?;
+        Ok(())
     }
 }
 
@@ -462,8 +465,7 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Ack<'a, C> {
         };
         let request = request::Ack { org: &self.dreams.org, clause: self.clause(payload) };
         let reply = self.dreams.send(Call::request(&request)).await?;
-        let (word, memories, edges) = reply.counted()?;
-        AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))
+        AcknowledgeOutcome::from_reply(reply.decode()?).ok_or_else(|| reply.unexpected())
     }
 
     /// `<payload> SUCCESS|FAILURE NODE <node> TRIGGER ...`.
@@ -510,10 +512,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AckAndDrain<'_, C> {
             return Ok((AcknowledgeOutcome::Stale, Drain { dreams, wait, lease }.send().await?));
         };
         let request = request::Drain { ack: Some(ack.clause(payload)), ..dreams.drain_request(wait, lease)? };
-        let (acked, drained) = dreams.send(Call::request(&request)).await?.halves()?;
-        let (word, memories, edges) = acked.counted()?;
-        let outcome = AcknowledgeOutcome::from_reply(word, snapshot(memories, edges))?;
-        Ok((outcome, dreams.drained(&drained)?))
+        let reply = dreams.send(Call::request(&request)).await?;
+        let both: reply::AckThenDrain<reply::Drain<Vec<u8>>> = reply.decode()?;
+        let outcome = AcknowledgeOutcome::from_reply(both.acked).ok_or_else(|| reply.unexpected())?;
+        Ok((outcome, dreams.drained(both.drained)?))
     }
 }
 
@@ -536,8 +538,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Drain<'_, C> {
     /// Send it: the next fire, or `None` when the wait ran out.
     pub async fn send(self) -> Result<Option<FireMessage>> {
         let request = self.dreams.drain_request(self.wait, self.lease)?;
-        let reply = self.dreams.send(Call::request(&request)).await?;
-        self.dreams.drained(&reply)
+        let drained = self.dreams.send(Call::request(&request)).await?.decode()?;
+        self.dreams.drained(drained)
     }
 
     /// Up to `count` fires in one call (`COUNT <n>`), in the order single
@@ -547,17 +549,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Drain<'_, C> {
             count: Some(u64::from(count.max(1))),
             ..self.dreams.drain_request(self.wait, self.lease)?
         };
-        let reply = self.dreams.send(Call::request(&request)).await?;
-        let payloads = reply.optional_bulks()?.unwrap_or_default();
-        payloads.iter().map(|payload| self.dreams.fire_of(payload)).collect()
-    }
-}
-
-fn snapshot(memories: u32, edges: u32) -> RegionWriteCounters {
-    RegionWriteCounters {
-        memories_since_last_cycle: memories,
-        edges_since_last_cycle: edges,
-        seconds_since_last_cycle: 0,
+        let batch: reply::DrainBatch<Vec<u8>> = self.dreams.send(Call::request(&request)).await?.decode()?;
+        batch.payloads.iter().map(|payload| self.dreams.fire_of(payload)).collect()
     }
 }
 

@@ -2,7 +2,7 @@
 //! acknowledge a drained fire by its exact payload. Reply
 //! `[stale|acknowledged|requeued|dropped, memories, edges]`.
 
-use super::{counted_reply, NODE_ARG, TRIGGER_ARG};
+use super::{NODE_ARG, TRIGGER_ARG};
 use crate::commands::dreams::settings;
 use crate::dreams::ack::{acknowledge, requeue_due, AckOutcome};
 use crate::dreams::lease::LeaseAwareQueue;
@@ -18,6 +18,7 @@ use crate::metrics::count;
 use crate::services::{limits_index, waiters};
 use crate::stores::dreams::store::{EventSet, RedisQueue, RedisRegion};
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -199,7 +200,7 @@ pub fn acknowledge_keeping_queue(
     };
     drop(counters);
     Ok(Acknowledged {
-        reply: counted_reply(acked.outcome.as_c_str(), acked.memories, acked.edges),
+        reply: Reply::of(reply::Ack { outcome: acked.outcome, memories: acked.memories, edges: acked.edges }),
         leases,
         queue,
         deferred_absent,

@@ -8,6 +8,7 @@ use crate::glue::command::{CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisRegion;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -31,7 +32,7 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<RegionKey, CommandError>
 
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let region = parse(argv)?;
-    let mut sorted = RedisRegion::read_fields(session, &region)?;
-    sorted.sort();
-    Ok(Reply::bulk_map(sorted))
+    let mut fields = RedisRegion::read_fields(session, &region)?;
+    fields.sort();
+    Ok(Reply::of(reply::Counters { fields }))
 }

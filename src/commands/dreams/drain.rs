@@ -45,7 +45,7 @@
 //! millisecond). One that cannot block answers as if nothing were ready.
 
 use super::ack::{self, AckRequest, Acknowledged};
-use super::{acked_then_drained, NODE_ARG, TRIGGER_ARG};
+use super::{NODE_ARG, TRIGGER_ARG};
 use crate::commands::dreams::settings;
 use crate::commands::options::{COUNT_ARG, LEASE_ARG};
 use crate::dreams::drain::{drain_bounded, DrainPolicy, SKIP_MAX};
@@ -73,6 +73,7 @@ use crate::stores::dreams::limits::{self, DrainLimits};
 use crate::stores::dreams::queue_names::queue_names;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams::{self as request, Quiet};
 use dreamtown_protocol::request::Request;
 use std::os::raw::c_int;
@@ -348,9 +349,9 @@ impl Payloads {
 /// of payloads (nil if none, the null array `*-1` as `BLMPOP`'s).
 fn drained_reply(payloads: Payloads) -> Reply {
     match payloads {
-        Payloads::One(payload) => Reply::bulk_or_nil(payload),
-        Payloads::Batch(batch) if batch.is_empty() => Reply::NilArray,
-        Payloads::Batch(batch) => Reply::bulks(batch),
+        Payloads::One(Some(payload)) => Reply::of(reply::Drain::Fire(payload)),
+        Payloads::One(None) => Reply::of(reply::Drain::<Vec<u8>>::Nothing),
+        Payloads::Batch(payloads) => Reply::of(reply::DrainBatch { payloads }),
     }
 }
 
@@ -416,7 +417,7 @@ fn drain_or_wait(
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(payloads);
             return Ok(match before {
-                Some(acked) => acked_then_drained(acked, reply),
+                Some(acked) => reply::ack_then_drain(acked, reply),
                 None => reply,
             });
         }
@@ -432,7 +433,7 @@ fn drain_or_wait(
         due_ms,
         before,
         // `BLMOVE` and `BLMPOP` alike time out with the null array.
-        timeout: Reply::NilArray,
+        timeout: Reply::of(reply::Drain::<Vec<u8>>::TimedOut),
     };
     let blocked = waiters::block(session, drain_argv, request.timeout_ms, wait);
     if queued_behind {

@@ -10,6 +10,7 @@ use crate::glue::session::Session;
 use crate::lease::{deadline, extend};
 use crate::stores::dreams::leases;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -37,8 +38,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let leases = RedisLeases::check(session, org)?;
     let mut leases = RedisLeases::open(session, leases)?;
     if !extend(&mut leases, payload, until) {
-        return Ok(Reply::Integer(0));
+        return Ok(Reply::of(reply::Flag(false)));
     }
     leases::note(session, org, until);
-    Ok(Reply::Integer(1))
+    Ok(Reply::of(reply::Flag(true)))
 }

@@ -13,6 +13,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::FireQueue;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -45,5 +46,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         FireOutcome::Dropped => Dreams::DroppedFire,
     };
     count::dreams(queue.tenant(), counted, 1);
-    Ok(Reply::Status(outcome.as_c_str()))
+    Ok(Reply::of(reply::Fire(outcome)))
 }

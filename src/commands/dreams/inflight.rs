@@ -13,6 +13,7 @@ use crate::glue::session::Session;
 use crate::lease::EXPIRED;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -53,8 +54,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         .into_iter()
         .map(|payload| {
             let deadline = leases.score_of(&payload).filter(|score| *score > EXPIRED);
-            Reply::Array(vec![Reply::Bulk(payload), deadline.map_or(Reply::Nil, Reply::Integer)])
+            (payload, deadline)
         })
         .collect();
-    Ok(Reply::Array(items))
+    Ok(Reply::of(reply::Inflight { items }))
 }

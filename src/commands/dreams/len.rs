@@ -5,6 +5,7 @@ use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -28,5 +29,5 @@ pub(crate) fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<&'a str, CommandError> {
 fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
     let [ready, deferred, processing] = RedisQueue::lengths(session, org)?;
-    Ok(Reply::Array(vec![Reply::count(ready), Reply::count(deferred), Reply::count(processing)]))
+    Ok(Reply::of(reply::Len { ready, deferred, processing }))
 }

@@ -25,6 +25,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::limits::{self, RedisLimits};
 use crate::stores::dreams::queue_names::queue_names;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -143,7 +144,7 @@ fn set(session: &Session, org: &str, change: LimitChange) -> CommandResult {
     }
     stored.store(session, org);
     wake_drainers(session, org);
-    Ok(Reply::OK)
+    Ok(Reply::of(reply::Done))
 }
 
 fn clear(session: &Session, org: &str) -> CommandResult {
@@ -157,7 +158,7 @@ fn clear(session: &Session, org: &str) -> CommandResult {
         stored.store(session, org);
         wake_drainers(session, org);
     }
-    Ok(Reply::Integer(i64::from(had)))
+    Ok(Reply::of(reply::Flag(had)))
 }
 
 fn get(session: &Session, org: &str) -> CommandResult {
@@ -169,13 +170,12 @@ fn get(session: &Session, org: &str) -> CommandResult {
     let limits = limits::open_read(session, checked)?;
     let processing = processing.open(session)?;
     processing.require(KeyKind::List)?;
-    let optional = |value: Option<u64>| value.map_or(Reply::Nil, Reply::count);
-    Ok(Reply::map([
-        ("concurrency", optional(limits.concurrency)),
-        ("rate_count", optional(limits.rate.map(|rate| rate.count))),
-        ("rate_seconds", optional(limits.rate.map(|rate| rate.seconds))),
-        ("in_flight", Reply::count(processing.len())),
-        ("tokens_left", optional(limits.tokens_at(session.now_ms()))),
-        ("paused", Reply::Integer(i64::from(limits.paused_since_ms.is_some()))),
-    ]))
+    Ok(Reply::of(reply::LimitGet {
+        concurrency: limits.concurrency,
+        rate_count: limits.rate.map(|rate| rate.count),
+        rate_seconds: limits.rate.map(|rate| rate.seconds),
+        in_flight: processing.len(),
+        tokens_left: limits.tokens_at(session.now_ms()),
+        paused: limits.paused_since_ms.is_some(),
+    }))
 }

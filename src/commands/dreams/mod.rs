@@ -21,23 +21,10 @@ pub mod stats;
 
 use crate::dreams::region::QueueKeys;
 use crate::glue::command::{Arg, ArgKind};
-use crate::glue::reply::Reply;
 use crate::glue::session::Session;
 use crate::services::waiters;
 
 pub use crate::dreams::message::DEFAULT_NODE;
-
-/// `[outcome, memories, edges]`: a counted write's reply (RECORD, ACK).
-pub fn counted_reply(outcome: &'static std::ffi::CStr, memories: i64, edges: i64) -> Reply {
-    Reply::Counted(outcome, memories, edges)
-}
-
-/// The one-trip `DREAMS.DRAIN ... ACK`'s reply: the acknowledgement's
-/// counted reply, then what the drain answers (a payload or nil, the
-/// `COUNT` array): `[[outcome, memories, edges], drained]`.
-pub fn acked_then_drained(acked: Reply, drained: Reply) -> Reply {
-    Reply::pair(acked, drained)
-}
 
 pub use crate::dreams::fire_id::new_fire_id;
 use crate::dreams::fire_id::FireId;

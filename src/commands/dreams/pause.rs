@@ -10,6 +10,7 @@ use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::limits::RedisLimits;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -35,9 +36,9 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
     let (mut stored, _) = RedisLimits::open_for_change(session, RedisLimits::check_for_change(session, org)?)?;
     if stored.limits().paused_since_ms.is_some() {
-        return Ok(Reply::Integer(0));
+        return Ok(Reply::of(reply::Flag(false)));
     }
     stored.limits_mut().paused_since_ms = Some(session.now_ms());
     stored.store(session, org);
-    Ok(Reply::Integer(1))
+    Ok(Reply::of(reply::Flag(true)))
 }

@@ -3,7 +3,7 @@
 //! count a write against the region's shared counters and, when due, create
 //! its one pending fire. Reply `[accumulated|queued|dropped, memories, edges]`.
 
-use super::{counted_reply, DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG};
+use super::{DEFAULT_NODE, NODE_ARG, REGION_ARGS, TRIGGER_ARG};
 use crate::commands::dreams::settings;
 use crate::dreams::record::{fire_due, fire_due_unless_pending, record, Delivery, RecordOutcome, Write};
 use crate::dreams::region::RegionRef;
@@ -12,11 +12,12 @@ use crate::dreams::trigger::Trigger;
 use crate::entry::entry_point;
 use crate::events::Dreams;
 use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
-use crate::glue::reply::{CommandError, CommandResult};
+use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::stores::dreams::store::{EventSet, FireQueue, RedisRegion};
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -137,5 +138,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         let org = queue.as_ref().map_or_else(|| TenantId::of(region.org), FireQueue::tenant);
         count::dreams(org, counted, 1);
     }
-    Ok(counted_reply(recorded.outcome.as_c_str(), recorded.memories, recorded.edges))
+    Ok(Reply::of(reply::Record { outcome: recorded.outcome, memories: recorded.memories, edges: recorded.edges }))
 }

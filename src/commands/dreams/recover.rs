@@ -10,6 +10,7 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::stores::dreams::store::RedisQueue;
 use crate::stores::leases::RedisLeases;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -40,5 +41,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     // Nothing is in flight any more, so nothing is leased.
     leases.clear();
     count::dreams(queue.tenant(), Dreams::Recovered, moved);
-    Ok(Reply::count(moved))
+    Ok(Reply::of(reply::Recover { moved }))
 }

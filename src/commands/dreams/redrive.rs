@@ -14,6 +14,7 @@ use crate::glue::command::{Arg, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::RedisQueue;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -41,5 +42,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mut queue = queue.open(session)?;
     let done = redrive(&mut queue, org, count, settings::queue_max());
     let left = crate::dreams::store::DeadLetters::dead_len(&queue);
-    Ok(Reply::Array(vec![Reply::count(done.moved), Reply::count(done.kept), Reply::count(left)]))
+    Ok(Reply::of(reply::Redrive { moved: done.moved, kept: done.kept, left }))
 }

@@ -12,6 +12,7 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::metrics::tenant_stats::TenantId;
 use crate::stores::dreams::limits::RedisLimits;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -37,11 +38,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org = parse(argv)?;
     let (mut stored, _) = RedisLimits::open_for_change(session, RedisLimits::check_for_change(session, org)?)?;
     let Some(since) = stored.limits_mut().paused_since_ms.take() else {
-        return Ok(Reply::Integer(0));
+        return Ok(Reply::of(reply::Flag(false)));
     };
     stored.store(session, org);
     let paused_ms = session.now_ms().saturating_sub(since).max(0);
     count::dreams(TenantId::of(org), Dreams::PausedMs, paused_ms as u64);
     wake_drainers(session, org);
-    Ok(Reply::Integer(1))
+    Ok(Reply::of(reply::Flag(true)))
 }

@@ -11,6 +11,7 @@ use crate::glue::command::{Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::dreams::store::{EventSet, RedisRegion};
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 
@@ -46,5 +47,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (region, event_id, generation, retain) = parse(argv)?;
     let mut counters = RedisRegion::check(session, region, EventSet::Open)?.open(session, true)?;
     settle(&mut counters, event_id, generation, retain);
-    Ok(Reply::OK)
+    Ok(Reply::of(reply::Done))
 }

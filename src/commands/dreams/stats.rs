@@ -23,6 +23,7 @@ use crate::metrics::fire_ages::{self, Age, List};
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::stores::dreams::limits;
 use crate::stores::dreams::queue_names::queue_names;
+use dreamtown_protocol::reply::dreams as reply;
 use dreamtown_protocol::request::dreams as request;
 use dreamtown_protocol::request::Request;
 use dreamtown_protocol::stats::{self, dreams};
@@ -78,64 +79,72 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let org_id = TenantId::of(org);
     let ready_age = fire_ages::head_age(org_id, List::Ready, ready.get(0).as_deref(), now_ms);
     let in_flight_age = fire_ages::head_age(org_id, List::InFlight, processing.get(0).as_deref(), now_ms);
-    let mut fields = vec![
-        (dreams::READY.name, Reply::count(ready.len())),
-        (dreams::DEFERRED.name, Reply::count(deferred.len())),
-        (dreams::IN_FLIGHT.name, Reply::count(processing.len())),
-        (dreams::DEAD_LETTERS.name, Reply::count(dead.len())),
-        (dreams::LEASED.name, Reply::count(leased)),
-        (dreams::EXPIRED_LEASES_WAITING.name, Reply::count(expired_waiting)),
-        (dreams::NEXT_LEASE_DEADLINE_MS.name, optional(next_deadline)),
-        (dreams::OLDEST_DEFERRED_AGE_MS.name, optional(oldest_deferred)),
-        (dreams::OLDEST_READY_AGE_MS.name, optional(ready_age.map(|age| age.ms))),
+    let mut fields: Vec<(&'static str, Option<i64>)> = vec![
+        (dreams::READY.name, count(ready.len())),
+        (dreams::DEFERRED.name, count(deferred.len())),
+        (dreams::IN_FLIGHT.name, count(processing.len())),
+        (dreams::DEAD_LETTERS.name, count(dead.len())),
+        (dreams::LEASED.name, count(leased)),
+        (dreams::EXPIRED_LEASES_WAITING.name, count(expired_waiting)),
+        (dreams::NEXT_LEASE_DEADLINE_MS.name, next_deadline),
+        (dreams::OLDEST_DEFERRED_AGE_MS.name, oldest_deferred),
+        (dreams::OLDEST_READY_AGE_MS.name, ready_age.map(|age| age.ms)),
         (dreams::OLDEST_READY_AGE_EXACT.name, exact(ready_age)),
-        (dreams::OLDEST_IN_FLIGHT_AGE_MS.name, optional(in_flight_age.map(|age| age.ms))),
+        (dreams::OLDEST_IN_FLIGHT_AGE_MS.name, in_flight_age.map(|age| age.ms)),
         (dreams::OLDEST_IN_FLIGHT_AGE_EXACT.name, exact(in_flight_age)),
-        (stats::NOW_MS.name, Reply::Integer(now_ms)),
+        (stats::NOW_MS.name, Some(now_ms)),
     ];
     fields.extend(limit_fields(&limits, now_ms));
     let totals = tenant_stats::dreams_totals(org_id);
-    fields.extend(totals_header(totals.map(|totals| totals.since_ms), Family::Orgs));
+    fields.extend(totals_values(totals.map(|totals| totals.since_ms), Family::Orgs));
     for field in DREAMS_FIELDS.iter().filter(|field| field.per_tenant()) {
-        fields.push((field.name, Reply::count(totals.map_or(0, |totals| totals.sum(field)))));
+        fields.push((field.name, count(totals.map_or(0, |totals| totals.sum(field)))));
     }
     let idle = [&ready, &deferred, &processing, &dead, &leases].iter().all(|key| key.is_empty());
     if idle {
         tenant_stats::idle_seen(org_id, None);
     }
-    Ok(pairs(fields))
+    let fields = fields.into_iter().map(|(name, value)| (name.into(), value)).collect();
+    Ok(Reply::of(reply::Stats { fields }))
+}
+
+/// A count as the reply's integer (past `i64::MAX`, `i64::MAX`).
+fn count(value: u64) -> Option<i64> {
+    Some(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
 /// The organization's limits (`DREAMS.LIMIT`, `DREAMS.PAUSE`) as they
 /// stand: each nil when not set, the rate's tokens left, and how long the
 /// current pause has lasted (nil when not paused).
-fn limit_fields(limits: &Limits, now_ms: i64) -> [(&'static str, Reply); 6] {
-    let optional_count = |value: Option<u64>| value.map_or(Reply::Nil, Reply::count);
+fn limit_fields(limits: &Limits, now_ms: i64) -> [(&'static str, Option<i64>); 6] {
+    let optional_count = |value: Option<u64>| value.and_then(count);
     [
         (dreams::LIMIT_CONCURRENCY.name, optional_count(limits.concurrency)),
         (dreams::LIMIT_RATE_COUNT.name, optional_count(limits.rate.map(|rate| rate.count))),
         (dreams::LIMIT_RATE_SECONDS.name, optional_count(limits.rate.map(|rate| rate.seconds))),
         (dreams::TOKENS_LEFT.name, optional_count(limits.tokens_at(now_ms))),
-        (dreams::PAUSED.name, Reply::Integer(i64::from(limits.paused_since_ms.is_some()))),
-        (dreams::PAUSED_FOR_MS.name, optional(limits.paused_since_ms.map(|since| now_ms.saturating_sub(since).max(0)))),
+        (dreams::PAUSED.name, Some(i64::from(limits.paused_since_ms.is_some()))),
+        (dreams::PAUSED_FOR_MS.name, limits.paused_since_ms.map(|since| now_ms.saturating_sub(since).max(0))),
     ]
 }
 
 /// `1` when an age was timed as its item entered the list, `0` when it is
 /// a lower bound, nil when there is no item.
-fn exact(age: Option<Age>) -> Reply {
-    optional(age.map(|age| i64::from(age.exact)))
+fn exact(age: Option<Age>) -> Option<i64> {
+    age.map(|age| i64::from(age.exact))
 }
 
 /// `totals_tracked` (whether this node counts the tenant: not beyond the
 /// caps of `tenant_stats`) and `totals_since_ms` (when it started, nil if
 /// it has counted nothing yet).
 pub(crate) fn totals_header(since_ms: Option<i64>, family: Family) -> [(&'static str, Reply); 2] {
+    totals_values(since_ms, family).map(|(name, value)| (name, optional(value)))
+}
+
+/// [`totals_header`]'s values.
+fn totals_values(since_ms: Option<i64>, family: Family) -> [(&'static str, Option<i64>); 2] {
     let tracked = since_ms.is_some() || !tenant_stats::at_cap(family);
-    [
-        (stats::TOTALS_TRACKED.name, Reply::Integer(i64::from(tracked))),
-        (stats::TOTALS_SINCE_MS.name, optional(since_ms)),
-    ]
+    [(stats::TOTALS_TRACKED.name, Some(i64::from(tracked))), (stats::TOTALS_SINCE_MS.name, since_ms)]
 }
 
 /// How many expiry markers (score [`EXPIRED`]) a lease set holds: items

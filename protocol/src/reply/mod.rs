@@ -1,0 +1,239 @@
+//! Replies: one type per command (or subcommand) that both writes the
+//! reply (the module, [`Reply::encode`]) and reads it (the client,
+//! [`Reply::decode`]), so the wire shape of each reply is defined once,
+//! as [`crate::request`] defines each command's arguments.
+//!
+//! A reply encodes into any [`Wire`]: the protocol's own RESP value
+//! ([`Value`], what the client decodes from and the tests check), or the
+//! module's reply (which sends it to the client as it is, without building
+//! a `Value` first: the hot replies cost nothing more than before). A
+//! reply that carries bytes is generic over their holder `B`.
+//!
+//! Every type keeps one law, checked by the unit tests of each family:
+//! `decode(&encode(x)) == x`; and a map reply decodes the same from RESP2's
+//! flat array as from RESP3's map.
+
+pub mod dreams;
+
+use std::borrow::Cow;
+use std::ffi::CStr;
+
+/// A RESP value, as the module sends it and a client reads it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value<B = Vec<u8>> {
+    /// A status reply (`+OK`, `+queued`).
+    Status(Cow<'static, str>),
+    /// A bulk string.
+    Bulk(B),
+    /// An integer.
+    Integer(i64),
+    /// The null of one item: `$-1` in RESP2, `_` in RESP3.
+    Nil,
+    /// The null array: `*-1` in RESP2, `_` in RESP3.
+    NilArray,
+    /// An array.
+    Array(Vec<Value<B>>),
+    /// Field/value pairs: a map in RESP3, the flat array `[field, value,
+    /// ...]` in RESP2 (a client reading RESP2 sees an [`Value::Array`]).
+    Map(Vec<(Value<B>, Value<B>)>),
+}
+
+/// What a reply is written into: [`Value`], or the module's reply type.
+pub trait Wire<B>: Sized {
+    /// A status word.
+    fn status(word: &'static CStr) -> Self;
+    /// A bulk string.
+    fn bulk(bytes: B) -> Self;
+    /// An integer.
+    fn integer(value: i64) -> Self;
+    /// The null of one item.
+    fn nil() -> Self;
+    /// The null array.
+    fn nil_array() -> Self;
+    /// An array.
+    fn array(items: Vec<Self>) -> Self;
+    /// Field/value pairs.
+    fn map(pairs: Vec<(Self, Self)>) -> Self;
+    /// The array `[status, integer, integer]` (a hot reply's shape: a
+    /// writer may send it without building a `Vec`).
+    fn counted(word: &'static CStr, first: i64, second: i64) -> Self {
+        Self::array(vec![Self::status(word), Self::integer(first), Self::integer(second)])
+    }
+    /// An unsigned count (past `i64::MAX`, `i64::MAX`).
+    fn count(value: u64) -> Self {
+        Self::integer(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+}
+
+impl<B> Wire<B> for Value<B> {
+    fn status(word: &'static CStr) -> Self {
+        Value::Status(word.to_string_lossy())
+    }
+
+    fn bulk(bytes: B) -> Self {
+        Value::Bulk(bytes)
+    }
+
+    fn integer(value: i64) -> Self {
+        Value::Integer(value)
+    }
+
+    fn nil() -> Self {
+        Value::Nil
+    }
+
+    fn nil_array() -> Self {
+        Value::NilArray
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+
+    fn map(pairs: Vec<(Self, Self)>) -> Self {
+        Value::Map(pairs)
+    }
+}
+
+/// A command's reply, written and read in one place.
+pub trait Reply<B>: Sized {
+    /// Write the reply, as the module sends it.
+    fn encode<W: Wire<B>>(self) -> W;
+
+    /// Read the reply a client received.
+    fn decode(value: &Value<B>) -> Result<Self, Unexpected>;
+}
+
+/// A reply that is not what the command answers: what was expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unexpected(pub &'static str);
+
+impl std::fmt::Display for Unexpected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "expected {}", self.0)
+    }
+}
+
+impl std::error::Error for Unexpected {}
+
+/// The readers the families' decoders share.
+pub(crate) mod read {
+    use super::{Unexpected, Value};
+
+    /// A field and its value, as read from a map reply.
+    pub type Pair<'v, B> = (&'v Value<B>, &'v Value<B>);
+
+    /// A status word.
+    pub fn status<'v, B>(value: &'v Value<B>, expected: &'static str) -> Result<&'v str, Unexpected> {
+        match value {
+            Value::Status(word) => Ok(word),
+            _ => Err(Unexpected(expected)),
+        }
+    }
+
+    /// An integer.
+    pub fn integer<B>(value: &Value<B>, expected: &'static str) -> Result<i64, Unexpected> {
+        match value {
+            Value::Integer(n) => Ok(*n),
+            _ => Err(Unexpected(expected)),
+        }
+    }
+
+    /// A non-negative integer.
+    pub fn count<B>(value: &Value<B>, expected: &'static str) -> Result<u64, Unexpected> {
+        u64::try_from(integer(value, expected)?).map_err(|_| Unexpected(expected))
+    }
+
+    /// A non-negative integer, or nil.
+    pub fn optional_count<B>(value: &Value<B>, expected: &'static str) -> Result<Option<u64>, Unexpected> {
+        match value {
+            Value::Nil => Ok(None),
+            other => count(other, expected).map(Some),
+        }
+    }
+
+    /// Integer 1 or 0.
+    pub fn flag<B>(value: &Value<B>, expected: &'static str) -> Result<bool, Unexpected> {
+        match value {
+            Value::Integer(1) => Ok(true),
+            Value::Integer(0) => Ok(false),
+            _ => Err(Unexpected(expected)),
+        }
+    }
+
+    /// A bulk string.
+    pub fn bulk<'v, B>(value: &'v Value<B>, expected: &'static str) -> Result<&'v B, Unexpected> {
+        match value {
+            Value::Bulk(bytes) => Ok(bytes),
+            _ => Err(Unexpected(expected)),
+        }
+    }
+
+    /// An array of exactly `N` items.
+    pub fn items<'v, B, const N: usize>(
+        value: &'v Value<B>,
+        expected: &'static str,
+    ) -> Result<&'v [Value<B>; N], Unexpected> {
+        match value {
+            Value::Array(items) => items.as_slice().try_into().map_err(|_| Unexpected(expected)),
+            _ => Err(Unexpected(expected)),
+        }
+    }
+
+    /// An array of exactly `N` counts.
+    pub fn counts<B, const N: usize>(value: &Value<B>, expected: &'static str) -> Result<[u64; N], Unexpected> {
+        let items = items::<B, N>(value, expected)?;
+        let mut counts = [0; N];
+        for (slot, item) in counts.iter_mut().zip(items) {
+            *slot = count(item, expected)?;
+        }
+        Ok(counts)
+    }
+
+    /// Field/value pairs: a map (RESP3) or a flat array (RESP2).
+    pub fn pairs<'v, B>(value: &'v Value<B>, expected: &'static str) -> Result<Vec<Pair<'v, B>>, Unexpected> {
+        match value {
+            Value::Map(pairs) => Ok(pairs.iter().map(|(field, value)| (field, value)).collect()),
+            Value::Array(items) if items.len() % 2 == 0 => {
+                Ok(items.chunks_exact(2).filter_map(|pair| Some((pair.first()?, pair.get(1)?))).collect())
+            }
+            _ => Err(Unexpected(expected)),
+        }
+    }
+
+    /// The value of the field named `name` (a bulk string) among `pairs`.
+    pub fn field<'v>(
+        pairs: &[Pair<'v, Vec<u8>>],
+        name: &str,
+        expected: &'static str,
+    ) -> Result<&'v Value<Vec<u8>>, Unexpected> {
+        pairs
+            .iter()
+            .find(|(field, _)| matches!(field, Value::Bulk(bytes) if bytes.as_slice() == name.as_bytes()))
+            .map(|(_, value)| *value)
+            .ok_or(Unexpected(expected))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod law {
+    use super::{Reply, Value};
+
+    /// RESP2 as a client reads it: maps come as flat arrays.
+    pub fn flattened<B: Clone>(value: &Value<B>) -> Value<B> {
+        match value {
+            Value::Map(pairs) => {
+                Value::Array(pairs.iter().flat_map(|(field, value)| [flattened(field), flattened(value)]).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(flattened).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// `decode(encode(x)) == x`, and the same from RESP2's flat arrays.
+    pub fn holds<B: Clone, R: Reply<B> + Clone + PartialEq + std::fmt::Debug>(reply: R) {
+        let encoded: Value<B> = reply.clone().encode();
+        assert_eq!(R::decode(&encoded).as_ref(), Ok(&reply));
+        assert_eq!(R::decode(&flattened(&encoded)).as_ref(), Ok(&reply));
+    }
+}
