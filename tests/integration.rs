@@ -53,6 +53,7 @@ mod town_lease;
 mod town_messages;
 mod town_reclaim;
 mod town_replication;
+mod town_replies;
 mod town_state;
 mod upgrade;
 mod version;

@@ -20,9 +20,6 @@ use crate::retry;
 /// How many times a call unblocked by a role change is sent again.
 pub(crate) const UNBLOCKED_RETRIES: u32 = 3;
 
-/// A stored hash as field/value pairs, in the server's order.
-pub(crate) type Record = Vec<(String, Vec<u8>)>;
-
 /// One command on its way to the server: its name (for errors) and arguments.
 pub(crate) struct Call {
     name: &'static str,
@@ -189,95 +186,9 @@ impl Reply {
         count(&self.value).ok_or_else(|| self.unexpected())
     }
 
-    /// A bulk string, or `None` for nil.
-    pub(crate) fn optional_bulk(&self) -> Result<Option<&[u8]>> {
-        match &self.value {
-            Value::Nil => Ok(None),
-            Value::BulkString(bytes) => Ok(Some(bytes)),
-            _ => Err(self.unexpected()),
-        }
-    }
-
-    /// An array of exactly `N` items.
-    pub(crate) fn items<const N: usize>(&self) -> Result<&[Value; N]> {
-        match &self.value {
-            Value::Array(items) => items.as_slice().try_into().map_err(|_| self.unexpected()),
-            _ => Err(self.unexpected()),
-        }
-    }
-
-    /// `[count, count, ...]` of exactly `N` counts.
-    pub(crate) fn counts<const N: usize>(&self) -> Result<[u64; N]> {
-        let items = self.items::<N>()?;
-        let mut counts = [0; N];
-        for (slot, item) in counts.iter_mut().zip(items) {
-            *slot = count(item).ok_or_else(|| self.unexpected())?;
-        }
-        Ok(counts)
-    }
-
-    /// Field/value pairs: a flat array (RESP2) or a map (RESP3).
-    pub(crate) fn pairs(&self) -> Result<Record> {
-        pairs(&self.value).ok_or_else(|| self.unexpected())
-    }
-
-    /// An array of field/value records (`TOWN.AGENT LIST`, `TOWN.TASK LIST`).
-    pub(crate) fn records(&self) -> Result<Vec<Record>> {
-        let decoded = match &self.value {
-            Value::Array(items) | Value::Set(items) => items.iter().map(pairs).collect(),
-            _ => None,
-        };
-        decoded.ok_or_else(|| self.unexpected())
-    }
-
     /// A non-negative integer that fits a `usize`.
     pub(crate) fn length(&self) -> Result<usize> {
         usize::try_from(self.count()?).map_err(|_| self.unexpected())
-    }
-
-    /// Integer 1 or 0.
-    pub(crate) fn flag(&self) -> Result<bool> {
-        match &self.value {
-            Value::Int(1) => Ok(true),
-            Value::Int(0) => Ok(false),
-            _ => Err(self.unexpected()),
-        }
-    }
-
-    /// An array of bulk strings.
-    pub(crate) fn bulks(&self) -> Result<Vec<Vec<u8>>> {
-        self.optional_bulks()?.ok_or_else(|| self.unexpected())
-    }
-
-    /// An array of bulk strings, or `None` for nil (a blocking read that timed out).
-    pub(crate) fn optional_bulks(&self) -> Result<Option<Vec<Vec<u8>>>> {
-        match &self.value {
-            Value::Nil => Ok(None),
-            Value::Array(items) => items
-                .iter()
-                .map(|item| bytes(item).ok_or_else(|| self.unexpected()))
-                .collect::<Result<Vec<_>>>()
-                .map(Some),
-            _ => Err(self.unexpected()),
-        }
-    }
-
-    /// `[first, second]`: the reply of a one-trip call (an acknowledgement,
-    /// then the next items), each half decoded as its own command's.
-    pub(crate) fn halves(self) -> Result<(Reply, Reply)> {
-        let command = self.command;
-        match self.value {
-            Value::Array(items) if items.len() == 2 => {
-                let mut items = items.into_iter();
-                match (items.next(), items.next()) {
-                    (Some(first), Some(second)) => {
-                        Ok((Reply { command, value: first }, Reply { command, value: second }))
-                    }
-                    _ => Err(Error::unexpected(command, "a pair")),
-                }
-            }
-            value => Err(Error::unexpected(command, &value)),
-        }
     }
 
     /// The reply, read by the command's protocol reply type
@@ -338,11 +249,6 @@ pub fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
         Value::Map(entries) => entries.iter().map(|(name, value)| Some((field(name)?, value))).collect(),
         _ => None,
     }
-}
-
-/// Field/value pairs whose values are strings.
-fn pairs(value: &Value) -> Option<Record> {
-    fields(value)?.into_iter().map(|(name, value)| Some((name, bytes(value)?))).collect()
 }
 
 fn word(value: &Value) -> Option<&str> {
@@ -413,11 +319,8 @@ mod tests {
         says_what_came_back(unknown.decode::<Record>().unwrap_err(), "ok");
         let double = reply(Value::Double(1.5));
         says_what_came_back(double.decode::<Record>().unwrap_err(), "1.5");
-        says_what_came_back(reply(Value::Int(1)).optional_bulk().unwrap_err(), "Int(1)");
         says_what_came_back(reply(Value::Nil).count().unwrap_err(), "Nil");
         says_what_came_back(reply(Value::SimpleString("queued".into())).ok().unwrap_err(), "queued");
-        let odd = reply(Value::Array(vec![Value::BulkString(b"memories".to_vec())]));
-        says_what_came_back(odd.pairs().unwrap_err(), "memories");
     }
 
     #[test]
@@ -440,64 +343,32 @@ mod tests {
     }
 
     #[test]
-    fn town_reply_shapes_decode_and_wrong_ones_are_quoted() {
+    fn town_replies_decode_from_what_the_redis_crate_reads_and_wrong_ones_are_quoted() {
+        use dreamtown_protocol::reply::town;
         let bulk = |text: &str| Value::BulkString(text.as_bytes().to_vec());
-        assert!(reply(Value::Int(1)).flag().unwrap());
-        assert!(!reply(Value::Int(0)).flag().unwrap());
-        says_what_came_back(reply(Value::Int(2)).flag().unwrap_err(), "Int(2)");
-        assert_eq!(reply(Value::Array(vec![bulk("a"), bulk("b")])).bulks().unwrap(), [b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(reply(Value::Nil).optional_bulks().unwrap(), None);
-        says_what_came_back(reply(Value::Nil).bulks().unwrap_err(), "Nil");
-        says_what_came_back(reply(Value::Array(vec![Value::Int(3)])).bulks().unwrap_err(), "Int(3)");
+        assert_eq!(reply(Value::Int(1)).decode::<town::StopCheck>().unwrap(), town::Flag(true));
+        says_what_came_back(reply(Value::Int(2)).decode::<town::StopCheck>().unwrap_err(), "Int(2)");
+        let peeked = reply(Value::Array(vec![bulk("a"), bulk("b")])).decode::<town::Peek<Vec<u8>>>().unwrap();
+        assert_eq!(peeked.items, [b"a".to_vec(), b"b".to_vec()]);
+        says_what_came_back(
+            reply(Value::Array(vec![Value::Int(3)])).decode::<town::Peek<Vec<u8>>>().unwrap_err(),
+            "Int(3)",
+        );
+        // Both RESP2 nulls and RESP3's come as nil: a receive's wait ran out.
+        assert_eq!(reply(Value::Nil).decode::<town::Recv<Vec<u8>>>().unwrap(), town::Recv::TimedOut);
         let records = reply(Value::Array(vec![
             Value::Array(vec![bulk("id"), bulk("1")]),
             Value::Map(vec![(bulk("id"), bulk("2"))]),
         ]));
-        let decoded = records.records().unwrap();
-        assert_eq!(decoded[1], vec![("id".to_owned(), b"2".to_vec())]);
-        says_what_came_back(reply(Value::Array(vec![Value::Int(5)])).records().unwrap_err(), "Int(5)");
-        says_what_came_back(reply(Value::Int(-4)).length().unwrap_err(), "-4");
-        assert_eq!(reply(Value::Int(4)).length().unwrap(), 4);
-    }
-
-    #[test]
-    fn pairs_decode_flat_arrays_and_maps() {
-        let flat = reply(Value::Array(vec![Value::BulkString(b"edges".to_vec()), Value::BulkString(b"2".to_vec())]));
-        assert_eq!(flat.pairs().unwrap(), vec![("edges".to_owned(), b"2".to_vec())]);
-        let map = reply(Value::Map(vec![(Value::BulkString(b"memories".to_vec()), Value::BulkString(b"5".to_vec()))]));
-        assert_eq!(map.pairs().unwrap(), vec![("memories".to_owned(), b"5".to_vec())]);
-        assert_eq!(reply(Value::Nil).optional_bulk().unwrap(), None);
-        assert!(reply(Value::Okay).ok().is_ok());
-        assert!(reply(Value::SimpleString("OK".into())).ok().is_ok());
-    }
-}
-
-#[cfg(test)]
-mod routing_tests {
-    use super::{cluster_routing, key_slot};
-
-    #[test]
-    fn slots_are_redis_clusters() {
-        // CLUSTER KEYSLOT answers, from the Redis documentation and server.
-        assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"123456789"), 12739);
-        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
-        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
-        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
-    }
-
-    #[test]
-    fn only_subcommands_are_routed_by_their_tenant() {
-        let mut get = redis::cmd("TOWN.AGENT");
-        get.arg("GET").arg("acme").arg("a");
-        let routed = format!("{:?}", cluster_routing(&get));
-        assert!(routed.contains(&format!("{}", key_slot(b"acme"))), "{routed}");
-        let mut limit = redis::cmd("dreams.limit");
-        limit.arg("SET").arg("globex").arg("CONCURRENCY").arg(2);
-        let routed = format!("{:?}", cluster_routing(&limit));
-        assert!(routed.contains(&format!("{}", key_slot(b"globex"))), "{routed}");
-        let mut send = redis::cmd("TOWN.SEND");
-        send.arg("acme").arg("{}");
-        assert!(cluster_routing(&send).is_none());
+        let decoded = records.decode::<town::AgentList<Vec<u8>>>().unwrap();
+        assert_eq!(decoded.records[1].fields, vec![(b"id".to_vec(), b"2".to_vec())]);
+        says_what_came_back(
+            reply(Value::Array(vec![Value::Int(5)])).decode::<town::TaskList<Vec<u8>>>().unwrap_err(),
+            "Int(5)",
+        );
+        says_what_came_back(reply(Value::Int(-4)).decode::<town::Ack>().unwrap_err(), "-4");
+        assert_eq!(reply(Value::Int(4)).decode::<town::Ack>().unwrap(), town::Count(4));
+        assert_eq!(reply(Value::Okay).decode::<town::AgentSet>().unwrap(), town::Done);
+        assert_eq!(reply(Value::Nil).decode::<town::BacklogPop<Vec<u8>>>().unwrap(), town::MaybeBulk(None));
     }
 }

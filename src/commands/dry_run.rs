@@ -26,6 +26,7 @@ use crate::glue::acl;
 use crate::glue::command::{self, Arg, ArgKind, CommandSpec, TenantUse};
 use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
+use dreamtown_protocol::reply::dryrun as reply;
 use dreamtown_protocol::request::dryrun::DryRun;
 use dreamtown_protocol::request::Request;
 
@@ -72,7 +73,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         return Ok(denied(format!("This user has no permissions to run the '{full_name}' command")));
     }
     let Some(handler) = entry.handler else {
-        return Ok(Reply::OK);
+        return Ok(Reply::of(reply::DryRun::Allowed));
     };
     let dry = Session::dry_run_as(session.ctx(), user, inner)?;
     let args = inner.get(named_by..).unwrap_or_default();
@@ -85,11 +86,11 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         // Every check passed (the run stopped at the first key it would
         // open), or the call fails for another reason than permissions
         // (its arguments), which `ACL DRYRUN` does not judge.
-        _ => Ok(Reply::OK),
+        _ => Ok(Reply::of(reply::DryRun::Allowed)),
     }
 }
 
 /// A refusal, as `ACL DRYRUN` replies one: a bulk string, not an error.
 fn denied(text: String) -> Reply {
-    Reply::Bulk(text.into_bytes())
+    Reply::of(reply::DryRun::Denied(text))
 }

@@ -33,6 +33,8 @@ pub enum Reply {
     /// ...]` in RESP2 (as `HGETALL` and `CONFIG GET` reply; the server
     /// writes it as the client's protocol wants: `RedisModule_ReplyWithMap`).
     Map(Vec<(Reply, Reply)>),
+    /// A bulk string held in a Redis string, sent as it is.
+    String(OwnedString),
     /// An array of bulk strings held in Redis strings (elements popped
     /// from a list), sent as they are, not copied into `Vec`s first.
     Strings(Vec<OwnedString>),
@@ -43,52 +45,47 @@ pub enum Reply {
     Blocked,
 }
 
-impl Reply {
-    /// `OK`.
-    pub const OK: Reply = Reply::Status(c"OK");
+/// What a reply's bulk strings are held in: bytes of our own, or Redis
+/// strings (elements popped from a list) sent as they are.
+pub trait Bulk: Sized {
+    /// One bulk string.
+    fn reply(self) -> Reply;
+    /// An array of them.
+    fn replies(items: Vec<Self>) -> Reply;
+}
 
-    /// A bulk string, or nil.
-    pub fn bulk_or_nil(value: Option<Vec<u8>>) -> Self {
-        value.map_or(Self::Nil, Self::Bulk)
+impl Bulk for Vec<u8> {
+    fn reply(self) -> Reply {
+        Reply::Bulk(self)
     }
 
-    /// An array of bulk strings.
-    pub fn bulks(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
-        Self::Array(values.into_iter().map(Self::Bulk).collect())
+    fn replies(items: Vec<Self>) -> Reply {
+        Reply::Array(items.into_iter().map(Reply::Bulk).collect())
+    }
+}
+
+impl Bulk for OwnedString {
+    fn reply(self) -> Reply {
+        Reply::String(self)
     }
 
-    /// The two-element array `[first, second]`.
-    pub fn pair(first: Reply, second: Reply) -> Self {
-        Reply::Array(vec![first, second])
-    }
-
-    /// Field/value pairs with text names (see [`Reply::Map`]).
-    pub fn map<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Self {
-        Self::Map(fields.into_iter().map(|(name, value)| (Self::Bulk(name.as_bytes().to_vec()), value)).collect())
-    }
-
-    /// Field/value pairs of bytes (a hash's, see [`Reply::Map`]).
-    pub fn bulk_map(pairs: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Self {
-        Self::Map(pairs.into_iter().map(|(field, value)| (Self::Bulk(field), Self::Bulk(value))).collect())
-    }
-
-    /// An integer from an unsigned count.
-    pub fn count(value: u64) -> Self {
-        Self::Integer(i64::try_from(value).unwrap_or(i64::MAX))
+    fn replies(items: Vec<Self>) -> Reply {
+        Reply::Strings(items)
     }
 }
 
 /// The protocol's replies ([`dreamtown_protocol::reply`]) are written
 /// straight into a `Reply`, no protocol `Value` built first: the counted
 /// shape of RECORD and ACK stays [`Reply::Counted`] (no `Vec`), a drained
-/// payload moves into [`Reply::Bulk`] uncopied.
-impl Wire<Vec<u8>> for Reply {
+/// payload moves into [`Reply::Bulk`] uncopied, received messages stay the
+/// Redis strings they were popped as ([`Reply::Strings`]).
+impl<B: Bulk> Wire<B> for Reply {
     fn status(word: &'static CStr) -> Self {
         Reply::Status(word)
     }
 
-    fn bulk(bytes: Vec<u8>) -> Self {
-        Reply::Bulk(bytes)
+    fn bulk(bytes: B) -> Self {
+        bytes.reply()
     }
 
     fn integer(value: i64) -> Self {
@@ -114,12 +111,23 @@ impl Wire<Vec<u8>> for Reply {
     fn counted(word: &'static CStr, first: i64, second: i64) -> Self {
         Reply::Counted(word, first, second)
     }
+
+    fn bulks(items: Vec<B>) -> Self {
+        B::replies(items)
+    }
 }
 
 impl Reply {
     /// A command's reply, as its protocol type writes it.
     #[inline(always)]
     pub fn of(reply: impl dreamtown_protocol::reply::Reply<Vec<u8>>) -> Self {
+        reply.encode()
+    }
+
+    /// A reply of Redis strings (received messages), as its protocol type
+    /// writes it.
+    #[inline(always)]
+    pub fn of_strings(reply: impl dreamtown_protocol::reply::Reply<OwnedString>) -> Self {
         reply.encode()
     }
 }
@@ -183,6 +191,9 @@ fn send_reply(ctx: Ctx, reply: &Reply) {
                     send_reply(ctx, field);
                     send_reply(ctx, value);
                 }
+            }
+            Reply::String(string) => {
+                api!(RedisModule_ReplyWithString)(ctx.raw(), string.as_ptr());
             }
             Reply::Strings(items) => {
                 api!(RedisModule_ReplyWithArray)(ctx.raw(), items.len() as c_long);

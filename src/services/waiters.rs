@@ -59,6 +59,7 @@ use crate::glue::session::{current_user_name, Session};
 use crate::glue::string::{bytes_of, OwnedString};
 use crate::glue::timer::{self, TimerWith};
 use crate::metrics::totals::Total;
+use dreamtown_protocol::reply::acked_then;
 
 /// Run a blocked command's work for a woken waiter: `Some` is its reply
 /// (it is then served), `None` means it found nothing and keeps waiting.
@@ -471,10 +472,12 @@ impl Blocked for Ticket {
 }
 
 /// A waiter's answer: `result`, after the reply of what ran before it
-/// blocked, if anything did (an error goes alone: what ran before stands).
+/// blocked, if anything did (the protocol's `acked_then` shape, of
+/// `DREAMS.DRAIN ... ACK` and `TOWN.RECV ... ACK`; an error goes alone:
+/// what ran before stands).
 fn after(before: Option<Reply>, result: CommandResult) -> CommandResult {
     match (before, result) {
-        (Some(before), Ok(reply)) => Ok(Reply::pair(before, reply)),
+        (Some(before), Ok(reply)) => Ok(acked_then::<Vec<u8>, _>(before, reply)),
         (_, result) => result,
     }
 }

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use redis::aio::ConnectionLike;
 
@@ -14,7 +15,7 @@ use super::agent::Agent;
 use super::channel::MailboxLengths;
 use super::ids::{AgentId, TaskId};
 use super::task::Task;
-use super::view::{Town, TownStats};
+use super::view::{Town, TownStats, length};
 use crate::call::Reply;
 use crate::error::{Error, Result};
 
@@ -123,21 +124,33 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AgentRecord<'_, C> {
         }
         let id = self.id.to_string();
         let fields = request::FieldSet::from_pairs(agent.to_fields()?);
-        self.town.call(&request::AgentSet { town: self.town.name(), agent: &id, fields }).await?.ok()
+        self.town
+            .call(&request::AgentSet { town: self.town.name(), agent: &id, fields })
+            .await?
+            .decode::<reply::AgentSet>()
+            .map(drop)
     }
 
     /// Delete the agent: its record, inboxes, pending list, activity log and
     /// stop flag, in one step (`TOWN.AGENT DEL`); how many keys went.
     pub async fn delete(&self) -> Result<usize> {
         let id = self.id.to_string();
-        self.town.call(&request::AgentDel { town: self.town.name(), agent: &id }).await?.length()
+        self.town
+            .call(&request::AgentDel { town: self.town.name(), agent: &id })
+            .await?
+            .decode::<reply::AgentDel>()
+            .map(length)
     }
 
     /// Set the record's `last_heartbeat` to the server's clock
     /// (`TOWN.AGENT HEARTBEAT`).
     pub async fn heartbeat(&self) -> Result<()> {
         let id = self.id.to_string();
-        self.town.call(&request::AgentHeartbeat { town: self.town.name(), agent: &id }).await?.ok()
+        self.town
+            .call(&request::AgentHeartbeat { town: self.town.name(), agent: &id })
+            .await?
+            .decode::<reply::AgentHeartbeat>()
+            .map(drop)
     }
 
     /// Add 1 to `rounds_completed` (`TOWN.AGENT INCR ... ROUNDS`); the new count.
@@ -152,7 +165,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AgentRecord<'_, C> {
 
     async fn increment(&self, counter: request::Counter) -> Result<u64> {
         let id = self.id.to_string();
-        self.town.call(&request::AgentIncr { town: self.town.name(), agent: &id, counter }).await?.count()
+        let reply = self.town.call(&request::AgentIncr { town: self.town.name(), agent: &id, counter }).await?;
+        let reply::AgentIncr(count) = reply.decode()?;
+        u64::try_from(count).map_err(|_| reply.unexpected())
     }
 
     /// The lengths of the agent's lists ([`Town::lengths`]).
@@ -198,13 +213,21 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> TaskRecord<'_, C> {
         }
         let id = self.id.to_string();
         let fields = request::FieldSet::from_pairs(task.to_fields()?);
-        self.town.call(&request::TaskSet { town: self.town.name(), task: &id, fields }).await?.ok()
+        self.town
+            .call(&request::TaskSet { town: self.town.name(), task: &id, fields })
+            .await?
+            .decode::<reply::TaskSet>()
+            .map(drop)
     }
 
     /// Delete the task's record (`TOWN.TASK DEL`); whether there was one.
     pub async fn delete(&self) -> Result<bool> {
         let id = self.id.to_string();
-        self.town.call(&request::TaskDel { town: self.town.name(), task: &id }).await?.flag()
+        self.town
+            .call(&request::TaskDel { town: self.town.name(), task: &id })
+            .await?
+            .decode::<reply::TaskDel>()
+            .map(|reply::Flag(deleted)| deleted)
     }
 }
 
@@ -218,13 +241,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Backlog<'_, C> {
     /// Append `task` (`TOWN.BACKLOG PUSH`); the backlog's new length.
     pub async fn push(&self, task: TaskId) -> Result<usize> {
         let id = task.to_string();
-        self.town.call(&request::BacklogPush { town: self.town.name(), task: &id }).await?.length()
+        self.town
+            .call(&request::BacklogPush { town: self.town.name(), task: &id })
+            .await?
+            .decode::<reply::BacklogPush>()
+            .map(length)
     }
 
     /// Take the oldest task id, or `None` (`TOWN.BACKLOG POP`).
     pub async fn pop(&self) -> Result<Option<TaskId>> {
         let reply = self.town.call(&request::BacklogPop { town: self.town.name() }).await?;
-        reply.optional_bulk()?.map(|entry| task_id(entry, "taken from the backlog")).transpose()
+        let reply::MaybeBulk(entry) = reply.decode::<reply::BacklogPop<Vec<u8>>>()?;
+        entry.map(|entry| task_id(&entry, "taken from the backlog")).transpose()
     }
 
     /// Every task id, oldest first (`TOWN.BACKLOG LIST`). An entry that is
@@ -239,12 +267,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Backlog<'_, C> {
     /// [`list`](Self::list) reads, and what the seed-shaped
     /// [`Channel::backlog_list`](super::Channel::backlog_list) filters.
     pub(super) async fn entries(&self) -> Result<Vec<Vec<u8>>> {
-        self.town.call(&request::BacklogList { town: self.town.name() }).await?.bulks()
+        self.town
+            .call(&request::BacklogList { town: self.town.name() })
+            .await?
+            .decode::<reply::BacklogList<Vec<u8>>>()
+            .map(|list| list.items)
     }
 
     /// How many task ids wait (`TOWN.BACKLOG LEN`).
     pub async fn len(&self) -> Result<usize> {
-        self.town.call(&request::BacklogLen { town: self.town.name() }).await?.length()
+        self.town.call(&request::BacklogLen { town: self.town.name() }).await?.decode::<reply::BacklogLen>().map(length)
     }
 
     /// Whether the backlog is empty (`TOWN.BACKLOG LEN`).
@@ -255,7 +287,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Backlog<'_, C> {
     /// Remove the first `task`; whether it was there (`TOWN.BACKLOG REMOVE`).
     pub async fn remove(&self, task: TaskId) -> Result<bool> {
         let id = task.to_string();
-        self.town.call(&request::BacklogRemove { town: self.town.name(), task: &id }).await?.flag()
+        self.town
+            .call(&request::BacklogRemove { town: self.town.name(), task: &id })
+            .await?
+            .decode::<reply::BacklogRemove>()
+            .map(|reply::Flag(removed)| removed)
     }
 }
 
@@ -270,7 +306,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Activity<'_, C> {
     /// Log `text` (`TOWN.ACTIVITY LOG`); the log keeps the newest entries.
     pub async fn log(&self, text: &str) -> Result<()> {
         let id = self.id.to_string();
-        self.town.call(&request::ActivityLog { town: self.town.name(), agent: &id, text: text.as_bytes() }).await?.ok()
+        let request = request::ActivityLog { town: self.town.name(), agent: &id, text: text.as_bytes() };
+        self.town.call(&request).await?.decode::<reply::ActivityLog>().map(drop)
     }
 
     /// The newest entries, one per line, or `None` when nothing was logged
@@ -278,7 +315,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Activity<'_, C> {
     pub async fn get(&self) -> Result<Option<String>> {
         let id = self.id.to_string();
         let reply = self.town.call(&request::ActivityGet { town: self.town.name(), agent: &id }).await?;
-        reply.optional_bulk()?.map(|text| String::from_utf8(text.to_vec()).map_err(|_| reply.unexpected())).transpose()
+        let reply::MaybeBulk(text) = reply.decode::<reply::ActivityGet<Vec<u8>>>()?;
+        text.map(|text| String::from_utf8(text).map_err(|_| reply.unexpected())).transpose()
     }
 }
 
@@ -300,13 +338,21 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> StopFlag<'a, C> {
     /// Whether a stop is requested (`TOWN.STOP CHECK`).
     pub async fn requested(&self) -> Result<bool> {
         let id = self.id.to_string();
-        self.town.call(&request::StopCheck { town: self.town.name(), agent: &id }).await?.flag()
+        self.town
+            .call(&request::StopCheck { town: self.town.name(), agent: &id })
+            .await?
+            .decode::<reply::StopCheck>()
+            .map(|reply::Flag(set)| set)
     }
 
     /// Remove the flag (`TOWN.STOP CLEAR`); whether there was one.
     pub async fn clear(&self) -> Result<bool> {
         let id = self.id.to_string();
-        self.town.call(&request::StopClear { town: self.town.name(), agent: &id }).await?.flag()
+        self.town
+            .call(&request::StopClear { town: self.town.name(), agent: &id })
+            .await?
+            .decode::<reply::StopClear>()
+            .map(|reply::Flag(was)| was)
     }
 }
 
@@ -338,7 +384,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StopRequest<'_, C> {
     pub async fn send(self) -> Result<()> {
         let id = self.flag.id.to_string();
         let request = request::StopRequest { town: self.flag.town.name(), agent: &id, ttl_secs: self.ttl_secs };
-        self.flag.town.call(&request).await?.ok()
+        self.flag.town.call(&request).await?.decode::<reply::StopRequest>().map(drop)
     }
 }
 
@@ -356,14 +402,25 @@ fn task_id(entry: &[u8], place: &str) -> Result<TaskId> {
     })
 }
 
+/// A record's fields, their names as text.
+pub(super) type Fields = Vec<(String, Vec<u8>)>;
+
 /// Reads one stored record.
 type RecordParser<T> = fn(&[(String, Vec<u8>)]) -> Result<T>;
 
-/// A record reply: `None` when empty, else parsed.
+/// A record reply (`TOWN.AGENT GET`, `TOWN.AGENT BYNAME`, `TOWN.TASK
+/// GET`): `None` when empty, else parsed.
 pub(super) fn optional_record<T>(reply: &Reply, parse: RecordParser<T>) -> Result<Option<T>> {
-    let fields = reply.pairs()?;
+    let fields = record_fields(reply, reply.decode()?)?;
     if fields.is_empty() {
         return Ok(None);
     }
     parse(&fields).map(Some)
+}
+
+/// A record's fields with their names as text (a name that is not text is
+/// a reply this client does not understand).
+pub(super) fn record_fields(reply: &Reply, record: reply::Record<Vec<u8>>) -> Result<Fields> {
+    let named = |(name, value): (Vec<u8>, Vec<u8>)| Some((String::from_utf8(name).ok()?, value));
+    record.fields.into_iter().map(named).collect::<Option<_>>().ok_or_else(|| reply.unexpected())
 }

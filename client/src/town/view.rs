@@ -11,6 +11,7 @@
 use std::fmt::Display;
 use std::time::Duration;
 
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::options::lease_from_duration;
 use dreamtown_protocol::request::town as request;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -96,11 +97,11 @@ impl Received {
         matches!(self, Self::TimedOut)
     }
 
-    fn of(reply: &Reply) -> Result<Self> {
-        Ok(match reply.optional_bulks()? {
-            Some(payloads) => Self::Taken(payloads.into_iter().map(Delivery::from_payload).collect()),
-            None => Self::TimedOut,
-        })
+    fn of(received: reply::Recv<Vec<u8>>) -> Self {
+        match received {
+            reply::Recv::Messages(payloads) => Self::Taken(payloads.into_iter().map(Delivery::from_payload).collect()),
+            reply::Recv::TimedOut => Self::TimedOut,
+        }
     }
 }
 
@@ -128,16 +129,8 @@ impl TownStats {
     }
 
     pub(super) fn of(reply: &Reply) -> Result<Self> {
-        let fields = crate::call::fields(reply.value()).ok_or_else(|| reply.unexpected())?;
-        let fields = fields
-            .into_iter()
-            .map(|(name, value)| match value {
-                redis::Value::Nil => Ok((name, None)),
-                redis::Value::Int(n) => Ok((name, Some(*n))),
-                _ => Err(reply.unexpected()),
-            })
-            .collect::<Result<_>>()?;
-        Ok(Self { fields })
+        let stats: reply::Stats = reply.decode()?;
+        Ok(Self { fields: stats.fields.into_iter().map(|(name, value)| (name.into_owned(), value)).collect() })
     }
 }
 
@@ -252,7 +245,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
         }
         let agent = agent.to_string();
         let ids: Vec<&[u8]> = message_ids.iter().map(String::as_bytes).collect();
-        self.call(&request::Ack { town: &self.town, agent: &agent, ids: &ids }).await?.length()
+        self.call(&request::Ack { town: &self.town, agent: &agent, ids: &ids })
+            .await?
+            .decode::<reply::Ack>()
+            .map(length)
     }
 
     /// Hand every unacknowledged pending message of `agent` back to the head
@@ -260,7 +256,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
     /// does when it restarts. How many moved.
     pub async fn requeue(&self, agent: AgentId) -> Result<usize> {
         let agent = agent.to_string();
-        self.call(&request::Requeue { town: &self.town, agent: &agent }).await?.length()
+        self.call(&request::Requeue { town: &self.town, agent: &agent }).await?.decode::<reply::Requeue>().map(length)
     }
 
     /// Push the lease of a message received with [`lease`](Recv::lease) out
@@ -274,7 +270,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
             message_id: message_id.as_bytes(),
             lease: lease_from_duration(lease)?,
         };
-        self.call(&request).await?.flag()
+        self.call(&request).await?.decode::<reply::Extend>().map(|reply::Flag(extended)| extended)
     }
 
     /// Run `work` while keeping a leased message's lease alive: extended by
@@ -327,9 +323,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
     pub async fn lengths(&self, agent: AgentId) -> Result<MailboxLengths> {
         let agent = agent.to_string();
         let reply = self.call(&request::Len { town: &self.town, agent: &agent }).await?;
-        let [inbox, urgent, pending] = reply.counts::<3>()?;
-        let size = |n: u64| usize::try_from(n).map_err(|_| reply.unexpected());
-        Ok(MailboxLengths { inbox: size(inbox)?, urgent: size(urgent)?, pending: size(pending)? })
+        let reply::Len { inbox, urgent, pending } = reply.decode()?;
+        let size = |n: u64| length(reply::Count(n));
+        Ok(MailboxLengths { inbox: size(inbox), urgent: size(urgent), pending: size(pending) })
     }
 
     /// Move all of a dead agent's mail (urgent, pending, inbox) to `to`, each
@@ -337,7 +333,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
     /// moved. Reclaiming an agent onto itself is refused ([`Error::Server`]).
     pub async fn reclaim(&self, from: AgentId, to: AgentId) -> Result<usize> {
         let (from, to) = (from.to_string(), to.to_string());
-        self.call(&request::Reclaim { town: &self.town, from: &from, to: &to }).await?.length()
+        self.call(&request::Reclaim { town: &self.town, from: &from, to: &to })
+            .await?
+            .decode::<reply::Reclaim>()
+            .map(length)
     }
 
     /// Publish `message` to every subscriber of the town's broadcast channel
@@ -345,7 +344,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
     /// `PUBLISH`). An ACL user needs that channel (`&tt:{town}:*`).
     pub async fn broadcast(&self, message: &Message) -> Result<usize> {
         let json = serde_json::to_vec(message).map_err(Error::Encode)?;
-        self.call(&request::Broadcast { town: &self.town, message: &json }).await?.length()
+        self.call(&request::Broadcast { town: &self.town, message: &json })
+            .await?
+            .decode::<reply::Broadcast>()
+            .map(length)
     }
 
     /// Delete the town's state, found through the module's indexes
@@ -377,7 +379,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
     /// that does not parse is left out (and left alone).
     pub async fn agents(&self) -> Result<Vec<Agent>> {
         let reply = self.call(&request::AgentList { town: &self.town }).await?;
-        Ok(reply.records()?.iter().filter_map(|fields| Agent::from_fields(fields).ok()).collect())
+        let records = records(&reply, reply.decode::<reply::AgentList<Vec<u8>>>()?)?;
+        Ok(records.iter().filter_map(|fields| Agent::from_fields(fields).ok()).collect())
     }
 
     /// The agent named `name` (the lowest id if several), or `None`
@@ -391,7 +394,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Town<C> {
     /// that does not parse is left out.
     pub async fn tasks(&self) -> Result<Vec<Task>> {
         let reply = self.call(&request::TaskList { town: &self.town }).await?;
-        Ok(reply.records()?.iter().filter_map(|fields| Task::from_fields(fields).ok()).collect())
+        let records = records(&reply, reply.decode::<reply::TaskList<Vec<u8>>>()?)?;
+        Ok(records.iter().filter_map(|fields| Task::from_fields(fields).ok()).collect())
     }
 }
 
@@ -415,7 +419,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> SendMessage<'_, C> {
     pub async fn send(self) -> Result<usize> {
         let json = serde_json::to_vec(self.message).map_err(Error::Encode)?;
         let request = request::Send { town: &self.town.town, message: &json, urgent: self.urgent };
-        self.town.call(&request).await?.length()
+        self.town.call(&request).await?.decode::<reply::Send>().map(length)
     }
 }
 
@@ -505,7 +509,7 @@ impl<'a, C: ConnectionLike + Clone + Send + Sync + 'static> Recv<'a, C> {
 
     /// Send it: what was taken.
     pub async fn send(self) -> Result<Received> {
-        Received::of(&self.town.call(&self.request(None)?).await?)
+        self.town.call(&self.request(None)?).await?.decode::<reply::Recv<Vec<u8>>>().map(Received::of)
     }
 }
 
@@ -539,8 +543,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AckAndRecv<'_, C> {
     /// what was taken.
     pub async fn send(self) -> Result<(bool, Received)> {
         let request = self.recv.request(Some(self.done.as_bytes()))?;
-        let (acked, received) = self.recv.town.call(&request).await?.halves()?;
-        Ok((acked.flag()?, Received::of(&received)?))
+        let reply::AckThenRecv { acked: reply::Flag(acked), received } =
+            self.recv.town.call(&request).await?.decode()?;
+        Ok((acked, Received::of(received)))
     }
 }
 
@@ -564,7 +569,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Peek<'_, C> {
         let agent = self.agent.to_string();
         let count = (self.count as u64).min(i64::MAX as u64);
         let reply = self.town.call(&request::Peek { town: &self.town.town, agent: &agent, count }).await?;
-        Ok(reply.bulks()?.into_iter().map(Delivery::from_payload).collect())
+        let reply::Bulks { items } = reply.decode::<reply::Peek<Vec<u8>>>()?;
+        Ok(items.into_iter().map(Delivery::from_payload).collect())
     }
 }
 
@@ -586,6 +592,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Reset<'_, C> {
 
     /// Send it: how many keys were deleted, the index keys included.
     pub async fn send(self) -> Result<usize> {
-        self.town.call(&request::Reset { town: &self.town.town, agents_only: self.agents_only }).await?.length()
+        let request = request::Reset { town: &self.town.town, agents_only: self.agents_only };
+        self.town.call(&request).await?.decode::<reply::Reset>().map(length)
     }
+}
+
+/// A count as a length (past `usize::MAX`, which no list reaches, `usize::MAX`).
+pub(super) fn length(reply::Count(count): reply::Count) -> usize {
+    usize::try_from(count).unwrap_or(usize::MAX)
+}
+
+/// Records with their field names as text.
+fn records(reply: &Reply, records: reply::Records<Vec<u8>>) -> Result<Vec<super::containers::Fields>> {
+    records.records.into_iter().map(|record| super::containers::record_fields(reply, record)).collect()
 }

@@ -2,10 +2,10 @@
 //! read by the client (see [`super`]). The outcome words of RECORD, FIRE
 //! and ACK are defined here; the module's core re-exports them.
 
-use std::borrow::Cow;
 use std::ffi::CStr;
 
 use super::read;
+pub use super::{Done, Flag, Stats};
 use super::{Reply, Unexpected, Value, Wire};
 
 /// What a record did (`DREAMS.RECORD`'s first word).
@@ -276,9 +276,7 @@ pub struct AckThenDrain<D> {
 
 /// [`AckThenDrain`]'s shape, of both halves written already (the module
 /// keeps the ACK's reply while the drain runs, or waits).
-pub fn ack_then_drain<B, W: Wire<B>>(acked: W, drained: W) -> W {
-    W::array(vec![acked, drained])
-}
+pub use super::acked_then as ack_then_drain;
 
 impl<B: Clone, D: Reply<B>> Reply<B> for AckThenDrain<D> {
     fn encode<W: Wire<B>>(self) -> W {
@@ -291,52 +289,19 @@ impl<B: Clone, D: Reply<B>> Reply<B> for AckThenDrain<D> {
     }
 }
 
-/// An integer 1 or 0: `DREAMS.EXTEND` (the lease was ours and is pushed
-/// out), `DREAMS.PAUSE` (it was running), `DREAMS.RESUME` (it was paused),
-/// `DREAMS.LIMIT CLEAR` (there was a limit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Flag(pub bool);
-
-/// `DREAMS.EXTEND`'s reply.
+/// `DREAMS.EXTEND`'s reply: the lease was ours and is pushed out.
 pub type Extend = Flag;
-/// `DREAMS.PAUSE`'s reply.
+/// `DREAMS.PAUSE`'s reply: it was running.
 pub type Pause = Flag;
-/// `DREAMS.RESUME`'s reply.
+/// `DREAMS.RESUME`'s reply: it was paused.
 pub type Resume = Flag;
-/// `DREAMS.LIMIT CLEAR`'s reply.
+/// `DREAMS.LIMIT CLEAR`'s reply: there was a limit.
 pub type LimitClear = Flag;
-
-impl<B> Reply<B> for Flag {
-    fn encode<W: Wire<B>>(self) -> W {
-        W::integer(i64::from(self.0))
-    }
-
-    fn decode(value: &Value<B>) -> Result<Self, Unexpected> {
-        read::flag(value, "1 or 0").map(Self)
-    }
-}
-
-/// `OK`: `DREAMS.SETTLE`, `DREAMS.LIMIT SET`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Done;
 
 /// `DREAMS.SETTLE`'s reply.
 pub type Settle = Done;
 /// `DREAMS.LIMIT SET`'s reply.
 pub type LimitSet = Done;
-
-impl<B> Reply<B> for Done {
-    fn encode<W: Wire<B>>(self) -> W {
-        W::status(c"OK")
-    }
-
-    fn decode(value: &Value<B>) -> Result<Self, Unexpected> {
-        match read::status(value, "OK")? {
-            "OK" => Ok(Self),
-            _ => Err(Unexpected("OK")),
-        }
-    }
-}
 
 /// `DREAMS.RECOVER`: how many fires moved back to ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -505,46 +470,6 @@ impl<B: Clone> Reply<B> for Inflight<B> {
             Ok((read::bulk(payload, INFLIGHT)?.clone(), deadline))
         };
         Ok(Self { items: items.iter().map(item).collect::<Result<_, _>>()? })
-    }
-}
-
-/// `DREAMS.STATS`: the organization's queue at a glance, field/value pairs
-/// (a map in RESP3, a flat array in RESP2) whose values are integers or
-/// nil; the fields and what they mean are the schema of
-/// [`crate::stats::dreams`] (and the counted totals of the module's events
-/// table), in the order the module writes them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Each field's name and value (nil: `None`).
-    pub fields: Vec<(Cow<'static, str>, Option<i64>)>,
-}
-
-impl Stats {
-    /// The value of `field`: `None` if absent, `Some(None)` if nil.
-    pub fn get(&self, field: &str) -> Option<Option<i64>> {
-        self.fields.iter().find(|(name, _)| name == field).map(|(_, value)| *value)
-    }
-}
-
-impl Reply<Vec<u8>> for Stats {
-    fn encode<W: Wire<Vec<u8>>>(self) -> W {
-        let field = |(name, value): (Cow<'static, str>, Option<i64>)| {
-            (W::bulk(name.as_bytes().to_vec()), value.map_or_else(W::nil, W::integer))
-        };
-        W::map(self.fields.into_iter().map(field).collect())
-    }
-
-    fn decode(value: &Value<Vec<u8>>) -> Result<Self, Unexpected> {
-        const STATS: &str = "field/value pairs of integers or nil";
-        let field = |(name, value): read::Pair<'_, Vec<u8>>| {
-            let name = String::from_utf8(read::bulk(name, STATS)?.clone()).map_err(|_| Unexpected(STATS))?;
-            let value = match value {
-                Value::Nil => None,
-                other => Some(read::integer(other, STATS)?),
-            };
-            Ok((Cow::Owned(name), value))
-        };
-        Ok(Self { fields: read::pairs(value, STATS)?.into_iter().map(field).collect::<Result<_, _>>()? })
     }
 }
 

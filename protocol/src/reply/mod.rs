@@ -14,6 +14,8 @@
 //! flat array as from RESP3's map.
 
 pub mod dreams;
+pub mod dryrun;
+pub mod town;
 
 use std::borrow::Cow;
 use std::ffi::CStr;
@@ -62,6 +64,11 @@ pub trait Wire<B>: Sized {
     /// An unsigned count (past `i64::MAX`, `i64::MAX`).
     fn count(value: u64) -> Self {
         Self::integer(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+    /// An array of bulk strings (a writer may send its strings as they
+    /// are, without a value per item).
+    fn bulks(items: Vec<B>) -> Self {
+        Self::array(items.into_iter().map(Self::bulk).collect())
     }
 }
 
@@ -115,6 +122,86 @@ impl std::fmt::Display for Unexpected {
 }
 
 impl std::error::Error for Unexpected {}
+
+/// `[<the reply of what ran first>, <the reply of what ran then>]`: a
+/// command that acknowledges before it takes more (`DREAMS.DRAIN ... ACK`,
+/// `TOWN.RECV ... ACK`), of both halves written already (the module keeps
+/// the first while the second runs, or waits).
+pub fn acked_then<B, W: Wire<B>>(acked: W, then: W) -> W {
+    W::array(vec![acked, then])
+}
+
+/// An integer 1 or 0: whether the command found what it acts on (the
+/// families name each use: `dreams::Extend`, `town::StopCheck`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flag(pub bool);
+
+impl<B> Reply<B> for Flag {
+    fn encode<W: Wire<B>>(self) -> W {
+        W::integer(i64::from(self.0))
+    }
+
+    fn decode(value: &Value<B>) -> Result<Self, Unexpected> {
+        read::flag(value, "1 or 0").map(Self)
+    }
+}
+
+/// `OK` (the families name each use: `dreams::Settle`, `town::AgentSet`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done;
+
+impl<B> Reply<B> for Done {
+    fn encode<W: Wire<B>>(self) -> W {
+        W::status(c"OK")
+    }
+
+    fn decode(value: &Value<B>) -> Result<Self, Unexpected> {
+        match read::status(value, "OK")? {
+            "OK" => Ok(Self),
+            _ => Err(Unexpected("OK")),
+        }
+    }
+}
+
+/// `DREAMS.STATS` and `TOWN.STATS`: a tenant at a glance, field/value
+/// pairs (a map in RESP3, a flat array in RESP2) whose values are integers
+/// or nil; the fields and what they mean are the schemas of
+/// [`crate::stats`] (and the counted totals of the module's events table),
+/// in the order the module writes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Each field's name and value (nil: `None`).
+    pub fields: Vec<(Cow<'static, str>, Option<i64>)>,
+}
+
+impl Stats {
+    /// The value of `field`: `None` if absent, `Some(None)` if nil.
+    pub fn get(&self, field: &str) -> Option<Option<i64>> {
+        self.fields.iter().find(|(name, _)| name == field).map(|(_, value)| *value)
+    }
+}
+
+impl Reply<Vec<u8>> for Stats {
+    fn encode<W: Wire<Vec<u8>>>(self) -> W {
+        let field = |(name, value): (Cow<'static, str>, Option<i64>)| {
+            (W::bulk(name.as_bytes().to_vec()), value.map_or_else(W::nil, W::integer))
+        };
+        W::map(self.fields.into_iter().map(field).collect())
+    }
+
+    fn decode(value: &Value<Vec<u8>>) -> Result<Self, Unexpected> {
+        const STATS: &str = "field/value pairs of integers or nil";
+        let field = |(name, value): read::Pair<'_, Vec<u8>>| {
+            let name = String::from_utf8(read::bulk(name, STATS)?.clone()).map_err(|_| Unexpected(STATS))?;
+            let value = match value {
+                Value::Nil => None,
+                other => Some(read::integer(other, STATS)?),
+            };
+            Ok((Cow::Owned(name), value))
+        };
+        Ok(Self { fields: read::pairs(value, STATS)?.into_iter().map(field).collect::<Result<_, _>>()? })
+    }
+}
 
 /// The readers the families' decoders share.
 pub(crate) mod read {

@@ -109,7 +109,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
 }
 
 /// A count as the reply's integer (past `i64::MAX`, `i64::MAX`).
-fn count(value: u64) -> Option<i64> {
+pub(crate) fn count(value: u64) -> Option<i64> {
     Some(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
@@ -137,12 +137,7 @@ fn exact(age: Option<Age>) -> Option<i64> {
 /// `totals_tracked` (whether this node counts the tenant: not beyond the
 /// caps of `tenant_stats`) and `totals_since_ms` (when it started, nil if
 /// it has counted nothing yet).
-pub(crate) fn totals_header(since_ms: Option<i64>, family: Family) -> [(&'static str, Reply); 2] {
-    totals_values(since_ms, family).map(|(name, value)| (name, optional(value)))
-}
-
-/// [`totals_header`]'s values.
-fn totals_values(since_ms: Option<i64>, family: Family) -> [(&'static str, Option<i64>); 2] {
+pub(crate) fn totals_values(since_ms: Option<i64>, family: Family) -> [(&'static str, Option<i64>); 2] {
     let tracked = since_ms.is_some() || !tenant_stats::at_cap(family);
     [(stats::TOTALS_TRACKED.name, Some(i64::from(tracked))), (stats::TOTALS_SINCE_MS.name, since_ms)]
 }
@@ -160,15 +155,4 @@ pub(crate) fn expired_markers<M: Mode>(session: &Session, leases: &Key<M>, name:
 /// The lowest score of a sorted set at or above `min`, as an integer.
 pub(crate) fn lowest_score<M: ReadsValues>(set: &Key<M>, min: f64) -> Option<i64> {
     set.zrange_by_score(min, f64::INFINITY, 1).first().map(|(_, score)| *score as i64)
-}
-
-/// An integer, or nil when there is none.
-pub(crate) fn optional(value: Option<i64>) -> Reply {
-    value.map_or(Reply::Nil, Reply::Integer)
-}
-
-/// Field/value pairs as `CONFIG GET` and `XINFO` reply them: a map in
-/// RESP3, one flat array in RESP2.
-pub(crate) fn pairs<'a>(fields: impl IntoIterator<Item = (&'a str, Reply)>) -> Reply {
-    Reply::map(fields)
 }

@@ -20,6 +20,7 @@ use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{check_leases, MailChecked, RedisMail};
 use crate::town::keys::TownKeys;
 use crate::town::lease::{acknowledge, acknowledge_many, AgentMail};
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -61,7 +62,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         _ => ack.acknowledge_many(ids),
     };
     count::town(&keys, Some(agent), &[(Town::Acked, removed)]);
-    Ok(Reply::Integer(i64::try_from(removed).unwrap_or(i64::MAX)))
+    Ok(Reply::of(reply::Count(removed)))
 }
 
 /// The keys an acknowledgement may write: what `TOWN.ACK` and the `ACK`

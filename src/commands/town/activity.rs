@@ -18,6 +18,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::activity::{expires_at, recent, KEPT, SHOWN};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -83,8 +84,8 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
         log.expire_at(expires_at(session.now_ms()));
         mailboxes.add(agent);
         count::town(&keys, Some(agent), &[(Town::ActivityLogged, 1)]);
-        return Ok(Reply::OK);
+        return Ok(Reply::of(reply::Done));
     }
     let log = open_list(session, check_list::<Read>(session, &keys.activity(agent))?)?;
-    Ok(Reply::bulk_or_nil(recent(&log.range(0, SHOWN))))
+    Ok(Reply::of(reply::MaybeBulk(recent(&log.range(0, SHOWN)))))
 }

@@ -34,6 +34,7 @@ use crate::stores::town::record;
 use crate::town::agent::{timestamp, Counter, LAST_HEARTBEAT, NAME};
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -170,20 +171,20 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
         AgentRequest::Set(agent, fields) => set(session, &keys, agent, &fields),
         AgentRequest::Get(agent) => {
             let stored = record::check::<Read>(session, &keys.agent(agent))?;
-            Ok(record::reply(&record::open(session, stored)?))
+            Ok(Reply::of(record::read(&record::open(session, stored)?)))
         }
         AgentRequest::Del(agent) => delete(session, &keys, agent),
         AgentRequest::List => list(session, &keys),
         AgentRequest::ByName(name) => by_name(session, &keys, name),
         AgentRequest::Incr(agent, counter) => {
             let stored = existing::<ReadWrite>(session, &keys, agent)?;
-            Ok(Reply::Integer(stored.hincrby(counter.field(), 1)?))
+            Ok(Reply::of(reply::AgentIncr(stored.hincrby(counter.field(), 1)?)))
         }
         AgentRequest::Heartbeat(agent) => {
             let stored = existing::<Write>(session, &keys, agent)?;
             let now = timestamp(session.now_ms());
             stored.hset(&[(LAST_HEARTBEAT, now.as_bytes())]);
-            Ok(Reply::OK)
+            Ok(Reply::of(reply::Done))
         }
     }
 }
@@ -207,7 +208,7 @@ fn set(session: &Session, keys: &TownKeys, agent: &str, fields: &FieldSet) -> Co
     record::replace(&stored, fields);
     agents.set(agent, fields.get(NAME).unwrap_or_default());
     mailboxes.add(agent);
-    Ok(Reply::OK)
+    Ok(Reply::of(reply::Done))
 }
 
 fn delete(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
@@ -229,7 +230,7 @@ fn delete(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult {
     mailboxes.remove(agent);
     let town = TenantId::of(keys.prefix());
     tenant_stats::forget_agents(town, Some(town.agent(agent)));
-    Ok(Reply::count(deleted))
+    Ok(Reply::of(reply::Count(deleted)))
 }
 
 /// The records of the agents the index names (`pick`ed among its
@@ -249,11 +250,12 @@ fn indexed_records(
 
 fn list(session: &Session, keys: &TownKeys) -> CommandResult {
     let listed = indexed_records(session, keys, |_| true)?;
-    Ok(Reply::Array(listed.iter().filter(|stored| stored.exists()).map(record::reply).collect()))
+    let records = listed.iter().filter(|stored| stored.exists()).map(record::read).collect();
+    Ok(Reply::of(reply::AgentList { records }))
 }
 
 fn by_name(session: &Session, keys: &TownKeys, name: &[u8]) -> CommandResult {
     let found = indexed_records(session, keys, |indexed| indexed == name)?;
     // No such agent: an empty record, as `HGETALL` of a missing key.
-    Ok(found.iter().find(|stored| stored.exists()).map_or(Reply::Map(Vec::new()), record::reply))
+    Ok(Reply::of(found.iter().find(|stored| stored.exists()).map(record::read).unwrap_or_default()))
 }

@@ -14,6 +14,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -103,23 +104,23 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
         ("PUSH", Some(task)) => {
             let backlog = open_list(session, check_list::<Write>(session, &name)?)?;
             backlog.push(End::Tail, &[task.as_bytes()]);
-            Ok(Reply::count(backlog.len()))
+            Ok(Reply::of(reply::Count(backlog.len())))
         }
         ("REMOVE", Some(task)) => {
             let backlog = open_list(session, check_list::<Write>(session, &name)?)?;
-            Ok(Reply::Integer(i64::from(backlog.remove_first(task.as_bytes()))))
+            Ok(Reply::of(reply::Flag(backlog.remove_first(task.as_bytes()))))
         }
         ("POP", _) => {
             let backlog = open_list(session, check_list::<ReadWrite>(session, &name)?)?;
-            Ok(Reply::bulk_or_nil(backlog.pop(End::Head)))
+            Ok(Reply::of(reply::MaybeBulk(backlog.pop(End::Head))))
         }
         ("LIST", _) => {
             let backlog = open_list(session, check_list::<Read>(session, &name)?)?;
-            Ok(Reply::bulks(backlog.all()))
+            Ok(Reply::of(reply::BacklogList { items: backlog.all() }))
         }
         _ => {
             let backlog = open_list(session, check_list::<Meta>(session, &name)?)?;
-            Ok(Reply::count(backlog.len()))
+            Ok(Reply::of(reply::Count(backlog.len())))
         }
     }
 }

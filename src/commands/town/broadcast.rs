@@ -12,6 +12,7 @@ use crate::glue::session::Session;
 use crate::metrics::count;
 use crate::town::keys::TownKeys;
 use crate::town::message::is_object;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -41,5 +42,6 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let channel = session.check_publish(channel.as_bytes())?;
     let receivers = publish(session.ctx(), channel.publish_to(session)?, message, session.in_cluster());
     count::town(&keys, None, &[(Town::Broadcasts, 1)]);
-    Ok(Reply::Integer(receivers))
+    // PUBLISH's count (never negative).
+    Ok(Reply::of(reply::Count(u64::try_from(receivers).unwrap_or(0))))
 }

@@ -13,6 +13,7 @@ use crate::lease::{deadline, extend};
 use crate::stores::leases::RedisLeases;
 use crate::stores::town::leases::{self, check_leases};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -41,8 +42,8 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let leases = check_leases::<ReadWrite>(session, &keys, agent)?;
     let mut leases = RedisLeases::open(session, leases)?;
     if !extend(&mut leases, message, until) {
-        return Ok(Reply::Integer(0));
+        return Ok(Reply::of(reply::Flag(false)));
     }
     leases::note(session, &keys, agent, until);
-    Ok(Reply::Integer(1))
+    Ok(Reply::of(reply::Flag(true)))
 }

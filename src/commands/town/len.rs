@@ -8,6 +8,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -35,9 +36,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let pending = check_list::<Meta>(session, &keys.pending(agent))?;
     let inboxes = inboxes.open(session)?;
     let pending = open_list(session, pending)?;
-    Ok(Reply::Array(vec![
-        Reply::count(inboxes.inbox.len()),
-        Reply::count(inboxes.urgent.len()),
-        Reply::count(pending.len()),
-    ]))
+    Ok(Reply::of(reply::Len { inbox: inboxes.inbox.len(), urgent: inboxes.urgent.len(), pending: pending.len() }))
 }

@@ -11,6 +11,7 @@ use crate::glue::reply::{CommandError, CommandResult, Reply};
 use crate::glue::session::Session;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -36,5 +37,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let (keys, agent, count) = parse(argv)?;
     let inbox = check_list::<Read>(session, &keys.inbox(agent))?;
     let inbox = open_list(session, inbox)?;
-    Ok(Reply::bulks(inbox.range(0, count)))
+    Ok(Reply::of(reply::Peek { items: inbox.range(0, count) }))
 }

@@ -17,6 +17,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::mailbox::{check_list, open_list, Inboxes};
 use crate::town::keys::TownKeys;
 use crate::town::reclaim::{reclaim, OldMail};
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -51,7 +52,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let mail = OldMail { urgent: old.urgent.all(), pending: old_pending.all(), inbox: old.inbox.all() };
     let moves = reclaim(mail, to);
     if moves.is_empty() {
-        return Ok(Reply::Integer(0));
+        return Ok(Reply::of(reply::Count(0)));
     }
     old.urgent.delete();
     old_pending.delete();
@@ -64,5 +65,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let unparsed = moves.iter().filter(|m| !m.readdressed).count() as u64;
     count::town(&keys, Some(from), &[(Town::Reclaimed, moved)]);
     count::town(&keys, Some(from), &[(Town::ReclaimedUnparsed, unparsed)]);
-    Ok(Reply::count(moved))
+    Ok(Reply::of(reply::Count(moved)))
 }

@@ -47,6 +47,7 @@ use crate::stores::town::mailbox::{check_agent_list, open_list, Inboxes};
 use crate::town::keys::{AgentKey, TownKeys};
 use crate::town::message::message_id;
 use crate::town::receive::ReceiveRequest;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request as _;
 
@@ -206,21 +207,25 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         None => (open_keys(session, &request)?, None),
     };
     let acked = before.map_or(0, u64::from);
-    let before = before.map(|removed| Reply::Integer(i64::from(removed)));
-    let answer = |reply: Reply| match &before {
-        Some(acked) => Reply::Array(vec![acked.clone(), reply]),
-        None => reply,
+    let before = before.map(|removed| Reply::of(reply::Flag(removed)));
+    let answer = |received: reply::Recv<OwnedString>| {
+        let received = Reply::of_strings(received);
+        match &before {
+            Some(acked) => reply::ack_then_recv::<Vec<u8>, _>(acked.clone(), received),
+            None => received,
+        }
     };
     let messages = receive_now(session, &request, keys, acked);
     if !messages.is_empty() {
-        return Ok(answer(Reply::Strings(messages)));
+        return Ok(answer(reply::Recv::Messages(messages)));
     }
     let Some(timeout_ms) = request.block_ms else {
-        return Ok(answer(Reply::Array(Vec::new())));
+        // Nothing, and no wait: the empty array.
+        return Ok(answer(reply::Recv::Messages(Vec::new())));
     };
     if !session.may_block() {
         // Inside MULTI or a script: timed out at once, as `BLPOP` there.
-        return Ok(answer(Reply::NilArray));
+        return Ok(answer(reply::Recv::TimedOut));
     }
     // A blocked call waits with its arguments less the ACK clause.
     let without_ack: Vec<&[u8]>;
@@ -241,7 +246,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
         serve,
         due_ms: None,
         before,
-        timeout: Reply::NilArray,
+        timeout: Reply::of_strings(reply::Recv::TimedOut),
     };
     waiters::block(session, wait_argv, timeout_ms, wait)
 }
@@ -277,6 +282,6 @@ fn serve(session: &Session, argv: &[&[u8]]) -> Option<CommandResult> {
     };
     match receive_now(session, &request, keys, 0) {
         messages if messages.is_empty() => None,
-        messages => Some(Ok(Reply::Strings(messages))),
+        messages => Some(Ok(Reply::of_strings(reply::Recv::Messages(messages)))),
     }
 }

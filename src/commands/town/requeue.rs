@@ -16,6 +16,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::leases::check_leases;
 use crate::stores::town::mailbox::{check_list, open_list};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -51,7 +52,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     // Nothing stays pending, so nothing stays leased.
     leases.clear();
     if messages.is_empty() {
-        return Ok(Reply::Integer(0));
+        return Ok(Reply::of(reply::Count(0)));
     }
     // Pushed one by one at the head, the last pushed ends first: push the
     // oldest last so the inbox starts with them in received order.
@@ -61,5 +62,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     mailboxes.add(agent);
     let moved = messages.len() as u64;
     count::town(&keys, Some(agent), &[(Town::Requeued, moved)]);
-    Ok(Reply::count(moved))
+    Ok(Reply::of(reply::Count(moved)))
 }

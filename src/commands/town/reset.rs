@@ -17,6 +17,7 @@ use crate::metrics::tenant_stats::{self, TenantId};
 use crate::stores::town::index::{AgentIndex, IdIndex};
 use crate::town::keys::TownKeys;
 use crate::town::reset::{doomed, Scope};
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -66,5 +67,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     // The agents' keys are gone: so are their totals (the town's stay).
     tenant_stats::forget_agents(TenantId::of(keys.prefix()), None);
     count::town_server(Town::ResetKeys, deleted);
-    Ok(Reply::count(deleted))
+    Ok(Reply::of(reply::Count(deleted)))
 }

@@ -16,6 +16,7 @@ use crate::stores::town::mailbox::Inboxes;
 use crate::town::keys::TownKeys;
 use crate::town::message::Envelope;
 use crate::town::priority::Destination;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -52,5 +53,5 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     if destination == Destination::Urgent {
         count::town(&keys, Some(&envelope.to), &[(Town::SentUrgent, 1)]);
     }
-    Ok(Reply::count(length))
+    Ok(Reply::of(reply::Count(length)))
 }

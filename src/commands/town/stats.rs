@@ -11,7 +11,7 @@
 //! replica, from 0 again after a restart or failover.
 
 use super::{AGENT_ARG, TOWN_ARG};
-use crate::commands::dreams::stats::{expired_markers, lowest_score, optional, pairs, totals_header};
+use crate::commands::dreams::stats::{count, expired_markers, lowest_score, totals_values};
 use crate::entry::entry_point;
 use crate::events::{Town, TOWN_FIELDS};
 use crate::glue::access::Read;
@@ -24,6 +24,7 @@ use crate::lease::EXPIRED;
 use crate::metrics::tenant_stats::{self, Family, TenantId};
 use crate::town::age::{age_ms, created_at_ms};
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 use dreamtown_protocol::stats::{self, town as schema};
@@ -78,29 +79,29 @@ fn town_stats(session: &Session, keys: &TownKeys) -> CommandResult {
         ],
     )?;
     let mut fields = vec![
-        (schema::AGENTS.name, Reply::count(agents.len())),
-        (schema::MAILBOXES.name, Reply::count(mailboxes.len())),
-        (schema::TASKS.name, Reply::count(tasks.len())),
-        (schema::BACKLOG.name, Reply::count(backlog.len())),
+        (schema::AGENTS.name, count(agents.len())),
+        (schema::MAILBOXES.name, count(mailboxes.len())),
+        (schema::TASKS.name, count(tasks.len())),
+        (schema::BACKLOG.name, count(backlog.len())),
     ];
     fields.extend(totals(TenantId::of(keys.prefix()), None));
-    Ok(pairs(fields))
+    Ok(written(fields))
 }
 
 /// The town's totals (with `broadcasts`), or an agent's.
-fn totals(town: TenantId, agent: Option<&str>) -> Vec<(&'static str, Reply)> {
+fn totals(town: TenantId, agent: Option<&str>) -> Vec<(&'static str, Option<i64>)> {
     let totals = tenant_stats::town_totals(town, agent.map(|agent| town.agent(agent)));
     let family = match agent {
         Some(_) => Family::Agents,
         None => Family::Towns,
     };
-    let mut fields = totals_header(totals.map(|totals| totals.since_ms), family).to_vec();
+    let mut fields = totals_values(totals.map(|totals| totals.since_ms), family).to_vec();
     for field in TOWN_FIELDS.iter().filter(|field| field.per_tenant()) {
         // An agent has no broadcasts (a town's only).
         if field.sum_of == [Town::Broadcasts] && agent.is_some() {
             continue;
         }
-        fields.push((field.name, Reply::count(totals.map_or(0, |totals| totals.sum(field)))));
+        fields.push((field.name, count(totals.map_or(0, |totals| totals.sum(field)))));
     }
     fields
 }
@@ -126,20 +127,25 @@ fn agent_stats(session: &Session, keys: &TownKeys, agent: &str) -> CommandResult
     };
     let expired_waiting = expired_markers(session, &leases, &leases_name);
     let mut fields = vec![
-        (schema::INBOX.name, Reply::count(inbox.len())),
-        (schema::URGENT.name, Reply::count(urgent.len())),
-        (schema::PENDING.name, Reply::count(pending.len())),
-        (schema::LEASED.name, Reply::count(leases.len().saturating_sub(expired_waiting))),
-        (schema::EXPIRED_LEASES_WAITING.name, Reply::count(expired_waiting)),
-        (schema::NEXT_LEASE_DEADLINE_MS.name, optional(lowest_score(&leases, (EXPIRED + 1) as f64))),
-        (schema::NEXT_MESSAGE_AGE_MS.name, optional(next_age)),
-        (schema::OLDEST_PENDING_AGE_MS.name, optional(head_age(&pending))),
-        (stats::NOW_MS.name, Reply::Integer(now_ms)),
+        (schema::INBOX.name, count(inbox.len())),
+        (schema::URGENT.name, count(urgent.len())),
+        (schema::PENDING.name, count(pending.len())),
+        (schema::LEASED.name, count(leases.len().saturating_sub(expired_waiting))),
+        (schema::EXPIRED_LEASES_WAITING.name, count(expired_waiting)),
+        (schema::NEXT_LEASE_DEADLINE_MS.name, lowest_score(&leases, (EXPIRED + 1) as f64)),
+        (schema::NEXT_MESSAGE_AGE_MS.name, next_age),
+        (schema::OLDEST_PENDING_AGE_MS.name, head_age(&pending)),
+        (stats::NOW_MS.name, Some(now_ms)),
     ];
     let town = TenantId::of(keys.prefix());
     fields.extend(totals(town, Some(agent)));
     if [&inbox, &urgent, &pending, &leases].iter().all(|key| key.is_empty()) {
         tenant_stats::idle_seen(town, Some(town.agent(agent)));
     }
-    Ok(pairs(fields))
+    Ok(written(fields))
+}
+
+/// The fields, as `TOWN.STATS`'s reply writes them.
+fn written(fields: Vec<(&'static str, Option<i64>)>) -> Reply {
+    Reply::of(reply::Stats { fields: fields.into_iter().map(|(name, value)| (name.into(), value)).collect() })
 }

@@ -18,6 +18,7 @@ use crate::metrics::count;
 use crate::stores::town::index::IdIndex;
 use crate::town::keys::TownKeys;
 use crate::town::stop::{expires_at, DEFAULT_TTL_SECS, FLAG};
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -99,15 +100,15 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
             flag.set_string_expiring(FLAG, at);
             mailboxes.add(agent);
             count::town(&keys, Some(agent), &[(Town::StopRequests, 1)]);
-            Ok(Reply::OK)
+            Ok(Reply::of(reply::Done))
         }
         "CHECK" => {
             let flag = open_flag(session, session.check::<Meta>(&keys.stop(agent))?)?;
-            Ok(Reply::Integer(i64::from(flag.exists())))
+            Ok(Reply::of(reply::Flag(flag.exists())))
         }
         _ => {
             let flag = open_flag(session, session.check::<Write>(&keys.stop(agent))?)?;
-            Ok(Reply::Integer(i64::from(flag.delete())))
+            Ok(Reply::of(reply::Flag(flag.delete())))
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::stores::town::index::IdIndex;
 use crate::stores::town::record;
 use crate::town::fields::FieldSet;
 use crate::town::keys::TownKeys;
+use dreamtown_protocol::reply::town as reply;
 use dreamtown_protocol::request::town as request;
 use dreamtown_protocol::request::Request;
 
@@ -112,11 +113,11 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
             let tasks = IdIndex::open(session, tasks)?;
             record::replace(&stored, &fields);
             tasks.add(task);
-            Ok(Reply::OK)
+            Ok(Reply::of(reply::Done))
         }
         TaskRequest::Get(task) => {
             let stored = record::check::<Read>(session, &keys.task(task))?;
-            Ok(record::reply(&record::open(session, stored)?))
+            Ok(Reply::of(record::read(&record::open(session, stored)?)))
         }
         TaskRequest::Del(task) => {
             let stored = session.check::<Write>(&keys.task(task))?;
@@ -124,7 +125,7 @@ fn run(session: &Session, action: &str, argv: &[&[u8]]) -> CommandResult {
             let tasks = IdIndex::open(session, tasks)?;
             let deleted = stored.open(session)?.delete();
             tasks.remove(task);
-            Ok(Reply::Integer(i64::from(deleted)))
+            Ok(Reply::of(reply::Flag(deleted)))
         }
         TaskRequest::List => list(session, &keys),
     }
@@ -136,12 +137,12 @@ fn list(session: &Session, keys: &TownKeys) -> CommandResult {
     for task in index.peek_ids(session)? {
         checked.push(record::check::<Read>(session, &keys.task(&task))?);
     }
-    let mut listed = Vec::new();
+    let mut records = Vec::new();
     for stored in checked {
         let stored = record::open(session, stored)?;
         if stored.exists() {
-            listed.push(record::reply(&stored));
+            records.push(record::read(&stored));
         }
     }
-    Ok(Reply::Array(listed))
+    Ok(Reply::of(reply::TaskList { records }))
 }

@@ -5,10 +5,11 @@
 
 use crate::glue::access::{Mode, ReadsValues, Writes};
 use crate::glue::key::{Key, KeyKind};
-use crate::glue::reply::{CommandError, Reply};
+use crate::glue::reply::CommandError;
 use crate::glue::session::{Checked, Session};
 use crate::glue::string::OwnedString;
 use crate::town::fields::FieldSet;
+use dreamtown_protocol::reply::town as reply;
 
 /// Check the record `name` for mode `M`.
 pub fn check<M: Mode>(session: &Session, name: &str) -> Result<Checked<M>, CommandError> {
@@ -34,8 +35,8 @@ pub fn replace<M: Writes>(record: &Key<M>, fields: &FieldSet) {
     record.hset(&pairs);
 }
 
-/// The record's fields and values as `HGETALL` replies them: a map in
-/// RESP3, a flat array in RESP2 (empty if the record does not exist).
-pub fn reply<M: ReadsValues>(record: &Key<M>) -> Reply {
-    Reply::bulk_map(record.hgetall())
+/// The record's fields and values, as its reply carries them (`HGETALL`'s
+/// shape; empty if the record does not exist).
+pub fn read<M: ReadsValues>(record: &Key<M>) -> reply::Record<Vec<u8>> {
+    reply::Record { fields: record.hgetall() }
 }
