@@ -194,7 +194,7 @@ impl Reply {
     /// The reply, read by the command's protocol reply type
     /// (`dreamtown_protocol::reply`): what the module wrote with it.
     pub(crate) fn decode<R: ProtocolReply<Vec<u8>>>(&self) -> Result<R> {
-        protocol_value(&self.value).and_then(|value| R::decode(&value).ok()).ok_or_else(|| self.unexpected())
+        decode_reply(&self.value).ok_or_else(|| self.unexpected())
     }
 
     /// The reply as it came, for replies decoded elsewhere (streams).
@@ -235,8 +235,9 @@ pub(crate) fn protocol_value(value: &Value) -> Option<reply::Value> {
     })
 }
 
-/// Field/value pairs of a flat array (RESP2) or a map (RESP3), values as they came.
-pub fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
+/// Field/value pairs of a flat array (RESP2) or a map (RESP3), values as they came
+/// (plain Redis replies: `XINFO`).
+pub(crate) fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
     let field = |field: &Value| String::from_utf8(bytes(field)?).ok();
     match value {
         Value::Array(items) if items.len() % 2 == 0 => items
@@ -249,6 +250,14 @@ pub fn fields(value: &Value) -> Option<Vec<(String, &Value)>> {
         Value::Map(entries) => entries.iter().map(|(name, value)| Some((field(name)?, value))).collect(),
         _ => None,
     }
+}
+
+/// A reply as the `redis` crate read it, decoded by a protocol reply type
+/// (`dreamtown_protocol::reply`): for tools that send a command on their
+/// own connection (the exporter's `DREAMS.STATS` and `TOWN.STATS`).
+/// `None` when it is not of that shape.
+pub fn decode_reply<R: ProtocolReply<Vec<u8>>>(value: &Value) -> Option<R> {
+    R::decode(&protocol_value(value)?).ok()
 }
 
 fn word(value: &Value) -> Option<&str> {

@@ -67,7 +67,7 @@ pub mod town;
 #[cfg(feature = "net")]
 pub use call::cluster_routing;
 #[cfg(feature = "net")]
-pub use call::fields as reply_fields;
+pub use call::decode_reply;
 #[cfg(feature = "net")]
 pub use durable::{Durable, Shortfall};
 #[cfg(feature = "net")]

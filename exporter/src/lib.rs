@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use dreamtown::events;
 use dreamtown_protocol::info;
 use dreamtown_protocol::keyspace::town::TownKeys;
+use dreamtown_protocol::reply::Stats;
 use dreamtown_protocol::request::{command_line, town::Stats as TownStats};
 use dreamtown_protocol::stats::{Stat, dreams as dreams_stats, town as town_stats};
 use redis::Value;
@@ -125,16 +126,12 @@ pub struct Exporter {
     warned: std::collections::BTreeSet<String>,
 }
 
-/// Field/value pairs of a STATS reply (a flat array in RESP2, a map in
-/// RESP3), each value a number or none (nil).
+/// Field/value pairs of a STATS reply (`dreamtown_protocol::reply::Stats`:
+/// a flat array in RESP2, a map in RESP3), each value a number or none
+/// (nil); nothing if the reply is not one.
 fn pairs(value: &Value) -> Vec<(String, Option<f64>)> {
-    let number = |value: &Value| match value {
-        Value::Int(n) => Some(*n as f64),
-        _ => None,
-    };
-    dreamtown_client::reply_fields(value)
-        .map(|fields| fields.into_iter().map(|(name, value)| (name, number(value))).collect())
-        .unwrap_or_default()
+    let stats = dreamtown_client::decode_reply::<Stats>(value).unwrap_or_default();
+    stats.fields.into_iter().map(|(name, value)| (name.into_owned(), value.map(|n| n as f64))).collect()
 }
 
 /// The node label of a URL: its `host:port`.
