@@ -8,30 +8,11 @@
 
 use crate::common;
 
-use common::{blocked_clients, tenant, wait_until, Frame, RawConnection, Server};
+use common::replies::{call, value};
+use common::{blocked_clients, tenant, wait_until, RawConnection, Server};
 use dreamtown_protocol::reply::dreams::{self as reply, AckOutcome, FireOutcome, RecordOutcome};
 use dreamtown_protocol::reply::{Reply, Value};
 use dreamtown_protocol::stats::dreams as schema;
-
-/// A frame as the protocol's value (an error reply fails the test).
-fn value(frame: Frame) -> Value {
-    match frame {
-        Frame::Simple(word) => Value::Status(word.into()),
-        Frame::Integer(n) => Value::Integer(n),
-        Frame::Bulk(bytes) => Value::Bulk(bytes),
-        Frame::NullBulk | Frame::Null => Value::Nil,
-        Frame::NullArray => Value::NilArray,
-        Frame::Array(items) => Value::Array(items.into_iter().map(value).collect()),
-        Frame::Map(pairs) => Value::Map(pairs.into_iter().map(|(field, item)| (value(field), value(item))).collect()),
-        other => panic!("not a reply a DREAMS command sends: {other:?}"),
-    }
-}
-
-/// `args`' reply, read with `R`.
-fn call<R: Reply<Vec<u8>>>(con: &mut RawConnection, args: &[&str]) -> R {
-    let reply = value(con.call(args));
-    R::decode(&reply).unwrap_or_else(|error| panic!("{args:?}: {error} in {reply:?}"))
-}
 
 fn text(payload: &[u8]) -> String {
     String::from_utf8(payload.to_vec()).expect("a payload is JSON text")

@@ -9,3 +9,4 @@ pub use dreamtown_test_support::*;
 
 #[path = "../../src/test_random.rs"]
 pub mod random;
+pub mod replies;

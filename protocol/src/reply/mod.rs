@@ -305,6 +305,31 @@ pub(crate) mod read {
 #[cfg(test)]
 pub(crate) mod law {
     use super::{Reply, Value};
+    use crate::test_random::Random;
+
+    /// An integer, often at an edge (0, `i64::MAX`).
+    pub fn signed(random: &mut Random) -> i64 {
+        match random.below(4) {
+            0 => 0,
+            1 => i64::MAX,
+            2 => random.next() as i64,
+            _ => random.below(1000) as i64,
+        }
+    }
+
+    /// A count, often at an edge (0, `i64::MAX`, the most a reply carries).
+    pub fn count(random: &mut Random) -> u64 {
+        match random.below(3) {
+            0 => 0,
+            1 => i64::MAX as u64,
+            _ => random.below(1000) as u64,
+        }
+    }
+
+    /// Up to 40 arbitrary bytes.
+    pub fn bytes(random: &mut Random) -> Vec<u8> {
+        (0..random.below(40)).map(|_| random.next() as u8).collect()
+    }
 
     /// RESP2 as a client reads it: maps come as flat arrays.
     pub fn flattened<B: Clone>(value: &Value<B>) -> Value<B> {

@@ -2,32 +2,11 @@
 //! `decode(encode(x)) == x`, from RESP3's maps and RESP2's flat arrays.
 
 use super::*;
-use crate::reply::law::holds;
+use crate::reply::law::{bytes, count, holds, signed};
 use crate::test_random::Random;
-
-fn signed(random: &mut Random) -> i64 {
-    match random.below(4) {
-        0 => 0,
-        1 => i64::MAX,
-        2 => random.next() as i64,
-        _ => random.below(1000) as i64,
-    }
-}
-
-fn count(random: &mut Random) -> u64 {
-    match random.below(3) {
-        0 => 0,
-        1 => i64::MAX as u64,
-        _ => random.below(1000) as u64,
-    }
-}
 
 fn optional(random: &mut Random) -> Option<u64> {
     random.percent(50).then(|| count(random))
-}
-
-fn bytes(random: &mut Random) -> Vec<u8> {
-    (0..random.below(40)).map(|_| random.next() as u8).collect()
 }
 
 fn ack(random: &mut Random) -> Ack {

@@ -2,20 +2,8 @@
 //! `decode(encode(x)) == x`, from RESP3's maps and RESP2's flat arrays.
 
 use super::*;
-use crate::reply::law::holds;
+use crate::reply::law::{bytes, count, holds};
 use crate::test_random::Random;
-
-fn count(random: &mut Random) -> u64 {
-    match random.below(3) {
-        0 => 0,
-        1 => i64::MAX as u64,
-        _ => random.below(1000) as u64,
-    }
-}
-
-fn bytes(random: &mut Random) -> Vec<u8> {
-    (0..random.below(40)).map(|_| random.next() as u8).collect()
-}
 
 fn bulks(random: &mut Random) -> Vec<Vec<u8>> {
     (0..random.below(5)).map(|_| bytes(random)).collect()
