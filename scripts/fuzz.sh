@@ -24,7 +24,7 @@ OUT="$ROOT/target/fuzz"
 TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
 BIN="$OUT/$TRIPLE/release"
 NICE="${FUZZ_NICE:-19}"
-TARGETS=(fire_message town_message quiet_hours numbers deadlines commands migrate_readers limits keyspace requests)
+TARGETS=(fire_message town_message quiet_hours numbers deadlines commands migrate_readers limits keyspace requests replies)
 
 action="${1:-run}"
 shift || true

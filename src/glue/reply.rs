@@ -130,6 +130,12 @@ impl Reply {
     pub fn of_strings(reply: impl dreamtown_protocol::reply::Reply<OwnedString>) -> Self {
         reply.encode()
     }
+
+    /// `[acked, then]`, of two replies written already: the protocol's
+    /// one-trip shape (`DREAMS.DRAIN ... ACK`, `TOWN.RECV ... ACK`).
+    pub fn acked_then(acked: Reply, then: Reply) -> Self {
+        dreamtown_protocol::reply::acked_then::<Vec<u8>, _>(acked, then)
+    }
 }
 
 pub use dreamtown_protocol::error::CommandError;

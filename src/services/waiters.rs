@@ -59,7 +59,6 @@ use crate::glue::session::{current_user_name, Session};
 use crate::glue::string::{bytes_of, OwnedString};
 use crate::glue::timer::{self, TimerWith};
 use crate::metrics::totals::Total;
-use dreamtown_protocol::reply::acked_then;
 
 /// Run a blocked command's work for a woken waiter: `Some` is its reply
 /// (it is then served), `None` means it found nothing and keeps waiting.
@@ -477,7 +476,7 @@ impl Blocked for Ticket {
 /// what ran before stands).
 fn after(before: Option<Reply>, result: CommandResult) -> CommandResult {
     match (before, result) {
-        (Some(before), Ok(reply)) => Ok(acked_then::<Vec<u8>, _>(before, reply)),
+        (Some(before), Ok(reply)) => Ok(Reply::acked_then(before, reply)),
         (_, result) => result,
     }
 }

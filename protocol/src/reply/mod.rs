@@ -203,6 +203,53 @@ impl Reply<Vec<u8>> for Stats {
     }
 }
 
+/// The law of every reply type on any value a server could send: reading
+/// it never panics, and what a type reads it writes back to a value that
+/// reads as the same reply (`decode(encode(decode(v))) == decode(v)`).
+/// `Err` describes a break of the law; `Ok(n)`: how many types read `value`.
+pub fn settles(value: &Value) -> Result<usize, String> {
+    fn again<R: Reply<Vec<u8>> + Clone + PartialEq + std::fmt::Debug>(value: &Value) -> Result<usize, String> {
+        let Ok(reply) = R::decode(value) else { return Ok(0) };
+        let encoded: Value = reply.clone().encode();
+        match R::decode(&encoded) {
+            Ok(again) if again == reply => Ok(1),
+            other => Err(format!("{value:?} read as {reply:?}, written as {encoded:?}, read back as {other:?}")),
+        }
+    }
+    let mut read = 0;
+    for check in [
+        again::<Flag>,
+        again::<Done>,
+        again::<Stats>,
+        again::<dreams::Record>,
+        again::<dreams::Fire>,
+        again::<dreams::Ack>,
+        again::<dreams::Drain<Vec<u8>>>,
+        again::<dreams::DrainBatch<Vec<u8>>>,
+        again::<dreams::AckThenDrain<dreams::Drain<Vec<u8>>>>,
+        again::<dreams::AckThenDrain<dreams::DrainBatch<Vec<u8>>>>,
+        again::<dreams::Recover>,
+        again::<dreams::Len>,
+        again::<dreams::Redrive>,
+        again::<dreams::Counters>,
+        again::<dreams::LimitGet>,
+        again::<dreams::Inflight<Vec<u8>>>,
+        again::<town::Count>,
+        again::<town::AgentIncr>,
+        again::<town::Bulks<Vec<u8>>>,
+        again::<town::MaybeBulk<Vec<u8>>>,
+        again::<town::Len>,
+        again::<town::Recv<Vec<u8>>>,
+        again::<town::AckThenRecv<Vec<u8>>>,
+        again::<town::Record<Vec<u8>>>,
+        again::<town::Records<Vec<u8>>>,
+        again::<dryrun::DryRun>,
+    ] {
+        read += check(value)?;
+    }
+    Ok(read)
+}
+
 /// The readers the families' decoders share.
 pub(crate) mod read {
     use super::{Unexpected, Value};
@@ -301,6 +348,9 @@ pub(crate) mod read {
             .ok_or(Unexpected(expected))
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 #[cfg(test)]
 pub(crate) mod law {

@@ -417,7 +417,7 @@ fn drain_or_wait(
         if !payloads.is_empty() || !session.may_block() {
             let reply = drained_reply(payloads);
             return Ok(match before {
-                Some(acked) => reply::ack_then_drain::<Vec<u8>, _>(acked, reply),
+                Some(acked) => Reply::acked_then(acked, reply),
                 None => reply,
             });
         }

@@ -211,7 +211,7 @@ fn run(session: &Session, argv: &[&[u8]]) -> CommandResult {
     let answer = |received: reply::Recv<OwnedString>| {
         let received = Reply::of_strings(received);
         match &before {
-            Some(acked) => reply::ack_then_recv::<Vec<u8>, _>(acked.clone(), received),
+            Some(acked) => Reply::acked_then(acked.clone(), received),
             None => received,
         }
     };
