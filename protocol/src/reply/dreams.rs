@@ -5,6 +5,7 @@
 use std::ffi::CStr;
 
 use super::read;
+use super::Hash;
 pub use super::{Done, Flag, Stats};
 use super::{Reply, Unexpected, Value, Wire};
 
@@ -365,34 +366,9 @@ impl<B> Reply<B> for Redrive {
 }
 
 /// `DREAMS.COUNTERS`: the region's hash fields as stored, sorted by field
-/// (a map in RESP3, a flat array in RESP2).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Field/value pairs, sorted.
-    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
-impl Counters {
-    /// The value of `field`, if stored.
-    pub fn get(&self, field: &str) -> Option<&[u8]> {
-        self.fields.iter().find(|(name, _)| name.as_slice() == field.as_bytes()).map(|(_, value)| value.as_slice())
-    }
-}
-
-impl Reply<Vec<u8>> for Counters {
-    fn encode<W: Wire<Vec<u8>>>(self) -> W {
-        W::map(self.fields.into_iter().map(|(field, value)| (W::bulk(field), W::bulk(value))).collect())
-    }
-
-    fn decode(value: &Value<Vec<u8>>) -> Result<Self, Unexpected> {
-        const COUNTERS: &str = "field/value pairs";
-        let pairs = read::pairs(value, COUNTERS)?;
-        let fields = pairs
-            .into_iter()
-            .map(|(field, value)| Ok((read::bulk(field, COUNTERS)?.clone(), read::bulk(value, COUNTERS)?.clone())));
-        Ok(Self { fields: fields.collect::<Result<_, _>>()? })
-    }
-}
+/// (a map in RESP3, a flat array in RESP2; empty for a region never
+/// written).
+pub type Counters = Hash<Vec<u8>>;
 
 /// `DREAMS.LIMIT GET`: the organization's fair share as it stands, a map
 /// of `concurrency`, `rate_count`, `rate_seconds`, `in_flight`,

@@ -163,6 +163,38 @@ impl<B> Reply<B> for Done {
     }
 }
 
+/// A hash's fields and values as `HGETALL` replies them (a map in RESP3, a
+/// flat array in RESP2; empty when there is no such hash): an agent's or a
+/// task's record (`town::AgentGet`, ...), a region's counters
+/// (`dreams::Counters`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hash<B> {
+    /// Field/value pairs, in the order the module writes them.
+    pub fields: Vec<(B, B)>,
+}
+
+impl<B: AsRef<[u8]>> Hash<B> {
+    /// The value of `field`, if stored.
+    pub fn get(&self, field: &str) -> Option<&[u8]> {
+        self.fields.iter().find(|(name, _)| name.as_ref() == field.as_bytes()).map(|(_, value)| value.as_ref())
+    }
+}
+
+impl<B: Clone> Reply<B> for Hash<B> {
+    fn encode<W: Wire<B>>(self) -> W {
+        W::map(self.fields.into_iter().map(|(field, value)| (W::bulk(field), W::bulk(value))).collect())
+    }
+
+    fn decode(value: &Value<B>) -> Result<Self, Unexpected> {
+        const HASH: &str = "field/value pairs";
+        let pairs = read::pairs(value, HASH)?;
+        let fields = pairs
+            .into_iter()
+            .map(|(field, value)| Ok((read::bulk(field, HASH)?.clone(), read::bulk(value, HASH)?.clone())));
+        Ok(Self { fields: fields.collect::<Result<_, _>>()? })
+    }
+}
+
 /// `DREAMS.STATS` and `TOWN.STATS`: a tenant at a glance, field/value
 /// pairs (a map in RESP3, a flat array in RESP2) whose values are integers
 /// or nil; the fields and what they mean are the schemas of
@@ -231,7 +263,6 @@ pub fn settles(value: &Value) -> Result<usize, String> {
         again::<dreams::Recover>,
         again::<dreams::Len>,
         again::<dreams::Redrive>,
-        again::<dreams::Counters>,
         again::<dreams::LimitGet>,
         again::<dreams::Inflight<Vec<u8>>>,
         again::<town::Count>,
@@ -241,7 +272,7 @@ pub fn settles(value: &Value) -> Result<usize, String> {
         again::<town::Len>,
         again::<town::Recv<Vec<u8>>>,
         again::<town::AckThenRecv<Vec<u8>>>,
-        again::<town::Record<Vec<u8>>>,
+        again::<Hash<Vec<u8>>>,
         again::<town::Records<Vec<u8>>>,
         again::<dryrun::DryRun>,
     ] {

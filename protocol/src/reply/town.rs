@@ -5,6 +5,7 @@
 //! its name as its arguments are in [`crate::request::town`].
 
 use super::read;
+use super::Hash;
 pub use super::{Done, Flag, Stats};
 use super::{Reply, Unexpected, Value, Wire};
 
@@ -212,15 +213,10 @@ impl<B: Clone> Reply<B> for AckThenRecv<B> {
     }
 }
 
-/// An agent's or a task's record, its fields and values as `HGETALL`
-/// replies them (a map in RESP3, a flat array in RESP2; empty when there
-/// is no such record): `TOWN.AGENT GET`, `TOWN.AGENT BYNAME`,
-/// `TOWN.TASK GET`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Record<B> {
-    /// Field/value pairs, in the hash's order.
-    pub fields: Vec<(B, B)>,
-}
+/// An agent's or a task's record, its hash's fields and values as
+/// `HGETALL` replies them (empty when there is no such record):
+/// `TOWN.AGENT GET`, `TOWN.AGENT BYNAME`, `TOWN.TASK GET`.
+pub type Record<B> = Hash<B>;
 
 /// `TOWN.AGENT GET`'s reply.
 pub type AgentGet<B> = Record<B>;
@@ -228,21 +224,6 @@ pub type AgentGet<B> = Record<B>;
 pub type AgentByName<B> = Record<B>;
 /// `TOWN.TASK GET`'s reply.
 pub type TaskGet<B> = Record<B>;
-
-impl<B: Clone> Reply<B> for Record<B> {
-    fn encode<W: Wire<B>>(self) -> W {
-        W::map(self.fields.into_iter().map(|(field, value)| (W::bulk(field), W::bulk(value))).collect())
-    }
-
-    fn decode(value: &Value<B>) -> Result<Self, Unexpected> {
-        const RECORD: &str = "a record's field/value pairs";
-        let pairs = read::pairs(value, RECORD)?;
-        let fields = pairs
-            .into_iter()
-            .map(|(field, value)| Ok((read::bulk(field, RECORD)?.clone(), read::bulk(value, RECORD)?.clone())));
-        Ok(Self { fields: fields.collect::<Result<_, _>>()? })
-    }
-}
 
 /// Records, those that exist, in the index's order: `TOWN.AGENT LIST`,
 /// `TOWN.TASK LIST`.
